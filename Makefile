@@ -1,0 +1,58 @@
+# tilefs build. `make` builds build/tilefs; `make check` runs every test.
+# SANITIZE=address,undefined builds everything with those sanitizers.
+
+VERSION := 0.1.0
+PKGS := fuse3 libcurl libtiff-4 sqlite3 openssl
+CC ?= cc
+BUILD ?= build
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS := $(shell pkg-config --libs $(PKGS))
+
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c11 -D_GNU_SOURCE -DTILEFS_VERSION='"$(VERSION)"' \
+	  -Wall -Wextra -Wmissing-prototypes -Wstrict-prototypes -Wshadow \
+	  -Wno-unused-parameter -I. $(PKG_CFLAGS)
+LDLIBS += $(PKG_LIBS) -lpthread
+ifdef SANITIZE
+CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+# The library: all of cache/ plus the parts of fs/ that do not touch FUSE.
+LIB_SRC := $(wildcard cache/*.c) fs/options.c
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB := $(BUILD)/libtilefs.a
+
+DAEMON_SRC := fs/main.c fs/mount.c
+DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
+
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/%)
+
+all: $(BUILD)/tilefs $(UNIT_BIN)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	$(AR) rcs $@ $^
+
+$(BUILD)/tilefs: $(DAEMON_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+check: all
+	tests/run
+
+valgrind: all
+	for t in $(UNIT_BIN); do valgrind -q --error-exitcode=1 --leak-check=full $$t || exit 1; done
+
+clean:
+	rm -rf $(BUILD)
+
+.PHONY: all check valgrind clean
+-include $(LIB_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d)

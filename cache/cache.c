@@ -1,0 +1,846 @@
+/*
+ * cache.c - see cache.h.
+ *
+ * DESIGN: a read looks up each unit it touches in the index. A hit is read
+ * from the object's data file; the first read of a unit in this process
+ * reads all of it and checks its CRC32C (a crash or power cut can leave a
+ * data file behind its index row), later reads take just the bytes asked
+ * for, then look the row up again so that a unit evicted meanwhile by any
+ * process (row deleted, then hole punched) is never served.
+ *
+ * A miss becomes an `inflight` entry in this process's table, so other
+ * threads wanting the same unit wait on it instead of fetching. The owner
+ * claims the unit in the index (claims table) so other processes wait too;
+ * adjacent claimed units go out as one ranged GET. The fetch thread fills
+ * the entries and wakes the readers; the persist thread then writes each
+ * unit to its data file, records it in the index (which releases the
+ * claim), and evicts while the cache is over its bound.
+ *
+ * Locks: c->lock protects the inflight table and queue, entry states and
+ * refs, touch buffer, verified set and stats. obj->fd_lock guards one fd
+ * open. Neither is held across I/O or while taking the other.
+ */
+#include "cache.h"
+#include "crc32c.h"
+#include "http.h"
+#include "index.h"
+#include "layout.h"
+#include "log.h"
+#include "provider.h"
+#include "store.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TABLE_SIZE 1024
+#define TOUCH_MAX 4096
+#define VERIFIED_SLOTS (1u << 18)	/* ids of units checked since start */
+#define EVICT_BATCH 64
+
+struct cache_object {
+	atomic_int refs;
+	struct cache *cache;
+	int64_t id;
+	char *url, *log_name;
+	char version[192];
+	char etag[128];			/* "" when the origin gives none */
+	uint64_t size;
+	time_t mtime;
+	struct layout layout;
+	pthread_mutex_t fd_lock;
+	int fd;				/* protected by fd_lock; -1 until needed */
+	atomic_bool stale;
+};
+
+enum unit_state { UNIT_FETCHING, UNIT_READY, UNIT_FAILED };
+
+struct inflight {
+	struct inflight *table_next;	/* protected by c->lock */
+	struct inflight *queue_next;	/* protected by c->lock */
+	struct cache_object *obj;	/* holds a ref */
+	struct extent unit;
+	char *buf;			/* unit.len bytes */
+	enum unit_state state;		/* protected by c->lock */
+	int err;			/* set with state */
+	int refs;			/* protected by c->lock */
+	bool persist;			/* write to store and index */
+	bool claimed;			/* holds the index claim */
+};
+
+struct cache {
+	struct cache_config cfg;
+	struct source *src;
+	struct http_client *http;
+	struct index *index;
+	struct store *store;
+	pthread_t persister;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;		/* an entry left UNIT_FETCHING */
+	pthread_cond_t work;		/* the persist queue grew, or stop */
+	struct inflight *table[TABLE_SIZE];
+	struct inflight *queue_head, *queue_tail;
+	bool stopping;
+	int64_t touched[TOUCH_MAX];
+	size_t ntouched;
+	int64_t *verified;		/* open addressing, 0 = empty */
+	size_t nverified;
+	bool disk_full_logged;
+	struct cache_stats stats;
+};
+
+struct fetch_run {
+	struct http_request req;
+	struct cache *cache;
+	struct cache_object *obj;
+	size_t n;
+	struct inflight *units[];
+};
+
+/* ---- small helpers ---- */
+
+static size_t table_slot(int64_t object_id, uint64_t off)
+{
+	uint64_t h = (uint64_t)object_id * 0x9e3779b97f4a7c15ull ^ (off >> 12) * 0xff51afd7ed558ccdull;
+	return (size_t)(h >> 32) % TABLE_SIZE;
+}
+
+/* c->lock held */
+static bool verified_has(struct cache *c, int64_t id)
+{
+	for (size_t i = (size_t)id & (VERIFIED_SLOTS - 1);; i = (i + 1) & (VERIFIED_SLOTS - 1)) {
+		if (c->verified[i] == id)
+			return true;
+		if (c->verified[i] == 0)
+			return false;
+	}
+}
+
+/* c->lock held */
+static void verified_add(struct cache *c, int64_t id)
+{
+	if (c->nverified >= VERIFIED_SLOTS / 2) {
+		/* full: forget all; units are simply checked again */
+		memset(c->verified, 0, VERIFIED_SLOTS * sizeof(*c->verified));
+		c->nverified = 0;
+	}
+	size_t i = (size_t)id & (VERIFIED_SLOTS - 1);
+	while (c->verified[i] != 0 && c->verified[i] != id)
+		i = (i + 1) & (VERIFIED_SLOTS - 1);
+	if (c->verified[i] == 0) {
+		c->verified[i] = id;
+		c->nverified++;
+	}
+}
+
+static int object_fd(struct cache_object *obj, int *fd)
+{
+	int err = 0;
+	pthread_mutex_lock(&obj->fd_lock);
+	if (obj->fd < 0)
+		err = store_object_open(obj->cache->store, obj->id, &obj->fd);
+	*fd = obj->fd;
+	pthread_mutex_unlock(&obj->fd_lock);
+	return err;
+}
+
+/* ---- objects ---- */
+
+struct cache_object *cache_object_ref(struct cache_object *obj)
+{
+	atomic_fetch_add(&obj->refs, 1);
+	return obj;
+}
+
+void cache_object_unref(struct cache_object *obj)
+{
+	if (!obj || atomic_fetch_sub(&obj->refs, 1) != 1)
+		return;
+	if (obj->fd >= 0)
+		close(obj->fd);
+	pthread_mutex_destroy(&obj->fd_lock);
+	free(obj->url);
+	free(obj->log_name);
+	free(obj);
+}
+
+uint64_t cache_object_size(const struct cache_object *obj)
+{
+	return obj->size;
+}
+
+time_t cache_object_mtime(const struct cache_object *obj)
+{
+	return obj->mtime;
+}
+
+bool cache_object_same(const struct cache_object *a, const struct cache_object *b)
+{
+	return a && b && a->id == b->id;
+}
+
+bool cache_object_stale(const struct cache_object *obj)
+{
+	return atomic_load(&obj->stale);
+}
+
+/* ---- inflight entries ---- */
+
+/* c->lock held */
+static struct inflight *table_find(struct cache *c, int64_t object_id, uint64_t off)
+{
+	for (struct inflight *e = c->table[table_slot(object_id, off)]; e; e = e->table_next)
+		if (e->obj->id == object_id && e->unit.off == off)
+			return e;
+	return NULL;
+}
+
+/* c->lock held; the table's ref is one of the two an entry starts with */
+static struct inflight *entry_new(struct cache *c, struct cache_object *obj, struct extent unit)
+{
+	struct inflight *e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->buf = malloc(unit.len ? unit.len : 1);
+	if (!e->buf) {
+		free(e);
+		return NULL;
+	}
+	e->obj = cache_object_ref(obj);
+	e->unit = unit;
+	e->state = UNIT_FETCHING;
+	e->refs = 2;
+	size_t slot = table_slot(obj->id, unit.off);
+	e->table_next = c->table[slot];
+	c->table[slot] = e;
+	return e;
+}
+
+/* c->lock held */
+static void entry_unref(struct inflight *e)
+{
+	if (--e->refs > 0)
+		return;
+	cache_object_unref(e->obj);
+	free(e->buf);
+	free(e);
+}
+
+/* c->lock held: settle an entry and hand it to the persist thread */
+static void entry_settle(struct cache *c, struct inflight *e, int err, bool persist)
+{
+	e->state = err ? UNIT_FAILED : UNIT_READY;
+	e->err = err;
+	e->persist = persist && !err;
+	e->queue_next = NULL;
+	if (c->queue_tail)
+		c->queue_tail->queue_next = e;
+	else
+		c->queue_head = e;
+	c->queue_tail = e;
+	pthread_cond_broadcast(&c->changed);
+	pthread_cond_signal(&c->work);
+}
+
+/* ---- reading cached units ---- */
+
+/* Read all of unit U into DST and check its checksum; 0 or -errno. */
+static int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit *u,
+		     char *dst)
+{
+	int fd, err = object_fd(obj, &fd);
+	if (!err)
+		err = store_read(fd, dst, u->len, u->off);
+	if (!err && crc32c(0, dst, u->len) != u->crc) {
+		log_warn("cached bytes of %s at %" PRIu64 " failed their checksum; fetching them again",
+			 obj->log_name, u->off);
+		index_unit_drop(c->index, u->id);
+		err = -EIO;
+	}
+	if (!err) {
+		pthread_mutex_lock(&c->lock);
+		verified_add(c, u->id);
+		pthread_mutex_unlock(&c->lock);
+	}
+	return err;
+}
+
+/*
+ * Copy [part_off, part_off+part_len) of UNIT from the cache into DST.
+ * 0 on a hit; -ENOENT (or another error, logged) means: fetch it.
+ */
+static int read_cached(struct cache *c, struct cache_object *obj, struct extent unit,
+		       char *dst, uint64_t part_off, size_t part_len)
+{
+	struct index_unit u, again;
+	int fd, err = index_unit_find(c->index, obj->id, unit.off, &u);
+
+	if (err)
+		return err;
+	if (u.len != unit.len) {
+		index_unit_drop(c->index, u.id);
+		return -ENOENT;
+	}
+	pthread_mutex_lock(&c->lock);
+	bool checked = verified_has(c, u.id);
+	pthread_mutex_unlock(&c->lock);
+	if (!checked) {
+		char *whole = malloc(u.len);
+		if (!whole)
+			return -ENOMEM;
+		err = load_unit(c, obj, &u, whole);
+		if (!err)
+			memcpy(dst, whole + (part_off - unit.off), part_len);
+		free(whole);
+	} else {
+		err = object_fd(obj, &fd);
+		if (!err)
+			err = store_read(fd, dst, part_len, part_off);
+	}
+	if (err)
+		return err;
+	/* evicted while we read? (eviction drops the row before the bytes) */
+	if (index_unit_find(c->index, obj->id, unit.off, &again) != 0 || again.id != u.id)
+		return -ENOENT;
+	pthread_mutex_lock(&c->lock);
+	if (c->ntouched < TOUCH_MAX)
+		c->touched[c->ntouched++] = u.id;
+	c->stats.hits++;
+	c->stats.bytes_served += part_len;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+/* ---- fetching ---- */
+
+static void run_done(struct http_request *req, void *arg)
+{
+	struct fetch_run *run = arg;
+	struct cache *c = run->cache;
+	struct cache_object *obj = run->obj;
+	int err = req->err;
+
+	if (!err && ((obj->etag[0] && req->etag[0] && strcmp(obj->etag, req->etag) != 0) ||
+		     (req->object_size != UINT64_MAX && req->object_size != obj->size)))
+		err = -ESTALE;
+	if (err == -ESTALE) {
+		atomic_store(&obj->stale, true);
+		log_error("%s changed on the origin since it was opened; reopen it", obj->log_name);
+	}
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < run->n; i++) {
+		struct inflight *e = run->units[i];
+		if (!err)
+			memcpy(e->buf, req->body + (e->unit.off - req->off), e->unit.len);
+		entry_settle(c, e, err, true);
+		entry_unref(e);		/* the run's ref */
+	}
+	if (!err)
+		c->stats.bytes_fetched += req->body_len;
+	pthread_mutex_unlock(&c->lock);
+	source_request_done(c->src, req);
+	free(req->body);
+	cache_object_unref(obj);
+	free(run);
+}
+
+/* Fetch UNITS[0..n), adjacent in the object, with one GET. */
+static void run_submit(struct cache *c, struct cache_object *obj, struct inflight **units,
+		       size_t n)
+{
+	struct fetch_run *run = calloc(1, sizeof(*run) + n * sizeof(run->units[0]));
+	uint64_t off = units[0]->unit.off;
+	uint64_t end = units[n - 1]->unit.off + units[n - 1]->unit.len;
+	int err = -ENOMEM;
+
+	if (run)
+		run->req.body = malloc(end - off);
+	if (!run || !run->req.body)
+		goto fail;
+	run->cache = c;
+	run->obj = cache_object_ref(obj);
+	run->n = n;
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < n; i++) {
+		run->units[i] = units[i];
+		units[i]->refs++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	run->req.url = obj->url;
+	run->req.log_name = obj->log_name;
+	run->req.off = off;
+	run->req.len = end - off;
+	run->req.if_match = obj->etag[0] ? obj->etag : NULL;
+	run->req.done = run_done;
+	run->req.arg = run;
+	err = source_authorize(c->src, &run->req);
+	if (err) {
+		run->req.err = err;
+		run_done(&run->req, run);
+		return;
+	}
+	http_submit(c->http, &run->req);
+	return;
+fail:
+	if (run)
+		free(run->req.body);
+	free(run);
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < n; i++)
+		entry_settle(c, units[i], err, false);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * Another process is fetching E's unit: wait for it to land in the index,
+ * or take the claim over if that process dies or takes too long.
+ */
+static void wait_for_other(struct cache *c, struct cache_object *obj, struct inflight *e)
+{
+	struct timespec pause = { 0, 5 * 1000 * 1000 };
+	int rounds = c->cfg.claim_wait_s * 200;
+
+	for (int i = 0; i < rounds; i++) {
+		struct index_unit u;
+		pid_t holder;
+		if (index_unit_find(c->index, obj->id, e->unit.off, &u) == 0 &&
+		    u.len == e->unit.len && load_unit(c, obj, &u, e->buf) == 0) {
+			pthread_mutex_lock(&c->lock);
+			entry_settle(c, e, 0, false);
+			c->stats.hits++;
+			pthread_mutex_unlock(&c->lock);
+			return;
+		}
+		int rc = index_claim(c->index, obj->id, e->unit.off, c->cfg.claim_wait_s, &holder);
+		if (rc != -EBUSY) {
+			e->claimed = rc == 0;
+			break;
+		}
+		nanosleep(&pause, NULL);
+	}
+	run_submit(c, obj, &e, 1);
+}
+
+ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t len,
+		   uint64_t off)
+{
+	if (off >= obj->size)
+		return 0;
+	if (len > obj->size - off)
+		len = (size_t)(obj->size - off);
+	if (len == 0)
+		return 0;
+
+	size_t n = 0, nfetch = 0, nwait = 0;
+	for (uint64_t p = off; p < off + len; n++)
+		p = layout_unit_at(&obj->layout, p).off + layout_unit_at(&obj->layout, p).len;
+	struct inflight **entries = calloc(n, sizeof(*entries));
+	struct inflight **fetch = calloc(n, sizeof(*fetch));
+	struct inflight **others = calloc(n, sizeof(*others));
+	ssize_t result = (ssize_t)len;
+	if (!entries || !fetch || !others) {
+		result = -ENOMEM;
+		goto out;
+	}
+
+	/* hits, and entries for the misses (joining those already in flight) */
+	uint64_t p = off;
+	for (size_t i = 0; i < n; i++) {
+		struct extent unit = layout_unit_at(&obj->layout, p);
+		uint64_t part_end = unit.off + unit.len < off + len ? unit.off + unit.len : off + len;
+		size_t part_len = (size_t)(part_end - p);
+		if (read_cached(c, obj, unit, buf + (p - off), p, part_len) == 0) {
+			p = part_end;
+			continue;
+		}
+		pthread_mutex_lock(&c->lock);
+		struct inflight *e = table_find(c, obj->id, unit.off);
+		if (e) {
+			e->refs++;
+		} else {
+			e = entry_new(c, obj, unit);
+			if (e) {
+				fetch[nfetch++] = e;
+				c->stats.misses++;
+			}
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (!e) {
+			result = -ENOMEM;	/* still fetch what was started */
+			break;
+		}
+		entries[i] = e;
+		p = part_end;
+	}
+
+	/* claim our misses in the index; leave to others what they claimed */
+	size_t kept = 0;
+	for (size_t i = 0; i < nfetch; i++) {
+		pid_t holder;
+		int rc = index_claim(c->index, obj->id, fetch[i]->unit.off, c->cfg.claim_wait_s,
+				     &holder);
+		if (rc == -EBUSY) {
+			others[nwait++] = fetch[i];
+			continue;
+		}
+		fetch[i]->claimed = rc == 0;
+		fetch[kept++] = fetch[i];
+	}
+	nfetch = kept;
+
+	/* adjacent misses go out together, up to max_request bytes */
+	for (size_t i = 0; i < nfetch;) {
+		size_t j = i + 1;
+		uint64_t bytes = fetch[i]->unit.len;
+		while (j < nfetch && fetch[j]->unit.off == fetch[j - 1]->unit.off + fetch[j - 1]->unit.len &&
+		       bytes + fetch[j]->unit.len <= c->cfg.max_request)
+			bytes += fetch[j++]->unit.len;
+		run_submit(c, obj, fetch + i, j - i);
+		i = j;
+	}
+	for (size_t i = 0; i < nwait; i++)
+		wait_for_other(c, obj, others[i]);
+
+	pthread_mutex_lock(&c->lock);
+	p = off;
+	for (size_t i = 0; i < n; i++) {
+		struct extent unit = layout_unit_at(&obj->layout, p);
+		uint64_t part_end = unit.off + unit.len < off + len ? unit.off + unit.len : off + len;
+		struct inflight *e = entries[i];
+		if (e) {
+			while (e->state == UNIT_FETCHING)
+				pthread_cond_wait(&c->changed, &c->lock);
+			if (e->state == UNIT_READY && result >= 0) {
+				memcpy(buf + (p - off), e->buf + (p - unit.off), (size_t)(part_end - p));
+				c->stats.bytes_served += part_end - p;
+			} else if (result >= 0) {
+				result = e->err ? e->err : -EIO;
+			}
+			entry_unref(e);
+		}
+		p = part_end;
+	}
+	pthread_mutex_unlock(&c->lock);
+out:
+	free(entries);
+	free(fetch);
+	free(others);
+	return result;
+}
+
+/* ---- the persist thread ---- */
+
+/* Drop units, least valuable first, until the cache is within its bound. */
+static void evict(struct cache *c)
+{
+	uint64_t usage;
+	struct index_unit victims[EVICT_BATCH];
+
+	if (index_usage(c->index, &usage) != 0 || usage <= c->cfg.size_limit)
+		return;
+	uint64_t target = c->cfg.size_limit - c->cfg.size_limit / 20;
+	while (usage > target) {
+		size_t n = 0;
+		if (index_eviction_candidates(c->index, victims, EVICT_BATCH, &n) != 0 || n == 0)
+			break;
+		for (size_t i = 0; i < n && usage > target; i++) {
+			/* the row goes first: readers recheck it after reading */
+			if (index_unit_drop(c->index, victims[i].id) != 0)
+				continue;
+			store_punch(c->store, victims[i].object_id, victims[i].off, victims[i].len);
+			usage -= victims[i].len < usage ? victims[i].len : usage;
+			pthread_mutex_lock(&c->lock);
+			c->stats.evicted += victims[i].len;
+			pthread_mutex_unlock(&c->lock);
+		}
+	}
+}
+
+/* Write a fetched unit to its data file, then record it in the index. */
+static void persist(struct cache *c, struct inflight *e)
+{
+	struct cache_object *obj = e->obj;
+	int fd, err = object_fd(obj, &fd);
+
+	if (!err)
+		err = store_write(fd, e->buf, e->unit.len, e->unit.off);
+	if (err == -ENOSPC || err == -EDQUOT) {
+		if (!c->disk_full_logged)
+			log_warn("cache disk is full: evicting, serving from the network meanwhile");
+		c->disk_full_logged = true;
+		uint64_t usage;
+		if (index_usage(c->index, &usage) == 0 && usage > 0) {
+			uint64_t saved = c->cfg.size_limit;
+			c->cfg.size_limit = usage - usage / 10;
+			evict(c);
+			c->cfg.size_limit = saved;
+		}
+	} else if (err) {
+		log_warn("cannot write to the cache for %s: %s", obj->log_name, strerror(-err));
+	}
+	if (err) {
+		if (e->claimed)
+			index_unclaim(c->index, obj->id, e->unit.off);
+		return;
+	}
+	c->disk_full_logged = false;
+	if (index_unit_add(c->index, obj->id, e->unit.off, e->unit.len,
+			   crc32c(0, e->buf, e->unit.len)) != 0 && e->claimed)
+		index_unclaim(c->index, obj->id, e->unit.off);
+}
+
+static void flush_touched(struct cache *c)
+{
+	int64_t ids[TOUCH_MAX];
+	pthread_mutex_lock(&c->lock);
+	size_t n = c->ntouched;
+	memcpy(ids, c->touched, n * sizeof(ids[0]));
+	c->ntouched = 0;
+	pthread_mutex_unlock(&c->lock);
+	if (n)
+		index_units_touch(c->index, ids, n);
+}
+
+static void *persist_thread(void *arg)
+{
+	struct cache *c = arg;
+	time_t last_flush = time(NULL);
+
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		struct inflight *e = c->queue_head;
+		if (!e) {
+			if (c->stopping)
+				break;
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			pthread_cond_timedwait(&c->work, &c->lock, &until);
+		} else {
+			c->queue_head = e->queue_next;
+			if (!c->queue_head)
+				c->queue_tail = NULL;
+			pthread_mutex_unlock(&c->lock);
+			if (e->persist) {
+				persist(c, e);
+				evict(c);
+			} else if (e->claimed) {
+				index_unclaim(c->index, e->obj->id, e->unit.off);
+			}
+			pthread_mutex_lock(&c->lock);
+			/* out of the table: later reads find it in the index */
+			struct inflight **link = &c->table[table_slot(e->obj->id, e->unit.off)];
+			while (*link != e)
+				link = &(*link)->table_next;
+			*link = e->table_next;
+			entry_unref(e);
+		}
+		if (time(NULL) != last_flush || c->ntouched >= TOUCH_MAX / 2) {
+			last_flush = time(NULL);
+			pthread_mutex_unlock(&c->lock);
+			flush_touched(c);
+			pthread_mutex_lock(&c->lock);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	flush_touched(c);
+	return NULL;
+}
+
+/* ---- opening objects ---- */
+
+static struct cache_object *object_new(struct cache *c, int64_t id, const char *url,
+				       const char *log_name, const struct http_request *req,
+				       const char *version, uint64_t size)
+{
+	struct cache_object *obj = calloc(1, sizeof(*obj));
+	if (!obj)
+		return NULL;
+	obj->url = strdup(url);
+	obj->log_name = strdup(log_name);
+	if (!obj->url || !obj->log_name) {
+		free(obj->url);
+		free(obj->log_name);
+		free(obj);
+		return NULL;
+	}
+	atomic_init(&obj->refs, 1);
+	atomic_init(&obj->stale, false);
+	obj->cache = c;
+	obj->id = id;
+	obj->size = size;
+	obj->fd = -1;
+	pthread_mutex_init(&obj->fd_lock, NULL);
+	snprintf(obj->version, sizeof(obj->version), "%s", version);
+	snprintf(obj->etag, sizeof(obj->etag), "%s", req->etag);
+	obj->mtime = req->last_modified[0] ? curl_getdate(req->last_modified, NULL) : 0;
+	if (obj->mtime < 0)
+		obj->mtime = 0;
+	layout_init_blocks(&obj->layout, size, c->cfg.block_size);
+	return obj;
+}
+
+int cache_object_open(struct cache *c, const char *url, const char *log_name,
+		      struct cache_object **out)
+{
+	struct index_object latest;
+	struct http_request req = { 0 };
+	char version[192];
+	int64_t id;
+
+	bool known = index_object_latest(c->index, url, &latest) == 0;
+	req.url = url;
+	req.log_name = log_name;
+	req.head = known;	/* a cached version: just check it is current */
+	if (!known) {
+		/* nothing cached: the first unit tells the version, and is kept */
+		req.len = c->cfg.block_size;
+		req.body = malloc(req.len);
+		if (!req.body)
+			return -ENOMEM;
+	}
+	int err = source_authorize(c->src, &req);
+	if (!err)
+		err = http_run(c->http, &req);
+	if (err == -ERANGE && !req.head) {	/* an empty object */
+		free(req.body);
+		source_request_done(c->src, &req);
+		req.head = true;
+		req.len = 0;
+		req.body = NULL;
+		err = source_authorize(c->src, &req);
+		if (!err)
+			err = http_run(c->http, &req);
+	}
+	source_request_done(c->src, &req);
+	if (!err && req.object_size == UINT64_MAX) {
+		log_error("%s: the origin did not say how large it is", log_name);
+		err = -EIO;
+	}
+	if (err)
+		goto fail;
+
+	if (req.etag[0])
+		snprintf(version, sizeof(version), "%s", req.etag);
+	else
+		snprintf(version, sizeof(version), "lm:%s", req.last_modified);
+	if (known && strcmp(latest.version, version) == 0 && latest.size == req.object_size) {
+		id = latest.id;
+	} else {
+		err = index_object_add(c->index, url, version, req.object_size, &id);
+		if (err)
+			goto fail;
+		if (known && latest.id != id) {
+			log_info("%s changed on the origin; dropping its cached bytes", log_name);
+			index_object_drop(c->index, latest.id);
+			store_object_remove(c->store, latest.id);
+		}
+	}
+
+	struct cache_object *obj = object_new(c, id, url, log_name, &req, version, req.object_size);
+	if (!obj) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if (!req.head && req.body_len > 0) {
+		struct extent unit = layout_unit_at(&obj->layout, 0);
+		pthread_mutex_lock(&c->lock);
+		if (unit.len == req.body_len && !table_find(c, id, 0)) {
+			struct inflight *e = entry_new(c, obj, unit);
+			if (e) {
+				memcpy(e->buf, req.body, unit.len);
+				entry_settle(c, e, 0, true);
+				entry_unref(e);	/* no reader holds it */
+			}
+		}
+		c->stats.bytes_fetched += req.body_len;
+		pthread_mutex_unlock(&c->lock);
+	}
+	free(req.body);
+	*out = obj;
+	return 0;
+fail:
+	free(req.body);
+	return err;
+}
+
+/* ---- the cache ---- */
+
+int cache_open(const struct cache_config *cfg, struct source *src, struct http_client *http,
+	       struct cache **out)
+{
+	struct cache *c = calloc(1, sizeof(*c));
+	bool rebuilt;
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	c->cfg = *cfg;
+	c->src = src;
+	c->http = http;
+	c->verified = calloc(VERIFIED_SLOTS, sizeof(*c->verified));
+	if (!c->verified) {
+		err = -ENOMEM;
+		goto fail_verified;
+	}
+	err = index_open(cfg->dir, &c->index, &rebuilt);
+	if (err)
+		goto fail_index;
+	err = store_open(cfg->dir, index_instance(c->index), &c->store);
+	if (err)
+		goto fail_store;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->changed, NULL);
+	pthread_cond_init(&c->work, NULL);
+	if (pthread_create(&c->persister, NULL, persist_thread, c) != 0) {
+		err = -EAGAIN;
+		goto fail_thread;
+	}
+	*out = c;
+	return 0;
+
+fail_thread:
+	pthread_cond_destroy(&c->work);
+	pthread_cond_destroy(&c->changed);
+	pthread_mutex_destroy(&c->lock);
+	store_close(c->store);
+fail_store:
+	index_close(c->index);
+fail_index:
+	free(c->verified);
+fail_verified:
+	free(c);
+	return err;
+}
+
+void cache_close(struct cache *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->stopping = true;
+	pthread_cond_signal(&c->work);
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->persister, NULL);
+	store_close(c->store);
+	index_close(c->index);
+	pthread_cond_destroy(&c->work);
+	pthread_cond_destroy(&c->changed);
+	pthread_mutex_destroy(&c->lock);
+	free(c->verified);
+	free(c);
+}
+
+void cache_get_stats(struct cache *c, struct cache_stats *out)
+{
+	pthread_mutex_lock(&c->lock);
+	*out = c->stats;
+	pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,68 @@
+/*
+ * cache.h - the cache reader: turns (object, offset, length) into bytes,
+ * from the data files when the units are cached, from the origin otherwise.
+ *
+ * An object is opened pinned to one version (ETag, or Last-Modified, and
+ * size): every byte served for it comes from that version, or the read
+ * fails with -ESTALE. Misses are fetched by whole units, adjacent misses in
+ * one ranged GET, and a unit already being fetched by this process or by
+ * another tilefs process on the same cache dir is waited for, not fetched
+ * again. Fetched units are written to the store and indexed by a background
+ * thread, which also keeps the cache within its size bound.
+ */
+#ifndef TILEFS_CACHE_H
+#define TILEFS_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+struct cache;
+struct cache_object;
+struct http_client;
+struct source;
+
+struct cache_config {
+	const char *dir;		/* cache directory, must exist */
+	uint64_t size_limit;		/* bytes of unit data kept at most */
+	uint64_t block_size;		/* unit size for plain blocks */
+	uint64_t max_request;		/* bytes merged into one GET at most */
+	int claim_wait_s;		/* wait this long for another process's fetch */
+};
+
+/* Open the cache in cfg->dir, fetching through HTTP with SRC's credentials
+ * (both borrowed until cache_close()). Caller frees with cache_close(). */
+int cache_open(const struct cache_config *cfg, struct source *src, struct http_client *http,
+	       struct cache **out);
+/* Finish pending index writes, then free. */
+void cache_close(struct cache *c);
+
+/*
+ * Find the current version of the object at URL (a HEAD when some version
+ * is cached, else a GET of its first unit, which is kept) and pin it.
+ * Caller releases with cache_object_unref().
+ */
+int cache_object_open(struct cache *c, const char *url, const char *log_name,
+		      struct cache_object **out);
+struct cache_object *cache_object_ref(struct cache_object *obj);
+void cache_object_unref(struct cache_object *obj);
+uint64_t cache_object_size(const struct cache_object *obj);
+/* Last-Modified of the version, or 0 when the origin did not say. */
+time_t cache_object_mtime(const struct cache_object *obj);
+/* Same object and same version? */
+bool cache_object_same(const struct cache_object *a, const struct cache_object *b);
+/* Has a read found that the origin no longer has this version? */
+bool cache_object_stale(const struct cache_object *obj);
+
+/* Read up to LEN bytes at OFF into BUF; returns bytes read (short only at
+ * the end of the object) or -errno. */
+ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t len,
+		   uint64_t off);
+
+struct cache_stats {
+	uint64_t hits, misses, bytes_served, bytes_fetched, evicted;
+};
+void cache_get_stats(struct cache *c, struct cache_stats *out);
+
+#endif

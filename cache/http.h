@@ -1,0 +1,100 @@
+/*
+ * http.h - the fetcher: every HTTP request tilefs makes goes through one
+ * thread that owns a curl multi handle (keep-alive pool, HTTP/2 multiplexing
+ * where offered). Other threads submit requests and are called back.
+ *
+ * Retries: connection errors, timeouts, truncated bodies, 5xx and 429 are
+ * retried with exponential backoff and full jitter (Retry-After honoured, up
+ * to a cap), at most config.retries times; a truncated ranged body resumes
+ * with the bytes still missing. 404 maps to -ENOENT, 401/403 to -EACCES,
+ * 412 and a changed ETag during a resume to -ESTALE, everything else to -EIO.
+ * This is the one place where curl codes and HTTP statuses become errno.
+ */
+#ifndef TILEFS_HTTP_H
+#define TILEFS_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct curl_slist;
+struct http_client;
+struct http_request;
+
+struct http_config {
+	const char *ca_file;		/* NULL: system trust store */
+	int retries;			/* retries after the first attempt */
+	int max_connections;		/* per host */
+	int connect_timeout_s;
+	int stall_timeout_s;		/* no byte received for this long: retry */
+	int backoff_base_ms;		/* first retry delay before jitter */
+	int backoff_max_ms;
+	size_t max_body;		/* bound for unranged bodies (listings) */
+};
+
+void http_config_defaults(struct http_config *cfg);
+
+typedef void (*http_done_fn)(struct http_request *req, void *arg);
+
+/*
+ * One request. The caller owns it and keeps it alive until done() runs (on
+ * the fetch thread: done() must be quick and must not submit-and-wait).
+ */
+struct http_request {
+	/* set by the caller */
+	const char *url;		/* full URL, may hold a query: never logged */
+	const char *log_name;		/* what log lines call it */
+	bool head;			/* HEAD instead of GET */
+	uint64_t off, len;		/* len > 0: GET bytes off..off+len-1 into
+					   body, which holds len bytes (caller's);
+					   len == 0: the whole body, malloc'ed into
+					   body (caller frees) */
+	const char *if_match;		/* version the object must still have */
+	struct curl_slist *headers;	/* extra headers, borrowed */
+	char *body;
+	http_done_fn done;
+	void *arg;
+
+	/* results, valid in done() */
+	int err;			/* 0 or -errno */
+	long status;			/* last HTTP status, 0 if none */
+	size_t body_len;		/* bytes in body */
+	uint64_t object_size;		/* total size from Content-Range or
+					   Content-Length; UINT64_MAX unknown */
+	char etag[128];
+	char last_modified[64];
+	char error[160];		/* why it failed, for messages */
+
+	/* private to http.c */
+	struct http_request *next;
+	int attempt;
+	int retries;			/* budget, from the config at submit */
+	uint64_t not_before_ms;
+	size_t body_cap;
+	size_t max_body;
+	long retry_after_s;
+	char first_etag[128];
+	void *easy;
+	struct curl_slist *sent_headers;
+};
+
+/* Start the fetch thread. Returns NULL on failure (logged). */
+struct http_client *http_client_new(const struct http_config *cfg);
+/* Stop the thread; requests still queued complete with -ECANCELED. */
+void http_client_free(struct http_client *client);
+
+/* Queue req; done() is always called exactly once, later, on the fetch thread. */
+void http_submit(struct http_client *client, struct http_request *req);
+/* Submit and wait; returns req->err. req->done and req->arg are overwritten. */
+int http_run(struct http_client *client, struct http_request *req);
+
+/* Change the retry budget of requests submitted from now on. */
+void http_client_set_retries(struct http_client *client, int retries);
+
+/* Counters since start, for logs and metrics. */
+struct http_stats {
+	uint64_t requests, bytes, retries, failures;
+};
+void http_client_stats(struct http_client *client, struct http_stats *out);
+
+#endif

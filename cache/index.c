@@ -1,0 +1,650 @@
+/*
+ * index.c - see index.h.
+ *
+ * ON DISK: DIR/index.db, SQLite in WAL mode, synchronous=NORMAL (a power cut
+ * may lose the last commits, never corrupt; units lost that way are simply
+ * fetched again, and data files are checked against `crc` on first read).
+ *
+ *   meta(key PRIMARY KEY, value)
+ *       'schema' = 1; 'instance' = 16 hex digits, random per database;
+ *       'usage'  = sum(units.len), kept by the triggers below.
+ *   objects(id AUTOINCREMENT, url, version, size, added)
+ *       one row per (url, version, size); version is the ETag, or
+ *       "lm:<Last-Modified>" when the origin sends no ETag. Ids are never
+ *       reused, so a data file named by id can never hold another object.
+ *   units(id AUTOINCREMENT, object_id, off, len, crc, last_access, hits)
+ *       one row per cached extent [off, off+len) of an object; crc is
+ *       CRC32C of its bytes; hits counts reads at least 10 s apart, so one
+ *       scan does not make a unit look hot (eviction: hits <= 1 go first,
+ *       then least recently read).
+ *   claims(object_id, off, pid, since)
+ *       a process fetching a unit; others wait for it instead of fetching
+ *       the same bytes.
+ *
+ * A row in `units` is written only after its bytes are in the data file.
+ *
+ * DESIGN: a fixed pool of connections, each with its prepared statements;
+ * a caller borrows one for the duration of one function (pool->lock, a
+ * leaf lock).
+ */
+#include "index.h"
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define POOL_SIZE 6
+#define SCHEMA_VERSION 1
+
+enum stmt_id {
+	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
+	ST_OBJECT_LATEST, ST_OBJECT_INSERT, ST_OBJECT_ID,
+	ST_OBJECT_DROP_UNITS, ST_OBJECT_DROP_CLAIMS, ST_OBJECT_DROP,
+	ST_UNIT_FIND, ST_UNIT_INSERT, ST_UNIT_DROP, ST_UNIT_TOUCH,
+	ST_CLAIM_GET, ST_CLAIM_PUT, ST_CLAIM_DROP,
+	ST_USAGE, ST_EVICT, ST_COUNTS,
+	ST_COUNT
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_OBJECT_LATEST] = "SELECT id, size, version FROM objects WHERE url = ?1 "
+			     "ORDER BY id DESC LIMIT 1",
+	[ST_OBJECT_INSERT] = "INSERT OR IGNORE INTO objects(url, version, size, added) "
+			     "VALUES (?1, ?2, ?3, ?4)",
+	[ST_OBJECT_ID] = "SELECT id FROM objects WHERE url = ?1 AND version = ?2 AND size = ?3",
+	[ST_OBJECT_DROP_UNITS] = "DELETE FROM units WHERE object_id = ?1",
+	[ST_OBJECT_DROP_CLAIMS] = "DELETE FROM claims WHERE object_id = ?1",
+	[ST_OBJECT_DROP] = "DELETE FROM objects WHERE id = ?1",
+	[ST_UNIT_FIND] = "SELECT id, len, crc FROM units WHERE object_id = ?1 AND off = ?2",
+	[ST_UNIT_INSERT] = "INSERT OR IGNORE INTO units(object_id, off, len, crc, last_access, hits) "
+			   "VALUES (?1, ?2, ?3, ?4, ?5, 1)",
+	[ST_UNIT_DROP] = "DELETE FROM units WHERE id = ?1",
+	[ST_UNIT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - 10), "
+			  "last_access = ?1 WHERE id = ?2",
+	[ST_CLAIM_GET] = "SELECT pid, since FROM claims WHERE object_id = ?1 AND off = ?2",
+	[ST_CLAIM_PUT] = "INSERT OR REPLACE INTO claims(object_id, off, pid, since) "
+			 "VALUES (?1, ?2, ?3, ?4)",
+	[ST_CLAIM_DROP] = "DELETE FROM claims WHERE object_id = ?1 AND off = ?2",
+	[ST_USAGE] = "SELECT value FROM meta WHERE key = 'usage'",
+	[ST_EVICT] = "SELECT id, object_id, off, len, crc FROM units "
+		     "ORDER BY hits > 1, last_access LIMIT ?1",
+	[ST_COUNTS] = "SELECT (SELECT count(*) FROM objects), (SELECT count(*) FROM units), "
+		      "(SELECT value FROM meta WHERE key = 'usage')",
+};
+
+static const char schema_sql[] =
+	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
+	"CREATE TABLE IF NOT EXISTS objects("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT, url TEXT NOT NULL, version TEXT NOT NULL,"
+	"  size INTEGER NOT NULL, added INTEGER NOT NULL, UNIQUE(url, version, size));"
+	"CREATE TABLE IF NOT EXISTS units("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT, object_id INTEGER NOT NULL,"
+	"  off INTEGER NOT NULL, len INTEGER NOT NULL, crc INTEGER NOT NULL,"
+	"  last_access INTEGER NOT NULL, hits INTEGER NOT NULL, UNIQUE(object_id, off));"
+	"CREATE INDEX IF NOT EXISTS units_eviction ON units(hits > 1, last_access);"
+	"CREATE TABLE IF NOT EXISTS claims(object_id INTEGER, off INTEGER, pid INTEGER,"
+	"  since INTEGER, PRIMARY KEY(object_id, off)) WITHOUT ROWID;"
+	"CREATE TRIGGER IF NOT EXISTS units_added AFTER INSERT ON units BEGIN"
+	"  UPDATE meta SET value = value + NEW.len WHERE key = 'usage'; END;"
+	"CREATE TRIGGER IF NOT EXISTS units_dropped AFTER DELETE ON units BEGIN"
+	"  UPDATE meta SET value = value - OLD.len WHERE key = 'usage'; END;"
+	"INSERT OR IGNORE INTO meta VALUES ('schema', 1);"
+	"INSERT OR IGNORE INTO meta VALUES ('usage', 0);"
+	"INSERT OR IGNORE INTO meta VALUES ('instance', lower(hex(randomblob(8))));";
+
+struct index_conn {
+	sqlite3 *db;
+	sqlite3_stmt *stmt[ST_COUNT];
+	struct index_conn *next_free;
+};
+
+struct index {
+	char *path;
+	char instance[40];
+	pthread_mutex_t lock;
+	pthread_cond_t available;
+	struct index_conn conns[POOL_SIZE];
+	struct index_conn *free_conns;	/* protected by lock */
+};
+
+static int64_t now_s(void)
+{
+	return (int64_t)time(NULL);
+}
+
+/* Map a SQLite result to errno and log it; the one place that does. */
+static int sql_error(sqlite3 *db, int rc, const char *what)
+{
+	int primary = rc & 0xff;
+	log_error("cache index: %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	switch (primary) {
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+	case SQLITE_CANTOPEN:
+		return -EACCES;
+	default:
+		return -EIO;
+	}
+}
+
+static struct index_conn *conn_get(struct index *ix)
+{
+	pthread_mutex_lock(&ix->lock);
+	while (!ix->free_conns)
+		pthread_cond_wait(&ix->available, &ix->lock);
+	struct index_conn *c = ix->free_conns;
+	ix->free_conns = c->next_free;
+	pthread_mutex_unlock(&ix->lock);
+	return c;
+}
+
+static void conn_put(struct index *ix, struct index_conn *c)
+{
+	pthread_mutex_lock(&ix->lock);
+	c->next_free = ix->free_conns;
+	ix->free_conns = c;
+	pthread_cond_signal(&ix->available);
+	pthread_mutex_unlock(&ix->lock);
+}
+
+/* The prepared statement ID of C, reset and with bindings cleared. */
+static sqlite3_stmt *stmt(struct index_conn *c, enum stmt_id id)
+{
+	if (!c->stmt[id]) {
+		int rc = sqlite3_prepare_v3(c->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+					    &c->stmt[id], NULL);
+		if (rc != SQLITE_OK) {
+			sql_error(c->db, rc, "prepare");
+			return NULL;
+		}
+	}
+	sqlite3_reset(c->stmt[id]);
+	sqlite3_clear_bindings(c->stmt[id]);
+	return c->stmt[id];
+}
+
+/* Run a statement that returns no rows. */
+static int exec_stmt(struct index_conn *c, sqlite3_stmt *s, const char *what)
+{
+	if (!s)
+		return -EIO;
+	int rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : sql_error(c->db, rc, what);
+}
+
+static int begin(struct index_conn *c)
+{
+	return exec_stmt(c, stmt(c, ST_BEGIN), "begin");
+}
+
+static int commit(struct index_conn *c, int err)
+{
+	if (err) {
+		exec_stmt(c, stmt(c, ST_ROLLBACK), "rollback");
+		return err;
+	}
+	err = exec_stmt(c, stmt(c, ST_COMMIT), "commit");
+	if (err)
+		exec_stmt(c, stmt(c, ST_ROLLBACK), "rollback");
+	return err;
+}
+
+static int conn_open(struct index *ix, struct index_conn *c)
+{
+	int rc = sqlite3_open_v2(ix->path, &c->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+				 NULL);
+	if (rc != SQLITE_OK)
+		return sql_error(c->db, rc, "open");
+	sqlite3_busy_timeout(c->db, 15000);
+	sqlite3_extended_result_codes(c->db, 1);
+	rc = sqlite3_exec(c->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+			  NULL, NULL, NULL);
+	return rc == SQLITE_OK ? 0 : sql_error(c->db, rc, "configure");
+}
+
+static void conn_close(struct index_conn *c)
+{
+	for (int i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(c->stmt[i]);
+	sqlite3_close(c->db);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Create the schema if missing and check the database is sound. */
+static int setup(struct index *ix, struct index_conn *c)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, &msg);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(c->db, schema_sql, NULL, NULL, &msg);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, &msg);
+	if (rc != SQLITE_OK) {
+		log_warn("cache index %s: %s", ix->path, msg ? msg : sqlite3_errstr(rc));
+		sqlite3_free(msg);
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		return -EIO;
+	}
+
+	sqlite3_stmt *s = NULL;
+	bool ok = false;
+	struct stat st;
+	if (stat(ix->path, &st) == 0 && st.st_size > (64 << 20)) {
+		ok = true;	/* large: rely on errors met later */
+	} else if (sqlite3_prepare_v2(c->db, "PRAGMA quick_check", -1, &s, NULL) == SQLITE_OK &&
+		   sqlite3_step(s) == SQLITE_ROW) {
+		ok = strcmp((const char *)sqlite3_column_text(s, 0), "ok") == 0;
+	}
+	sqlite3_finalize(s);
+	if (!ok) {
+		log_warn("cache index %s failed its integrity check", ix->path);
+		return -EIO;
+	}
+
+	s = NULL;
+	rc = sqlite3_prepare_v2(c->db, "SELECT value FROM meta WHERE key = 'instance'", -1, &s, NULL);
+	if (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+		snprintf(ix->instance, sizeof(ix->instance), "%s", sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	s = NULL;
+	int64_t schema = 0;
+	if (sqlite3_prepare_v2(c->db, "SELECT value FROM meta WHERE key = 'schema'", -1, &s,
+			       NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+		schema = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	if (schema != SCHEMA_VERSION || !ix->instance[0]) {
+		log_warn("cache index %s has schema %lld, this tilefs needs %d", ix->path,
+			 (long long)schema, SCHEMA_VERSION);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Move a broken database aside so a fresh one can be made. */
+static void set_aside(const char *path)
+{
+	char aside[4200];
+	snprintf(aside, sizeof(aside), "%s.broken", path);
+	if (rename(path, aside) != 0)
+		unlink(path);
+	for (const char *suffix = "-wal"; suffix; suffix = suffix[1] == 'w' ? "-shm" : NULL) {
+		char side[4200];
+		snprintf(side, sizeof(side), "%s%s", path, suffix);
+		unlink(side);
+	}
+	log_warn("cache index %s was unusable: moved to %s, starting an empty cache", path, aside);
+}
+
+int index_open(const char *dir, struct index **out, bool *rebuilt)
+{
+	struct index *ix = calloc(1, sizeof(*ix));
+	int err;
+
+	*rebuilt = false;
+	if (!ix)
+		return -ENOMEM;
+	size_t n = strlen(dir) + sizeof("/index.db");
+	ix->path = malloc(n);
+	if (!ix->path) {
+		free(ix);
+		return -ENOMEM;
+	}
+	snprintf(ix->path, n, "%s/index.db", dir);
+	pthread_mutex_init(&ix->lock, NULL);
+	pthread_cond_init(&ix->available, NULL);
+
+	for (int attempt = 0;; attempt++) {
+		err = conn_open(ix, &ix->conns[0]);
+		if (!err)
+			err = setup(ix, &ix->conns[0]);
+		if (!err)
+			break;
+		conn_close(&ix->conns[0]);
+		if (err == -EACCES || err == -ENOSPC || attempt > 0)
+			goto fail;
+		set_aside(ix->path);
+		*rebuilt = true;
+	}
+	for (int i = 1; i < POOL_SIZE; i++) {
+		err = conn_open(ix, &ix->conns[i]);
+		if (err)
+			goto fail;
+	}
+	for (int i = 0; i < POOL_SIZE; i++) {
+		ix->conns[i].next_free = ix->free_conns;
+		ix->free_conns = &ix->conns[i];
+	}
+	*out = ix;
+	return 0;
+
+fail:
+	index_close(ix);
+	return err;
+}
+
+void index_close(struct index *ix)
+{
+	if (!ix)
+		return;
+	for (int i = 0; i < POOL_SIZE; i++)
+		if (ix->conns[i].db)
+			conn_close(&ix->conns[i]);
+	pthread_mutex_destroy(&ix->lock);
+	pthread_cond_destroy(&ix->available);
+	free(ix->path);
+	free(ix);
+}
+
+const char *index_instance(struct index *ix)
+{
+	return ix->instance;
+}
+
+int index_object_latest(struct index *ix, const char *url, struct index_object *out)
+{
+	struct index_conn *c = conn_get(ix);
+	sqlite3_stmt *s = stmt(c, ST_OBJECT_LATEST);
+	int err = -EIO;
+
+	if (s) {
+		sqlite3_bind_text(s, 1, url, -1, SQLITE_STATIC);
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			out->id = sqlite3_column_int64(s, 0);
+			out->size = (uint64_t)sqlite3_column_int64(s, 1);
+			snprintf(out->version, sizeof(out->version), "%s", sqlite3_column_text(s, 2));
+			err = 0;
+		} else {
+			err = rc == SQLITE_DONE ? -ENOENT : sql_error(c->db, rc, "find object");
+		}
+		sqlite3_reset(s);
+	}
+	conn_put(ix, c);
+	return err;
+}
+
+/* Bind (object_id, off) as ?1, ?2 and run; for the keyed statements. */
+static int exec_keyed(struct index_conn *c, enum stmt_id id, int64_t a, int64_t b,
+		      const char *what)
+{
+	sqlite3_stmt *s = stmt(c, id);
+	if (s) {
+		sqlite3_bind_int64(s, 1, a);
+		sqlite3_bind_int64(s, 2, b);
+	}
+	return exec_stmt(c, s, what);
+}
+
+int index_object_add(struct index *ix, const char *url, const char *version, uint64_t size,
+		     int64_t *id)
+{
+	struct index_conn *c = conn_get(ix);
+	int err = begin(c);
+
+	if (err)
+		goto out;
+	sqlite3_stmt *s = stmt(c, ST_OBJECT_INSERT);
+	if (s) {
+		sqlite3_bind_text(s, 1, url, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, version, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, (int64_t)size);
+		sqlite3_bind_int64(s, 4, now_s());
+	}
+	err = exec_stmt(c, s, "add object");
+	s = err ? NULL : stmt(c, ST_OBJECT_ID);
+	if (s) {
+		sqlite3_bind_text(s, 1, url, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, version, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, (int64_t)size);
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW)
+			*id = sqlite3_column_int64(s, 0);
+		else
+			err = sql_error(c->db, rc, "find added object");
+		sqlite3_reset(s);
+	} else if (!err) {
+		err = -EIO;
+	}
+	err = commit(c, err);
+out:
+	conn_put(ix, c);
+	return err;
+}
+
+int index_object_drop(struct index *ix, int64_t id)
+{
+	struct index_conn *c = conn_get(ix);
+	int err = begin(c);
+
+	if (!err) {
+		err = exec_keyed(c, ST_OBJECT_DROP_UNITS, id, 0, "drop units");
+		if (!err)
+			err = exec_keyed(c, ST_OBJECT_DROP_CLAIMS, id, 0, "drop claims");
+		if (!err)
+			err = exec_keyed(c, ST_OBJECT_DROP, id, 0, "drop object");
+		err = commit(c, err);
+	}
+	conn_put(ix, c);
+	return err;
+}
+
+int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct index_unit *out)
+{
+	struct index_conn *c = conn_get(ix);
+	sqlite3_stmt *s = stmt(c, ST_UNIT_FIND);
+	int err = -EIO;
+
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_int64(s, 2, (int64_t)off);
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			out->id = sqlite3_column_int64(s, 0);
+			out->object_id = object_id;
+			out->off = off;
+			out->len = (uint64_t)sqlite3_column_int64(s, 1);
+			out->crc = (uint32_t)sqlite3_column_int64(s, 2);
+			err = 0;
+		} else {
+			err = rc == SQLITE_DONE ? -ENOENT : sql_error(c->db, rc, "find unit");
+		}
+		sqlite3_reset(s);
+	}
+	conn_put(ix, c);
+	return err;
+}
+
+int index_unit_add(struct index *ix, int64_t object_id, uint64_t off, uint64_t len, uint32_t crc)
+{
+	struct index_conn *c = conn_get(ix);
+	int err = begin(c);
+
+	if (!err) {
+		sqlite3_stmt *s = stmt(c, ST_UNIT_INSERT);
+		if (s) {
+			sqlite3_bind_int64(s, 1, object_id);
+			sqlite3_bind_int64(s, 2, (int64_t)off);
+			sqlite3_bind_int64(s, 3, (int64_t)len);
+			sqlite3_bind_int64(s, 4, crc);
+			sqlite3_bind_int64(s, 5, now_s());
+		}
+		err = exec_stmt(c, s, "add unit");
+		if (!err)
+			err = exec_keyed(c, ST_CLAIM_DROP, object_id, (int64_t)off, "release claim");
+		err = commit(c, err);
+	}
+	conn_put(ix, c);
+	return err;
+}
+
+int index_unit_drop(struct index *ix, int64_t unit_id)
+{
+	struct index_conn *c = conn_get(ix);
+	int err = exec_keyed(c, ST_UNIT_DROP, unit_id, 0, "drop unit");
+	conn_put(ix, c);
+	return err;
+}
+
+int index_units_touch(struct index *ix, const int64_t *unit_ids, size_t n)
+{
+	struct index_conn *c = conn_get(ix);
+	int err = begin(c);
+
+	if (!err) {
+		int64_t now = now_s();
+		for (size_t i = 0; i < n && !err; i++)
+			err = exec_keyed(c, ST_UNIT_TOUCH, now, unit_ids[i], "touch unit");
+		err = commit(c, err);
+	}
+	conn_put(ix, c);
+	return err;
+}
+
+static bool pid_alive(pid_t pid)
+{
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, pid_t *holder)
+{
+	struct index_conn *c = conn_get(ix);
+	int err = begin(c);
+
+	if (err)
+		goto out;
+	sqlite3_stmt *s = stmt(c, ST_CLAIM_GET);
+	if (!s) {
+		err = commit(c, -EIO);
+		goto out;
+	}
+	sqlite3_bind_int64(s, 1, object_id);
+	sqlite3_bind_int64(s, 2, (int64_t)off);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		pid_t pid = (pid_t)sqlite3_column_int64(s, 0);
+		int64_t since = sqlite3_column_int64(s, 1);
+		if (pid != getpid() && pid_alive(pid) && now_s() - since < stale_s) {
+			*holder = pid;
+			err = -EBUSY;
+		}
+	} else if (rc != SQLITE_DONE) {
+		err = sql_error(c->db, rc, "read claim");
+	}
+	sqlite3_reset(s);
+	if (!err) {
+		s = stmt(c, ST_CLAIM_PUT);
+		if (s) {
+			sqlite3_bind_int64(s, 1, object_id);
+			sqlite3_bind_int64(s, 2, (int64_t)off);
+			sqlite3_bind_int64(s, 3, getpid());
+			sqlite3_bind_int64(s, 4, now_s());
+		}
+		err = exec_stmt(c, s, "claim unit");
+	}
+	if (err == -EBUSY) {
+		commit(c, -EBUSY);	/* rolls back */
+	} else {
+		err = commit(c, err);
+	}
+out:
+	conn_put(ix, c);
+	return err;
+}
+
+int index_unclaim(struct index *ix, int64_t object_id, uint64_t off)
+{
+	struct index_conn *c = conn_get(ix);
+	int err = exec_keyed(c, ST_CLAIM_DROP, object_id, (int64_t)off, "release claim");
+	conn_put(ix, c);
+	return err;
+}
+
+int index_usage(struct index *ix, uint64_t *bytes)
+{
+	struct index_conn *c = conn_get(ix);
+	sqlite3_stmt *s = stmt(c, ST_USAGE);
+	int err = -EIO;
+
+	if (s) {
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			int64_t v = sqlite3_column_int64(s, 0);
+			*bytes = v > 0 ? (uint64_t)v : 0;
+			err = 0;
+		} else {
+			err = sql_error(c->db, rc, "read usage");
+		}
+		sqlite3_reset(s);
+	}
+	conn_put(ix, c);
+	return err;
+}
+
+int index_eviction_candidates(struct index *ix, struct index_unit *out, size_t max, size_t *n)
+{
+	struct index_conn *c = conn_get(ix);
+	sqlite3_stmt *s = stmt(c, ST_EVICT);
+	int err = 0, rc;
+
+	*n = 0;
+	if (!s) {
+		conn_put(ix, c);
+		return -EIO;
+	}
+	sqlite3_bind_int64(s, 1, (int64_t)max);
+	while (*n < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct index_unit *u = &out[(*n)++];
+		u->id = sqlite3_column_int64(s, 0);
+		u->object_id = sqlite3_column_int64(s, 1);
+		u->off = (uint64_t)sqlite3_column_int64(s, 2);
+		u->len = (uint64_t)sqlite3_column_int64(s, 3);
+		u->crc = (uint32_t)sqlite3_column_int64(s, 4);
+	}
+	if (*n < max && rc != SQLITE_DONE)
+		err = sql_error(c->db, rc, "list eviction candidates");
+	sqlite3_reset(s);
+	conn_put(ix, c);
+	return err;
+}
+
+int index_counts(struct index *ix, uint64_t *objects, uint64_t *units, uint64_t *bytes)
+{
+	struct index_conn *c = conn_get(ix);
+	sqlite3_stmt *s = stmt(c, ST_COUNTS);
+	int err = -EIO;
+
+	if (s) {
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			*objects = (uint64_t)sqlite3_column_int64(s, 0);
+			*units = (uint64_t)sqlite3_column_int64(s, 1);
+			*bytes = (uint64_t)sqlite3_column_int64(s, 2);
+			err = 0;
+		} else {
+			err = sql_error(c->db, rc, "count");
+		}
+		sqlite3_reset(s);
+	}
+	conn_put(ix, c);
+	return err;
+}

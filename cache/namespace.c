@@ -1,0 +1,539 @@
+/*
+ * namespace.c - see namespace.h.
+ *
+ * DESIGN: a tree of nodes under ns->lock. Network work (listing a
+ * directory, validating a file's version) runs without the lock, with a
+ * per-node flag so one thread does it while others wait on ns->done.
+ * Nodes that disappear from a listing move to a retired list and are freed
+ * with the namespace, so a pointer taken under the lock stays valid.
+ */
+#include "namespace.h"
+#include "cache.h"
+#include "http.h"
+#include "log.h"
+#include "provider.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ns_node {
+	char *name;
+	struct ns_node *parent;
+	struct ns_node *retired_next;
+	bool is_dir;
+	int64_t listed_size;		/* -1: unknown until a probe */
+	char *url;			/* from a manifest; NULL: built from the path */
+	/* directories */
+	struct ns_node **children;	/* sorted by name */
+	size_t nchildren;
+	bool fixed;			/* from a manifest: never listed */
+	bool listed, busy;
+	time_t listed_at;
+	/* files */
+	struct cache_object *obj;	/* the version last pinned */
+	time_t validated_at;
+};
+
+struct namespace {
+	struct source *src;
+	struct http_client *http;
+	struct cache *cache;
+	int ttl_s;
+	time_t started;
+	pthread_mutex_t lock;
+	pthread_cond_t done;		/* a busy node finished */
+	struct ns_node *root;
+	struct ns_node *retired;
+};
+
+static struct ns_node *node_new(const char *name, bool is_dir, struct ns_node *parent)
+{
+	struct ns_node *n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->name = strdup(name);
+	if (!n->name) {
+		free(n);
+		return NULL;
+	}
+	n->is_dir = is_dir;
+	n->parent = parent;
+	n->listed_size = -1;
+	return n;
+}
+
+static void node_free(struct ns_node *n)
+{
+	for (size_t i = 0; i < n->nchildren; i++)
+		node_free(n->children[i]);
+	free(n->children);
+	cache_object_unref(n->obj);
+	free(n->url);
+	free(n->name);
+	free(n);
+}
+
+int ns_new(struct source *src, struct http_client *http, struct cache *cache, int ttl_s,
+	   struct namespace **out)
+{
+	struct namespace *ns = calloc(1, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	ns->root = node_new("", true, NULL);
+	if (!ns->root) {
+		free(ns);
+		return -ENOMEM;
+	}
+	ns->src = src;
+	ns->http = http;
+	ns->cache = cache;
+	ns->ttl_s = ttl_s;
+	ns->started = time(NULL);
+	pthread_mutex_init(&ns->lock, NULL);
+	pthread_cond_init(&ns->done, NULL);
+	*out = ns;
+	return 0;
+}
+
+void ns_free(struct namespace *ns)
+{
+	if (!ns)
+		return;
+	node_free(ns->root);
+	while (ns->retired) {
+		struct ns_node *n = ns->retired;
+		ns->retired = n->retired_next;
+		node_free(n);	/* with its subtree, which only it holds */
+	}
+	pthread_mutex_destroy(&ns->lock);
+	pthread_cond_destroy(&ns->done);
+	free(ns);
+}
+
+/* ns->lock held */
+static struct ns_node *child_find(struct ns_node *dir, const char *name, size_t *pos)
+{
+	size_t lo = 0, hi = dir->nchildren;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int cmp = strcmp(dir->children[mid]->name, name);
+		if (cmp == 0) {
+			if (pos)
+				*pos = mid;
+			return dir->children[mid];
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (pos)
+		*pos = lo;
+	return NULL;
+}
+
+/* ns->lock held */
+static int child_insert(struct ns_node *dir, struct ns_node *child, size_t pos)
+{
+	struct ns_node **grown = realloc(dir->children, (dir->nchildren + 1) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	dir->children = grown;
+	memmove(grown + pos + 1, grown + pos, (dir->nchildren - pos) * sizeof(*grown));
+	grown[pos] = child;
+	dir->nchildren++;
+	return 0;
+}
+
+/* Path of N relative to the root; caller frees. ns->lock held. */
+static char *node_path(const struct ns_node *n)
+{
+	size_t len = 0;
+	for (const struct ns_node *p = n; p->parent; p = p->parent)
+		len += strlen(p->name) + 1;
+	char *out = malloc(len + 1);
+	if (!out)
+		return NULL;
+	out[len] = '\0';
+	size_t end = len;
+	for (const struct ns_node *p = n; p->parent; p = p->parent) {
+		size_t l = strlen(p->name);
+		end -= l;
+		memcpy(out + end, p->name, l);
+		if (end > 0)
+			out[--end] = '/';
+	}
+	if (len > 0 && out[len - 1] == '/')
+		out[len - 1] = '\0';
+	return out;
+}
+
+/* ---- listings ---- */
+
+struct listing {
+	struct ns_node **nodes;
+	size_t n, cap;
+};
+
+static int listing_add(void *arg, const char *name, bool is_dir, int64_t size)
+{
+	struct listing *l = arg;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct ns_node **grown = realloc(l->nodes, cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		l->nodes = grown;
+		l->cap = cap;
+	}
+	struct ns_node *n = node_new(name, is_dir, NULL);
+	if (!n)
+		return -ENOMEM;
+	n->listed_size = size;
+	l->nodes[l->n++] = n;
+	return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp((*(struct ns_node *const *)a)->name, (*(struct ns_node *const *)b)->name);
+}
+
+/* Fetch and parse the listing of DIR_PATH, all pages. */
+static int fetch_listing(struct namespace *ns, const char *dir_path, struct listing *out)
+{
+	char *cursor = NULL;
+	int err = 0;
+
+	do {
+		struct http_request req = { 0 };
+		char *url = source_listing_url(ns->src, dir_path, cursor);
+		char *next = NULL;
+		if (!url) {
+			err = -ENOMEM;
+			break;
+		}
+		char log_name[512];
+		snprintf(log_name, sizeof(log_name), "listing of /%s", dir_path);
+		req.url = url;
+		req.log_name = log_name;
+		err = source_authorize(ns->src, &req);
+		if (!err)
+			err = http_run(ns->http, &req);
+		source_request_done(ns->src, &req);
+		if (!err)
+			err = source_parse_listing(ns->src, dir_path, req.body, req.body_len,
+						   listing_add, out, &next);
+		free(req.body);
+		free(url);
+		free(cursor);
+		cursor = next;
+	} while (!err && cursor);
+	free(cursor);
+	return err;
+}
+
+/* Make DIR's children current; ns->lock held (dropped while fetching). */
+static int dir_refresh(struct namespace *ns, struct ns_node *dir)
+{
+	for (;;) {
+		if (dir->fixed)
+			return 0;
+		if (dir->listed && time(NULL) - dir->listed_at < ns->ttl_s)
+			return 0;
+		if (!dir->busy)
+			break;
+		pthread_cond_wait(&ns->done, &ns->lock);
+	}
+	dir->busy = true;
+	char *path = node_path(dir);
+	pthread_mutex_unlock(&ns->lock);
+
+	struct listing l = { 0 };
+	int err = path ? fetch_listing(ns, path, &l) : -ENOMEM;
+	if (!err)
+		qsort(l.nodes, l.n, sizeof(*l.nodes), by_name);
+
+	pthread_mutex_lock(&ns->lock);
+	if (!err) {
+		/* keep nodes that are still there (their pinned versions too) */
+		size_t kept = 0;
+		for (size_t i = 0; i < l.n; i++) {
+			if (kept > 0 && strcmp(l.nodes[kept - 1]->name, l.nodes[i]->name) == 0) {
+				node_free(l.nodes[i]);	/* listed twice */
+				continue;
+			}
+			struct ns_node *old = child_find(dir, l.nodes[i]->name, NULL);
+			if (old && old->is_dir == l.nodes[i]->is_dir) {
+				old->listed_size = l.nodes[i]->listed_size;
+				node_free(l.nodes[i]);
+				l.nodes[kept++] = old;
+			} else {
+				l.nodes[i]->parent = dir;
+				l.nodes[kept++] = l.nodes[i];
+			}
+		}
+		for (size_t i = 0; i < dir->nchildren; i++) {
+			struct ns_node *old = dir->children[i];
+			struct ns_node **still = bsearch(&old, l.nodes, kept, sizeof(*l.nodes), by_name);
+			if (!still || *still != old) {
+				old->retired_next = ns->retired;
+				ns->retired = old;
+			}
+		}
+		free(dir->children);
+		dir->children = l.nodes;
+		dir->nchildren = kept;
+		dir->listed = true;
+		dir->listed_at = time(NULL);
+	} else {
+		for (size_t i = 0; i < l.n; i++)
+			node_free(l.nodes[i]);
+		free(l.nodes);
+		if (dir->listed) {
+			log_warn("cannot list /%s again (%s); keeping the last listing",
+				 path ? path : "?", strerror(-err));
+			err = 0;
+		}
+	}
+	free(path);
+	dir->busy = false;
+	pthread_cond_broadcast(&ns->done);
+	return err;
+}
+
+/* The node at PATH, listing directories on the way; ns->lock held. */
+static int resolve(struct namespace *ns, const char *path, struct ns_node **out)
+{
+	struct ns_node *n = ns->root;
+	char name[256];
+
+	while (*path == '/')
+		path++;
+	while (*path) {
+		size_t len = strcspn(path, "/");
+		if (len >= sizeof(name))
+			return -ENAMETOOLONG;
+		memcpy(name, path, len);
+		name[len] = '\0';
+		path += len;
+		while (*path == '/')
+			path++;
+		if (!n->is_dir)
+			return -ENOTDIR;
+		int err = dir_refresh(ns, n);
+		if (err)
+			return err;
+		n = child_find(n, name, NULL);
+		if (!n)
+			return -ENOENT;
+	}
+	*out = n;
+	return 0;
+}
+
+/* ---- files ---- */
+
+/* Make N's pinned version current; ns->lock held (dropped while asking). */
+static int file_validate(struct namespace *ns, struct ns_node *n, bool *unchanged)
+{
+	for (;;) {
+		if (n->obj && !cache_object_stale(n->obj) &&
+		    time(NULL) - n->validated_at < ns->ttl_s) {
+			*unchanged = true;
+			return 0;
+		}
+		if (!n->busy)
+			break;
+		pthread_cond_wait(&ns->done, &ns->lock);
+	}
+	n->busy = true;
+	char *path = node_path(n);
+	char *url = n->url ? strdup(n->url) : path ? source_object_url(ns->src, path) : NULL;
+	pthread_mutex_unlock(&ns->lock);
+
+	struct cache_object *obj = NULL;
+	int err = url ? cache_object_open(ns->cache, url, path, &obj) : -ENOMEM;
+	free(url);
+	free(path);
+
+	pthread_mutex_lock(&ns->lock);
+	if (!err) {
+		*unchanged = cache_object_same(n->obj, obj);
+		cache_object_unref(n->obj);
+		n->obj = obj;
+		n->validated_at = time(NULL);
+	}
+	n->busy = false;
+	pthread_cond_broadcast(&ns->done);
+	return err;
+}
+
+static void attr_of(struct namespace *ns, const struct ns_node *n, struct ns_attr *out)
+{
+	out->is_dir = n->is_dir;
+	out->size = 0;
+	out->mtime = ns->started;
+	if (n->is_dir)
+		return;
+	if (n->obj) {
+		out->size = cache_object_size(n->obj);
+		if (cache_object_mtime(n->obj))
+			out->mtime = cache_object_mtime(n->obj);
+	} else if (n->listed_size >= 0) {
+		out->size = (uint64_t)n->listed_size;
+	}
+}
+
+int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out)
+{
+	struct ns_node *n;
+	bool unchanged;
+
+	pthread_mutex_lock(&ns->lock);
+	int err = resolve(ns, path, &n);
+	if (!err && !n->is_dir && !n->obj && n->listed_size < 0)
+		err = file_validate(ns, n, &unchanged);	/* only a probe tells the size */
+	if (!err)
+		attr_of(ns, n, out);
+	pthread_mutex_unlock(&ns->lock);
+	return err;
+}
+
+int ns_readdir(struct namespace *ns, const char *path, ns_fill_fn fill, void *arg)
+{
+	struct ns_node *dir;
+
+	pthread_mutex_lock(&ns->lock);
+	int err = resolve(ns, path, &dir);
+	if (!err && !dir->is_dir)
+		err = -ENOTDIR;
+	if (!err)
+		err = dir_refresh(ns, dir);
+	for (size_t i = 0; !err && fill && i < dir->nchildren; i++) {
+		struct ns_attr attr;
+		attr_of(ns, dir->children[i], &attr);
+		if (fill(arg, dir->children[i]->name, &attr))
+			break;
+	}
+	pthread_mutex_unlock(&ns->lock);
+	return err;
+}
+
+int ns_open(struct namespace *ns, const char *path, struct cache_object **out, bool *unchanged)
+{
+	struct ns_node *n;
+
+	pthread_mutex_lock(&ns->lock);
+	int err = resolve(ns, path, &n);
+	if (!err && n->is_dir)
+		err = -EISDIR;
+	if (!err)
+		err = file_validate(ns, n, unchanged);
+	if (!err)
+		*out = cache_object_ref(n->obj);
+	pthread_mutex_unlock(&ns->lock);
+	return err;
+}
+
+/* ---- manifests ---- */
+
+/* Add the file at relative PATH (URL: explicit, or NULL); ns->lock held. */
+static int manifest_add(struct namespace *ns, char *path, const char *url)
+{
+	struct ns_node *dir = ns->root;
+	char *save = NULL;
+
+	for (char *name = strtok_r(path, "/", &save); name; name = strtok_r(NULL, "/", &save)) {
+		if (!source_name_valid(name))
+			return -EINVAL;
+		bool last = save == NULL || *save == '\0';
+		size_t pos;
+		struct ns_node *n = child_find(dir, name, &pos);
+		if (n && n->is_dir == !last) {
+			dir = n;
+			continue;
+		}
+		if (n)
+			return -EEXIST;
+		n = node_new(name, !last, dir);
+		if (!n)
+			return -ENOMEM;
+		n->fixed = true;
+		n->listed = true;
+		if (last && url) {
+			n->url = strdup(url);
+			if (!n->url) {
+				node_free(n);
+				return -ENOMEM;
+			}
+		}
+		int err = child_insert(dir, n, pos);
+		if (err) {
+			node_free(n);
+			return err;
+		}
+		dir = n;
+	}
+	return 0;
+}
+
+int ns_load_manifest(struct namespace *ns, const char *path, char *err_text, size_t err_size)
+{
+	FILE *f = fopen(path, "re");
+	char line[8192];
+	int err = 0, lineno = 0;
+
+	if (!f) {
+		snprintf(err_text, err_size, "cannot read the list %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	char *prefix = source_object_url(ns->src, "");
+	if (!prefix) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	prefix[strcspn(prefix, "?")] = '\0';
+
+	pthread_mutex_lock(&ns->lock);
+	ns->root->fixed = ns->root->listed = true;
+	while (!err && fgets(line, sizeof(line), f)) {
+		lineno++;
+		char *s = line, *end = line + strlen(line);
+		while (end > s && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!*s || *s == '#')
+			continue;
+		const char *url = NULL;
+		char rel[8192];
+		if (strstr(s, "://")) {
+			if (strncmp(s, prefix, strlen(prefix)) == 0) {
+				snprintf(rel, sizeof(rel), "%s", s + strlen(prefix));
+				rel[strcspn(rel, "?#")] = '\0';
+				err = url_decode(rel);
+			} else {
+				/* elsewhere: shown as host/path, fetched as given */
+				snprintf(rel, sizeof(rel), "%s", strstr(s, "://") + 3);
+				rel[strcspn(rel, "?#")] = '\0';
+				err = url_decode(rel);
+				url = s;
+			}
+		} else {
+			snprintf(rel, sizeof(rel), "%s", s);
+		}
+		if (!err)
+			err = manifest_add(ns, rel, url);
+		if (err)
+			snprintf(err_text, err_size, "%s line %d: '%s' is not a usable file path (%s)",
+				 path, lineno, s, strerror(-err));
+	}
+	pthread_mutex_unlock(&ns->lock);
+	free(prefix);
+	fclose(f);
+	return err;
+}

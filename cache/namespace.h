@@ -1,0 +1,49 @@
+/*
+ * namespace.h - the directory tree a mount shows, kept in memory: names
+ * come from the origin's listings (read lazily, one directory at a time,
+ * trusted for ttl seconds) or from a manifest given at start. Lookups of
+ * names that do not exist and repeated opens are answered from here
+ * without a request; a file's version is pinned through the cache.
+ *
+ * Paths are relative to the mount root, without a leading '/' ("" is the
+ * root). All functions are thread-safe.
+ */
+#ifndef TILEFS_NAMESPACE_H
+#define TILEFS_NAMESPACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+struct cache;
+struct cache_object;
+struct http_client;
+struct namespace;
+struct source;
+
+struct ns_attr {
+	bool is_dir;
+	uint64_t size;
+	time_t mtime;
+};
+
+/* SRC, HTTP and CACHE are borrowed until ns_free(). */
+int ns_new(struct source *src, struct http_client *http, struct cache *cache, int ttl_s,
+	   struct namespace **out);
+void ns_free(struct namespace *ns);
+
+/* Take the tree from a manifest (relative paths or URLs, one per line)
+ * instead of listings. On error, err says which line is wrong. */
+int ns_load_manifest(struct namespace *ns, const char *path, char *err, size_t err_size);
+
+int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out);
+
+typedef int (*ns_fill_fn)(void *arg, const char *name, const struct ns_attr *attr);
+int ns_readdir(struct namespace *ns, const char *path, ns_fill_fn fill, void *arg);
+
+/* Pin the current version of the file at PATH; *unchanged says whether it
+ * is the version the previous open got. Caller unrefs *out. */
+int ns_open(struct namespace *ns, const char *path, struct cache_object **out, bool *unchanged);
+
+#endif

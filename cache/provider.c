@@ -1,0 +1,139 @@
+/*
+ * provider.c - the provider table and helpers every provider shares.
+ */
+#include "provider.h"
+#include "http.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct provider *const providers[] = {
+	&provider_http,
+};
+
+int source_open(const char *text, struct source **out, char *err, size_t err_size)
+{
+	for (size_t i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
+		if (providers[i]->matches(text))
+			return providers[i]->open(text, out, err, err_size);
+	}
+	snprintf(err, err_size, "unsupported source '%s': expected an http:// or https:// URL",
+		 text);
+	return -EINVAL;
+}
+
+void source_free(struct source *src)
+{
+	if (src)
+		src->provider->free(src);
+}
+
+char *source_object_url(struct source *src, const char *path)
+{
+	return src->provider->object_url(src, path);
+}
+
+char *source_listing_url(struct source *src, const char *dir, const char *cursor)
+{
+	return src->provider->listing_url(src, dir, cursor);
+}
+
+int source_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
+			 listing_entry_fn add, void *arg, char **next_cursor)
+{
+	*next_cursor = NULL;
+	return src->provider->parse_listing(src, dir, body, len, add, arg, next_cursor);
+}
+
+int source_authorize(struct source *src, struct http_request *req)
+{
+	req->headers = NULL;
+	return src->provider->authorize ? src->provider->authorize(src, req) : 0;
+}
+
+void source_request_done(struct source *src, struct http_request *req)
+{
+	(void)src;
+	curl_slist_free_all(req->headers);
+	req->headers = NULL;
+}
+
+bool source_name_valid(const char *name)
+{
+	return name[0] && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
+	       !strchr(name, '/') && strlen(name) < 256;
+}
+
+char *url_encode_path(const char *path)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(path);
+	char *out = malloc(n * 3 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~/", *p)) {
+			*o++ = (char)*p;
+		} else {
+			*o++ = '%';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int url_decode(char *s)
+{
+	char *o = s;
+	for (char *p = s; *p; p++) {
+		if (*p != '%') {
+			*o++ = *p;
+			continue;
+		}
+		int hi = hex_value(p[1]), lo = hi < 0 ? -1 : hex_value(p[2]);
+		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+			return -EINVAL;
+		*o++ = (char)(hi << 4 | lo);
+		p += 2;
+	}
+	*o = '\0';
+	return 0;
+}
+
+char *url_for_log(const char *url)
+{
+	const char *scheme = strstr(url, "://");
+	const char *host = scheme ? scheme + 3 : url;
+	const char *at = strchr(host, '@'), *slash = strchr(host, '/');
+	char *out;
+
+	if (at && (!slash || at < slash))
+		host = at + 1;	/* drop user:password@ */
+	size_t prefix = scheme ? (size_t)(scheme + 3 - url) : 0;
+	size_t rest = strcspn(host, "?#");
+	out = malloc(prefix + rest + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, url, prefix);
+	memcpy(out + prefix, host, rest);
+	out[prefix + rest] = '\0';
+	return out;
+}

@@ -1,0 +1,265 @@
+/*
+ * provider_http.c - plain HTTP(S) origins: SOURCE is a URL prefix; objects
+ * are URLs below it; directories are listed from the HTML index pages that
+ * nginx (autoindex) and Apache (mod_autoindex) serve.
+ */
+#include "provider.h"
+#include "log.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct http_source {
+	struct source base;
+	char *prefix;		/* scheme://host[:port]/path/ (always ends in '/') */
+	char *prefix_path;	/* /path/ */
+	char *query;		/* "?..." from SOURCE, appended to every URL, or "" */
+};
+
+static bool http_matches(const char *text)
+{
+	return strncasecmp(text, "http://", 7) == 0 || strncasecmp(text, "https://", 8) == 0;
+}
+
+static void http_free(struct source *src)
+{
+	struct http_source *h = (struct http_source *)src;
+	free(h->prefix);
+	free(h->prefix_path);
+	free(h->query);
+	free(h->base.display);
+	free(h);
+}
+
+static int http_open(const char *text, struct source **out, char *err, size_t err_size)
+{
+	CURLU *u = curl_url();
+	char *host = NULL, *path = NULL, *query = NULL, *scheme = NULL, *port = NULL;
+	struct http_source *h = NULL;
+	int rc = -EINVAL;
+
+	if (!u)
+		return -ENOMEM;
+	if (curl_url_set(u, CURLUPART_URL, text, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host[0]) {
+		snprintf(err, err_size, "'%s' is not a valid URL", text);
+		goto out;
+	}
+	curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+	curl_url_get(u, CURLUPART_PORT, &port, 0);
+	curl_url_get(u, CURLUPART_PATH, &path, 0);
+	curl_url_get(u, CURLUPART_QUERY, &query, 0);
+
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	h->base.provider = &provider_http;
+	h->base.display = url_for_log(text);
+	size_t plen = strlen(path);
+	bool slash = plen > 0 && path[plen - 1] == '/';
+	h->prefix_path = malloc(plen + 2);
+	if (h->prefix_path)
+		snprintf(h->prefix_path, plen + 2, "%s%s", path, slash ? "" : "/");
+	size_t n = strlen(scheme) + strlen(host) + (port ? strlen(port) : 0) + plen + 8;
+	h->prefix = malloc(n);
+	if (h->prefix)
+		snprintf(h->prefix, n, "%s://%s%s%s%s", scheme, host, port ? ":" : "",
+			 port ? port : "", h->prefix_path ? h->prefix_path : "");
+	h->query = malloc(query ? strlen(query) + 2 : 1);
+	if (h->query)
+		snprintf(h->query, query ? strlen(query) + 2 : 1, "%s%s", query ? "?" : "",
+			 query ? query : "");
+	if (!h->prefix || !h->prefix_path || !h->query || !h->base.display) {
+		http_free(&h->base);
+		rc = -ENOMEM;
+		goto out;
+	}
+	*out = &h->base;
+	rc = 0;
+out:
+	curl_free(host);
+	curl_free(path);
+	curl_free(query);
+	curl_free(scheme);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+/* prefix + encoded(path) + tail + query; caller frees. */
+static char *join_url(struct http_source *h, const char *path, const char *tail)
+{
+	char *enc = url_encode_path(path);
+	if (!enc)
+		return NULL;
+	size_t n = strlen(h->prefix) + strlen(enc) + strlen(tail) + strlen(h->query) + 1;
+	char *url = malloc(n);
+	if (url)
+		snprintf(url, n, "%s%s%s%s", h->prefix, enc, tail, h->query);
+	free(enc);
+	return url;
+}
+
+static char *http_object_url(struct source *src, const char *path)
+{
+	return join_url((struct http_source *)src, path, "");
+}
+
+static char *http_listing_url(struct source *src, const char *dir, const char *cursor)
+{
+	(void)cursor;	/* index pages are never split */
+	return join_url((struct http_source *)src, dir, dir[0] ? "/" : "");
+}
+
+/* Replace the few entities index pages use in attribute values, in place. */
+static void html_unescape(char *s)
+{
+	static const struct { const char *name; char c; } entities[] = {
+		{ "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' },
+		{ "&quot;", '"' }, { "&#39;", '\'' }, { "&#x27;", '\'' },
+	};
+	char *o = s;
+	for (char *p = s; *p;) {
+		bool done = false;
+		for (size_t i = 0; *p == '&' && i < sizeof(entities) / sizeof(entities[0]); i++) {
+			size_t n = strlen(entities[i].name);
+			if (strncmp(p, entities[i].name, n) == 0) {
+				*o++ = entities[i].c;
+				p += n;
+				done = true;
+				break;
+			}
+		}
+		if (!done)
+			*o++ = *p++;
+	}
+	*o = '\0';
+}
+
+/* The exact size nginx prints after the link ("  12-Mar-2026 10:00   1234"). */
+static int64_t size_after_link(const char *p, const char *end)
+{
+	const char *eol = memchr(p, '\n', (size_t)(end - p));
+	if (!eol)
+		eol = end;
+	const char *q = eol;
+	while (q > p && isspace((unsigned char)q[-1]))
+		q--;
+	const char *digits = q;
+	while (digits > p && isdigit((unsigned char)digits[-1]))
+		digits--;
+	if (digits == q || (digits > p && !isspace((unsigned char)digits[-1])))
+		return -1;
+	return strtoll(digits, NULL, 10);
+}
+
+/*
+ * Turn an href into an entry name relative to the listed directory, or
+ * return false for links that are not entries (sorting, parent, elsewhere).
+ */
+static bool href_to_name(struct http_source *h, const char *dir, char *href, bool *is_dir)
+{
+	char *cut = strpbrk(href, "?#");
+	if (cut)
+		*cut = '\0';
+	char *name = href;
+	if (strstr(href, "://")) {
+		size_t n = strlen(h->prefix);
+		if (strncmp(href, h->prefix, n) != 0)
+			return false;
+		name = href + n;
+		goto relative_to_prefix;
+	}
+	if (href[0] == '/') {
+		size_t n = strlen(h->prefix_path);
+		if (strncmp(href, h->prefix_path, n) != 0)
+			return false;
+		name = href + n;
+		goto relative_to_prefix;
+	}
+	goto check;
+relative_to_prefix:
+	if (dir[0]) {
+		size_t n = strlen(dir);
+		if (strncmp(name, dir, n) != 0 || name[n] != '/')
+			return false;
+		name += n + 1;
+	}
+check:
+	if (!name[0])
+		return false;
+	size_t len = strlen(name);
+	*is_dir = name[len - 1] == '/';
+	if (*is_dir)
+		name[len - 1] = '\0';
+	memmove(href, name, strlen(name) + 1);
+	return url_decode(href) == 0 && href[0];
+}
+
+static int http_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
+			      listing_entry_fn add, void *arg, char **next_cursor)
+{
+	struct http_source *h = (struct http_source *)src;
+	const char *p = body, *end = body + len;
+	char href[4096];
+
+	*next_cursor = NULL;
+	while (p < end) {
+		const char *a = memmem(p, (size_t)(end - p), "href=", 5);
+		if (!a)
+			break;
+		a += 5;
+		char quote = a < end ? *a : 0;
+		if (quote != '"' && quote != '\'') {
+			p = a;
+			continue;
+		}
+		const char *v = a + 1;
+		const char *close = memchr(v, quote, (size_t)(end - v));
+		if (!close)
+			break;
+		p = close + 1;
+		size_t n = (size_t)(close - v);
+		if (n == 0 || n >= sizeof(href))
+			continue;
+		memcpy(href, v, n);
+		href[n] = '\0';
+		html_unescape(href);
+		if (href[0] == '.' && (href[1] == '.' || href[1] == '/' || !href[1]))
+			continue;
+		bool is_dir;
+		if (!href_to_name(h, dir, href, &is_dir))
+			continue;
+		if (!source_name_valid(href)) {
+			log_info("skipping listing entry that is not a valid file name in %s/",
+				 dir[0] ? dir : ".");
+			continue;
+		}
+		const char *link_end = memmem(p, (size_t)(end - p), "</a>", 4);
+		int64_t size = -1;
+		if (!is_dir && link_end)
+			size = size_after_link(link_end + 4, end);
+		int rc = add(arg, href, is_dir, size);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+const struct provider provider_http = {
+	.name = "http",
+	.matches = http_matches,
+	.open = http_open,
+	.free = http_free,
+	.object_url = http_object_url,
+	.listing_url = http_listing_url,
+	.parse_listing = http_parse_listing,
+	.authorize = NULL,
+};

@@ -1,0 +1,338 @@
+/*
+ * main.c - the tilefs command: `tilefs mount SOURCE MOUNTPOINT` checks
+ * everything it can before mounting (source, mountpoint, cache dir, the
+ * origin answering), mounts, and only then returns (or stays in the
+ * foreground with -f). The daemon exits 0 when unmounted.
+ */
+#include "cache/cache.h"
+#include "cache/http.h"
+#include "cache/log.h"
+#include "cache/namespace.h"
+#include "cache/provider.h"
+#include "fs/mount.h"
+#include "fs/options.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#define EXIT_USAGE 2
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: tilefs mount [OPTIONS] SOURCE MOUNTPOINT\n"
+		"       tilefs --help | --version\n"
+		"\n"
+		"tilefs mounts a cloud prefix of GeoTIFF/COG files read-only, caching what is\n"
+		"read on local disk (persistent, shared by every tilefs on the machine).\n"
+		"\n"
+		"Commands:\n"
+		"  mount    mount SOURCE at MOUNTPOINT; unmount with 'fusermount3 -u MOUNTPOINT'\n"
+		"\n"
+		"Run 'tilefs mount --help' for the options.\n");
+}
+
+static void mount_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: tilefs mount [OPTIONS] SOURCE MOUNTPOINT\n"
+		"\n"
+		"Mount SOURCE read-only at MOUNTPOINT (an existing directory). SOURCE is an\n"
+		"http:// or https:// URL of a directory whose index pages list its files\n"
+		"(nginx autoindex, Apache), or any prefix with --list. Returns once the\n"
+		"mount is ready; unmount with 'fusermount3 -u MOUNTPOINT'.\n"
+		"\n"
+		"Options:\n");
+	options_usage(out);
+	fprintf(out,
+		"\n"
+		"Example:\n"
+		"  tilefs mount https://data.example.org/eo/ /mnt/eo \\\n"
+		"      --cache-dir /nvme/tilefs --cache-size 200G\n"
+		"  python3 -c \"import rasterio; print(rasterio.open('/mnt/eo/scene.tif')\"\\\n"
+		"      \".read(1, window=((0, 256), (0, 256))).mean())\"\n"
+		"  fusermount3 -u /mnt/eo\n");
+}
+
+static int fail_usage(const char *msg)
+{
+	fprintf(stderr, "tilefs: %s\nTry 'tilefs mount --help'.\n", msg);
+	return EXIT_USAGE;
+}
+
+static int mkdir_parents(const char *path)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Start-up checks that need no network; message printed on failure. */
+static int check_local(struct options *o)
+{
+	struct stat st, parent;
+	char up[4096];
+
+	if (stat(o->mountpoint, &st) != 0) {
+		if (errno == ENOTCONN)
+			fprintf(stderr, "tilefs: %s holds a mount whose daemon is gone; "
+				"run 'fusermount3 -uz %s' first\n", o->mountpoint, o->mountpoint);
+		else
+			fprintf(stderr, "tilefs: mountpoint %s: %s (create the directory first)\n",
+				o->mountpoint, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "tilefs: mountpoint %s is not a directory\n", o->mountpoint);
+		return -1;
+	}
+	snprintf(up, sizeof(up), "%s/..", o->mountpoint);
+	if (stat(up, &parent) == 0 && parent.st_dev != st.st_dev) {
+		fprintf(stderr, "tilefs: %s is already a mount point; unmount it first "
+			"(fusermount3 -u %s)\n", o->mountpoint, o->mountpoint);
+		return -1;
+	}
+	int err = mkdir_parents(o->cache_dir);
+	if (!err && access(o->cache_dir, R_OK | W_OK | X_OK) != 0)
+		err = -errno;
+	if (err) {
+		fprintf(stderr, "tilefs: cache dir %s is not usable: %s (choose another with "
+			"--cache-dir)\n", o->cache_dir, strerror(-err));
+		return -1;
+	}
+	if (o->list_file && access(o->list_file, R_OK) != 0) {
+		fprintf(stderr, "tilefs: cannot read the list %s: %s\n", o->list_file,
+			strerror(errno));
+		return -1;
+	}
+	if (o->ca_file && access(o->ca_file, R_OK) != 0) {
+		fprintf(stderr, "tilefs: cannot read the CA file %s: %s\n", o->ca_file,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static uint64_t default_cache_size(const char *dir)
+{
+	struct statvfs v;
+	if (statvfs(dir, &v) != 0)
+		return 10ull << 30;
+	uint64_t half = (uint64_t)v.f_bavail * v.f_frsize / 2;
+	return half > (64ull << 20) ? half : 64ull << 20;
+}
+
+/* Tell the waiting parent how start-up went, then leave the terminal. */
+static void report_ready(int fd, char status, bool detach)
+{
+	if (fd < 0)
+		return;
+	if (write(fd, &status, 1) != 1) {
+		/* the parent is gone: nothing to tell */
+	}
+	close(fd);
+	if (detach && status == 0) {
+		int null = open("/dev/null", O_RDWR);
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+			if (null > STDERR_FILENO)
+				close(null);
+		}
+	}
+}
+
+/* Fork; the parent waits for the child's word and exits with it. */
+static int daemonize(void)
+{
+	int fds[2];
+	if (pipe(fds) != 0) {
+		perror("tilefs: pipe");
+		exit(1);
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("tilefs: fork");
+		exit(1);
+	}
+	if (pid > 0) {
+		char status = 1;
+		close(fds[1]);
+		if (read(fds[0], &status, 1) != 1) {
+			fprintf(stderr, "tilefs: the daemon stopped during start-up\n");
+			status = 1;
+		}
+		_exit(status);
+	}
+	close(fds[0]);
+	setsid();
+	return fds[1];
+}
+
+static int cmd_mount(int argc, char **argv)
+{
+	struct options o;
+	char err_text[1024] = "";
+	struct source *src = NULL;
+	struct http_client *http = NULL;
+	struct cache *cache = NULL;
+	struct namespace *ns = NULL;
+	struct mount *m = NULL;
+	int status = 1, ready_fd = -1;
+
+	if (options_parse(&o, argc, argv, err_text, sizeof(err_text)) != 0) {
+		options_release(&o);
+		return fail_usage(err_text);
+	}
+	if (o.help) {
+		mount_usage(stdout);
+		options_release(&o);
+		return 0;
+	}
+	enum log_level level = LOG_WARN;
+	log_parse_level(o.log_level, &level);
+	log_set_level(level);
+	if (source_open(o.source, &src, err_text, sizeof(err_text)) != 0) {
+		options_release(&o);
+		return fail_usage(err_text);
+	}
+	if (check_local(&o) != 0)
+		goto out;
+
+	char log_path[4200];
+	if (o.log_file)
+		snprintf(log_path, sizeof(log_path), "%s", o.log_file);
+	else
+		snprintf(log_path, sizeof(log_path), "%s/tilefs.log", o.cache_dir);
+	if (!o.foreground || o.log_file) {
+		int err = log_set_file(log_path);
+		if (err) {
+			fprintf(stderr, "tilefs: cannot write the log %s: %s\n", log_path,
+				strerror(-err));
+			goto out;
+		}
+	}
+	if (!o.foreground)
+		ready_fd = daemonize();
+
+	/* from here on, errors go to stderr (still the terminal) and the log */
+	struct http_config hc;
+	http_config_defaults(&hc);
+	hc.ca_file = o.ca_file;
+	hc.retries = o.retries < 1 ? (int)o.retries : 1;	/* fail fast at start */
+	hc.max_connections = (int)o.max_connections;
+	http = http_client_new(&hc);
+	if (!http) {
+		fprintf(stderr, "tilefs: cannot start the fetch thread\n");
+		goto out;
+	}
+	struct cache_config cc = {
+		.dir = o.cache_dir,
+		.size_limit = o.cache_size ? o.cache_size : default_cache_size(o.cache_dir),
+		.block_size = o.block_size,
+		.max_request = 16u << 20,
+		.claim_wait_s = 30,
+	};
+	int err = cache_open(&cc, src, http, &cache);
+	if (err) {
+		fprintf(stderr, "tilefs: cannot open the cache in %s: %s\n", o.cache_dir,
+			strerror(-err));
+		goto out;
+	}
+	err = ns_new(src, http, cache, (int)o.ttl, &ns);
+	if (err)
+		goto out;
+	if (o.list_file) {
+		err = ns_load_manifest(ns, o.list_file, err_text, sizeof(err_text));
+		if (err) {
+			fprintf(stderr, "tilefs: %s\n", err_text);
+			goto out;
+		}
+	} else {
+		/* the root listing shows the origin answers (and is kept) */
+		struct ns_attr root;
+		err = ns_getattr(ns, "", &root);
+		if (!err)
+			err = ns_readdir(ns, "", NULL, NULL);
+		if (err) {
+			fprintf(stderr, "tilefs: cannot list %s: %s%s\n", src->display,
+				err == -EPERM ? "TLS certificate not trusted" : strerror(-err),
+				err == -EPERM ? " (give the CA with --ca-file FILE)" :
+				err == -ENOENT ? " (check the URL)" :
+				" (is the origin up? see the log for details)");
+			goto out;
+		}
+	}
+	http_client_set_retries(http, (int)o.retries);
+
+	char fsname[512];
+	snprintf(fsname, sizeof(fsname), "tilefs:%s", src->display);
+	for (char *p = fsname; *p; p++)
+		if (*p == ',')
+			*p = '_';
+	struct mount_config mc = {
+		.mountpoint = o.mountpoint,
+		.fsname = fsname,
+		.fuse_opts = o.fuse_opts,
+		.ttl_s = (int)o.ttl,
+	};
+	if (mount_new(&mc, ns, cache, &m) != 0) {
+		fprintf(stderr, "tilefs: cannot mount on %s (see %s)\n", o.mountpoint,
+			o.foreground && !o.log_file ? "the messages above" : log_path);
+		goto out;
+	}
+	log_info("mounted %s on %s (cache %s, %llu MiB)", src->display, o.mountpoint,
+		 o.cache_dir, (unsigned long long)(cc.size_limit >> 20));
+	report_ready(ready_fd, 0, true);
+	ready_fd = -1;
+	status = mount_run(m) == 0 ? 0 : 1;
+	log_info("unmounted %s", o.mountpoint);
+out:
+	report_ready(ready_fd, (char)status, false);
+	mount_free(m);
+	http_client_free(http);		/* before the cache: fetches settle into it */
+	ns_free(ns);
+	cache_close(cache);
+	source_free(src);
+	options_release(&o);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+		printf("tilefs %s\n", TILEFS_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "mount") == 0)
+		return cmd_mount(argc - 2, argv + 2);
+	fprintf(stderr, "tilefs: unknown command '%s'\nTry 'tilefs --help'.\n", argv[1]);
+	return EXIT_USAGE;
+}

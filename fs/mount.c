@@ -1,0 +1,204 @@
+/*
+ * mount.c - see mount.h. Path-based libfuse callbacks on top of the
+ * namespace (names, versions) and the cache (bytes). The kernel caches
+ * entries, attributes and missing names for --ttl seconds, and keeps file
+ * pages across opens while the object's version is unchanged.
+ */
+#define FUSE_USE_VERSION 35
+#include "mount.h"
+#include "cache/cache.h"
+#include "cache/log.h"
+#include "cache/namespace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct mount {
+	struct mount_config cfg;
+	struct namespace *ns;
+	struct cache *cache;
+	struct fuse *fuse;
+};
+
+static struct mount *current(void)
+{
+	return fuse_get_context()->private_data;
+}
+
+static void fill_stat(struct stat *st, const struct ns_attr *a)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_mode = a->is_dir ? S_IFDIR | 0555 : S_IFREG | 0444;
+	st->st_nlink = a->is_dir ? 2 : 1;
+	st->st_size = (off_t)a->size;
+	st->st_blksize = 1 << 20;
+	st->st_blocks = (blkcnt_t)((a->size + 511) / 512);
+	st->st_mtime = st->st_ctime = st->st_atime = a->mtime;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+}
+
+static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+	struct ns_attr a;
+	if (fi && fi->fh) {
+		struct cache_object *obj = (struct cache_object *)(uintptr_t)fi->fh;
+		a.is_dir = false;
+		a.size = cache_object_size(obj);
+		a.mtime = cache_object_mtime(obj);
+		fill_stat(st, &a);
+		return 0;
+	}
+	int err = ns_getattr(current()->ns, path, &a);
+	if (!err)
+		fill_stat(st, &a);
+	return err;
+}
+
+struct fill_ctx {
+	void *buf;
+	fuse_fill_dir_t filler;
+};
+
+static int fill_one(void *arg, const char *name, const struct ns_attr *attr)
+{
+	struct fill_ctx *f = arg;
+	struct stat st;
+	fill_stat(&st, attr);
+	return f->filler(f->buf, name, &st, 0, FUSE_FILL_DIR_PLUS);
+}
+
+static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t offset,
+		      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+	struct fill_ctx f = { buf, filler };
+	(void)offset; (void)fi; (void)flags;
+	filler(buf, ".", NULL, 0, 0);
+	filler(buf, "..", NULL, 0, 0);
+	return ns_readdir(current()->ns, path, fill_one, &f);
+}
+
+static int op_open(const char *path, struct fuse_file_info *fi)
+{
+	struct cache_object *obj;
+	bool unchanged;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+		return -EROFS;
+	int err = ns_open(current()->ns, path, &obj, &unchanged);
+	if (err)
+		return err;
+	fi->fh = (uint64_t)(uintptr_t)obj;
+	fi->keep_cache = unchanged;	/* a new version must not see old pages */
+	return 0;
+}
+
+static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct cache_object *obj = (struct cache_object *)(uintptr_t)fi->fh;
+	(void)path;
+	ssize_t n = cache_read(current()->cache, obj, buf, size, (uint64_t)off);
+	if (n == -ENOENT)
+		n = -EIO;	/* gone from the origin while open: not "no such file" */
+	return (int)n;
+}
+
+static int op_release(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	cache_object_unref((struct cache_object *)(uintptr_t)fi->fh);
+	return 0;
+}
+
+static int op_statfs(const char *path, struct statvfs *st)
+{
+	(void)path;
+	memset(st, 0, sizeof(*st));
+	st->f_bsize = st->f_frsize = 4096;
+	st->f_namemax = 255;
+	return 0;
+}
+
+static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	struct mount *m = fuse_get_context()->private_data;
+	cfg->entry_timeout = cfg->attr_timeout = cfg->negative_timeout = m->cfg.ttl_s;
+	cfg->kernel_cache = 0;	/* per open, from the version: see op_open */
+	conn->max_readahead = 1 << 20;
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+	return m;
+}
+
+static const struct fuse_operations ops = {
+	.init = op_init,
+	.getattr = op_getattr,
+	.readdir = op_readdir,
+	.open = op_open,
+	.read = op_read,
+	.release = op_release,
+	.statfs = op_statfs,
+};
+
+int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache *cache,
+	      struct mount **out)
+{
+	struct mount *m = calloc(1, sizeof(*m));
+	char opts[8192];
+	int err = -EIO;
+
+	if (!m)
+		return -ENOMEM;
+	m->cfg = *cfg;
+	m->ns = ns;
+	m->cache = cache;
+	snprintf(opts, sizeof(opts), "ro,fsname=%s,subtype=tilefs%s%s",
+		 cfg->fsname, cfg->fuse_opts ? "," : "",
+		 cfg->fuse_opts ? cfg->fuse_opts : "");
+	char *argv[] = { "tilefs", "-o", opts, NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+	m->fuse = fuse_new(&args, &ops, sizeof(ops), m);
+	if (!m->fuse) {
+		log_error("cannot set up FUSE with options '%s'", opts);
+		goto fail;
+	}
+	if (fuse_mount(m->fuse, cfg->mountpoint) != 0) {
+		log_error("cannot mount on %s", cfg->mountpoint);
+		goto fail_mount;
+	}
+	if (fuse_set_signal_handlers(fuse_get_session(m->fuse)) != 0) {
+		fuse_unmount(m->fuse);
+		goto fail_mount;
+	}
+	*out = m;
+	return 0;
+
+fail_mount:
+	fuse_destroy(m->fuse);
+fail:
+	free(m);
+	return err;
+}
+
+int mount_run(struct mount *m)
+{
+	struct fuse_loop_config loop = { .clone_fd = 0, .max_idle_threads = 16 };
+	return fuse_loop_mt(m->fuse, &loop) == 0 ? 0 : -EIO;
+}
+
+void mount_free(struct mount *m)
+{
+	if (!m)
+		return;
+	fuse_remove_signal_handlers(fuse_get_session(m->fuse));
+	fuse_unmount(m->fuse);
+	fuse_destroy(m->fuse);
+	free(m);
+}

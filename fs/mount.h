@@ -1,0 +1,29 @@
+/*
+ * mount.h - the FUSE front: serves a namespace and a cache at a mountpoint
+ * until it is unmounted.
+ */
+#ifndef TILEFS_MOUNT_H
+#define TILEFS_MOUNT_H
+
+struct cache;
+struct namespace;
+
+struct mount_config {
+	const char *mountpoint;
+	const char *fsname;		/* shown in /proc/mounts */
+	const char *fuse_opts;		/* extra -o words, or NULL */
+	int ttl_s;			/* kernel entry/attr/negative caching */
+};
+
+/*
+ * Mount. 0 or -errno (message logged). After success, call mount_run()
+ * to serve until unmounted, then mount_free().
+ */
+struct mount;
+int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache *cache,
+	      struct mount **out);
+/* Serve requests until unmounted or signalled; 0 or -errno. */
+int mount_run(struct mount *m);
+void mount_free(struct mount *m);
+
+#endif

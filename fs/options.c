@@ -1,0 +1,322 @@
+/*
+ * options.c - see options.h.
+ */
+#include "options.h"
+#include "cache/log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum opt_type { OPT_FLAG, OPT_STRING, OPT_SIZE, OPT_LONG, OPT_LEVEL };
+
+struct option_def {
+	const char *name;
+	char short_name;
+	enum opt_type type;
+	size_t offset;
+	const char *arg;
+	const char *def;		/* default, as text; NULL: computed */
+	int64_t min, max;
+	const char *help;
+};
+
+#define OFF(field) offsetof(struct options, field)
+
+static const struct option_def defs[] = {
+	{ "foreground", 'f', OPT_FLAG, OFF(foreground), NULL, NULL, 0, 0,
+	  "stay in the foreground and log to stderr" },
+	{ "cache-dir", 0, OPT_STRING, OFF(cache_dir), "DIR", NULL, 0, 0,
+	  "where cached data and its index live (default /var/cache/tilefs for root,\n"
+	  "$XDG_CACHE_HOME/tilefs otherwise); shared by every tilefs using it" },
+	{ "cache-size", 0, OPT_SIZE, OFF(cache_size), "SIZE", NULL, 1 << 20, INT64_MAX,
+	  "most data to keep, e.g. 500M, 200G (default: half the free space)" },
+	{ "block-size", 0, OPT_SIZE, OFF(block_size), "SIZE", "256K", 4096, 64 << 20,
+	  "unit of caching and fetching" },
+	{ "ttl", 0, OPT_LONG, OFF(ttl), "SECONDS", "60", 0, 86400 * 365,
+	  "trust directory listings and object versions this long; 0 checks\n"
+	  "the origin on every open" },
+	{ "list", 0, OPT_STRING, OFF(list_file), "FILE", NULL, 0, 0,
+	  "take the file tree from FILE (relative paths or URLs, one per line)\n"
+	  "instead of directory listings" },
+	{ "ca-file", 0, OPT_STRING, OFF(ca_file), "FILE", NULL, 0, 0,
+	  "trust the CA certificates in FILE (PEM) for https origins" },
+	{ "retries", 0, OPT_LONG, OFF(retries), "N", "5", 0, 100,
+	  "retries of a failed request before the read fails with EIO" },
+	{ "connections", 0, OPT_LONG, OFF(max_connections), "N", "16", 1, 256,
+	  "connections to the origin at most" },
+	{ "log-level", 0, OPT_LEVEL, OFF(log_level), "LEVEL", "warn", 0, 0,
+	  "error, warn, info or debug" },
+	{ "log-file", 0, OPT_STRING, OFF(log_file), "FILE", NULL, 0, 0,
+	  "append log lines to FILE (default: stderr with -f, else\n"
+	  "CACHE_DIR/tilefs.log)" },
+};
+
+#define NDEFS (sizeof(defs) / sizeof(defs[0]))
+
+int parse_size(const char *text, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (!isdigit((unsigned char)text[0]))
+		return -EINVAL;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno)
+		return -EINVAL;
+	int shift = 0;
+	switch (toupper((unsigned char)*end)) {
+	case 'K': shift = 10; end++; break;
+	case 'M': shift = 20; end++; break;
+	case 'G': shift = 30; end++; break;
+	case 'T': shift = 40; end++; break;
+	default: break;
+	}
+	if (shift && (*end == 'i' || *end == 'I'))
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int set_value(struct options *o, const struct option_def *d, const char *value,
+		     char *err, size_t err_size)
+{
+	void *field = (char *)o + d->offset;
+	uint64_t size;
+	char *end;
+	enum log_level level;
+
+	switch (d->type) {
+	case OPT_FLAG:
+		*(bool *)field = true;
+		return 0;
+	case OPT_STRING:
+	case OPT_LEVEL:
+		if (d->type == OPT_LEVEL && log_parse_level(value, &level) != 0) {
+			snprintf(err, err_size, "--%s: '%s' is not one of error, warn, info, debug",
+				 d->name, value);
+			return -EINVAL;
+		}
+		free(*(char **)field);
+		*(char **)field = strdup(value);
+		return *(char **)field ? 0 : -ENOMEM;
+	case OPT_SIZE:
+		if (parse_size(value, &size) != 0) {
+			snprintf(err, err_size, "--%s: '%s' is not a size (try 500M or 2G)", d->name,
+				 value);
+			return -EINVAL;
+		}
+		if (size < (uint64_t)d->min || size > (uint64_t)d->max) {
+			snprintf(err, err_size, "--%s: %s is out of range (%lld to %lld bytes)",
+				 d->name, value, (long long)d->min, (long long)d->max);
+			return -EINVAL;
+		}
+		*(uint64_t *)field = size;
+		return 0;
+	case OPT_LONG:
+		errno = 0;
+		long v = strtol(value, &end, 10);
+		if (errno || end == value || *end || v < d->min || v > d->max) {
+			snprintf(err, err_size, "--%s: '%s' is not a number from %lld to %lld",
+				 d->name, value, (long long)d->min, (long long)d->max);
+			return -EINVAL;
+		}
+		*(long *)field = v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static const struct option_def *find_long(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NDEFS; i++)
+		if (strlen(defs[i].name) == len && strncmp(defs[i].name, name, len) == 0)
+			return &defs[i];
+	return NULL;
+}
+
+static int append_fuse_opt(struct options *o, const char *word, size_t len)
+{
+	size_t have = o->fuse_opts ? strlen(o->fuse_opts) : 0;
+	char *grown = realloc(o->fuse_opts, have + len + 2);
+	if (!grown)
+		return -ENOMEM;
+	if (have)
+		grown[have++] = ',';
+	memcpy(grown + have, word, len);
+	grown[have + len] = '\0';
+	o->fuse_opts = grown;
+	return 0;
+}
+
+/* -o a,b=c: tilefs options by name, the rest for FUSE. */
+static int parse_o(struct options *o, const char *list, char *err, size_t err_size)
+{
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ",");
+		size_t name_len = strcspn(p, "=,");
+		const struct option_def *d = find_long(p, name_len);
+		int rc;
+		if (d && d->type == OPT_FLAG) {
+			rc = set_value(o, d, NULL, err, err_size);
+		} else if (d && name_len < len) {
+			char value[4096];
+			snprintf(value, sizeof(value), "%.*s", (int)(len - name_len - 1), p + name_len + 1);
+			rc = set_value(o, d, value, err, err_size);
+		} else if (d) {
+			snprintf(err, err_size, "-o %s needs a value (-o %s=%s)", d->name, d->name,
+				 d->arg);
+			rc = -EINVAL;
+		} else if (len == 2 && strncmp(p, "rw", 2) == 0) {
+			snprintf(err, err_size, "-o rw: tilefs mounts are read-only");
+			rc = -EINVAL;
+		} else {
+			rc = len ? append_fuse_opt(o, p, len) : 0;
+		}
+		if (rc)
+			return rc;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+static int set_defaults(struct options *o, char *err, size_t err_size)
+{
+	memset(o, 0, sizeof(*o));
+	for (size_t i = 0; i < NDEFS; i++)
+		if (defs[i].def && set_value(o, &defs[i], defs[i].def, err, err_size) != 0)
+			return -EINVAL;
+	return 0;
+}
+
+int options_parse(struct options *o, int argc, char **argv, char *err, size_t err_size)
+{
+	int positional = 0, rc;
+
+	if (set_defaults(o, err, err_size) != 0)
+		return -EINVAL;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		const struct option_def *d = NULL;
+		const char *value = NULL;
+
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			o->help = true;
+			continue;
+		}
+		if (strcmp(a, "-o") == 0 || strncmp(a, "-o", 2) == 0) {
+			const char *list = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+			if (!list) {
+				snprintf(err, err_size, "-o needs a list of options");
+				return -EINVAL;
+			}
+			rc = parse_o(o, list, err, err_size);
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (strncmp(a, "--", 2) == 0 && a[2]) {
+			size_t len = strcspn(a + 2, "=");
+			d = find_long(a + 2, len);
+			if (a[2 + len] == '=')
+				value = a + 3 + len;
+		} else if (a[0] == '-' && a[1] && !a[2]) {
+			for (size_t k = 0; k < NDEFS; k++)
+				if (defs[k].short_name == a[1])
+					d = &defs[k];
+		} else {
+			if (positional == 0)
+				o->source = strdup(a);
+			else if (positional == 1)
+				o->mountpoint = strdup(a);
+			else {
+				snprintf(err, err_size, "unexpected argument '%s'", a);
+				return -EINVAL;
+			}
+			positional++;
+			continue;
+		}
+		if (!d) {
+			snprintf(err, err_size, "unknown option '%s'", a);
+			return -EINVAL;
+		}
+		if (d->type == OPT_FLAG) {
+			if (value) {
+				snprintf(err, err_size, "--%s takes no value", d->name);
+				return -EINVAL;
+			}
+		} else if (!value) {
+			if (i + 1 >= argc) {
+				snprintf(err, err_size, "--%s needs a value (%s)", d->name, d->arg);
+				return -EINVAL;
+			}
+			value = argv[++i];
+		}
+		rc = set_value(o, d, value, err, err_size);
+		if (rc)
+			return rc;
+	}
+	if (o->help)
+		return 0;
+	if (positional < 2) {
+		snprintf(err, err_size, "mount needs a SOURCE and a MOUNTPOINT");
+		return -EINVAL;
+	}
+	if (!o->cache_dir) {
+		const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+		char path[4096];
+		if (geteuid() == 0)
+			snprintf(path, sizeof(path), "/var/cache/tilefs");
+		else if (xdg && *xdg)
+			snprintf(path, sizeof(path), "%s/tilefs", xdg);
+		else
+			snprintf(path, sizeof(path), "%s/.cache/tilefs", home ? home : ".");
+		o->cache_dir = strdup(path);
+	}
+	return 0;
+}
+
+void options_release(struct options *o)
+{
+	for (size_t i = 0; i < NDEFS; i++)
+		if (defs[i].type == OPT_STRING || defs[i].type == OPT_LEVEL)
+			free(*(char **)((char *)o + defs[i].offset));
+	free(o->fuse_opts);
+	free(o->source);
+	free(o->mountpoint);
+	memset(o, 0, sizeof(*o));
+}
+
+void options_usage(FILE *out)
+{
+	for (size_t i = 0; i < NDEFS; i++) {
+		const struct option_def *d = &defs[i];
+		char head[64];
+		if (d->short_name)
+			snprintf(head, sizeof(head), "-%c, --%s%s%s", d->short_name, d->name,
+				 d->arg ? " " : "", d->arg ? d->arg : "");
+		else
+			snprintf(head, sizeof(head), "    --%s%s%s", d->name, d->arg ? " " : "",
+				 d->arg ? d->arg : "");
+		fprintf(out, "  %-26s ", head);
+		for (const char *p = d->help; *p; p++) {
+			fputc(*p, out);
+			if (*p == '\n')
+				fprintf(out, "  %-26s ", "");
+		}
+		if (d->def && d->type != OPT_FLAG)
+			fprintf(out, " [%s]", d->def);
+		fputc('\n', out);
+	}
+	fprintf(out, "  %-26s %s\n", "-o OPT[,OPT...]",
+		"mount options: any option above as name=value, or FUSE's\n"
+		"                             (allow_other, ...); ro is implied");
+	fprintf(out, "  %-26s %s\n", "-h, --help", "show this help");
+}
