@@ -165,6 +165,7 @@ int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache
 	char *argv[] = { "tilefs", "-o", opts, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	m->fuse = fuse_new(&args, &ops, sizeof(ops), m);
+	fuse_opt_free_args(&args);
 	if (!m->fuse) {
 		log_error("cannot set up FUSE with options '%s'", opts);
 		goto fail;
