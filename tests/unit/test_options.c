@@ -1,0 +1,64 @@
+/* test_options.c - sizes, the option table, -o, and the errors users see. */
+#include "check.h"
+#include "fs/options.h"
+
+#include <string.h>
+
+static int parse(struct options *o, char *err, int argc, char **argv)
+{
+	return options_parse(o, argc, argv, err, 256);
+}
+
+int main(void)
+{
+	uint64_t v;
+	struct options o;
+	char err[256];
+
+	CHECK(parse_size("500M", &v) == 0 && v == 500ull << 20, "500M");
+	CHECK(parse_size("200G", &v) == 0 && v == 200ull << 30, "200G");
+	CHECK(parse_size("2GiB", &v) == 0 && v == 2ull << 30, "2GiB");
+	CHECK(parse_size("4096", &v) == 0 && v == 4096, "plain bytes");
+	CHECK(parse_size("banana", &v) != 0, "not a size");
+	CHECK(parse_size("-5M", &v) != 0, "negative size");
+	CHECK(parse_size("5X", &v) != 0, "unknown unit");
+	CHECK(parse_size("99999999999T", &v) != 0, "overflow");
+
+	char *a1[] = { "--cache-dir", "/c", "--cache-size=2G", "-f", "http://h/p/", "/mnt",
+		       "-o", "allow_other,ttl=5,block-size=64K" };
+	CHECK(parse(&o, err, 8, a1) == 0, "a full command line parses");
+	CHECK(strcmp(o.cache_dir, "/c") == 0 && o.cache_size == 2ull << 30 && o.foreground,
+	      "long options with and without '='");
+	CHECK(o.ttl == 5 && o.block_size == 65536, "tilefs options given with -o");
+	CHECK(o.fuse_opts && strcmp(o.fuse_opts, "allow_other") == 0, "FUSE options passed on");
+	CHECK(strcmp(o.source, "http://h/p/") == 0 && strcmp(o.mountpoint, "/mnt") == 0,
+	      "positional arguments");
+	CHECK(o.retries == 5 && o.ttl == 5 && strcmp(o.log_level, "warn") == 0, "defaults");
+	options_release(&o);
+
+	char *a2[] = { "--cache-size", "banana", "s", "m" };
+	CHECK(parse(&o, err, 4, a2) != 0 && strstr(err, "not a size"), "bad size: %s", err);
+	options_release(&o);
+	char *a3[] = { "--frobnicate", "s", "m" };
+	CHECK(parse(&o, err, 3, a3) != 0 && strstr(err, "unknown option '--frobnicate'"),
+	      "unknown option: %s", err);
+	options_release(&o);
+	char *a4[] = { "http://h/" };
+	CHECK(parse(&o, err, 1, a4) != 0 && strstr(err, "MOUNTPOINT"), "missing mountpoint: %s",
+	      err);
+	options_release(&o);
+	char *a5[] = { "--ttl", "-1", "s", "m" };
+	CHECK(parse(&o, err, 4, a5) != 0 && strstr(err, "--ttl"), "out of range: %s", err);
+	options_release(&o);
+	char *a6[] = { "-o", "rw", "s", "m" };
+	CHECK(parse(&o, err, 4, a6) != 0 && strstr(err, "read-only"), "rw refused: %s", err);
+	options_release(&o);
+	char *a7[] = { "--log-level", "chatty", "s", "m" };
+	CHECK(parse(&o, err, 4, a7) != 0 && strstr(err, "error, warn, info, debug"),
+	      "bad log level: %s", err);
+	options_release(&o);
+	char *a8[] = { "s", "m", "--cache-dir" };
+	CHECK(parse(&o, err, 3, a8) != 0 && strstr(err, "needs a value"), "value missing: %s", err);
+	options_release(&o);
+	return check_done();
+}

@@ -1,0 +1,96 @@
+/* test_provider_http.c - URLs and index pages of nginx and Apache. */
+#include "cache/provider.h"
+#include "check.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct seen {
+	char names[16][64];
+	int dirs[16];
+	int64_t sizes[16];
+	int n;
+};
+
+static int collect(void *arg, const char *name, bool is_dir, int64_t size)
+{
+	struct seen *s = arg;
+	if (s->n < 16) {
+		snprintf(s->names[s->n], 64, "%s", name);
+		s->dirs[s->n] = is_dir;
+		s->sizes[s->n] = size;
+		s->n++;
+	}
+	return 0;
+}
+
+static const char nginx_page[] =
+	"<html>\r\n<head><title>Index of /eo/</title></head>\r\n<body>\r\n"
+	"<h1>Index of /eo/</h1><hr><pre><a href=\"../\">../</a>\r\n"
+	"<a href=\"sub%20dir/\">sub dir/</a>                 22-Nov-2026 09:14       -\r\n"
+	"<a href=\"a%2Bb.tif\">a+b.tif</a>                   22-Nov-2026 09:14    12345\r\n"
+	"<a href=\"x&amp;y.tif\">x&amp;y.tif</a>            22-Nov-2026 09:14        0\r\n"
+	"</pre><hr></body>\r\n</html>\r\n";
+
+static const char apache_page[] =
+	"<table><tr><th><a href=\"?C=N;O=D\">Name</a></th></tr>"
+	"<tr><td><a href=\"/eo/\">Parent Directory</a></td></tr>\n"
+	"<tr><td><a href=\"scene.tif\">scene.tif</a></td><td align=\"right\">2026-11-22 09:14  </td>"
+	"<td align=\"right\"> 12K</td></tr>\n"
+	"<tr><td><a href=\"/eo/sub/nested/\">nested/</a></td></tr>\n"
+	"<tr><td><a href=\"http://elsewhere.example/x.tif\">x.tif</a></td></tr>\n"
+	"<tr><td><a href=\"bad%00name\">bad</a></td></tr>\n"
+	"</table>";
+
+int main(void)
+{
+	struct source *src;
+	char err[256];
+
+	CHECK(source_open("ftp://h/x", &src, err, sizeof(err)) == -22 && strstr(err, "http"),
+	      "ftp is refused: %s", err);
+	CHECK(source_open("http://", &src, err, sizeof(err)) == -22, "no host: %s", err);
+	CHECK(source_open("http://127.0.0.1:8080/eo", &src, err, sizeof(err)) == 0, "opens");
+
+	char *url = source_object_url(src, "sub dir/a+b.tif");
+	CHECK(strcmp(url, "http://127.0.0.1:8080/eo/sub%20dir/a%2Bb.tif") == 0,
+	      "object URL is encoded under the prefix: %s", url);
+	free(url);
+	url = source_listing_url(src, "", NULL);
+	CHECK(strcmp(url, "http://127.0.0.1:8080/eo/") == 0, "root listing URL: %s", url);
+	free(url);
+	url = source_listing_url(src, "a/b", NULL);
+	CHECK(strcmp(url, "http://127.0.0.1:8080/eo/a/b/") == 0, "listing URL of a dir: %s", url);
+	free(url);
+
+	struct seen s = { 0 };
+	char *next;
+	CHECK(source_parse_listing(src, "", nginx_page, strlen(nginx_page), collect, &s, &next) == 0 &&
+	      !next, "nginx page parses");
+	CHECK(s.n == 3, "three entries, parent link skipped (%d)", s.n);
+	CHECK(strcmp(s.names[0], "sub dir") == 0 && s.dirs[0], "directory, decoded");
+	CHECK(strcmp(s.names[1], "a+b.tif") == 0 && !s.dirs[1] && s.sizes[1] == 12345,
+	      "file with its exact size (%lld)", (long long)s.sizes[1]);
+	CHECK(strcmp(s.names[2], "x&y.tif") == 0 && s.sizes[2] == 0, "entity decoded, size 0");
+	source_free(src);
+
+	CHECK(source_open("https://h.example/eo/sub/", &src, err, sizeof(err)) == 0, "https opens");
+	memset(&s, 0, sizeof(s));
+	CHECK(source_parse_listing(src, "", apache_page, strlen(apache_page), collect, &s, &next) == 0,
+	      "apache page parses");
+	CHECK(s.n == 2, "two entries: sort links, parent, other hosts, NUL names skipped (%d)", s.n);
+	CHECK(strcmp(s.names[0], "scene.tif") == 0 && s.sizes[0] == -1,
+	      "inexact size is unknown (%lld)", (long long)s.sizes[0]);
+	CHECK(strcmp(s.names[1], "nested") == 0 && s.dirs[1], "absolute link under the prefix");
+	source_free(src);
+
+	char *l = url_for_log("https://user:secret@h.example/eo/a.tif?sig=SECRET&x=1");
+	CHECK(strcmp(l, "https://h.example/eo/a.tif") == 0, "log form drops credentials: %s", l);
+	free(l);
+	char bad[] = "a%zz";
+	CHECK(url_decode(bad) != 0, "bad escape refused");
+	CHECK(!source_name_valid("..") && !source_name_valid("") && !source_name_valid("a/b") &&
+	      source_name_valid("a b.tif"), "name validity");
+	return check_done();
+}
