@@ -45,14 +45,23 @@ $(BUILD)/tilefs: $(DAEMON_OBJ) $(LIB)
 $(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Unit tests again under ASan/UBSan first, then everything (unit + bats).
 check: all
+	$(MAKE) --no-print-directory BUILD=build-sanitize SANITIZE=address,undefined unit
 	tests/run
+
+unit: $(UNIT_BIN)
+	@for t in $(UNIT_BIN); do $$t > $$t.log 2>&1 || { cat $$t.log; echo "FAILED: $$t"; exit 1; }; done
+	@echo "unit tests passed under $(BUILD)"
+
+demo: all
+	examples/demo.sh
 
 valgrind: all
 	for t in $(UNIT_BIN); do valgrind -q --error-exitcode=1 --leak-check=full $$t || exit 1; done
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf build build-sanitize
 
-.PHONY: all check valgrind clean
+.PHONY: all check unit demo valgrind clean
 -include $(LIB_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d)

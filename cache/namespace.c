@@ -35,6 +35,7 @@ struct ns_node {
 	/* files */
 	struct cache_object *obj;	/* the version last pinned */
 	time_t validated_at;
+	bool outdated;			/* a later listing disagrees with obj */
 };
 
 struct namespace {
@@ -269,6 +270,9 @@ static int dir_refresh(struct namespace *ns, struct ns_node *dir)
 			struct ns_node *old = child_find(dir, l.nodes[i]->name, NULL);
 			if (old && old->is_dir == l.nodes[i]->is_dir) {
 				old->listed_size = l.nodes[i]->listed_size;
+				if (old->obj && old->listed_size >= 0 &&
+				    (uint64_t)old->listed_size != cache_object_size(old->obj))
+					old->outdated = true;	/* changed on the origin */
 				node_free(l.nodes[i]);
 				l.nodes[kept++] = old;
 			} else {
@@ -341,7 +345,7 @@ static int resolve(struct namespace *ns, const char *path, struct ns_node **out)
 static int file_validate(struct namespace *ns, struct ns_node *n, bool *unchanged)
 {
 	for (;;) {
-		if (n->obj && !cache_object_stale(n->obj) &&
+		if (n->obj && !cache_object_stale(n->obj) && !n->outdated &&
 		    time(NULL) - n->validated_at < ns->ttl_s) {
 			*unchanged = true;
 			return 0;
@@ -366,6 +370,7 @@ static int file_validate(struct namespace *ns, struct ns_node *n, bool *unchange
 		cache_object_unref(n->obj);
 		n->obj = obj;
 		n->validated_at = time(NULL);
+		n->outdated = false;
 	}
 	n->busy = false;
 	pthread_cond_broadcast(&ns->done);
@@ -379,7 +384,7 @@ static void attr_of(struct namespace *ns, const struct ns_node *n, struct ns_att
 	out->mtime = ns->started;
 	if (n->is_dir)
 		return;
-	if (n->obj) {
+	if (n->obj && !n->outdated) {
 		out->size = cache_object_size(n->obj);
 		if (cache_object_mtime(n->obj))
 			out->mtime = cache_object_mtime(n->obj);

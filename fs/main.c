@@ -319,6 +319,7 @@ out:
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
+		fprintf(stderr, "tilefs: no command given\n");
 		usage(stderr);
 		return EXIT_USAGE;
 	}
