@@ -195,7 +195,8 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	const char *match = req->if_match;
 	if (!match && req->first_etag[0])
 		match = req->first_etag;
-	if (match) {
+	/* If-Match compares strongly: a weak ETag would never match */
+	if (match && strncmp(match, "W/", 2) != 0) {
 		char line[160];
 		snprintf(line, sizeof(line), "If-Match: %s", match);
 		h = curl_slist_append(h, line);

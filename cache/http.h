@@ -49,7 +49,8 @@ struct http_request {
 					   body, which holds len bytes (caller's);
 					   len == 0: the whole body, malloc'ed into
 					   body (caller frees) */
-	const char *if_match;		/* version the object must still have */
+	const char *if_match;		/* ETag the object must still have (sent
+				   as If-Match unless weak; checked after) */
 	struct curl_slist *headers;	/* extra headers, borrowed */
 	char *body;
 	http_done_fn done;
