@@ -345,7 +345,6 @@ static void run_done(struct http_request *req, void *arg)
 	if (!err)
 		c->stats.bytes_fetched += req->body_len;
 	pthread_mutex_unlock(&c->lock);
-	source_request_done(c->src, req);
 	free(req->body);
 	cache_object_unref(obj);
 	free(run);
@@ -380,12 +379,7 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 	run->req.if_match = obj->etag[0] ? obj->etag : NULL;
 	run->req.done = run_done;
 	run->req.arg = run;
-	err = source_authorize(c->src, &run->req);
-	if (err) {
-		run->req.err = err;
-		run_done(&run->req, run);
-		return;
-	}
+	source_prepare(c->src, &run->req);
 	http_submit(c->http, &run->req);
 	return;
 fail:
@@ -706,20 +700,15 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		if (!req.body)
 			return -ENOMEM;
 	}
-	int err = source_authorize(c->src, &req);
-	if (!err)
-		err = http_run(c->http, &req);
+	source_prepare(c->src, &req);
+	int err = http_run(c->http, &req);
 	if (err == -ERANGE && !req.head) {	/* an empty object */
 		free(req.body);
-		source_request_done(c->src, &req);
 		req.head = true;
 		req.len = 0;
 		req.body = NULL;
-		err = source_authorize(c->src, &req);
-		if (!err)
-			err = http_run(c->http, &req);
+		err = http_run(c->http, &req);
 	}
-	source_request_done(c->src, &req);
 	if (!err && req.object_size == UINT64_MAX) {
 		log_error("%s: the origin did not say how large it is", log_name);
 		err = -EIO;

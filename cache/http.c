@@ -153,8 +153,6 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 static int attempt_start(struct http_client *c, struct http_request *req)
 {
 	CURL *easy = curl_easy_init();
-	char range[64];
-
 	if (!easy)
 		return -ENOMEM;
 	req->easy = easy;
@@ -178,28 +176,40 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	curl_easy_setopt(easy, CURLOPT_USERAGENT, "tilefs/" TILEFS_VERSION);
 	if (c->cfg.ca_file)
 		curl_easy_setopt(easy, CURLOPT_CAINFO, c->cfg.ca_file);
+	struct http_attempt a = { .method = req->head ? "HEAD" : "GET", .url = req->url };
+	struct curl_slist *h = NULL;
+	char line[192];
 	if (req->head) {
 		curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
 	} else if (req->len > 0) {
 		/* resume after the bytes a dropped attempt already delivered */
-		snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64,
-			 req->off + req->body_len, req->off + req->len - 1);
-		curl_easy_setopt(easy, CURLOPT_RANGE, range);
+		a.ranged = true;
+		a.first = req->off + req->body_len;
+		a.last = req->off + req->len - 1;
+		snprintf(line, sizeof(line), "Range: bytes=%" PRIu64 "-%" PRIu64, a.first, a.last);
+		h = curl_slist_append(h, line);
 	} else {
 		req->body_len = 0;	/* unranged: start over */
 	}
-
-	struct curl_slist *h = NULL;
-	for (struct curl_slist *e = req->headers; e; e = e->next)
-		h = curl_slist_append(h, e->data);
 	const char *match = req->if_match;
 	if (!match && req->first_etag[0])
 		match = req->first_etag;
 	/* If-Match compares strongly: a weak ETag would never match */
 	if (match && strncmp(match, "W/", 2) != 0) {
-		char line[160];
+		a.if_match = match;
 		snprintf(line, sizeof(line), "If-Match: %s", match);
 		h = curl_slist_append(h, line);
+	}
+	if (req->sign) {
+		int err = req->sign(req->signer, &a, &h);
+		if (err) {
+			snprintf(req->error, sizeof(req->error), "cannot sign the request: %s",
+				 strerror(-err));
+			curl_slist_free_all(h);
+			curl_easy_cleanup(easy);
+			req->easy = NULL;
+			return err;
+		}
 	}
 	req->sent_headers = h;
 	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, h);

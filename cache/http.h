@@ -36,6 +36,23 @@ void http_config_defaults(struct http_config *cfg);
 
 typedef void (*http_done_fn)(struct http_request *req, void *arg);
 
+/* What one attempt of a request sends, for a signer. */
+struct http_attempt {
+	const char *method;		/* "GET" or "HEAD" */
+	const char *url;
+	bool ranged;			/* sends Range: bytes=first-last */
+	uint64_t first, last;
+	const char *if_match;		/* the If-Match value sent, or NULL */
+};
+
+/*
+ * Add credentials for one attempt by appending header lines to *headers
+ * (curl_slist_append). Called on the fetch thread before every attempt, so
+ * a resumed range is signed as sent. Returns 0 or -errno (fails the request).
+ */
+typedef int (*http_sign_fn)(void *signer, const struct http_attempt *a,
+			    struct curl_slist **headers);
+
 /*
  * One request. The caller owns it and keeps it alive until done() runs (on
  * the fetch thread: done() must be quick and must not submit-and-wait).
@@ -51,7 +68,8 @@ struct http_request {
 					   body (caller frees) */
 	const char *if_match;		/* ETag the object must still have (sent
 				   as If-Match unless weak; checked after) */
-	struct curl_slist *headers;	/* extra headers, borrowed */
+	http_sign_fn sign;		/* NULL: anonymous */
+	void *signer;
 	char *body;
 	http_done_fn done;
 	void *arg;

@@ -221,10 +221,8 @@ static int fetch_listing(struct namespace *ns, const char *dir_path, struct list
 		snprintf(log_name, sizeof(log_name), "listing of /%s", dir_path);
 		req.url = url;
 		req.log_name = log_name;
-		err = source_authorize(ns->src, &req);
-		if (!err)
-			err = http_run(ns->http, &req);
-		source_request_done(ns->src, &req);
+		source_prepare(ns->src, &req);
+		err = http_run(ns->http, &req);
 		if (!err)
 			err = source_parse_listing(ns->src, dir_path, req.body, req.body_len,
 						   listing_add, out, &next);

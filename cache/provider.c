@@ -2,9 +2,7 @@
  * provider.c - the provider table and helpers every provider shares.
  */
 #include "provider.h"
-#include "http.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +12,12 @@ static const struct provider *const providers[] = {
 	&provider_http,
 };
 
-int source_open(const char *text, struct source **out, char *err, size_t err_size)
+int source_open(const char *text, const struct source_options *opts, struct source **out,
+		char *err, size_t err_size)
 {
 	for (size_t i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
 		if (providers[i]->matches(text))
-			return providers[i]->open(text, out, err, err_size);
+			return providers[i]->open(text, opts, out, err, err_size);
 	}
 	snprintf(err, err_size, "unsupported source '%s': expected an http:// or https:// URL",
 		 text);
@@ -48,17 +47,10 @@ int source_parse_listing(struct source *src, const char *dir, const char *body, 
 	return src->provider->parse_listing(src, dir, body, len, add, arg, next_cursor);
 }
 
-int source_authorize(struct source *src, struct http_request *req)
+void source_prepare(struct source *src, struct http_request *req)
 {
-	req->headers = NULL;
-	return src->provider->authorize ? src->provider->authorize(src, req) : 0;
-}
-
-void source_request_done(struct source *src, struct http_request *req)
-{
-	(void)src;
-	curl_slist_free_all(req->headers);
-	req->headers = NULL;
+	req->sign = src->provider->sign;
+	req->signer = src;
 }
 
 bool source_name_valid(const char *name)

@@ -11,8 +11,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct http_request;
+#include "http.h"
+
 struct source;
+
+/* What the command line says about the origin beyond SOURCE. */
+struct source_options {
+	const char *endpoint;		/* S3-compatible or emulator endpoint URL */
+	const char *region;		/* S3 region (default: AWS_REGION, us-east-1) */
+	bool virtual_hosted;		/* S3: bucket in the host name with --endpoint */
+	bool no_sign_request;		/* anonymous access to public data */
+	bool requester_pays;		/* S3: x-amz-request-payer */
+	long page_size;			/* objects per listing page (0: server's) */
+};
 
 /* One listing entry; size is -1 when the listing does not give it exactly. */
 typedef int (*listing_entry_fn)(void *arg, const char *name, bool is_dir, int64_t size);
@@ -21,8 +32,10 @@ struct provider {
 	const char *name;
 	/* Does SOURCE belong to this provider? */
 	bool (*matches)(const char *source);
-	/* Parse SOURCE; on error return -EINVAL and write why into err. */
-	int (*open)(const char *source, struct source **out, char *err, size_t err_size);
+	/* Parse SOURCE and find credentials; on error return -EINVAL (or
+	 * -EACCES for credentials) and write what to fix into err. */
+	int (*open)(const char *source, const struct source_options *opts, struct source **out,
+		    char *err, size_t err_size);
 	void (*free)(struct source *src);
 	/* URL of the object at PATH ("a/b.tif", no leading slash); caller frees. */
 	char *(*object_url)(struct source *src, const char *path);
@@ -33,27 +46,28 @@ struct provider {
 	 * (caller frees) when more pages follow. */
 	int (*parse_listing)(struct source *src, const char *dir, const char *body, size_t len,
 			     listing_entry_fn add, void *arg, char **next_cursor);
-	/* Add credentials to req (may set req->headers, freed by
-	 * source_request_done()). NULL: anonymous. */
-	int (*authorize)(struct source *src, struct http_request *req);
+	/* Sign each attempt of a request (see http.h); NULL: anonymous. */
+	http_sign_fn sign;
 };
 
 /* Fields every provider's source starts with. */
 struct source {
 	const struct provider *provider;
-	char *display;		/* SOURCE as the user wrote it, for messages */
+	char *display;		/* SOURCE without secrets, for messages */
+	const char *credentials;	/* where the credentials came from, for
+					   messages ("" when anonymous) */
 };
 
 /* Find the provider for SOURCE and open it. err gets a message on failure. */
-int source_open(const char *source, struct source **out, char *err, size_t err_size);
+int source_open(const char *source, const struct source_options *opts, struct source **out,
+		char *err, size_t err_size);
 void source_free(struct source *src);
 char *source_object_url(struct source *src, const char *path);
 char *source_listing_url(struct source *src, const char *dir, const char *cursor);
 int source_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
 			 listing_entry_fn add, void *arg, char **next_cursor);
-int source_authorize(struct source *src, struct http_request *req);
-/* Free what source_authorize() attached to req. */
-void source_request_done(struct source *src, struct http_request *req);
+/* Make REQ carry SRC's credentials (sets req->sign and req->signer). */
+void source_prepare(struct source *src, struct http_request *req);
 
 /* Is NAME usable as one path component (not empty, ".", "..", no '/')? */
 bool source_name_valid(const char *name);

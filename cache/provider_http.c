@@ -36,7 +36,8 @@ static void http_free(struct source *src)
 	free(h);
 }
 
-static int http_open(const char *text, struct source **out, char *err, size_t err_size)
+static int http_open(const char *text, const struct source_options *opts, struct source **out,
+		     char *err, size_t err_size)
 {
 	CURLU *u = curl_url();
 	char *host = NULL, *path = NULL, *query = NULL, *scheme = NULL, *port = NULL;
@@ -62,6 +63,8 @@ static int http_open(const char *text, struct source **out, char *err, size_t er
 	}
 	h->base.provider = &provider_http;
 	h->base.display = url_for_log(text);
+	h->base.credentials = "";
+	(void)opts;
 	size_t plen = strlen(path);
 	bool slash = plen > 0 && path[plen - 1] == '/';
 	h->prefix_path = malloc(plen + 2);
@@ -261,5 +264,5 @@ const struct provider provider_http = {
 	.object_url = http_object_url,
 	.listing_url = http_listing_url,
 	.parse_listing = http_parse_listing,
-	.authorize = NULL,
+	.sign = NULL,
 };

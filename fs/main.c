@@ -210,9 +210,23 @@ static int cmd_mount(int argc, char **argv)
 	enum log_level level = LOG_WARN;
 	log_parse_level(o.log_level, &level);
 	log_set_level(level);
-	if (source_open(o.source, &src, err_text, sizeof(err_text)) != 0) {
+	struct source_options so = {
+		.endpoint = o.endpoint,
+		.region = o.region,
+		.virtual_hosted = o.virtual_hosted,
+		.no_sign_request = o.no_sign_request,
+		.requester_pays = o.requester_pays,
+		.page_size = o.page_size,
+	};
+	int open_err = source_open(o.source, &so, &src, err_text, sizeof(err_text));
+	if (open_err == -EINVAL) {
 		options_release(&o);
 		return fail_usage(err_text);
+	}
+	if (open_err) {
+		fprintf(stderr, "tilefs: %s\n", err_text);
+		options_release(&o);
+		return 1;
 	}
 	if (check_local(&o) != 0)
 		goto out;
@@ -273,11 +287,19 @@ static int cmd_mount(int argc, char **argv)
 		if (!err)
 			err = ns_readdir(ns, "", NULL, NULL);
 		if (err) {
+			char hint[512];
+			if (err == -EPERM)
+				snprintf(hint, sizeof(hint), " (give the CA with --ca-file FILE)");
+			else if (err == -EACCES)
+				snprintf(hint, sizeof(hint), " (check the credentials%s%s)",
+					 src->credentials[0] ? " from " : "", src->credentials);
+			else if (err == -ENOENT)
+				snprintf(hint, sizeof(hint), " (check the URL)");
+			else
+				snprintf(hint, sizeof(hint), " (is the origin up? see the log for details)");
 			fprintf(stderr, "tilefs: cannot list %s: %s%s\n", src->display,
-				err == -EPERM ? "TLS certificate not trusted" : strerror(-err),
-				err == -EPERM ? " (give the CA with --ca-file FILE)" :
-				err == -ENOENT ? " (check the URL)" :
-				" (is the origin up? see the log for details)");
+				err == -EPERM ? "TLS certificate not trusted" :
+				err == -EACCES ? "access denied" : strerror(-err), hint);
 			goto out;
 		}
 	}

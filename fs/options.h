@@ -24,6 +24,12 @@ struct options {
 	long max_connections;
 	char *log_level;
 	char *log_file;
+	char *endpoint;
+	char *region;
+	bool virtual_hosted;
+	bool no_sign_request;
+	bool requester_pays;
+	long page_size;
 	char *fuse_opts;		/* -o words for FUSE, comma-joined */
 	char *source, *mountpoint;
 };

@@ -46,12 +46,13 @@ static const char apache_page[] =
 int main(void)
 {
 	struct source *src;
+	struct source_options opts = { 0 };
 	char err[256];
 
-	CHECK(source_open("ftp://h/x", &src, err, sizeof(err)) == -22 && strstr(err, "http"),
+	CHECK(source_open("ftp://h/x", &opts, &src, err, sizeof(err)) == -22 && strstr(err, "http"),
 	      "ftp is refused: %s", err);
-	CHECK(source_open("http://", &src, err, sizeof(err)) == -22, "no host: %s", err);
-	CHECK(source_open("http://127.0.0.1:8080/eo", &src, err, sizeof(err)) == 0, "opens");
+	CHECK(source_open("http://", &opts, &src, err, sizeof(err)) == -22, "no host: %s", err);
+	CHECK(source_open("http://127.0.0.1:8080/eo", &opts, &src, err, sizeof(err)) == 0, "opens");
 
 	char *url = source_object_url(src, "sub dir/a+b.tif");
 	CHECK(strcmp(url, "http://127.0.0.1:8080/eo/sub%20dir/a%2Bb.tif") == 0,
@@ -75,7 +76,7 @@ int main(void)
 	CHECK(strcmp(s.names[2], "x&y.tif") == 0 && s.sizes[2] == 0, "entity decoded, size 0");
 	source_free(src);
 
-	CHECK(source_open("https://h.example/eo/sub/", &src, err, sizeof(err)) == 0, "https opens");
+	CHECK(source_open("https://h.example/eo/sub/", &opts, &src, err, sizeof(err)) == 0, "https opens");
 	memset(&s, 0, sizeof(s));
 	CHECK(source_parse_listing(src, "", apache_page, strlen(apache_page), collect, &s, &next) == 0,
 	      "apache page parses");
