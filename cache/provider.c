@@ -8,7 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* First match wins: Azure's https://ACCOUNT.blob.core.windows.net goes
+ * before plain https. */
 static const struct provider *const providers[] = {
+	&provider_s3,
+	&provider_azure,
+	&provider_gcs,
 	&provider_http,
 };
 
@@ -19,7 +24,7 @@ int source_open(const char *text, const struct source_options *opts, struct sour
 		if (providers[i]->matches(text))
 			return providers[i]->open(text, opts, out, err, err_size);
 	}
-	snprintf(err, err_size, "unsupported source '%s': expected an http:// or https:// URL",
+	snprintf(err, err_size, "unsupported source '%s': expected s3://, az://, gs://, http:// or https://",
 		 text);
 	return -EINVAL;
 }

@@ -80,5 +80,8 @@ int url_decode(char *s);
 char *url_for_log(const char *url);
 
 extern const struct provider provider_http;
+extern const struct provider provider_s3;
+extern const struct provider provider_azure;
+extern const struct provider provider_gcs;
 
 #endif

@@ -1,0 +1,69 @@
+/*
+ * crypto.c - see crypto.h.
+ */
+#include "crypto.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sha256(const void *data, size_t len, uint8_t out[SHA256_LEN])
+{
+	unsigned int n = SHA256_LEN;
+	EVP_Digest(data, len, out, &n, EVP_sha256(), NULL);
+}
+
+void hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+		 uint8_t out[SHA256_LEN])
+{
+	unsigned int n = SHA256_LEN;
+	HMAC(EVP_sha256(), key, (int)key_len, data, len, out, &n);
+}
+
+void hex_encode(const uint8_t *in, size_t len, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+char *base64_encode(const uint8_t *in, size_t len)
+{
+	char *out = malloc(4 * ((len + 2) / 3) + 1);
+	if (out)
+		EVP_EncodeBlock((unsigned char *)out, in, (int)len);
+	return out;
+}
+
+int base64_decode(const char *text, uint8_t *out, size_t out_size, size_t *len)
+{
+	size_t n = strlen(text);
+	if (n % 4 != 0 || n / 4 * 3 > out_size + 2)
+		return -EINVAL;
+	unsigned char *tmp = malloc(n / 4 * 3 + 1);
+	if (!tmp)
+		return -ENOMEM;
+	int got = EVP_DecodeBlock(tmp, (const unsigned char *)text, (int)n);
+	if (got < 0) {
+		free(tmp);
+		return -EINVAL;
+	}
+	/* EVP_DecodeBlock keeps the padding's zero bytes: drop them */
+	if (n >= 1 && text[n - 1] == '=')
+		got--;
+	if (n >= 2 && text[n - 2] == '=')
+		got--;
+	if ((size_t)got > out_size) {
+		free(tmp);
+		return -EINVAL;
+	}
+	memcpy(out, tmp, (size_t)got);
+	*len = (size_t)got;
+	free(tmp);
+	return 0;
+}

@@ -1,0 +1,24 @@
+/*
+ * crypto.h - the few primitives request signing needs (S3 and GCS V4,
+ * Azure Shared Key), on OpenSSL: SHA-256, HMAC-SHA256, hex and base64.
+ */
+#ifndef TILEFS_CRYPTO_H
+#define TILEFS_CRYPTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHA256_LEN 32
+
+void sha256(const void *data, size_t len, uint8_t out[SHA256_LEN]);
+void hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+		 uint8_t out[SHA256_LEN]);
+/* Lowercase hex of LEN bytes into OUT (2 * len + 1 bytes). */
+void hex_encode(const uint8_t *in, size_t len, char *out);
+/* Base64 of LEN bytes; caller frees. NULL on allocation failure. */
+char *base64_encode(const uint8_t *in, size_t len);
+/* Decode base64 TEXT into OUT (holds out_size bytes); sets *len.
+ * -EINVAL if TEXT is not base64 or does not fit. */
+int base64_decode(const char *text, uint8_t *out, size_t out_size, size_t *len);
+
+#endif

@@ -1,0 +1,28 @@
+/*
+ * xml.h - just enough XML for listing pages (S3 ListObjectsV2, Azure List
+ * Blobs, GCS): find elements by name, take their text, decode entities.
+ * Not a general parser: no attributes, namespaces are ignored by matching
+ * local names, CDATA is not expected. Works on a bounded buffer, never
+ * reads past it, and never allocates.
+ */
+#ifndef TILEFS_XML_H
+#define TILEFS_XML_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct xml_span {
+	const char *p;		/* the element's content (between its tags) */
+	size_t len;
+};
+
+/*
+ * Find the next <NAME>...</NAME> in IN at or after *pos; set *out to its
+ * content and advance *pos past it. Returns false when there is none.
+ */
+bool xml_next(struct xml_span in, const char *name, size_t *pos, struct xml_span *out);
+/* The content of the first <NAME> in IN, entities decoded, into BUF (cut to
+ * fit); returns false if absent. */
+bool xml_text(struct xml_span in, const char *name, char *buf, size_t size);
+
+#endif
