@@ -57,11 +57,18 @@ unit: $(UNIT_BIN)
 demo: all
 	examples/demo.sh
 
+# Benchmarks: tilefs beside local disk, GDAL /vsicurl/ and rclone, one run.
+bench: all
+	tests/bench/run
+
+bench-quick: all
+	tests/bench/run --quick
+
 valgrind: all
 	for t in $(UNIT_BIN); do valgrind -q --error-exitcode=1 --leak-check=full $$t || exit 1; done
 
 clean:
 	rm -rf build build-sanitize
 
-.PHONY: all check unit demo valgrind clean
+.PHONY: all check unit demo bench bench-quick valgrind clean
 -include $(LIB_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d)
