@@ -149,12 +149,13 @@ static int child_insert(struct ns_node *dir, struct ns_node *child, size_t pos)
 	return 0;
 }
 
-/* Path of N relative to the root; caller frees. ns->lock held. */
+/* Path of N relative to the root ("a/b", "" for the root); caller frees.
+ * ns->lock held. */
 static char *node_path(const struct ns_node *n)
 {
 	size_t len = 0;
 	for (const struct ns_node *p = n; p->parent; p = p->parent)
-		len += strlen(p->name) + 1;
+		len += strlen(p->name) + (p->parent->parent ? 1 : 0);
 	char *out = malloc(len + 1);
 	if (!out)
 		return NULL;
@@ -164,11 +165,9 @@ static char *node_path(const struct ns_node *n)
 		size_t l = strlen(p->name);
 		end -= l;
 		memcpy(out + end, p->name, l);
-		if (end > 0)
+		if (p->parent->parent)
 			out[--end] = '/';
 	}
-	if (len > 0 && out[len - 1] == '/')
-		out[len - 1] = '\0';
 	return out;
 }
 

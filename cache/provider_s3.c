@@ -1,30 +1,537 @@
 /*
- * provider_s3.c - not written yet: SOURCE is recognised and refused with a
- * clear message.
+ * provider_s3.c - Amazon S3 and S3-compatible servers: s3://BUCKET/PREFIX.
+ *
+ * Addressing: virtual-hosted (https://BUCKET.s3.REGION.amazonaws.com/KEY)
+ * by default; path-style (ENDPOINT/BUCKET/KEY) with --endpoint unless
+ * --virtual-hosted. Requests are signed with Signature V4.
+ *
+ * Credentials, in this order: --no-sign-request (anonymous); the
+ * environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN);
+ * the profile AWS_PROFILE (or "default") in AWS_SHARED_CREDENTIALS_FILE
+ * (~/.aws/credentials) or AWS_CONFIG_FILE (~/.aws/config); the instance
+ * metadata service (IMDSv2) unless AWS_EC2_METADATA_DISABLED=true. Role
+ * credentials are refreshed before they expire, on the fetch thread (the
+ * only thread that signs once the source is open).
  */
 #include "provider.h"
+#include "bucket_listing.h"
+#include "log.h"
+#include "sigv4.h"
 
+#include <ctype.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+
+struct s3_source {
+	struct source base;
+	char *bucket;
+	char *prefix;		/* "" or "a/b/" */
+	char *base_url;		/* scheme://host[:port][/bucket], no trailing '/' */
+	char *host;		/* host[:port], as signed */
+	char region[64];
+	bool anonymous, requester_pays;
+	long page_size;
+	/* credentials: set at open, refreshed by the fetch thread only */
+	char access_key[128], secret_key[128], session_token[2048];
+	time_t expires;		/* 0: do not expire */
+	bool from_imds;
+	char credentials_from[160];
+};
+
+/* ---- credentials ---- */
+
+/* KEY in [SECTION] of the INI file PATH into out; 0, or -ENOENT. */
+static int ini_get(const char *path, const char *section, const char *key, char *out,
+		   size_t size)
+{
+	FILE *f = fopen(path, "re");
+	char line[4096];
+	bool in_section = false;
+	int err = -ENOENT;
+
+	if (!f)
+		return -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		char *s = line;
+		while (isspace((unsigned char)*s))
+			s++;
+		char *end = s + strlen(s);
+		while (end > s && isspace((unsigned char)end[-1]))
+			*--end = '\0';
+		if (*s == '[') {
+			char *close = strchr(s, ']');
+			if (close)
+				*close = '\0';
+			char *name = s + 1;
+			while (isspace((unsigned char)*name))
+				name++;
+			in_section = strcmp(name, section) == 0;
+			continue;
+		}
+		if (!in_section || *s == '#' || *s == ';')
+			continue;
+		char *eq = strchr(s, '=');
+		if (!eq)
+			continue;
+		char *k_end = eq;
+		while (k_end > s && isspace((unsigned char)k_end[-1]))
+			k_end--;
+		if ((size_t)(k_end - s) != strlen(key) || strncmp(s, key, strlen(key)) != 0)
+			continue;
+		char *v = eq + 1;
+		while (isspace((unsigned char)*v))
+			v++;
+		snprintf(out, size, "%s", v);
+		err = 0;
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
+static void aws_file(const char *env, const char *name, char *out, size_t size)
+{
+	const char *set = getenv(env), *home = getenv("HOME");
+	if (set && *set)
+		snprintf(out, size, "%s", set);
+	else
+		snprintf(out, size, "%s/.aws/%s", home ? home : "", name);
+}
+
+/* Credentials of PROFILE from the shared files; region too if given there. */
+static int from_profile(struct s3_source *s, const char *profile, bool *region_found)
+{
+	char creds[2048], config[2048], section[256];
+	aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials", creds, sizeof(creds));
+	aws_file("AWS_CONFIG_FILE", "config", config, sizeof(config));
+	snprintf(section, sizeof(section), strcmp(profile, "default") ? "profile %s" : "%s", profile);
+
+	*region_found = ini_get(config, section, "region", s->region, sizeof(s->region)) == 0;
+	const char *file = creds, *sect = profile;
+	if (ini_get(creds, profile, "aws_access_key_id", s->access_key, sizeof(s->access_key))) {
+		file = config;
+		sect = section;
+		if (ini_get(config, section, "aws_access_key_id", s->access_key,
+			    sizeof(s->access_key)))
+			return -ENOENT;
+	}
+	if (ini_get(file, sect, "aws_secret_access_key", s->secret_key, sizeof(s->secret_key)))
+		return -EINVAL;
+	ini_get(file, sect, "aws_session_token", s->session_token, sizeof(s->session_token));
+	snprintf(s->credentials_from, sizeof(s->credentials_from), "profile %s in %s", profile,
+		 file == creds ? "AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials)" :
+				 "AWS_CONFIG_FILE (~/.aws/config)");
+	return 0;
+}
+
+struct imds_body {
+	char text[8192];
+	size_t len;
+};
+
+static size_t imds_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct imds_body *b = arg;
+	size_t n = size * nmemb;
+	if (n > sizeof(b->text) - 1 - b->len)
+		return 0;
+	memcpy(b->text + b->len, data, n);
+	b->len += n;
+	b->text[b->len] = '\0';
+	return n;
+}
+
+/* One request to the metadata service; 0 and the body, or -errno. */
+static int imds_call(const char *url, const char *token, bool put, struct imds_body *out)
+{
+	CURL *easy = curl_easy_init();
+	struct curl_slist *h = NULL;
+	char line[256];
+	long status = 0;
+
+	if (!easy)
+		return -ENOMEM;
+	out->len = 0;
+	out->text[0] = '\0';
+	if (put) {
+		h = curl_slist_append(h, "X-aws-ec2-metadata-token-ttl-seconds: 21600");
+		curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, "PUT");
+	} else {
+		snprintf(line, sizeof(line), "X-aws-ec2-metadata-token: %s", token);
+		h = curl_slist_append(h, line);
+	}
+	curl_easy_setopt(easy, CURLOPT_URL, url);
+	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 3000L);
+	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, imds_write);
+	curl_easy_setopt(easy, CURLOPT_WRITEDATA, out);
+	CURLcode rc = curl_easy_perform(easy);
+	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(easy);
+	if (rc != CURLE_OK)
+		return -EHOSTUNREACH;
+	return status == 200 ? 0 : -EACCES;
+}
+
+/* The string value of "key" in a flat JSON object, into out. */
+static bool json_string(const char *json, const char *key, char *out, size_t size)
+{
+	char pattern[64];
+	snprintf(pattern, sizeof(pattern), "\"%s\"", key);
+	const char *p = strstr(json, pattern);
+	if (!p || !(p = strchr(p + strlen(pattern), '"')))
+		return false;
+	size_t n = strcspn(p + 1, "\"");
+	if (n >= size)
+		return false;
+	memcpy(out, p + 1, n);
+	out[n] = '\0';
+	return true;
+}
+
+/* Role credentials from the instance metadata service (IMDSv2). */
+static int from_imds(struct s3_source *s)
+{
+	const char *base = getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+	char url[512], token[256], role[256], expiration[64];
+	struct imds_body *b = malloc(sizeof(*b));
+	int err;
+
+	if (!b)
+		return -ENOMEM;
+	if (!base || !*base)
+		base = "http://169.254.169.254";
+	snprintf(url, sizeof(url), "%s/latest/api/token", base);
+	err = imds_call(url, NULL, true, b);
+	if (err)
+		goto out;
+	snprintf(token, sizeof(token), "%.*s", (int)strcspn(b->text, "\r\n"), b->text);
+	snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/", base);
+	err = imds_call(url, token, false, b);
+	if (err)
+		goto out;
+	snprintf(role, sizeof(role), "%.*s", (int)strcspn(b->text, "\r\n"), b->text);
+	snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/%s", base, role);
+	err = imds_call(url, token, false, b);
+	if (err)
+		goto out;
+	if (!json_string(b->text, "AccessKeyId", s->access_key, sizeof(s->access_key)) ||
+	    !json_string(b->text, "SecretAccessKey", s->secret_key, sizeof(s->secret_key)) ||
+	    !json_string(b->text, "Token", s->session_token, sizeof(s->session_token))) {
+		err = -EIO;
+		goto out;
+	}
+	struct tm tm = { 0 };
+	if (json_string(b->text, "Expiration", expiration, sizeof(expiration)) &&
+	    strptime(expiration, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		s->expires = timegm(&tm);
+	s->from_imds = true;
+	snprintf(s->credentials_from, sizeof(s->credentials_from),
+		 "the instance metadata service (role %.60s)", role);
+out:
+	memset(b, 0, sizeof(*b));
+	free(b);
+	return err;
+}
+
+static int find_credentials(struct s3_source *s, bool no_sign, bool *region_found,
+			    char *err, size_t err_size)
+{
+	const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");
+	const char *profile = getenv("AWS_PROFILE");
+
+	*region_found = false;
+	if (no_sign) {
+		s->anonymous = true;
+		return 0;
+	}
+	if ((ak && *ak) || (sk && *sk)) {
+		if (!ak || !*ak || !sk || !*sk) {
+			snprintf(err, err_size, "%s is set but %s is not: set both, or neither",
+				 ak && *ak ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
+				 ak && *ak ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
+			return -EACCES;
+		}
+		const char *token = getenv("AWS_SESSION_TOKEN");
+		snprintf(s->access_key, sizeof(s->access_key), "%s", ak);
+		snprintf(s->secret_key, sizeof(s->secret_key), "%s", sk);
+		snprintf(s->session_token, sizeof(s->session_token), "%s", token ? token : "");
+		snprintf(s->credentials_from, sizeof(s->credentials_from),
+			 "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY%s", token ? "/AWS_SESSION_TOKEN" : "");
+		return 0;
+	}
+	int rc = from_profile(s, profile && *profile ? profile : "default", region_found);
+	if (rc == 0)
+		return 0;
+	if (rc == -EINVAL) {
+		snprintf(err, err_size, "profile '%s' has aws_access_key_id but no "
+			 "aws_secret_access_key (check ~/.aws/credentials)",
+			 profile && *profile ? profile : "default");
+		return -EACCES;
+	}
+	if (profile && *profile) {
+		snprintf(err, err_size, "AWS_PROFILE=%s names no profile with credentials in "
+			 "~/.aws/credentials or ~/.aws/config", profile);
+		return -EACCES;
+	}
+	const char *disabled = getenv("AWS_EC2_METADATA_DISABLED");
+	if (!(disabled && strcasecmp(disabled, "true") == 0) && from_imds(s) == 0)
+		return 0;
+	snprintf(err, err_size, "no AWS credentials: set AWS_ACCESS_KEY_ID and "
+		 "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE with ~/.aws/credentials, run where the "
+		 "instance metadata service gives a role, or use --no-sign-request for a "
+		 "public bucket");
+	return -EACCES;
+}
+
+/* ---- the provider ---- */
 
 static bool s3_matches(const char *text)
 {
 	return strncasecmp(text, "s3://", 5) == 0;
 }
 
-static int s3_open(const char *text, const struct source_options *opts, struct source **out,
-		     char *err, size_t err_size)
+static void s3_free(struct source *src)
 {
-	(void)opts;
-	(void)out;
-	snprintf(err, err_size, "'%s': this tilefs cannot mount s3 sources yet", text);
-	return -EINVAL;
+	struct s3_source *s = (struct s3_source *)src;
+	free(s->bucket);
+	free(s->prefix);
+	free(s->base_url);
+	free(s->host);
+	free(s->base.display);
+	memset(s->secret_key, 0, sizeof(s->secret_key));
+	memset(s->session_token, 0, sizeof(s->session_token));
+	free(s);
+}
+
+static int s3_open(const char *text, const struct source_options *opts, struct source **out,
+		   char *err, size_t err_size)
+{
+	struct s3_source *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->base.provider = &provider_s3;
+	s->requester_pays = opts->requester_pays;
+	s->page_size = opts->page_size;
+
+	const char *rest = text + 5;
+	size_t blen = strcspn(rest, "/");
+	s->bucket = strndup(rest, blen);
+	const char *p = rest + blen;
+	while (*p == '/')
+		p++;
+	size_t plen = strlen(p);
+	s->prefix = malloc(plen + 2);
+	if (s->prefix)
+		snprintf(s->prefix, plen + 2, "%s%s", p, plen && p[plen - 1] != '/' ? "/" : "");
+	s->base.display = strdup(text);
+	if (!s->bucket || !s->prefix || !s->base.display)
+		goto nomem;
+	if (!s->bucket[0] || strpbrk(s->bucket, "?#@ ")) {
+		snprintf(err, err_size, "'%s' is not s3://BUCKET/PREFIX", text);
+		s3_free(&s->base);
+		return -EINVAL;
+	}
+
+	bool region_found;
+	int rc = find_credentials(s, opts->no_sign_request, &region_found, err, err_size);
+	if (rc) {
+		s3_free(&s->base);
+		return rc;
+	}
+	const char *env_region = getenv("AWS_REGION");
+	if (!env_region || !*env_region)
+		env_region = getenv("AWS_DEFAULT_REGION");
+	if (opts->region)
+		snprintf(s->region, sizeof(s->region), "%s", opts->region);
+	else if (env_region && *env_region)
+		snprintf(s->region, sizeof(s->region), "%s", env_region);
+	else if (!region_found)
+		snprintf(s->region, sizeof(s->region), "us-east-1");
+
+	char url[1024];
+	if (opts->endpoint) {
+		CURLU *u = curl_url();
+		char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
+		if (!u || curl_url_set(u, CURLUPART_URL, opts->endpoint, 0) != CURLUE_OK ||
+		    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+			curl_url_cleanup(u);
+			snprintf(err, err_size, "--endpoint '%s' is not a URL", opts->endpoint);
+			s3_free(&s->base);
+			return -EINVAL;
+		}
+		curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+		curl_url_get(u, CURLUPART_PORT, &port, 0);
+		curl_url_get(u, CURLUPART_PATH, &path, 0);
+		char hostport[512];
+		snprintf(hostport, sizeof(hostport), "%s%s%s%s%s", opts->virtual_hosted ? s->bucket : "",
+			 opts->virtual_hosted ? "." : "", host, port ? ":" : "", port ? port : "");
+		size_t pl = path ? strlen(path) : 0;
+		while (pl > 0 && path[pl - 1] == '/')
+			pl--;
+		snprintf(url, sizeof(url), "%s://%s%.*s%s%s", scheme, hostport, (int)pl,
+			 path ? path : "", opts->virtual_hosted ? "" : "/",
+			 opts->virtual_hosted ? "" : s->bucket);
+		s->host = strdup(hostport);
+		curl_free(scheme);
+		curl_free(host);
+		curl_free(port);
+		curl_free(path);
+		curl_url_cleanup(u);
+	} else {
+		snprintf(url, sizeof(url), "https://%s.s3.%s.amazonaws.com", s->bucket, s->region);
+		s->host = strdup(url + 8);
+	}
+	s->base_url = strdup(url);
+	if (!s->base_url || !s->host)
+		goto nomem;
+	s->base.credentials = s->anonymous ? "" : s->credentials_from;
+	if (!s->anonymous)
+		log_info("s3: credentials from %s, region %s", s->credentials_from, s->region);
+	*out = &s->base;
+	return 0;
+nomem:
+	s3_free(&s->base);
+	return -ENOMEM;
+}
+
+static char *s3_object_url(struct source *src, const char *path)
+{
+	struct s3_source *s = (struct s3_source *)src;
+	size_t n = strlen(s->prefix) + strlen(path) + 1;
+	char *key = malloc(n);
+	if (!key)
+		return NULL;
+	snprintf(key, n, "%s%s", s->prefix, path);
+	char *enc = sigv4_encode(key, true);
+	free(key);
+	if (!enc)
+		return NULL;
+	n = strlen(s->base_url) + strlen(enc) + 2;
+	char *url = malloc(n);
+	if (url)
+		snprintf(url, n, "%s/%s", s->base_url, enc);
+	free(enc);
+	return url;
+}
+
+static char *s3_listing_url(struct source *src, const char *dir, const char *cursor)
+{
+	struct s3_source *s = (struct s3_source *)src;
+	char prefix[4096], pages[32] = "";
+	snprintf(prefix, sizeof(prefix), "%s%s%s", s->prefix, dir, dir[0] ? "/" : "");
+	char *enc_prefix = sigv4_encode(prefix, false);
+	char *enc_cursor = cursor ? sigv4_encode(cursor, false) : NULL;
+	if (!enc_prefix || (cursor && !enc_cursor)) {
+		free(enc_prefix);
+		free(enc_cursor);
+		return NULL;
+	}
+	if (s->page_size > 0)
+		snprintf(pages, sizeof(pages), "&max-keys=%ld", s->page_size);
+	size_t n = strlen(s->base_url) + strlen(enc_prefix) + (enc_cursor ? strlen(enc_cursor) : 0) + 160;
+	char *url = malloc(n);
+	/* virtual-hosted URLs have no path yet: the listing is of "/" */
+	bool bare = !strchr(strstr(s->base_url, "://") + 3, '/');
+	if (url)
+		snprintf(url, n, "%s%s?list-type=2&delimiter=%%2F&encoding-type=url&prefix=%s%s%s%s",
+			 s->base_url, bare ? "/" : "",
+			 enc_prefix, pages, enc_cursor ? "&continuation-token=" : "",
+			 enc_cursor ? enc_cursor : "");
+	free(enc_prefix);
+	free(enc_cursor);
+	return url;
+}
+
+static int s3_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
+			    listing_entry_fn add, void *arg, char **next_cursor)
+{
+	struct s3_source *s = (struct s3_source *)src;
+	char prefix[4096];
+	snprintf(prefix, sizeof(prefix), "%s%s%s", s->prefix, dir, dir[0] ? "/" : "");
+	return bucket_listing_parse(prefix, body, len, add, arg, next_cursor);
+}
+
+/* Split URL into its path (from the first '/' after the host) and query. */
+static void url_parts(const char *url, char *path, size_t path_size, const char **query)
+{
+	const char *host = strstr(url, "://");
+	const char *p = host ? strchr(host + 3, '/') : NULL;
+	if (!p)
+		p = "/";
+	size_t n = strcspn(p, "?#");
+	snprintf(path, path_size, "%.*s", (int)n, p);
+	*query = p[n] == '?' ? p + n + 1 : NULL;
+}
+
+static int s3_sign(void *signer, const struct http_attempt *a, struct curl_slist **headers)
+{
+	struct s3_source *s = signer;
+	char path[4096], stamp[32];
+	const char *query;
+	struct sigv4_header h[2];
+	size_t nh = 0;
+
+	if (s->anonymous)
+		return 0;
+	time_t now = time(NULL);
+	if (s->from_imds && s->expires && s->expires - now < 300) {
+		if (from_imds(s) != 0)
+			log_error("s3: cannot refresh the role credentials from the instance "
+				  "metadata service; requests will fail once they expire");
+	} else if (s->expires && now >= s->expires) {
+		log_error("s3: the credentials from %s have expired", s->credentials_from);
+	}
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	url_parts(a->url, path, sizeof(path), &query);
+
+	h[nh++] = (struct sigv4_header){ "host", s->host };
+	if (s->requester_pays)
+		h[nh++] = (struct sigv4_header){ "x-amz-request-payer", "requester" };
+	struct sigv4_credentials cred = { s->access_key, s->secret_key,
+					  s->session_token[0] ? s->session_token : NULL };
+	struct sigv4_input in = {
+		.method = a->method, .canonical_uri = path, .query = query,
+		.headers = h, .nheaders = nh, .payload_header = true,
+		.timestamp = stamp, .region = s->region, .service = "s3",
+	};
+	struct sigv4_output *out = malloc(sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	int err = sigv4_sign(&sigv4_aws, &cred, &in, out);
+	if (!err) {
+		char auth[1600];
+		snprintf(auth, sizeof(auth), "Authorization: %s", out->authorization);
+		*headers = curl_slist_append(*headers, auth);
+		*headers = curl_slist_append(*headers, out->date_header);
+		*headers = curl_slist_append(*headers, out->payload_header);
+		if (out->token_header[0])
+			*headers = curl_slist_append(*headers, out->token_header);
+		if (s->requester_pays)
+			*headers = curl_slist_append(*headers, "x-amz-request-payer: requester");
+	}
+	memset(out, 0, sizeof(*out));
+	free(out);
+	return err;
 }
 
 const struct provider provider_s3 = {
 	.name = "s3",
 	.matches = s3_matches,
 	.open = s3_open,
+	.free = s3_free,
+	.object_url = s3_object_url,
+	.listing_url = s3_listing_url,
+	.parse_listing = s3_parse_listing,
+	.sign = s3_sign,
 };
