@@ -10,6 +10,7 @@
  */
 #include "http.h"
 #include "log.h"
+#include "xml.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -122,8 +123,15 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	long status = 0;
 
 	curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status);
-	if (status >= 300)
-		return n;	/* an error page: its body is not wanted */
+	if (status >= 300) {
+		/* an error page: keep its start, for the reason it gives */
+		size_t room = sizeof(req->error_body) - 1 - req->error_len;
+		size_t keep = n < room ? n : room;
+		memcpy(req->error_body + req->error_len, data, keep);
+		req->error_len += keep;
+		req->error_body[req->error_len] = '\0';
+		return n;
+	}
 	if (n > req->body_cap - req->body_len) {
 		if (req->len > 0) {
 			snprintf(req->error, sizeof(req->error),
@@ -159,6 +167,7 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	req->status = 0;
 	req->retry_after_s = -1;
 	req->error[0] = '\0';
+	req->error_len = 0;
 	curl_easy_setopt(easy, CURLOPT_URL, req->url);
 	curl_easy_setopt(easy, CURLOPT_PRIVATE, req);
 	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
@@ -293,7 +302,17 @@ static int attempt_verdict(struct http_request *req, CURLcode code)
 		return curl_code_retryable(code) ? -EAGAIN : -EIO;
 	}
 	if (status >= 400 || status < 200) {
-		snprintf(req->error, sizeof(req->error), "HTTP %ld", status);
+		/* cloud stores say why in XML: <Code>, <Message> */
+		struct xml_span body = { req->error_body, req->error_len };
+		char err_code[64], message[96];
+		if (xml_text(body, "Code", err_code, sizeof(err_code))) {
+			if (!xml_text(body, "Message", message, sizeof(message)))
+				message[0] = '\0';
+			snprintf(req->error, sizeof(req->error), "HTTP %ld (%s%s%s)", status, err_code,
+				 message[0] ? ": " : "", message);
+		} else {
+			snprintf(req->error, sizeof(req->error), "HTTP %ld", status);
+		}
 		if (status == 404 || status == 410)
 			return -ENOENT;
 		if (status == 401 || status == 403)

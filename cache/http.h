@@ -95,6 +95,8 @@ struct http_request {
 	char first_etag[128];
 	void *easy;
 	struct curl_slist *sent_headers;
+	char error_body[1024];		/* start of an error response's body */
+	size_t error_len;
 };
 
 /* Start the fetch thread. Returns NULL on failure (logged). */
