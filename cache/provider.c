@@ -115,6 +115,17 @@ int url_decode(char *s)
 	return 0;
 }
 
+void url_split(const char *url, char *path, size_t path_size, const char **query)
+{
+	const char *host = strstr(url, "://");
+	const char *p = host ? strchr(host + 3, '/') : NULL;
+	if (!p)
+		p = "/";
+	size_t n = strcspn(p, "?#");
+	snprintf(path, path_size, "%.*s", (int)n, p);
+	*query = p[n] == '?' ? p + n + 1 : NULL;
+}
+
 char *url_for_log(const char *url)
 {
 	const char *scheme = strstr(url, "://");

@@ -76,6 +76,9 @@ bool source_name_valid(const char *name);
 char *url_encode_path(const char *path);
 /* Decode %XX in place; returns -EINVAL on a bad escape or an encoded NUL. */
 int url_decode(char *s);
+/* The path of URL (from the first '/' after the host, "/" if none) into
+ * PATH, and a pointer to its query (after '?') or NULL. */
+void url_split(const char *url, char *path, size_t path_size, const char **query);
 /* URL without its query string and credentials, for log lines; caller frees. */
 char *url_for_log(const char *url);
 

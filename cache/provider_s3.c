@@ -460,18 +460,6 @@ static int s3_parse_listing(struct source *src, const char *dir, const char *bod
 	return bucket_listing_parse(prefix, body, len, add, arg, next_cursor);
 }
 
-/* Split URL into its path (from the first '/' after the host) and query. */
-static void url_parts(const char *url, char *path, size_t path_size, const char **query)
-{
-	const char *host = strstr(url, "://");
-	const char *p = host ? strchr(host + 3, '/') : NULL;
-	if (!p)
-		p = "/";
-	size_t n = strcspn(p, "?#");
-	snprintf(path, path_size, "%.*s", (int)n, p);
-	*query = p[n] == '?' ? p + n + 1 : NULL;
-}
-
 static int s3_sign(void *signer, const struct http_attempt *a, struct curl_slist **headers)
 {
 	struct s3_source *s = signer;
@@ -493,7 +481,7 @@ static int s3_sign(void *signer, const struct http_attempt *a, struct curl_slist
 	struct tm tm;
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	url_parts(a->url, path, sizeof(path), &query);
+	url_split(a->url, path, sizeof(path), &query);
 
 	h[nh++] = (struct sigv4_header){ "host", s->host };
 	if (s->requester_pays)
