@@ -1,0 +1,199 @@
+/*
+ * test_provider_s3.c - S3 and GCS sources: addressing, listing URLs,
+ * the credential chain and its messages.
+ *
+ * With --sign ENDPOINT it signs instead: for each stdin line
+ * "METHOD<TAB>URL<TAB>FIRST<TAB>LAST" (FIRST empty: no Range) it prints the
+ * headers S3 signing adds, one per line, then a blank line. The
+ * botocore cross-check in tests/bats/60-s3.bats drives it.
+ */
+#include "cache/http.h"
+#include "cache/provider.h"
+#include "check.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int sign_mode(const char *endpoint)
+{
+	struct source_options opts = { .endpoint = endpoint };
+	struct source *src;
+	char err[512], line[8192];
+
+	if (source_open("s3://bucket/", &opts, &src, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	while (fgets(line, sizeof(line), stdin)) {
+		line[strcspn(line, "\n")] = '\0';
+		char *method = strtok(line, "\t"), *url = strtok(NULL, "\t");
+		char *first = strtok(NULL, "\t"), *last = strtok(NULL, "\t");
+		if (!method || !url)
+			continue;
+		struct http_attempt a = { .method = method, .url = url };
+		if (first && last && *first) {
+			a.ranged = true;
+			a.first = strtoull(first, NULL, 10);
+			a.last = strtoull(last, NULL, 10);
+		}
+		struct curl_slist *h = NULL;
+		if (src->provider->sign(src, &a, &h) != 0)
+			return 1;
+		for (struct curl_slist *e = h; e; e = e->next)
+			printf("%s\n", e->data);
+		printf("\n");
+		fflush(stdout);
+		curl_slist_free_all(h);
+	}
+	source_free(src);
+	return 0;
+}
+
+static void clear_env(void)
+{
+	const char *vars[] = { "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+			       "AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION",
+			       "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
+			       "GOOGLE_OAUTH_ACCESS_TOKEN", "GS_ACCESS_KEY_ID", "GS_SECRET_ACCESS_KEY" };
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+	setenv("HOME", "/nonexistent", 1);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "--sign") == 0)
+		return sign_mode(argv[2]);
+
+	struct source_options opts = { 0 };
+	struct source *src;
+	char err[512];
+	char *url;
+
+	clear_env();
+	CHECK(source_open("s3://eo/scenes", &opts, &src, err, sizeof(err)) == -EACCES &&
+	      strstr(err, "AWS_ACCESS_KEY_ID") && strstr(err, "--no-sign-request"),
+	      "no credentials: the message names what to set: %s", err);
+	setenv("AWS_ACCESS_KEY_ID", "AKID", 1);
+	CHECK(source_open("s3://eo/scenes", &opts, &src, err, sizeof(err)) == -EACCES &&
+	      strstr(err, "AWS_SECRET_ACCESS_KEY"), "half a key pair: %s", err);
+	setenv("AWS_SECRET_ACCESS_KEY", "SECRETKEY", 1);
+	CHECK(source_open("s3://eo/scenes", &opts, &src, err, sizeof(err)) == 0, "env credentials");
+	CHECK(strcmp(src->credentials, "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY") == 0,
+	      "credentials source named: %s", src->credentials);
+	url = source_object_url(src, "sub dir/a+b.tif");
+	CHECK(strcmp(url, "https://eo.s3.us-east-1.amazonaws.com/scenes/sub%20dir/a%2Bb.tif") == 0,
+	      "virtual-hosted object URL: %s", url);
+	free(url);
+	url = source_listing_url(src, "sub", "tok/en=");
+	CHECK(strcmp(url, "https://eo.s3.us-east-1.amazonaws.com/?list-type=2&delimiter=%2F"
+			  "&encoding-type=url&prefix=scenes%2Fsub%2F&continuation-token=tok%2Fen%3D") == 0,
+	      "virtual-hosted listing URL: %s", url);
+	free(url);
+	source_free(src);
+
+	opts.endpoint = "http://127.0.0.1:9000/";
+	opts.page_size = 2;
+	CHECK(source_open("s3://eo/", &opts, &src, err, sizeof(err)) == 0, "with --endpoint");
+	url = source_object_url(src, "x.tif");
+	CHECK(strcmp(url, "http://127.0.0.1:9000/eo/x.tif") == 0, "path-style object URL: %s", url);
+	free(url);
+	url = source_listing_url(src, "", NULL);
+	CHECK(strcmp(url, "http://127.0.0.1:9000/eo?list-type=2&delimiter=%2F&encoding-type=url"
+			  "&prefix=&max-keys=2") == 0, "path-style listing URL: %s", url);
+	free(url);
+	source_free(src);
+	opts.virtual_hosted = true;
+	CHECK(source_open("s3://eo/", &opts, &src, err, sizeof(err)) == 0, "--virtual-hosted");
+	url = source_object_url(src, "x.tif");
+	CHECK(strcmp(url, "http://eo.127.0.0.1:9000/x.tif") == 0, "virtual-hosted with endpoint: %s",
+	      url);
+	free(url);
+	source_free(src);
+	opts = (struct source_options){ 0 };
+
+	/* profiles */
+	clear_env();
+	char dir[] = "/tmp/tilefs-test-s3-XXXXXX", path[256], config[256];
+	mkdtemp(dir);
+	snprintf(path, sizeof(path), "%s/credentials", dir);
+	snprintf(config, sizeof(config), "%s/config", dir);
+	FILE *f = fopen(path, "w");
+	fprintf(f, "[default]\naws_access_key_id = DEFAULTKEY\naws_secret_access_key = s1\n\n"
+		   "[work]\naws_access_key_id=WORKKEY\naws_secret_access_key=s2\n"
+		   "aws_session_token=tok\n[broken]\naws_access_key_id=X\n");
+	fclose(f);
+	f = fopen(config, "w");
+	fprintf(f, "[profile work]\nregion = eu-west-1\n");
+	fclose(f);
+	setenv("AWS_SHARED_CREDENTIALS_FILE", path, 1);
+	setenv("AWS_CONFIG_FILE", config, 1);
+	CHECK(source_open("s3://eo", &opts, &src, err, sizeof(err)) == 0 &&
+	      strstr(src->credentials, "profile default"), "default profile: %s",
+	      src->credentials);
+	source_free(src);
+	setenv("AWS_PROFILE", "work", 1);
+	CHECK(source_open("s3://eo", &opts, &src, err, sizeof(err)) == 0, "named profile");
+	url = source_object_url(src, "a");
+	CHECK(strstr(url, ".s3.eu-west-1.amazonaws.com/"), "region from the config file: %s", url);
+	free(url);
+	source_free(src);
+	setenv("AWS_PROFILE", "nosuch", 1);
+	CHECK(source_open("s3://eo", &opts, &src, err, sizeof(err)) == -EACCES &&
+	      strstr(err, "AWS_PROFILE=nosuch"), "unknown profile: %s", err);
+	setenv("AWS_PROFILE", "broken", 1);
+	CHECK(source_open("s3://eo", &opts, &src, err, sizeof(err)) == -EACCES &&
+	      strstr(err, "aws_secret_access_key"), "profile without secret: %s", err);
+	unlink(path);
+	unlink(config);
+	rmdir(dir);
+
+	/* anonymous, and bad sources */
+	clear_env();
+	opts.no_sign_request = true;
+	CHECK(source_open("s3://eo/x", &opts, &src, err, sizeof(err)) == 0 && !src->credentials[0],
+	      "--no-sign-request");
+	struct http_attempt a = { .method = "GET", .url = "https://eo.s3.amazonaws.com/x" };
+	struct curl_slist *h = NULL;
+	CHECK(src->provider->sign(src, &a, &h) == 0 && h == NULL, "anonymous adds no header");
+	source_free(src);
+	CHECK(source_open("s3:///x", &opts, &src, err, sizeof(err)) == -EINVAL, "no bucket: %s", err);
+
+	/* GCS */
+	opts = (struct source_options){ 0 };
+	CHECK(source_open("gs://eo/p", &opts, &src, err, sizeof(err)) == -EACCES &&
+	      strstr(err, "GOOGLE_OAUTH_ACCESS_TOKEN") && strstr(err, "GS_ACCESS_KEY_ID"),
+	      "gs without credentials: %s", err);
+	setenv("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.token", 1);
+	CHECK(source_open("gs://eo/p", &opts, &src, err, sizeof(err)) == 0, "gs with a token");
+	url = source_object_url(src, "a b.tif");
+	CHECK(strcmp(url, "https://storage.googleapis.com/eo/p/a%20b.tif") == 0, "gs object URL: %s",
+	      url);
+	free(url);
+	url = source_listing_url(src, "d", "m1");
+	CHECK(strcmp(url, "https://storage.googleapis.com/eo?delimiter=%2F&prefix=p%2Fd%2F&marker=m1") == 0,
+	      "gs listing URL: %s", url);
+	free(url);
+	h = NULL;
+	a.url = "https://storage.googleapis.com/eo/p/a";
+	CHECK(src->provider->sign(src, &a, &h) == 0 && h &&
+	      strcmp(h->data, "Authorization: Bearer ya29.token") == 0, "bearer token sent");
+	curl_slist_free_all(h);
+	source_free(src);
+	unsetenv("GOOGLE_OAUTH_ACCESS_TOKEN");
+	setenv("GS_ACCESS_KEY_ID", "GOOGID", 1);
+	setenv("GS_SECRET_ACCESS_KEY", "gsecret", 1);
+	CHECK(source_open("gs://eo", &opts, &src, err, sizeof(err)) == 0, "gs with an HMAC key");
+	h = NULL;
+	CHECK(src->provider->sign(src, &a, &h) == 0 && h &&
+	      strstr(h->data, "Authorization: GOOG4-HMAC-SHA256 Credential=GOOGID/") &&
+	      strstr(h->data, "/auto/storage/goog4_request"), "HMAC signing: %s", h ? h->data : "");
+	curl_slist_free_all(h);
+	source_free(src);
+	return check_done();
+}
