@@ -394,8 +394,6 @@ static int s3_open(const char *text, const struct source_options *opts, struct s
 	if (!s->base_url || !s->host)
 		goto nomem;
 	s->base.credentials = s->anonymous ? "" : s->credentials_from;
-	if (!s->anonymous)
-		log_info("s3: credentials from %s, region %s", s->credentials_from, s->region);
 	*out = &s->base;
 	return 0;
 nomem:

@@ -246,6 +246,8 @@ static int cmd_mount(int argc, char **argv)
 	}
 	if (!o.foreground)
 		ready_fd = daemonize();
+	if (src->credentials[0])
+		log_info("%s: credentials from %s", src->display, src->credentials);
 
 	/* from here on, errors go to stderr (still the terminal) and the log */
 	struct http_config hc;

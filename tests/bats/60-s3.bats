@@ -1,0 +1,138 @@
+#!/usr/bin/env bats
+# S3 (s3rver on 127.0.0.1) and GCS's XML API (the same server, anonymous):
+# listings, pagination, bytes, the persistent cache, credentials and their
+# messages, secrets kept out of logs, and signing checked against botocore.
+
+bats_require_minimum_version 1.5.0
+load ../lib/tilefs
+load ../lib/s3rver
+
+setup() {
+	tilefs_setup
+	S3_BUCKET=eo
+	s3rver_start "$S3_BUCKET"
+	s3_upload "$SAMPLES" data
+	MNT=$T/mnt
+	mkdir -p "$MNT"
+	export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_EC2_METADATA_DISABLED=true
+	export HOME=$T/home
+}
+
+teardown() {
+	tilefs_teardown
+	s3rver_stop
+}
+
+@test "s3: listing shows exactly the objects and prefixes; every file reads identical" {
+	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT"
+	assert_eq "$(cd "$MNT" && find . | sort)" "$(cd "$SAMPLES" && find . | sort)" "tree"
+	cmp_tree "$SAMPLES" "$MNT"
+	for f in $(cd "$SAMPLES" && find . -type f); do
+		assert_eq "$(stat -c %s "$MNT/$f")" "$(stat -c %s "$SAMPLES/$f")" "size of $f"
+	done
+}
+
+@test "s3: rasterio reads the same window through the mount" {
+	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT"
+	local tif
+	tif=$(cd "$SAMPLES" && find . -name '*.tif' | head -1)
+	/usr/bin/python3 - "$SAMPLES/$tif" "$MNT/$tif" <<'PY'
+import sys, rasterio, numpy
+a, b = (rasterio.open(p) for p in sys.argv[1:3])
+w = ((0, min(256, a.height)), (0, min(256, a.width)))
+assert numpy.array_equal(a.read(window=w), b.read(window=w)), "windows differ"
+PY
+}
+
+@test "s3: a remount on the same cache dir reads everything without a data GET" {
+	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT"
+	cmp_tree "$SAMPLES" "$MNT"
+	tilefs_umount "$MNT"
+	local before
+	before=$(s3_data_gets)
+	[ "$before" -gt 0 ]
+	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT"
+	cmp_tree "$SAMPLES" "$MNT"
+	assert_eq "$(s3_data_gets)" "$before" "ranged GETs after the remount"
+}
+
+@test "s3: --page-size 2 lists a directory of more objects than a page holds" {
+	mkdir -p "$T/many"
+	for i in $(seq 1 7); do echo "object $i" > "$T/many/o$i.txt"; done
+	s3_upload "$T/many" many
+	tilefs_mount "s3://$S3_BUCKET/many" "$MNT" --endpoint "$S3_ENDPOINT" --page-size 2
+	assert_eq "$(ls "$MNT" | tr '\n' ' ')" "o1.txt o2.txt o3.txt o4.txt o5.txt o6.txt o7.txt " "listing"
+	grep -aq 'max-keys' "$S3_LOG" || grep -aq 'maxKeys":2' "$S3_LOG"
+	cmp "$T/many/o7.txt" "$MNT/o7.txt"
+}
+
+@test "s3: credentials from a profile in AWS_SHARED_CREDENTIALS_FILE" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	printf '[tiles]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n' > "$T/creds"
+	AWS_SHARED_CREDENTIALS_FILE=$T/creds AWS_PROFILE=tiles \
+		tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --log-level info
+	cmp_tree "$SAMPLES" "$MNT"
+	grep -q "credentials from profile tiles" "$TILEFS_LOG"
+}
+
+@test "s3: role credentials from an IMDSv2 metadata service" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_EC2_METADATA_DISABLED
+	local port
+	port=$(_free_port)
+	/usr/bin/python3 "$BATS_TEST_DIRNAME/../lib/imds_fake.py" "$port" > "$T/imds.log" 2>&1 &
+	local imds=$!
+	for i in $(seq 50); do grep -q ready "$T/imds.log" && break; sleep 0.1; done
+	AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:$port \
+		tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --log-level info
+	kill $imds
+	cmp_tree "$SAMPLES" "$MNT"
+	grep -q "instance metadata service (role tilefs-test)" "$TILEFS_LOG"
+	grep -q "PUT /latest/api/token" "$T/imds.log"
+}
+
+@test "s3: an unknown access key fails the mount, naming what to fix" {
+	AWS_ACCESS_KEY_ID=NOTAKEY tilefs_run mount "s3://$S3_BUCKET/data" "$MNT" \
+		--endpoint "$S3_ENDPOINT" --cache-dir "$T/cache" --log-file "$T/log"
+	assert_eq "$status" 1 "exit status"
+	[[ "$err1" == *"access denied"*"AWS_ACCESS_KEY_ID"* ]] || fail "message: $err1"
+	grep -q "InvalidAccessKeyId" "$T/log"
+	! is_mounted "$MNT"
+}
+
+@test "s3: no credentials at all fails the mount, naming the variables" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	tilefs_run mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache"
+	assert_eq "$status" 1 "exit status"
+	[[ "$err1" == *"AWS_ACCESS_KEY_ID"*"--no-sign-request"* ]] || fail "message: $err1"
+}
+
+@test "s3: no secret, signature or token in the log, even at debug level" {
+	export AWS_SECRET_ACCESS_KEY=S3RVER AWS_SESSION_TOKEN=SessionTokenSecretValue123
+	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --log-level debug
+	cmp_tree "$SAMPLES" "$MNT"
+	tilefs_umount "$MNT"
+	! grep -q "SessionTokenSecretValue123" "$TILEFS_LOG"
+	! grep -qi "Signature=" "$TILEFS_LOG"
+	! grep -q "X-Amz-Credential\|Authorization" "$TILEFS_LOG"
+}
+
+@test "s3: Signature V4 matches botocore on odd keys, ranges and session tokens" {
+	run /usr/bin/python3 "$BATS_TEST_DIRNAME/../lib/sigv4_botocore_check.py" \
+		"$BATS_TEST_DIRNAME/../../build/test_provider_s3" 150
+	echo "$output"
+	assert_eq "$status" 0 "exit status"
+	[[ "$output" == *"300 requests signed, 0 differ from botocore"* ]]
+}
+
+@test "gs: the XML API, anonymous, with marker pagination" {
+	tilefs_mount "gs://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --no-sign-request \
+		--page-size 1
+	assert_eq "$(cd "$MNT" && find . | sort)" "$(cd "$SAMPLES" && find . | sort)" "tree"
+	cmp_tree "$SAMPLES" "$MNT"
+}
+
+@test "gs: no credentials fails the mount, naming the variables" {
+	tilefs_run mount "gs://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache"
+	assert_eq "$status" 1 "exit status"
+	[[ "$err1" == *"GOOGLE_OAUTH_ACCESS_TOKEN"*"GS_ACCESS_KEY_ID"* ]] || fail "message: $err1"
+}
