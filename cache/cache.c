@@ -48,7 +48,8 @@
 struct cache_object {
 	atomic_int refs;
 	struct cache *cache;
-	int64_t id;
+	int64_t id;			/* index id; < 0: not in the index, so
+					   served from the origin, never cached */
 	char *url, *log_name;
 	char version[192];
 	char etag[128];			/* "" when the origin gives none */
@@ -280,6 +281,8 @@ static int read_cached(struct cache *c, struct cache_object *obj, struct extent 
 		       char *dst, uint64_t part_off, size_t part_len)
 {
 	struct index_unit u, again;
+	if (obj->id < 0)
+		return -ENOENT;
 	int fd, err = index_unit_find(c->index, obj->id, unit.off, &u);
 
 	if (err)
@@ -339,7 +342,7 @@ static void run_done(struct http_request *req, void *arg)
 		struct inflight *e = run->units[i];
 		if (!err)
 			memcpy(e->buf, req->body + (e->unit.off - req->off), e->unit.len);
-		entry_settle(c, e, err, true);
+		entry_settle(c, e, err, obj->id > 0);
 		entry_unref(e);		/* the run's ref */
 	}
 	if (!err)
@@ -478,7 +481,8 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t 
 	size_t kept = 0;
 	for (size_t i = 0; i < nfetch; i++) {
 		pid_t holder;
-		int rc = index_claim(c->index, obj->id, fetch[i]->unit.off, c->cfg.claim_wait_s,
+		int rc = obj->id < 0 ? -ENOENT :
+			 index_claim(c->index, obj->id, fetch[i]->unit.off, c->cfg.claim_wait_s,
 				     &holder);
 		if (rc == -EBUSY) {
 			others[nwait++] = fetch[i];
@@ -547,7 +551,7 @@ static void evict(struct cache *c)
 		for (size_t i = 0; i < n && usage > target; i++) {
 			/* the row goes first: readers recheck it after reading */
 			if (index_unit_drop(c->index, victims[i].id) != 0)
-				continue;
+				return;	/* the index cannot change now: try next time */
 			store_punch(c->store, victims[i].object_id, victims[i].off, victims[i].len);
 			usage -= victims[i].len < usage ? victims[i].len : usage;
 			pthread_mutex_lock(&c->lock);
@@ -681,15 +685,63 @@ static struct cache_object *object_new(struct cache *c, int64_t id, const char *
 	return obj;
 }
 
+/* The claims-table key of "probing URL": negative, so never an object id. */
+static int64_t url_claim_key(const char *url)
+{
+	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)url; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return -(int64_t)(h >> 1) - 1;
+}
+
+/*
+ * Nothing of URL is cached: become the one process that probes it, or wait
+ * while another does. Returns true if we hold the probe claim; sets *known
+ * when the other process's probe recorded the object meanwhile.
+ */
+static bool probe_claim(struct cache *c, const char *url, struct index_object *latest,
+			bool *known)
+{
+	struct timespec pause = { 0, 5 * 1000 * 1000 };
+	int64_t key = url_claim_key(url);
+
+	for (int i = 0; i < c->cfg.claim_wait_s * 200; i++) {
+		pid_t holder;
+		int rc = index_claim(c->index, key, 0, c->cfg.claim_wait_s, &holder);
+		if (rc != -EBUSY)
+			return rc == 0;
+		nanosleep(&pause, NULL);
+		if (index_object_latest(c->index, url, latest) == 0) {
+			*known = true;
+			return false;
+		}
+	}
+	return false;
+}
+
+/* Store the first unit a probe brought, before the probe claim goes. */
+static void store_probed(struct cache *c, struct cache_object *obj, const char *body, size_t len)
+{
+	struct extent unit = layout_unit_at(&obj->layout, 0);
+	int fd;
+
+	if (obj->id < 0 || unit.len != len || object_fd(obj, &fd) != 0 ||
+	    store_write(fd, body, len, 0) != 0)
+		return;	/* not kept: the first read fetches it again */
+	index_unit_add(c->index, obj->id, 0, len, crc32c(0, body, len));
+}
+
 int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		      struct cache_object **out)
 {
+	static atomic_llong next_uncached_id = -1;
 	struct index_object latest;
 	struct http_request req = { 0 };
 	char version[192];
 	int64_t id;
 
 	bool known = index_object_latest(c->index, url, &latest) == 0;
+	bool claimed = !known && probe_claim(c, url, &latest, &known);
 	req.url = url;
 	req.log_name = log_name;
 	req.head = known;	/* a cached version: just check it is current */
@@ -697,8 +749,11 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		/* nothing cached: the first unit tells the version, and is kept */
 		req.len = c->cfg.block_size;
 		req.body = malloc(req.len);
-		if (!req.body)
+		if (!req.body) {
+			if (claimed)
+				index_unclaim(c->index, url_claim_key(url), 0);
 			return -ENOMEM;
+		}
 	}
 	source_prepare(c->src, &req);
 	int err = http_run(c->http, &req);
@@ -722,15 +777,15 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		snprintf(version, sizeof(version), "lm:%s", req.last_modified);
 	if (known && strcmp(latest.version, version) == 0 && latest.size == req.object_size) {
 		id = latest.id;
-	} else {
-		err = index_object_add(c->index, url, version, req.object_size, &id);
-		if (err)
-			goto fail;
+	} else if (index_object_add(c->index, url, version, req.object_size, &id) == 0) {
 		if (known && latest.id != id) {
 			log_info("%s changed on the origin; dropping its cached bytes", log_name);
 			index_object_drop(c->index, latest.id);
 			store_object_remove(c->store, latest.id);
 		}
+	} else {
+		log_warn("%s: the cache index cannot record it; reading it uncached", log_name);
+		id = atomic_fetch_sub(&next_uncached_id, 1);
 	}
 
 	struct cache_object *obj = object_new(c, id, url, log_name, &req, version, req.object_size);
@@ -739,23 +794,19 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		goto fail;
 	}
 	if (!req.head && req.body_len > 0) {
-		struct extent unit = layout_unit_at(&obj->layout, 0);
+		store_probed(c, obj, req.body, req.body_len);
 		pthread_mutex_lock(&c->lock);
-		if (unit.len == req.body_len && !table_find(c, id, 0)) {
-			struct inflight *e = entry_new(c, obj, unit);
-			if (e) {
-				memcpy(e->buf, req.body, unit.len);
-				entry_settle(c, e, 0, true);
-				entry_unref(e);	/* no reader holds it */
-			}
-		}
 		c->stats.bytes_fetched += req.body_len;
 		pthread_mutex_unlock(&c->lock);
 	}
+	if (claimed)
+		index_unclaim(c->index, url_claim_key(url), 0);
 	free(req.body);
 	*out = obj;
 	return 0;
 fail:
+	if (claimed)
+		index_unclaim(c->index, url_claim_key(url), 0);
 	free(req.body);
 	return err;
 }

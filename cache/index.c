@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,8 +127,11 @@ static int64_t now_s(void)
 /* Map a SQLite result to errno and log it; the one place that does. */
 static int sql_error(sqlite3 *db, int rc, const char *what)
 {
+	static atomic_llong last_logged;	/* at most one line a second */
 	int primary = rc & 0xff;
-	log_error("cache index: %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	long long now = (long long)time(NULL);
+	if (atomic_exchange(&last_logged, now) != now)
+		log_error("cache index: %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 	switch (primary) {
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:

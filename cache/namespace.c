@@ -516,6 +516,8 @@ int ns_load_manifest(struct namespace *ns, const char *path, char *err_text, siz
 		if (strstr(s, "://")) {
 			if (strncmp(s, prefix, strlen(prefix)) == 0) {
 				snprintf(rel, sizeof(rel), "%s", s + strlen(prefix));
+				if (rel[strcspn(rel, "?")])
+					url = s;	/* a signed URL: fetch it as given */
 				rel[strcspn(rel, "?#")] = '\0';
 				err = url_decode(rel);
 			} else {

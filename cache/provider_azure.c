@@ -34,6 +34,7 @@
 #define AZURE_NAME_MAX 4096		/* a <Name> as listed (blob names: 1024 chars) */
 #define AZURE_MARKER_MAX 4096		/* a <NextMarker> */
 #define AZURE_QUERY_PARAMS_MAX 64	/* query parameters in a signed URL */
+#define AZURE_PATH_MAX 16384		/* path of a signed URL */
 
 struct azure_source {
 	struct source base;
@@ -50,7 +51,8 @@ struct azure_source {
 
 static bool azure_matches(const char *text)
 {
-	return strncasecmp(text, "az://", 5) == 0 || (strncasecmp(text, "https://", 8) == 0 && strstr(text, ".blob.core.windows.net"));
+	return strncasecmp(text, "az://", 5) == 0 ||
+	       (strncasecmp(text, "https://", 8) == 0 && strstr(text, ".blob.core.windows.net"));
 }
 
 /* printf into a new string; caller frees. NULL on allocation failure. */
@@ -115,7 +117,8 @@ static bool container_valid(const char *name)
 static int parse_source(const char *text, struct azure_source *az, char **container,
 			char **query, char *err, size_t err_size)
 {
-	char *copy = strdup(text), *account, *path;
+	char *copy = strdup(text), *host, *path;
+	const char *account;
 	bool https = strncasecmp(text, "https://", 8) == 0;
 	int rc = -EINVAL;
 
@@ -131,29 +134,30 @@ static int parse_source(const char *text, struct azure_source *az, char **contai
 			goto out;
 		}
 	}
-	account = copy + (https ? 8 : 5);
-	path = strchr(account, '/');
+	host = copy + (https ? 8 : 5);	/* az://: the account */
+	path = strchr(host, '/');
 	if (path)
 		*path++ = '\0';
 	else
-		path = account + strlen(account);
+		path = host + strlen(host);
 	if (https) {
-		size_t n = strlen(account), sn = strlen(AZURE_HOST_SUFFIX);
-		char *dot = strchr(account, '.');
-		if (n <= sn || strcasecmp(account + n - sn, AZURE_HOST_SUFFIX) != 0 ||
-		    dot != account + n - sn) {
+		size_t n = strlen(host), sn = strlen(AZURE_HOST_SUFFIX);
+		char *dot = strchr(host, '.');
+		if (n <= sn || strcasecmp(host + n - sn, AZURE_HOST_SUFFIX) != 0 ||
+		    dot != host + n - sn) {
 			snprintf(err, err_size, "'%s' is not an Azure Blob URL: expected "
 				 "https://ACCOUNT" AZURE_HOST_SUFFIX "/CONTAINER[/PREFIX]", az->base.display);
 			goto out;
 		}
 		*dot = '\0';
-		for (char *p = account; *p; p++)
+		for (char *p = host; *p; p++)
 			*p = (char)tolower((unsigned char)*p);
 		if (url_decode(path) != 0) {
 			snprintf(err, err_size, "'%s': bad %%-escape in the path", az->base.display);
 			goto out;
 		}
 	}
+	account = host;
 	if (!account[0]) {
 		const char *env = getenv("AZURE_STORAGE_ACCOUNT");
 		if (!env || !env[0]) {
@@ -161,7 +165,7 @@ static int parse_source(const char *text, struct azure_source *az, char **contai
 				 "or set AZURE_STORAGE_ACCOUNT", az->base.display);
 			goto out;
 		}
-		account = (char *)env;
+		account = env;
 	}
 	if (!account_valid(account)) {
 		snprintf(err, err_size, "'%s': '%s' is not a storage account name (3 to 24 lowercase "
@@ -194,6 +198,8 @@ static int parse_source(const char *text, struct azure_source *az, char **contai
 out:
 	if (rc) {
 		free(*container);
+		if (*query)
+			explicit_bzero(*query, strlen(*query));
 		free(*query);
 		*container = *query = NULL;
 	}
@@ -515,20 +521,20 @@ static char *canonicalized_resource(const struct azure_source *az, const char *u
 {
 	struct query_param params[AZURE_QUERY_PARAMS_MAX];
 	size_t nparams = 0, size;
-	char *query = NULL, *out = NULL;
+	char *path = malloc(AZURE_PATH_MAX), *query = NULL, *out = NULL;
+	const char *q;
 	FILE *f = NULL;
 
 	*err = -ENOMEM;
-	const char *host = strstr(url, "://");
-	host = host ? host + 3 : url;
-	const char *path = host + strcspn(host, "/?#");
-	size_t path_len = strcspn(path, "?#");
-	if (path[path_len] == '?') {
-		const char *q = path + path_len + 1;
-		query = strndup(q, strcspn(q, "#"));
-		if (!query)
-			return NULL;
+	if (!path)
+		return NULL;
+	url_split(url, path, AZURE_PATH_MAX, &q);
+	if (strlen(path) + 1 >= AZURE_PATH_MAX) {
+		*err = -ENAMETOOLONG;
+		goto out;
 	}
+	if (q && !(query = strndup(q, strcspn(q, "#"))))
+		goto out;
 	for (char *save = NULL, *p = query ? strtok_r(query, "&", &save) : NULL; p;
 	     p = strtok_r(NULL, "&", &save)) {
 		if (nparams == AZURE_QUERY_PARAMS_MAX) {
@@ -553,11 +559,7 @@ static char *canonicalized_resource(const struct azure_source *az, const char *u
 	f = open_memstream(&out, &size);
 	if (!f)
 		goto out;
-	fprintf(f, "/%s", az->account);
-	if (path_len)
-		fwrite(path, 1, path_len, f);
-	else
-		fputc('/', f);
+	fprintf(f, "/%s%s", az->account, path);
 	for (size_t i = 0; i < nparams; i++) {
 		if (i > 0 && strcmp(params[i].name, params[i - 1].name) == 0)
 			fprintf(f, ",%s", params[i].value);
@@ -572,6 +574,7 @@ static char *canonicalized_resource(const struct azure_source *az, const char *u
 	*err = 0;
 out:
 	free(query);
+	free(path);
 	return out;
 }
 

@@ -218,6 +218,12 @@ static int cmd_mount(int argc, char **argv)
 		.requester_pays = o.requester_pays,
 		.page_size = o.page_size,
 	};
+	if (mount_check_options(o.fuse_opts) != 0) {
+		snprintf(err_text, sizeof(err_text), "-o %s: FUSE does not know one of these options",
+			 o.fuse_opts);
+		options_release(&o);
+		return fail_usage(err_text);
+	}
 	int open_err = source_open(o.source, &so, &src, err_text, sizeof(err_text));
 	if (open_err == -EINVAL) {
 		options_release(&o);
@@ -253,7 +259,7 @@ static int cmd_mount(int argc, char **argv)
 	struct http_config hc;
 	http_config_defaults(&hc);
 	hc.ca_file = o.ca_file;
-	hc.retries = o.retries < 1 ? (int)o.retries : 1;	/* fail fast at start */
+	hc.retries = (int)o.retries;
 	hc.max_connections = (int)o.max_connections;
 	http = http_client_new(&hc);
 	if (!http) {
@@ -305,7 +311,6 @@ static int cmd_mount(int argc, char **argv)
 			goto out;
 		}
 	}
-	http_client_set_retries(http, (int)o.retries);
 
 	char fsname[512];
 	snprintf(fsname, sizeof(fsname), "tilefs:%s", src->display);

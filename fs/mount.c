@@ -147,6 +147,36 @@ static const struct fuse_operations ops = {
 	.statfs = op_statfs,
 };
 
+int mount_check_options(const char *fuse_opts)
+{
+	static const struct fuse_operations none;
+	char opts[8192];
+
+	if (!fuse_opts || !*fuse_opts)
+		return 0;
+	snprintf(opts, sizeof(opts), "ro,%s", fuse_opts);
+	char *argv[] = { "tilefs", "-o", opts, NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+	/* libfuse reports unknown options on stderr itself: keep it quiet */
+	fflush(stderr);
+	int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY);
+	if (null >= 0)
+		dup2(null, STDERR_FILENO);
+	struct fuse *f = fuse_new(&args, &none, sizeof(none), NULL);
+	fflush(stderr);
+	if (saved >= 0) {
+		dup2(saved, STDERR_FILENO);
+		close(saved);
+	}
+	if (null >= 0)
+		close(null);
+	fuse_opt_free_args(&args);
+	if (!f)
+		return -EINVAL;
+	fuse_destroy(f);
+	return 0;
+}
+
 int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache *cache,
 	      struct mount **out)
 {

@@ -20,6 +20,8 @@ struct mount_config {
  * to serve until unmounted, then mount_free().
  */
 struct mount;
+/* Would FUSE accept these -o words (NULL: none)? 0 or -EINVAL. Quiet. */
+int mount_check_options(const char *fuse_opts);
 int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache *cache,
 	      struct mount **out);
 /* Serve requests until unmounted or signalled; 0 or -errno. */
