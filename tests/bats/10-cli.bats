@@ -1,0 +1,256 @@
+#!/usr/bin/env bats
+# Command line: help, version, usage errors (exit 2), start-up failures
+# (exit 1), the mount/unmount life cycle and the log format.
+
+bats_require_minimum_version 1.5.0
+load ../lib/tilefs
+
+setup() {
+	tilefs_setup
+	origin_start "$SAMPLES"
+	MNT=$T/mnt
+	mkdir -p "$MNT" "$T/cache"
+}
+
+teardown() {
+	tilefs_teardown
+}
+
+# usage_error: the last tilefs_run was a command-line error.
+usage_error() {
+	assert_eq "$status" 2 "exit status" || return 1
+	[[ $err1 == "tilefs: "* ]] || fail "stderr does not start with 'tilefs: ': $err1" || return 1
+	grep -q -- "--help" <<<"$err" || fail "usage message does not mention --help"
+}
+
+# startup_error: the last tilefs_run failed at start-up and mounted nothing.
+startup_error() {
+	assert_eq "$status" 1 "exit status" || return 1
+	[[ $err1 == "tilefs: "* ]] || fail "stderr does not start with 'tilefs: ': $err1" || return 1
+	! is_mounted "$MNT" || fail "$MNT got mounted anyway"
+}
+
+@test "--help exits 0 and describes the mount command" {
+	tilefs_run --help
+	assert_eq "$status" 0 "exit status"
+	grep -qi "usage" <<<"$out$err"
+	grep -q "mount" <<<"$out"
+	grep -q -- "--version" <<<"$out"
+}
+
+@test "--version exits 0 and prints the name and a version number" {
+	tilefs_run --version
+	assert_eq "$status" 0 "exit status"
+	grep -Eq '^tilefs.*[0-9]+\.[0-9]+' <<<"$out" || fail "no 'tilefs X.Y' in: $out"
+}
+
+@test "mount --help exits 0 and mentions every option of the contract" {
+	tilefs_run mount --help
+	assert_eq "$status" 0 "exit status"
+	local o missing=""
+	for o in --foreground --cache-dir --cache-size --block-size --ttl --list \
+		--ca-file --retries --log-level --log-file; do
+		grep -q -- "$o\b" <<<"$out" || missing="$missing $o"
+	done
+	grep -Eq -- '(^|[^-[:alnum:]])-f\b' <<<"$out" || missing="$missing -f"
+	grep -Eq -- '(^|[^-[:alnum:]])-o\b' <<<"$out" || missing="$missing -o"
+	[ -z "$missing" ] || fail "mount --help does not mention:$missing"
+	grep -q "SOURCE" <<<"$out" || grep -qi "url" <<<"$out" || fail "no SOURCE in the usage"
+}
+
+@test "no arguments: exit 2 with a usage message" {
+	tilefs_run
+	usage_error
+}
+
+@test "unknown subcommand: exit 2" {
+	tilefs_run frobnicate
+	usage_error
+	grep -q frobnicate <<<"$err" || fail "message does not name the subcommand"
+}
+
+@test "unknown option: exit 2 naming the option" {
+	tilefs_run mount --bogus-option "$ORIGIN_URL" "$MNT"
+	usage_error
+	grep -q -- "bogus-option" <<<"$err" || fail "message does not name --bogus-option"
+	! is_mounted "$MNT" || fail "mounted anyway"
+}
+
+@test "mount without a mountpoint argument: exit 2" {
+	tilefs_run mount "$ORIGIN_URL"
+	usage_error
+}
+
+@test "bad option values: exit 2 naming the option or the value" {
+	local args
+	for args in "--cache-size banana" "--block-size 12Q" "--ttl soon" \
+		"--retries many" "--log-level loud" "--cache-size -5"; do
+		# shellcheck disable=SC2086
+		tilefs_run mount --cache-dir "$T/cache" $args "$ORIGIN_URL" "$MNT"
+		usage_error || fail "for $args" || return 1
+		set -- $args
+		grep -q -e "${1#--}" -e "$2" <<<"$err" ||
+			fail "message for '$args' names neither the option nor the value: $err" || return 1
+		! is_mounted "$MNT" || fail "mounted despite $args" || return 1
+	done
+}
+
+@test "ftp:// source: refused with a message naming the scheme" {
+	tilefs_run mount --cache-dir "$T/cache" ftp://x/data "$MNT"
+	[ "$status" = 1 ] || [ "$status" = 2 ] || fail "exit status $status, want 1 or 2"
+	[[ $err1 == "tilefs: "* ]] || fail "stderr does not start with 'tilefs: '"
+	grep -qi "ftp" <<<"$err" || fail "message does not name the ftp source/scheme"
+	! is_mounted "$MNT" || fail "mounted anyway"
+}
+
+@test "missing mountpoint directory: exit 1" {
+	tilefs_run mount --cache-dir "$T/cache" "$ORIGIN_URL" "$T/no/such/dir"
+	startup_error
+	grep -q -e "$T/no/such/dir" -e "mountpoint" <<<"$err" || fail "message names neither the path nor the mountpoint"
+}
+
+@test "unreachable origin (closed port): exit 1, nothing mounted" {
+	local port
+	port=$(_origin_free_port)
+	SECONDS=0
+	tilefs_run mount --cache-dir "$T/cache" --retries 1 "http://127.0.0.1:$port/" "$MNT"
+	startup_error
+	grep -q "127.0.0.1" <<<"$err" || fail "message does not name the origin"
+	[ "$SECONDS" -lt 30 ] || fail "took ${SECONDS}s to give up with --retries 1"
+}
+
+@test "cache dir on a read-only file system: exit 1 naming the cache dir" {
+	ro_tmpfs "$T/rofs"
+	tilefs_run mount --cache-dir "$T/rofs/cache" "$ORIGIN_URL" "$MNT"
+	startup_error
+	grep -qi "cache" <<<"$err" || fail "message does not mention the cache dir"
+	tilefs_run mount --cache-dir "$T/rofs" "$ORIGIN_URL" "$MNT"
+	startup_error
+	grep -qi "cache" <<<"$err" || fail "message does not mention the cache dir"
+}
+
+@test "cache dir below a regular file: exit 1" {
+	touch "$T/afile"
+	tilefs_run mount --cache-dir "$T/afile/cache" "$ORIGIN_URL" "$MNT"
+	startup_error
+	grep -qi "cache" <<<"$err" || fail "message does not mention the cache dir"
+}
+
+@test "mountpoint already mounted: exit 1, the first mount keeps working" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	tilefs_run mount --cache-dir "$T/cache2" "$ORIGIN_URL" "$MNT"
+	assert_eq "$status" 1 "exit status of the second mount"
+	[[ $err1 == "tilefs: "* ]] || fail "stderr does not start with 'tilefs: '"
+	assert_eq "$(awk -v m="$MNT" '$2 == m' /proc/mounts | wc -l)" 1 "mounts on $MNT"
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	tilefs_umount "$MNT"
+}
+
+@test "mount returns when the mount is ready; daemon exits 0 after fusermount3 -u" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	# No sleep: the mount must already serve.
+	assert_eq "$(ls "$MNT" | LC_ALL=C sort | tr '\n' ' ')" \
+		"nested notes.txt random.bin t256.tif t512.tif " "ls right after mount"
+	local pid
+	pid=$(tilefs_pid "$MNT")
+	[ -n "$pid" ] || fail "no daemon process found"
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	tilefs_umount "$MNT"
+	! pid_alive "$pid" || fail "daemon $pid still alive"
+}
+
+@test "-f runs in the foreground, logs to stderr, exits 0 on unmount" {
+	"$TILEFS" mount -f --cache-dir "$T/cache" --log-level debug "$ORIGIN_URL" "$MNT" \
+		</dev/null >"$T/fg.out" 2>"$T/fg.err" 3>&- &
+	local pid=$! i
+	TILEFS_MNTS+=("$MNT")
+	TILEFS_STATES+=("$T/fg-state")
+	TILEFS_EXTRA_PIDS+=("$pid")
+	for ((i = 0; i < 200; i++)); do
+		is_mounted "$MNT" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	is_mounted "$MNT" || { cat "$T/fg.err"; fail "-f mount never appeared"; }
+	pid_alive "$pid" || fail "foreground tilefs exited"
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	fusermount3 -u "$MNT"
+	local rc=0
+	run_to 20 tail --pid="$pid" -f /dev/null || fail "foreground tilefs still running after unmount"
+	wait "$pid" || rc=$?
+	assert_eq "$rc" 0 "exit status of tilefs -f after fusermount3 -u"
+	# (the exact line format is checked by the next test)
+	grep -Eq 'tilefs\[[0-9]+\]: (error|warn|info|debug): ' "$T/fg.err" ||
+		fail "no log line on stderr with -f: $(head -c 500 "$T/fg.err")"
+}
+
+@test "log lines have the contract's format" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --log-level debug
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	cat "$MNT/nested/f32.tif" >/dev/null
+	ls "$MNT/nested" >/dev/null
+	stat "$MNT/nope" 2>/dev/null || true
+	tilefs_umount "$MNT"
+	[ -s "$TILEFS_LOG" ] || fail "--log-level debug wrote nothing to --log-file"
+	local badlines
+	badlines=$(grep -Ev '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z tilefs\[[0-9]+\]: (error|warn|info|debug): .' \
+		"$TILEFS_LOG" | head -n 5)
+	[ -z "$badlines" ] ||
+		fail "log lines are not exactly 'TIME tilefs[pid]: level: message' (CONTRACT.md, Log): $badlines"
+}
+
+@test "--log-level error logs nothing on a clean mount and read" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --log-level error
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	tilefs_umount "$MNT"
+	if [ -s "$TILEFS_LOG" ]; then
+		cat "$TILEFS_LOG"
+		fail "error-level log not empty after a clean run"
+	fi
+}
+
+@test "FUSE options via -o are accepted (-o allow_other,ro)" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" -o allow_other,ro
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	tilefs_umount "$MNT"
+}
+
+@test "a query string on SOURCE (signed URL) is sent with every request and never logged" {
+	tilefs_mount "${ORIGIN_URL}?sv=2024-01-01&sig=SEKRIT-q1w2" "$MNT" --log-level debug
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	cmp "$SAMPLES/nested/f32.tif" "$MNT/nested/f32.tif"
+	tilefs_umount "$MNT"
+	[ -s "$ORIGIN_LOG_FULL" ] || fail "no requests logged"
+	local without
+	without=$(grep -v 'sig=SEKRIT-q1w2' "$ORIGIN_LOG_FULL" | head -n 5)
+	[ -z "$without" ] || fail "requests without the query string: $without"
+	! grep -n -e SEKRIT -e 'sig=' "$TILEFS_LOG" || fail "the log contains the query string"
+}
+
+@test "-o block-size=64K works like --block-size 64K" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" -o block-size=64K
+	origin_log_reset
+	cmp "$SAMPLES/random.bin" "$MNT/random.bin"
+	local first
+	first=$(origin_select 'u == "/random.bin"' | head -n 1)
+	[[ $first == 'GET /random.bin "bytes=0-65535" '* ]] || fail "first request with -o block-size=64K: $first"
+	tilefs_umount "$MNT"
+}
+
+@test "an unknown -o option: exit 2 with a tilefs: message naming it" {
+	tilefs_run mount --cache-dir "$T/cache" -o no_such_option_xyz "$ORIGIN_URL" "$MNT"
+	assert_eq "$status" 2 "exit status"
+	grep -q '^tilefs: .*no_such_option_xyz' <<<"$err" || fail "no 'tilefs: ' line naming the option"
+	! is_mounted "$MNT" || fail "mounted anyway"
+}
+
+@test "sizes are accepted as 500M, 2G and plain bytes" {
+	local s
+	for s in "--cache-size 500M" "--cache-size 2G" "--cache-size 1048576" \
+		"--block-size 64K" "--block-size 1M" "--block-size 131072"; do
+		# shellcheck disable=SC2086
+		tilefs_mount "$ORIGIN_URL" "$MNT" $s || fail "mount with $s failed" || return 1
+		cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+		tilefs_umount "$MNT"
+	done
+}

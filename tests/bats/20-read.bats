@@ -1,0 +1,329 @@
+#!/usr/bin/env bats
+# Reading through the mount: bytes identical to the origin, concurrent random
+# reads, rasterio, directory listings, missing names, --list manifests.
+
+bats_require_minimum_version 1.5.0
+load ../lib/tilefs
+
+setup() {
+	tilefs_setup
+	origin_start "$SAMPLES"
+	MNT=$T/mnt
+}
+
+teardown() {
+	tilefs_teardown
+}
+
+# errno_of OP PATH: errno of os.stat/os.listdir/reading PATH in python, or "ok"
+errno_of() {
+	"$PY" - "$1" "$2" <<'EOF'
+import os, sys
+op, path = sys.argv[1], sys.argv[2]
+try:
+    if op == "stat":
+        os.stat(path)
+    elif op == "listdir":
+        os.listdir(path)
+    else:
+        with open(path, "rb") as fh:
+            while fh.read(1 << 20):
+                pass
+    print("ok")
+except OSError as e:
+    print(e.errno)
+EOF
+}
+
+@test "every file of the origin reads byte-identical (cat/cmp)" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	assert_eq "$(file_list "$MNT")" "$(file_list "$SAMPLES")" "files under the mount"
+	cmp_tree "$SAMPLES" "$MNT"
+	tilefs_umount "$MNT"
+}
+
+@test "the TIFF corpus, good and malformed, reads byte-identical" {
+	local corpus=${TILEFS_CORPUS:-$REPO_ROOT/../shared/corpus}
+	[ -d "$corpus/good" ] || skip "no TIFF corpus at $corpus (set TILEFS_CORPUS)"
+	cp -r "$corpus/good" "$SAMPLES/good"
+	cp -r "$corpus/bad" "$SAMPLES/bad"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	assert_eq "$(file_list "$MNT/bad")" "$(file_list "$SAMPLES/bad")" "files under bad/"
+	assert_eq "$(file_list "$MNT/good")" "$(file_list "$SAMPLES/good")" "files under good/"
+	cmp_tree "$SAMPLES/bad" "$MNT/bad"
+	cmp_tree "$SAMPLES/good" "$MNT/good"
+	tilefs_alive "$MNT"
+	tilefs_umount "$MNT"
+}
+
+@test "random preads from 4 processes x 4 threads match the local files" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --block-size 64K
+	# cold cache: the processes race on the same misses
+	run_to 120 "$PY" "$TESTS_LIB/pread_check.py" --seed 7 --procs 4 --threads 4 \
+		--reads 150 "$MNT" "$SAMPLES"
+	# warm (partly) cache, other offsets
+	run_to 120 "$PY" "$TESTS_LIB/pread_check.py" --seed 8 --procs 4 --threads 4 \
+		--reads 150 "$MNT" "$SAMPLES"
+	tilefs_alive "$MNT"
+	tilefs_umount "$MNT"
+}
+
+@test "several whole-file readers at once get identical bytes" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	local f i pids=()
+	for i in 1 2 3; do
+		for f in t256.tif t512.tif nested/f32.tif random.bin; do
+			run_to 120 cmp "$SAMPLES/$f" "$MNT/$f" &
+			pids+=($!)
+		done
+	done
+	for i in "${pids[@]}"; do
+		wait "$i" || fail "a concurrent cmp failed"
+	done
+	tilefs_umount "$MNT"
+}
+
+@test "rasterio reads the same windows and overviews as from the local file" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	local f
+	for f in t256.tif t512.tif nested/f32.tif nested/deeper/small.tif "nested/with space.tif"; do
+		run_to 120 "$PY" "$TESTS_LIB/rio_compare.py" "$MNT/$f" "$SAMPLES/$f"
+	done
+	tilefs_umount "$MNT"
+}
+
+@test "ls shows exactly the origin's names; stat sizes match" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	assert_eq "$(ls -A "$MNT" | LC_ALL=C sort)" "$(ls -A "$SAMPLES" | LC_ALL=C sort)" "ls of the root"
+	assert_eq "$(ls -A "$MNT/nested" | LC_ALL=C sort)" "$(ls -A "$SAMPLES/nested" | LC_ALL=C sort)" "ls of nested/"
+	assert_eq "$(ls -A "$MNT/nested/deeper")" "small.tif" "ls of nested/deeper/"
+	[ -d "$MNT/nested" ] && [ -d "$MNT/nested/deeper" ] || fail "nested dirs are not directories"
+	[ -f "$MNT/t256.tif" ] || fail "t256.tif is not a regular file"
+	local f
+	while IFS= read -r f; do
+		assert_eq "$(stat -c %s "$MNT/$f")" "$(stat -c %s "$SAMPLES/$f")" "size of $f" || return 1
+	done < <(file_list "$SAMPLES")
+	tilefs_umount "$MNT"
+}
+
+@test "names that do not exist give ENOENT" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	run -1 stat "$MNT/nope.tif"
+	[[ $output == *"No such file or directory"* ]] || fail "stat said: $output"
+	assert_eq "$(errno_of stat "$MNT/nope.tif")" 2 "errno of stat nope.tif"
+	assert_eq "$(errno_of read "$MNT/nested/nope.tif")" 2 "errno of open nested/nope.tif"
+	assert_eq "$(errno_of listdir "$MNT/nodir")" 2 "errno of listdir nodir"
+	assert_eq "$(errno_of stat "$MNT/nodir/t256.tif")" 2 "errno of stat nodir/t256.tif"
+	assert_eq "$(errno_of stat "$MNT/T256.TIF")" 2 "errno of stat T256.TIF (names are case-sensitive)"
+	tilefs_alive "$MNT"
+	tilefs_umount "$MNT"
+}
+
+@test "the mount is read-only: writes fail, the origin is untouched" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	! touch "$MNT/new.tif" 2>/dev/null || fail "creating a file succeeded"
+	! sh -c "echo x >> '$MNT/notes.txt'" 2>/dev/null || fail "appending succeeded"
+	! mkdir "$MNT/newdir" 2>/dev/null || fail "mkdir succeeded"
+	! rm -f "$MNT/notes.txt" 2>/dev/null || fail "rm succeeded"
+	[ ! -e "$SAMPLES/new.tif" ] || fail "new.tif appeared at the origin"
+	[ ! -e "$SAMPLES/newdir" ] || fail "newdir appeared at the origin"
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	assert_eq "$(grep -Evc '^(GET|HEAD) ' "$ORIGIN_LOG")" 0 "requests other than GET/HEAD"
+	tilefs_umount "$MNT"
+}
+
+@test "after readdir, opening and reading a file twice does not list the directory again" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	ls -l "$MNT/nested" >/dev/null
+	cmp "$SAMPLES/nested/f32.tif" "$MNT/nested/f32.tif"
+	cmp "$SAMPLES/nested/f32.tif" "$MNT/nested/f32.tif"
+	run_to 60 "$PY" "$TESTS_LIB/rio_compare.py" "$MNT/nested/f32.tif" "$SAMPLES/nested/f32.tif"
+	ls "$MNT/nested" >/dev/null
+	assert_eq "$(origin_count GET /nested/)" 1 "GETs of the directory /nested/"
+	[ "$(origin_count GET /)" -le 1 ] || fail "the root was listed $(origin_count GET /) times"
+	tilefs_umount "$MNT"
+}
+
+@test "lookups of missing sidecars are answered without requests (DESIGN)" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	ls "$MNT" "$MNT/nested" >/dev/null
+	stat "$MNT/t256.tif" "$MNT/nested/f32.tif" >/dev/null
+	origin_log_reset
+	local s
+	for s in .aux.xml .ovr .msk .tfw .xml .imd .rpb; do
+		assert_enoent "$MNT/t256.tif$s"
+		assert_enoent "$MNT/nested/f32.tif$s"
+	done
+	assert_enoent "$MNT/t256.tfw"
+	assert_enoent "$MNT/nested/f32.aux"
+	if [ -s "$ORIGIN_LOG" ]; then
+		cat "$ORIGIN_LOG"
+		fail "negative lookups went to the origin"
+	fi
+	tilefs_umount "$MNT"
+}
+
+@test "--list with relative paths shows exactly those files" {
+	printf '%s\n' t512.tif '' nested/f32.tif "nested/with space.tif" '' >"$T/manifest"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --list "$T/manifest"
+	assert_eq "$(file_list "$MNT" | tr '\n' '|')" \
+		"nested/f32.tif|nested/with space.tif|t512.tif|" "files under the mount"
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	cmp "$SAMPLES/nested/f32.tif" "$MNT/nested/f32.tif"
+	cmp "$SAMPLES/nested/with space.tif" "$MNT/nested/with space.tif"
+	assert_eq "$(stat -c %s "$MNT/t512.tif")" "$(stat -c %s "$SAMPLES/t512.tif")" "size of t512.tif"
+	assert_eq "$(errno_of stat "$MNT/t256.tif")" 2 "errno of a file not in the manifest"
+	tilefs_umount "$MNT"
+}
+
+@test "--list with full URLs: files readable, query strings never logged" {
+	printf '%s\n' "${ORIGIN_URL}t256.tif?sig=SEKRIT-7f3a&X-Amz-Credential=KEYID-99" \
+		"${ORIGIN_URL}nested/deeper/small.tif" >"$T/manifest"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --list "$T/manifest" --log-level debug
+	local names
+	names=$(file_list "$MNT" | xargs -rd '\n' -n1 basename | LC_ALL=C sort | tr '\n' ' ')
+	assert_eq "$names" "small.tif t256.tif " "file names from the URL manifest"
+	local f
+	f=$(cd "$MNT" && find . -type f -name t256.tif)
+	cmp "$SAMPLES/t256.tif" "$MNT/$f"
+	f=$(cd "$MNT" && find . -type f -name small.tif)
+	cmp "$SAMPLES/nested/deeper/small.tif" "$MNT/$f"
+	tilefs_umount "$MNT"
+	[ -s "$TILEFS_LOG" ] || fail "debug log is empty"
+	! grep -n -e SEKRIT -e KEYID -e 'sig=' "$TILEFS_LOG" || fail "the log contains the URL query string"
+	local without
+	without=$(grep ' /t256.tif' "$ORIGIN_LOG_FULL" | grep -v 'sig=SEKRIT-7f3a' | head -n 3)
+	[ -z "$without" ] || fail "requests for t256.tif without its query string: $without"
+}
+
+@test "odd file names (space, +, %, #, ?, ;, UTF-8) list and read correctly" {
+	mkdir -p "$SAMPLES/odd"
+	local n names=("a b.txt" "a+b.txt" "100%.txt" "x#y.txt" "q?.txt" "semi;colon.txt" \
+		"é-ü-ß.txt" "amp&er=sand.txt" "[brackets].txt" "'quote'.txt")
+	for n in "${names[@]}"; do
+		printf 'content of <%s>\n' "$n" >"$SAMPLES/odd/$n"
+	done
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	assert_eq "$(ls -A "$MNT/odd" | LC_ALL=C sort)" "$(ls -A "$SAMPLES/odd" | LC_ALL=C sort)" "ls of odd/"
+	for n in "${names[@]}"; do
+		cmp "$SAMPLES/odd/$n" "$MNT/odd/$n" || fail "odd/$n differs" || return 1
+	done
+	tilefs_umount "$MNT"
+}
+
+@test "a directory of 1500 files lists completely" {
+	mkdir -p "$SAMPLES/many"
+	local i
+	for ((i = 0; i < 1500; i++)); do
+		printf '%d\n' "$i" >"$SAMPLES/many/file-with-a-rather-long-name-to-be-truncated-by-autoindex-$i.txt"
+	done
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	assert_eq "$(ls "$MNT/many" | wc -l)" 1500 "entries in many/"
+	assert_eq "$(ls "$MNT/many" | LC_ALL=C sort | md5sum)" "$(ls "$SAMPLES/many" | LC_ALL=C sort | md5sum)" "names in many/"
+	for i in 0 1 777 1499; do
+		cmp "$SAMPLES/many/file-with-a-rather-long-name-to-be-truncated-by-autoindex-$i.txt" \
+			"$MNT/many/file-with-a-rather-long-name-to-be-truncated-by-autoindex-$i.txt"
+	done
+	tilefs_umount "$MNT"
+}
+
+@test "a 5 GiB (sparse) file: size and reads beyond 4 GiB are right" {
+	local big=$SAMPLES/huge.bin
+	truncate -s 5G "$big"
+	# distinct markers around 2 GiB, 4 GiB and at the very end
+	printf 'marker-2G' | dd of="$big" bs=1 seek=$((2 * 1073741824 - 3)) conv=notrunc status=none
+	printf 'marker-4G' | dd of="$big" bs=1 seek=$((4 * 1073741824 + 12345)) conv=notrunc status=none
+	head -c 70000 "$SAMPLES/random.bin" | dd of="$big" bs=1 seek=$((5 * 1073741824 - 70000)) conv=notrunc status=none
+	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-size 64M
+	assert_eq "$(stat -c %s "$MNT/huge.bin")" $((5 * 1073741824)) "size of huge.bin"
+	run_to 120 "$PY" - "$MNT/huge.bin" "$big" <<'PYEOF'
+import os, sys
+a = os.open(sys.argv[1], os.O_RDONLY)
+b = os.open(sys.argv[2], os.O_RDONLY)
+G = 1 << 30
+for off, n in [(0, 4096), (2 * G - 100, 200), (4 * G - 10, 20), (4 * G + 12000, 1000),
+               (5 * G - 70000, 70000), (5 * G - 1, 10), (5 * G, 10), (3 * G + 7, 300000)]:
+    x, y = os.pread(a, n, off), os.pread(b, n, off)
+    if x != y:
+        sys.exit("huge.bin differs at %d+%d (%d vs %d bytes)" % (off, n, len(x), len(y)))
+print("ok")
+PYEOF
+	tilefs_umount "$MNT"
+	local used
+	used=$(data_bytes "$T/cache")
+	[ "$used" -le $((64 * 1048576 + 1048576)) ] ||
+		fail "data-* takes $used bytes on disk with --cache-size 64M" \
+			"(allocated on disk: $(du -scB1 "$T/cache"/data-* | tail -n 1 | cut -f 1))"
+}
+
+@test "mmap of a file through the mount sees the origin's bytes" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	run_to 60 "$PY" - "$MNT/t256.tif" "$SAMPLES/t256.tif" <<'PYEOF'
+import mmap, random, sys
+with open(sys.argv[1], "rb") as fa, open(sys.argv[2], "rb") as fb:
+    ma = mmap.mmap(fa.fileno(), 0, prot=mmap.PROT_READ)
+    want = fb.read()
+    rng = random.Random(5)
+    for _ in range(200):
+        off = rng.randrange(len(want))
+        n = rng.randint(1, 100000)
+        if ma[off:off + n] != want[off:off + n]:
+            sys.exit("mmap slice %d+%d differs" % (off, n))
+    if ma[:] != want:
+        sys.exit("mmap of the whole file differs")
+print("ok")
+PYEOF
+	tilefs_umount "$MNT"
+}
+
+@test "rasterio on the TIFF corpus: same arrays (or the same failure) through the mount" {
+	local corpus=${TILEFS_CORPUS:-$REPO_ROOT/../shared/corpus}
+	[ -d "$corpus/good" ] || skip "no TIFF corpus at $corpus (set TILEFS_CORPUS)"
+	cp -r "$corpus/good" "$SAMPLES/good"
+	cp -r "$corpus/bad" "$SAMPLES/bad"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	run_to 240 "$PY" - "$MNT" "$SAMPLES" <<'PYEOF'
+import os, sys, warnings
+import numpy as np
+import rasterio
+warnings.filterwarnings("ignore")
+mnt, local = sys.argv[1], sys.argv[2]
+
+def load(path):
+    try:
+        with rasterio.open(path) as ds:
+            h, w = min(ds.height, 2048), min(ds.width, 2048)
+            if ds.width * ds.height * ds.count > 200_000_000:
+                return ("big", ds.width, ds.height)
+            return ("ok", ds.read(window=((0, h), (0, w))))
+    except Exception as e:
+        return ("error", type(e).__name__)
+
+bad = 0
+n = 0
+for sub in ("good", "bad"):
+    for name in sorted(os.listdir(os.path.join(local, sub))):
+        n += 1
+        a = load(os.path.join(mnt, sub, name))
+        b = load(os.path.join(local, sub, name))
+        same = a[0] == b[0] and (a[0] != "ok" or np.array_equal(a[1], b[1], equal_nan=True))
+        if not same:
+            bad += 1
+            print("%s/%s: mount %s, local %s" % (sub, name, a[0], b[0]), file=sys.stderr)
+print("%d files, %d differ" % (n, bad))
+sys.exit(1 if bad else 0)
+PYEOF
+	tilefs_alive "$MNT"
+	tilefs_umount "$MNT"
+}
+
+@test "SOURCE can be a subdirectory, with or without the trailing slash" {
+	local src
+	for src in "${ORIGIN_URL}nested/" "${ORIGIN_URL}nested"; do
+		tilefs_mount "$src" "$MNT" || fail "mount of $src failed" || return 1
+		assert_eq "$(file_list "$MNT" | tr '\n' '|')" "$(file_list "$SAMPLES/nested" | tr '\n' '|')" \
+			"files under the mount of $src" || return 1
+		cmp_tree "$SAMPLES/nested" "$MNT"
+		tilefs_umount "$MNT"
+	done
+}

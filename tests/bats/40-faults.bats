@@ -1,0 +1,223 @@
+#!/usr/bin/env bats
+# Origin faults: 5xx and 429 answers, truncated bodies, an origin that keeps
+# failing or is gone. Reads either succeed with the right bytes (after
+# `retrying`) or fail with EIO (after `giving up`); the daemon never dies.
+
+bats_require_minimum_version 1.5.0
+load ../lib/tilefs
+
+setup() {
+	tilefs_setup
+	origin_start "$SAMPLES"
+	MNT=$T/mnt
+}
+
+teardown() {
+	tilefs_teardown
+}
+
+# read_errno PATH: reads PATH to the end in python; prints ok or the errno.
+read_errno() {
+	run_to 120 "$PY" - "$1" <<'EOF'
+import os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    try:
+        off = 0
+        while True:
+            b = os.pread(fd, 1 << 20, off)
+            if not b:
+                break
+            off += len(b)
+    finally:
+        os.close(fd)
+    print("ok")
+except OSError as e:
+    print(e.errno)
+EOF
+}
+
+log_has() {
+	grep -q -- "$1" "$TILEFS_LOG" || {
+		echo "--- tilefs log ---" >&2
+		tail -n 40 "$TILEFS_LOG" >&2
+		fail "the log does not say '$1'"
+	}
+}
+
+# transient FAULT-QUERY CODE: inject a fault for the next data requests; the
+# read of a not yet cached file succeeds with the right bytes.
+transient() {
+	local q=$1 f=$2
+	tilefs_mount "$ORIGIN_URL" "$MNT" --log-level info
+	ls -R "$MNT" >/dev/null
+	origin_fault "$q"
+	run_to 120 cmp "$SAMPLES/$f" "$MNT/$f"
+	tilefs_alive "$MNT"
+	log_has retrying
+	grep -q ' warn: .*retrying' "$TILEFS_LOG" || fail "'retrying' is not logged at warn"
+}
+
+@test "503 three times: the read succeeds and the log says retrying" {
+	transient 'status?code=503&count=3' t256.tif
+	assert_eq "$(origin_select 'st == 503' | wc -l)" 3 "503 answers logged by the origin"
+	cmp_tree "$SAMPLES" "$MNT"
+	tilefs_umount "$MNT"
+}
+
+@test "500 twice: the read succeeds and the log says retrying" {
+	transient 'status?code=500&count=2' nested/f32.tif
+	assert_eq "$(origin_select 'st == 500' | wc -l)" 2 "500 answers logged by the origin"
+	tilefs_umount "$MNT"
+}
+
+@test "429 with Retry-After twice: the read succeeds and the log says retrying" {
+	transient 'status?code=429&count=2&retry_after=1' t512.tif
+	assert_eq "$(origin_select 'st == 429' | wc -l)" 2 "429 answers logged by the origin"
+	tilefs_umount "$MNT"
+}
+
+@test "bodies truncated mid-way twice: the read gets the full, right bytes" {
+	transient 'truncate?bytes=1000&count=2' random.bin
+	assert_eq "$(origin_select 'nb == 1000' | wc -l)" 2 "truncated answers sent by the origin"
+	cmp_tree "$SAMPLES" "$MNT"
+	tilefs_umount "$MNT"
+}
+
+@test "a fault on the revalidating HEAD (--ttl 0) is retried" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --ttl 0 --log-level info
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	origin_log_reset
+	origin_fault 'status?code=503&count=2&path=/t256.tif'
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	assert_eq "$(origin_select 'st == 503' | wc -l)" 2 "503 answers"
+	log_has retrying
+	tilefs_umount "$MNT"
+}
+
+@test "503 for longer than --retries 2: EIO, 'giving up' logged, the daemon lives on" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --retries 2
+	ls -R "$MNT" >/dev/null
+	origin_fault 'status?code=503&count=-1'
+	SECONDS=0
+	run_to 120 cat "$MNT/t512.tif" >/dev/null 2>"$T/cat.err" && fail "cat succeeded against a failing origin"
+	grep -q "Input/output error" "$T/cat.err" || fail "cat said: $(cat "$T/cat.err")"
+	assert_eq "$(read_errno "$MNT/nested/f32.tif")" 5 "errno of a read from python"
+	[ "$SECONDS" -lt 60 ] || fail "giving up took ${SECONDS}s with --retries 2"
+	tilefs_alive "$MNT"
+	log_has "giving up"
+	grep "giving up" "$TILEFS_LOG" | grep -q "t512.tif" || fail "'giving up' line does not name the object"
+	grep "giving up" "$TILEFS_LOG" | grep -q "HTTP 503" || fail "'giving up' line does not say HTTP 503"
+	grep -q ' error: .*giving up' "$TILEFS_LOG" || fail "'giving up' is not logged at error"
+	local n503
+	n503=$(origin_select 'u == "/t512.tif" && st == 503' | wc -l)
+	[ "$n503" -ge 3 ] || fail "only $n503 attempts for t512.tif with --retries 2"
+	origin_fault clear
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	cmp "$SAMPLES/nested/f32.tif" "$MNT/nested/f32.tif"
+	tilefs_umount "$MNT"
+}
+
+@test "origin stopped: EIO, daemon alive, still mounted; cached files still read; back after restart" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --retries 1
+	ls -R "$MNT" >/dev/null
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	local port=$ORIGIN_PORT
+	origin_stop
+	SECONDS=0
+	run_to 120 cat "$MNT/t512.tif" >/dev/null 2>"$T/cat.err" && fail "cat succeeded with the origin stopped"
+	grep -q "Input/output error" "$T/cat.err" || fail "cat said: $(cat "$T/cat.err")"
+	assert_eq "$(read_errno "$MNT/notes.txt")" 5 "errno from python"
+	[ "$SECONDS" -lt 60 ] || fail "failing took ${SECONDS}s with --retries 1"
+	tilefs_alive "$MNT"
+	log_has "giving up"
+	grep "giving up" "$TILEFS_LOG" | grep -qi "connect" || fail "'giving up' line does not say connection"
+	# a file read before the origin went away is served from the cache (--ttl 60)
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	ORIGIN_WANT_PORT=$port origin_start "$SAMPLES"
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	tilefs_umount "$MNT"
+}
+
+@test "a burst of concurrent reads during intermittent 503s gets the right bytes" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --block-size 64K --log-level info
+	ls -R "$MNT" >/dev/null
+	origin_fault 'status?code=503&count=4'
+	run_to 120 "$PY" "$TESTS_LIB/pread_check.py" --seed 11 --procs 3 --threads 3 \
+		--reads 60 "$MNT" "$SAMPLES"
+	assert_eq "$(origin_select 'st == 503' | wc -l)" 4 "503 answers"
+	tilefs_umount "$MNT"
+	# a fresh cache, so that there is something left to fetch
+	tilefs_mount "$ORIGIN_URL" "$MNT" --block-size 64K --log-level info --cache-dir "$T/cache2"
+	origin_fault 'truncate?bytes=5000&count=4'
+	run_to 120 "$PY" "$TESTS_LIB/pread_check.py" --seed 12 --procs 3 --threads 3 \
+		--reads 60 "$MNT" "$SAMPLES"
+	[ "$(origin_select 'nb == 5000' | wc -l)" -ge 1 ] || fail "no truncated answer was sent"
+	tilefs_alive "$MNT"
+	log_has retrying
+	tilefs_umount "$MNT"
+}
+
+@test "origin ignores Range (200 with the whole body): right bytes or EIO, never wrong bytes" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --block-size 64K --retries 1
+	ls -R "$MNT" >/dev/null
+	origin_fault 'norange?count=-1&path=/random.bin'
+	local rc=0
+	run_to 120 cmp "$SAMPLES/random.bin" "$MNT/random.bin" 2>"$T/cmp.err" || rc=$?
+	if [ "$rc" != 0 ]; then
+		grep -q "Input/output error" "$T/cmp.err" || fail "wrong bytes, not EIO: $(cat "$T/cmp.err")"
+	fi
+	# a file whose Range is honoured meanwhile is fine
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	origin_fault clear
+	cmp "$SAMPLES/random.bin" "$MNT/random.bin"
+	tilefs_alive "$MNT"
+	tilefs_umount "$MNT"
+}
+
+@test "503 twice on the directory listing at mount time, --retries 3: the mount succeeds" {
+	origin_fault 'status?code=503&count=2&path=/'
+	tilefs_mount "$ORIGIN_URL" "$MNT" --log-level info --retries 3
+	assert_eq "$(origin_select 'st == 503' | wc -l)" 2 "503 answers"
+	assert_eq "$(ls "$MNT" | LC_ALL=C sort | tr '\n' ' ')" "nested notes.txt random.bin t256.tif t512.tif " "ls"
+	tilefs_umount "$MNT"
+}
+
+@test "a file deleted at the origin after the listing: open fails cleanly, 404 is not retried" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --log-level info
+	ls -R "$MNT" >/dev/null
+	rm "$SAMPLES/t512.tif"
+	origin_log_reset
+	local e
+	e=$(read_errno "$MNT/t512.tif")
+	[ "$e" = 2 ] || [ "$e" = 5 ] || fail "reading a deleted file: errno $e, want ENOENT (2) or EIO (5)"
+	assert_eq "$(origin_select 'u == "/t512.tif" && st == 404' | wc -l)" 1 "GETs answered 404 (a 404 is final)"
+	tilefs_alive "$MNT"
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	tilefs_umount "$MNT"
+}
+
+@test "cache dir on a full disk (3 MB tmpfs, --cache-size 100M): reads still right (DESIGN)" {
+	mkdir -p "$T/small"
+	mount -t tmpfs -o size=3m tmpfs "$T/small"
+	TILEFS_EXTRA_MOUNTS+=("$T/small")
+	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$T/small/cache" --cache-size 100M
+	cmp_tree "$SAMPLES" "$MNT"
+	run_to 60 "$PY" "$TESTS_LIB/rio_compare.py" "$MNT/t512.tif" "$SAMPLES/t512.tif"
+	cmp_tree "$SAMPLES" "$MNT"
+	tilefs_alive "$MNT"
+	tilefs_umount "$MNT"
+}
+
+@test "index.db replaced by garbage while unmounted: the mount rebuilds it, reads right (DESIGN)" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	cmp_tree "$SAMPLES" "$MNT"
+	tilefs_umount "$MNT"
+	rm -f "$T/cache/index.db-wal" "$T/cache/index.db-shm"
+	head -c 20000 /dev/urandom >"$T/cache/index.db"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	cmp_tree "$SAMPLES" "$MNT"
+	tilefs_umount "$MNT"
+	assert_eq "$(sqlite3 "$T/cache/index.db" 'pragma integrity_check;')" ok "rebuilt index.db"
+}
