@@ -416,6 +416,8 @@ static void wait_for_other(struct cache *c, struct cache_object *obj, struct inf
 			return;
 		}
 		int rc = index_claim(c->index, obj->id, e->unit.off, c->cfg.claim_wait_s, &holder);
+		if (rc == -EEXIST)
+			continue;	/* it just landed: read it */
 		if (rc != -EBUSY) {
 			e->claimed = rc == 0;
 			break;
@@ -484,8 +486,8 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t 
 		int rc = obj->id < 0 ? -ENOENT :
 			 index_claim(c->index, obj->id, fetch[i]->unit.off, c->cfg.claim_wait_s,
 				     &holder);
-		if (rc == -EBUSY) {
-			others[nwait++] = fetch[i];
+		if (rc == -EBUSY || rc == -EEXIST) {
+			others[nwait++] = fetch[i];	/* another process has it */
 			continue;
 		}
 		fetch[i]->claimed = rc == 0;
@@ -708,6 +710,12 @@ static bool probe_claim(struct cache *c, const char *url, struct index_object *l
 	for (int i = 0; i < c->cfg.claim_wait_s * 200; i++) {
 		pid_t holder;
 		int rc = index_claim(c->index, key, 0, c->cfg.claim_wait_s, &holder);
+		if (rc == 0 && index_object_latest(c->index, url, latest) == 0) {
+			/* probed by another process just before our claim */
+			index_unclaim(c->index, key, 0);
+			*known = true;
+			return false;
+		}
 		if (rc != -EBUSY)
 			return rc == 0;
 		nanosleep(&pause, NULL);

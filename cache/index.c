@@ -544,6 +544,15 @@ int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, 
 	sqlite3_bind_int64(s, 1, object_id);
 	sqlite3_bind_int64(s, 2, (int64_t)off);
 	int rc = sqlite3_step(s);
+	sqlite3_stmt *cached = stmt(c, ST_UNIT_FIND);
+	if (rc == SQLITE_DONE && cached) {
+		/* landed between the caller's lookup and this claim? */
+		sqlite3_bind_int64(cached, 1, object_id);
+		sqlite3_bind_int64(cached, 2, (int64_t)off);
+		if (sqlite3_step(cached) == SQLITE_ROW)
+			err = -EEXIST;
+		sqlite3_reset(cached);
+	}
 	if (rc == SQLITE_ROW) {
 		pid_t pid = (pid_t)sqlite3_column_int64(s, 0);
 		int64_t since = sqlite3_column_int64(s, 1);
@@ -565,8 +574,8 @@ int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, 
 		}
 		err = exec_stmt(c, s, "claim unit");
 	}
-	if (err == -EBUSY) {
-		commit(c, -EBUSY);	/* rolls back */
+	if (err == -EBUSY || err == -EEXIST) {
+		commit(c, err);		/* rolls back */
 	} else {
 		err = commit(c, err);
 	}

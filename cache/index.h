@@ -60,7 +60,8 @@ int index_units_touch(struct index *ix, const int64_t *unit_ids, size_t n);
 /*
  * Claim the fetch of a unit for this process, so two processes do not fetch
  * the same bytes. 0: claimed. -EBUSY: a live process holds it (*holder set).
- * A claim of a dead process, or older than stale_s seconds, is taken over.
+ * -EEXIST: the unit is cached by now (read it instead). A claim of a dead
+ * process, or older than stale_s seconds, is taken over.
  */
 int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, pid_t *holder);
 int index_unclaim(struct index *ix, int64_t object_id, uint64_t off);

@@ -71,17 +71,22 @@ int main(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another process sees the claim held (%d)",
 	      WEXITSTATUS(st));
 	CHECK(index_unit_add(ix, b, 512, 100, 5) == 0, "adding the unit releases the claim");
+	CHECK(index_claim(ix, b, 1024, 30, &holder) == 0 && index_unclaim(ix, b, 1024) == 0,
+	      "claim and release a unit without adding it");
 	child = fork();
 	if (child == 0) {
 		struct index *other;
 		bool r;
 		pid_t h;
 		int rc = index_open(dir, &other, &r) ? 10 : index_claim(other, b, 512, 30, &h);
+		int rc2 = index_claim(other, b, 1024, 30, &h);
 		index_close(other);
-		_exit(rc == 0 ? 0 : 12);
+		_exit(rc != -EEXIST ? 12 : rc2 != 0 ? 13 : 0);
 	}
 	waitpid(child, &st, 0);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "released claim can be taken");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "a cached unit is not claimed (EEXIST); a released claim can be taken (%d)",
+	      WEXITSTATUS(st));
 	index_close(ix);
 
 	/* a corrupt database is set aside and rebuilt */
