@@ -1,0 +1,202 @@
+#!/usr/bin/env bats
+# Azure Blob against Azurite on 127.0.0.1: Shared Key and SAS, listings
+# (nested prefixes, pages), bytes and rasterio windows, the cache across a
+# remount, credential errors, and no secret in the log.
+
+bats_require_minimum_version 1.5.0
+load ../lib/tilefs
+load ../lib/azurite
+
+# A key Azurite does not know (valid base64, 64 bytes).
+WRONG_KEY='AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+Pw=='
+
+setup() {
+	tilefs_setup
+	azurite_start
+	MNT=$T/mnt
+	CACHE=$T/cache
+	# cogs: the samples under eo/2024/, a stray blob beside them, one at the top
+	azurite_container cogs
+	azurite_put_tree cogs eo/2024 "$SAMPLES"
+	azurite_put cogs eo/readme.txt "$SAMPLES/notes.txt"
+	azurite_put cogs top.bin "$SAMPLES/random.bin"
+	SOURCE=az://$AZURITE_ACCOUNT/cogs/eo/2024
+	unset AZURE_STORAGE_ACCOUNT AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN
+}
+
+teardown() {
+	tilefs_teardown
+	azurite_stop
+}
+
+use_shared_key() {
+	export AZURE_STORAGE_ACCOUNT=$AZURITE_ACCOUNT AZURE_STORAGE_KEY=$AZURITE_KEY
+}
+
+# same_listing LOCALDIR MNTDIR: every directory lists the same names, and
+# every file shows the same size.
+same_listing() {
+	local d a b
+	while IFS= read -r d; do
+		a=$(cd "$1/$d" && ls -A | LC_ALL=C sort)
+		b=$(cd "$2/$d" && ls -A | LC_ALL=C sort) || return 1
+		[ "$a" = "$b" ] || {
+			fail "ls $d: expected [$a], got [$b]"
+			return 1
+		}
+	done < <(cd "$1" && find . -type d)
+	a=$(cd "$1" && find . -type f -printf '%P %s\n' | LC_ALL=C sort)
+	b=$(cd "$2" && find . -type f -printf '%P %s\n' | LC_ALL=C sort)
+	[ "$a" = "$b" ] || fail "sizes differ: expected [$a], got [$b]"
+}
+
+# no_secret_in FILE SECRET...: none of the secrets occurs in FILE.
+no_secret_in() {
+	local f=$1 s
+	shift
+	[ -s "$f" ] || fail "$f is empty: nothing was checked"
+	for s in "$@"; do
+		[ -n "$s" ] || continue
+		if grep -qF -- "$s" "$f"; then
+			fail "$f contains a secret: $s"
+			return 1
+		fi
+	done
+}
+
+@test "Shared Key: listings show exactly the blobs and prefixes; bytes and rasterio windows identical" {
+	use_shared_key
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT"
+	same_listing "$SAMPLES" "$MNT"
+	assert_eq "$(file_list "$MNT")" "$(file_list "$SAMPLES")" "files under the mount"
+	cmp_tree "$SAMPLES" "$MNT"
+	run_to 60 "$PY" "$TESTS_LIB/rio_compare.py" "$MNT/t256.tif" "$SAMPLES/t256.tif"
+	run_to 60 "$PY" "$TESTS_LIB/rio_compare.py" "$MNT/nested/f32.tif" "$SAMPLES/nested/f32.tif"
+	assert_enoent "$MNT/readme.txt"
+	assert_eq "$(azurite_count GET 403)" 0 "requests Azurite refused"
+	tilefs_umount "$MNT"
+
+	# the whole container: prefixes are directories, the stray blobs show
+	tilefs_mount "az://$AZURITE_ACCOUNT/cogs" "$MNT" --endpoint "$AZURITE_ENDPOINT/"
+	assert_eq "$(ls -A "$MNT" | tr '\n' ' ')" "eo top.bin " "ls of the container"
+	assert_eq "$(ls -A "$MNT/eo" | tr '\n' ' ')" "2024 readme.txt " "ls of eo/"
+	cmp "$SAMPLES/random.bin" "$MNT/top.bin"
+	cmp "$SAMPLES/nested/deeper/small.tif" "$MNT/eo/2024/nested/deeper/small.tif"
+	tilefs_umount "$MNT"
+}
+
+@test "remount on the same cache dir: no blob is fetched again" {
+	use_shared_key
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --cache-dir "$CACHE"
+	azurite_log_reset
+	cmp_tree "$SAMPLES" "$MNT"
+	run_to 60 "$PY" "$TESTS_LIB/rio_compare.py" "$MNT/t512.tif" "$SAMPLES/t512.tif"
+	local first
+	first=$(azurite_count GET 206)
+	[ "$first" -gt 0 ] || fail "Azurite's log shows no ranged GET for the first read"
+	tilefs_umount "$MNT"
+
+	azurite_log_reset
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --cache-dir "$CACHE"
+	cmp_tree "$SAMPLES" "$MNT"
+	run_to 60 "$PY" "$TESTS_LIB/rio_compare.py" "$MNT/t512.tif" "$SAMPLES/t512.tif"
+	assert_eq "$(azurite_data_gets)" 0 "GETs of blobs after the remount (first read: $first)"
+	[ "$(azurite_count GET 200 'comp=list')" -gt 0 ] ||
+		fail "no listing in Azurite's log after the remount: the log is not counting"
+	[ "$(azurite_count HEAD)" -le "$(file_list "$SAMPLES" | wc -l)" ] ||
+		fail "more HEADs than files after the remount"
+	tilefs_umount "$MNT"
+}
+
+@test "SAS in SOURCE and in AZURE_STORAGE_SAS_TOKEN; the SAS never reaches the log" {
+	local sas sig
+	sas=$(azurite_sas cogs)
+	sig=${sas##*sig=}
+	tilefs_mount "https://$AZURITE_ACCOUNT.blob.core.windows.net/cogs/eo/2024?$sas" "$MNT" \
+		--endpoint "$AZURITE_ENDPOINT" --log-level debug
+	same_listing "$SAMPLES" "$MNT"
+	cmp_tree "$SAMPLES" "$MNT"
+	run_to 60 "$PY" "$TESTS_LIB/rio_compare.py" "$MNT/t256.tif" "$SAMPLES/t256.tif"
+	assert_eq "$(azurite_count GET 403)" 0 "requests Azurite refused"
+	local log=$TILEFS_LOG
+	tilefs_umount "$MNT"
+	no_secret_in "$log" "$sig" "$(printf '%b' "${sig//%/\\x}")" "sig=" "$sas"
+
+	export AZURE_STORAGE_SAS_TOKEN="?$sas"
+	export AZURE_STORAGE_KEY=$WRONG_KEY	# a SAS goes first
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --log-level debug
+	cmp_tree "$SAMPLES" "$MNT"
+	log=$TILEFS_LOG
+	tilefs_umount "$MNT"
+	no_secret_in "$log" "$sig" "sig=" "$WRONG_KEY"
+}
+
+@test "--page-size 2: a directory of more than 2 blobs lists them all" {
+	use_shared_key
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --page-size 2
+	[ "$(ls -A "$SAMPLES" | wc -l)" -gt 2 ] || fail "the sample set is too small for this test"
+	same_listing "$SAMPLES" "$MNT"
+	[ "$(azurite_count GET 200 'marker=')" -ge 2 ] ||
+		fail "Azurite saw fewer than 2 continued listings: $(grep -c marker= "$AZURITE_LOG")"
+	grep -q 'maxresults=2' "$AZURITE_LOG" || fail "no maxresults=2 in Azurite's log"
+	tilefs_umount "$MNT"
+}
+
+@test "wrong key: mount fails with exit 1, access denied, naming AZURE_STORAGE_KEY" {
+	export AZURE_STORAGE_ACCOUNT=$AZURITE_ACCOUNT AZURE_STORAGE_KEY=$WRONG_KEY
+	mkdir -p "$MNT"
+	tilefs_run mount --endpoint "$AZURITE_ENDPOINT" --cache-dir "$CACHE" \
+		--log-file "$T/wrong.log" --log-level debug "$SOURCE" "$MNT"
+	assert_eq "$status" 1 "exit status"
+	[[ $err == *"access denied"* ]] || fail "no 'access denied' in: $err"
+	[[ $err == *AZURE_STORAGE_KEY* ]] || fail "AZURE_STORAGE_KEY not named in: $err"
+	! is_mounted "$MNT" || fail "mounted anyway"
+	[ "$(azurite_count GET 403)" -gt 0 ] || fail "Azurite refused nothing: the key was not used"
+	no_secret_in "$T/wrong.log" "$WRONG_KEY" "SharedKey"
+
+	export AZURE_STORAGE_KEY='not a key!'
+	tilefs_run mount --endpoint "$AZURITE_ENDPOINT" --cache-dir "$CACHE" "$SOURCE" "$MNT"
+	assert_eq "$status" 1 "exit status for a key that is not base64"
+	[[ $err == *AZURE_STORAGE_KEY* ]] || fail "AZURE_STORAGE_KEY not named in: $err"
+	[[ $err != *"not a key!"* ]] || fail "the key is shown: $err"
+}
+
+@test "no credentials: exit 1 naming the variables; --no-sign-request reads a public container" {
+	mkdir -p "$MNT"
+	tilefs_run mount --endpoint "$AZURITE_ENDPOINT" --cache-dir "$CACHE" "$SOURCE" "$MNT"
+	assert_eq "$status" 1 "exit status"
+	[[ $err1 == "tilefs: "* ]] || fail "message does not start with 'tilefs: ': $err1"
+	for v in AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN --no-sign-request; do
+		[[ $err == *"$v"* ]] || fail "$v not named in: $err"
+	done
+	! is_mounted "$MNT" || fail "mounted anyway"
+
+	# anonymous on a private container: refused at mount time
+	tilefs_run mount --endpoint "$AZURITE_ENDPOINT" --cache-dir "$CACHE" --no-sign-request \
+		"$SOURCE" "$MNT"
+	assert_eq "$status" 1 "exit status, anonymous on a private container"
+	[[ $err == *"access denied"* ]] || fail "no 'access denied' in: $err"
+
+	azurite_container public --public
+	azurite_put_tree public "" "$SAMPLES/nested"
+	tilefs_mount "az://$AZURITE_ACCOUNT/public" "$MNT" --endpoint "$AZURITE_ENDPOINT" \
+		--no-sign-request
+	same_listing "$SAMPLES/nested" "$MNT"
+	cmp_tree "$SAMPLES/nested" "$MNT"
+	tilefs_umount "$MNT"
+}
+
+@test "Shared Key: the log holds neither the key nor any signature sent" {
+	use_shared_key
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --log-level debug --ttl 0
+	cmp_tree "$SAMPLES" "$MNT"
+	ls -R "$MNT" >/dev/null
+	local log=$TILEFS_LOG
+	tilefs_umount "$MNT"
+	# Azurite's debug log records each request's headers: the signatures sent
+	local sigs
+	mapfile -t sigs < <(grep -o 'SharedKey devstoreaccount1:[A-Za-z0-9+/=]*' \
+		"$AZURITE_DIR/debug.log" | sed 's/.*://' | sort -u)
+	[ "${#sigs[@]}" -gt 5 ] || fail "found only ${#sigs[@]} signatures in Azurite's debug log"
+	no_secret_in "$log" "$AZURITE_KEY" "SharedKey" "${sigs[@]}"
+}
