@@ -37,6 +37,7 @@ $(BUILD)/%.o: %.c
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(LIB): $(LIB_OBJ)
+	rm -f $@
 	$(AR) rcs $@ $^
 
 $(BUILD)/tilefs: $(DAEMON_OBJ) $(LIB)

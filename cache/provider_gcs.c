@@ -8,7 +8,7 @@
  * GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY (V4 signing, GOOG4-HMAC-SHA256).
  */
 #include "provider.h"
-#include "bucket_listing.h"
+#include "bucket.h"
 #include "log.h"
 #include "sigv4.h"
 
@@ -102,27 +102,17 @@ static int gcs_open(const char *text, const struct source_options *opts, struct 
 		return -ENOMEM;
 	g->base.provider = &provider_gcs;
 	g->page_size = opts->page_size;
-	const char *rest = text + 5;
-	size_t blen = strcspn(rest, "/");
-	g->bucket = strndup(rest, blen);
-	const char *p = rest + blen;
-	while (*p == '/')
-		p++;
-	size_t plen = strlen(p);
-	g->prefix = malloc(plen + 2);
-	if (g->prefix)
-		snprintf(g->prefix, plen + 2, "%s%s", p, plen && p[plen - 1] != '/' ? "/" : "");
+	int rc = bucket_parse(text, 5, &g->bucket, &g->prefix, err, err_size);
+	if (rc) {
+		gcs_free(&g->base);
+		return rc;
+	}
 	g->base.display = strdup(text);
-	if (!g->bucket || !g->prefix || !g->base.display) {
+	if (!g->base.display) {
 		gcs_free(&g->base);
 		return -ENOMEM;
 	}
-	if (!g->bucket[0] || strpbrk(g->bucket, "?#@ ")) {
-		snprintf(err, err_size, "'%s' is not gs://BUCKET/PREFIX", text);
-		gcs_free(&g->base);
-		return -EINVAL;
-	}
-	int rc = gcs_credentials(g, opts->no_sign_request, err, err_size);
+	rc = gcs_credentials(g, opts->no_sign_request, err, err_size);
 	if (rc) {
 		gcs_free(&g->base);
 		return rc;
@@ -164,44 +154,16 @@ static int gcs_open(const char *text, const struct source_options *opts, struct 
 static char *gcs_object_url(struct source *src, const char *path)
 {
 	struct gcs_source *g = (struct gcs_source *)src;
-	size_t n = strlen(g->prefix) + strlen(path) + 1;
-	char *key = malloc(n);
-	if (!key)
-		return NULL;
-	snprintf(key, n, "%s%s", g->prefix, path);
-	char *enc = sigv4_encode(key, true);
-	free(key);
-	if (!enc)
-		return NULL;
-	n = strlen(g->base_url) + strlen(enc) + 2;
-	char *url = malloc(n);
-	if (url)
-		snprintf(url, n, "%s/%s", g->base_url, enc);
-	free(enc);
-	return url;
+	return bucket_object_url(g->base_url, g->prefix, path);
 }
 
 static char *gcs_listing_url(struct source *src, const char *dir, const char *cursor)
 {
 	struct gcs_source *g = (struct gcs_source *)src;
-	char prefix[4096], pages[32] = "";
-	snprintf(prefix, sizeof(prefix), "%s%s%s", g->prefix, dir, dir[0] ? "/" : "");
-	char *enc_prefix = sigv4_encode(prefix, false);
-	char *enc_cursor = cursor ? sigv4_encode(cursor, false) : NULL;
-	char *url = NULL;
-	if (enc_prefix && (!cursor || enc_cursor)) {
-		if (g->page_size > 0)
-			snprintf(pages, sizeof(pages), "&max-keys=%ld", g->page_size);
-		size_t n = strlen(g->base_url) + strlen(enc_prefix) +
-			   (enc_cursor ? strlen(enc_cursor) : 0) + 96;
-		url = malloc(n);
-		if (url)
-			snprintf(url, n, "%s?delimiter=%%2F&prefix=%s%s%s%s", g->base_url, enc_prefix,
-				 pages, enc_cursor ? "&marker=" : "", enc_cursor ? enc_cursor : "");
-	}
-	free(enc_prefix);
-	free(enc_cursor);
-	return url;
+	char prefix[4096];
+	bucket_dir_prefix(g->prefix, dir, prefix, sizeof(prefix));
+	return bucket_listing_url(g->base_url, "delimiter=%2F", prefix, "max-keys", g->page_size,
+				  "marker", cursor);
 }
 
 static int gcs_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
@@ -209,15 +171,13 @@ static int gcs_parse_listing(struct source *src, const char *dir, const char *bo
 {
 	struct gcs_source *g = (struct gcs_source *)src;
 	char prefix[4096];
-	snprintf(prefix, sizeof(prefix), "%s%s%s", g->prefix, dir, dir[0] ? "/" : "");
+	bucket_dir_prefix(g->prefix, dir, prefix, sizeof(prefix));
 	return bucket_listing_parse(prefix, body, len, add, arg, next_cursor);
 }
 
 static int gcs_sign(void *signer, const struct http_attempt *a, struct curl_slist **headers)
 {
 	struct gcs_source *g = signer;
-	char path[4096], stamp[32];
-	const char *query;
 
 	if (g->auth == GCS_ANONYMOUS)
 		return 0;
@@ -225,32 +185,8 @@ static int gcs_sign(void *signer, const struct http_attempt *a, struct curl_slis
 		*headers = curl_slist_append(*headers, g->bearer);
 		return 0;
 	}
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	url_split(a->url, path, sizeof(path), &query);
-	struct sigv4_header h[] = { { "host", g->host } };
 	struct sigv4_credentials cred = { g->access_id, g->secret, NULL };
-	struct sigv4_input in = {
-		.method = a->method, .canonical_uri = path, .query = query,
-		.headers = h, .nheaders = 1, .payload_header = true,
-		.timestamp = stamp, .region = "auto", .service = "storage",
-	};
-	struct sigv4_output *out = malloc(sizeof(*out));
-	if (!out)
-		return -ENOMEM;
-	int err = sigv4_sign(&sigv4_goog, &cred, &in, out);
-	if (!err) {
-		char auth[1600];
-		snprintf(auth, sizeof(auth), "Authorization: %s", out->authorization);
-		*headers = curl_slist_append(*headers, auth);
-		*headers = curl_slist_append(*headers, out->date_header);
-		*headers = curl_slist_append(*headers, out->payload_header);
-	}
-	memset(out, 0, sizeof(*out));
-	free(out);
-	return err;
+	return bucket_sign(&sigv4_goog, &cred, g->host, "auto", "storage", a, NULL, 0, headers);
 }
 
 const struct provider provider_gcs = {

@@ -14,7 +14,7 @@
  * only thread that signs once the source is open).
  */
 #include "provider.h"
-#include "bucket_listing.h"
+#include "bucket.h"
 #include "log.h"
 #include "sigv4.h"
 
@@ -322,27 +322,17 @@ static int s3_open(const char *text, const struct source_options *opts, struct s
 	s->requester_pays = opts->requester_pays;
 	s->page_size = opts->page_size;
 
-	const char *rest = text + 5;
-	size_t blen = strcspn(rest, "/");
-	s->bucket = strndup(rest, blen);
-	const char *p = rest + blen;
-	while (*p == '/')
-		p++;
-	size_t plen = strlen(p);
-	s->prefix = malloc(plen + 2);
-	if (s->prefix)
-		snprintf(s->prefix, plen + 2, "%s%s", p, plen && p[plen - 1] != '/' ? "/" : "");
-	s->base.display = strdup(text);
-	if (!s->bucket || !s->prefix || !s->base.display)
-		goto nomem;
-	if (!s->bucket[0] || strpbrk(s->bucket, "?#@ ")) {
-		snprintf(err, err_size, "'%s' is not s3://BUCKET/PREFIX", text);
+	int rc = bucket_parse(text, 5, &s->bucket, &s->prefix, err, err_size);
+	if (rc) {
 		s3_free(&s->base);
-		return -EINVAL;
+		return rc;
 	}
+	s->base.display = strdup(text);
+	if (!s->base.display)
+		goto nomem;
 
 	bool region_found;
-	int rc = find_credentials(s, opts->no_sign_request, &region_found, err, err_size);
+	rc = find_credentials(s, opts->no_sign_request, &region_found, err, err_size);
 	if (rc) {
 		s3_free(&s->base);
 		return rc;
@@ -404,49 +394,19 @@ nomem:
 static char *s3_object_url(struct source *src, const char *path)
 {
 	struct s3_source *s = (struct s3_source *)src;
-	size_t n = strlen(s->prefix) + strlen(path) + 1;
-	char *key = malloc(n);
-	if (!key)
-		return NULL;
-	snprintf(key, n, "%s%s", s->prefix, path);
-	char *enc = sigv4_encode(key, true);
-	free(key);
-	if (!enc)
-		return NULL;
-	n = strlen(s->base_url) + strlen(enc) + 2;
-	char *url = malloc(n);
-	if (url)
-		snprintf(url, n, "%s/%s", s->base_url, enc);
-	free(enc);
-	return url;
+	return bucket_object_url(s->base_url, s->prefix, path);
 }
 
 static char *s3_listing_url(struct source *src, const char *dir, const char *cursor)
 {
 	struct s3_source *s = (struct s3_source *)src;
-	char prefix[4096], pages[32] = "";
-	snprintf(prefix, sizeof(prefix), "%s%s%s", s->prefix, dir, dir[0] ? "/" : "");
-	char *enc_prefix = sigv4_encode(prefix, false);
-	char *enc_cursor = cursor ? sigv4_encode(cursor, false) : NULL;
-	if (!enc_prefix || (cursor && !enc_cursor)) {
-		free(enc_prefix);
-		free(enc_cursor);
-		return NULL;
-	}
-	if (s->page_size > 0)
-		snprintf(pages, sizeof(pages), "&max-keys=%ld", s->page_size);
-	size_t n = strlen(s->base_url) + strlen(enc_prefix) + (enc_cursor ? strlen(enc_cursor) : 0) + 160;
-	char *url = malloc(n);
+	char prefix[4096], base[1100];
+	bucket_dir_prefix(s->prefix, dir, prefix, sizeof(prefix));
 	/* virtual-hosted URLs have no path yet: the listing is of "/" */
 	bool bare = !strchr(strstr(s->base_url, "://") + 3, '/');
-	if (url)
-		snprintf(url, n, "%s%s?list-type=2&delimiter=%%2F&encoding-type=url&prefix=%s%s%s%s",
-			 s->base_url, bare ? "/" : "",
-			 enc_prefix, pages, enc_cursor ? "&continuation-token=" : "",
-			 enc_cursor ? enc_cursor : "");
-	free(enc_prefix);
-	free(enc_cursor);
-	return url;
+	snprintf(base, sizeof(base), "%s%s", s->base_url, bare ? "/" : "");
+	return bucket_listing_url(base, "list-type=2&delimiter=%2F&encoding-type=url", prefix,
+				  "max-keys", s->page_size, "continuation-token", cursor);
 }
 
 static int s3_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
@@ -454,17 +414,14 @@ static int s3_parse_listing(struct source *src, const char *dir, const char *bod
 {
 	struct s3_source *s = (struct s3_source *)src;
 	char prefix[4096];
-	snprintf(prefix, sizeof(prefix), "%s%s%s", s->prefix, dir, dir[0] ? "/" : "");
+	bucket_dir_prefix(s->prefix, dir, prefix, sizeof(prefix));
 	return bucket_listing_parse(prefix, body, len, add, arg, next_cursor);
 }
 
 static int s3_sign(void *signer, const struct http_attempt *a, struct curl_slist **headers)
 {
 	struct s3_source *s = signer;
-	char path[4096], stamp[32];
-	const char *query;
-	struct sigv4_header h[2];
-	size_t nh = 0;
+	static const struct sigv4_header payer = { "x-amz-request-payer", "requester" };
 
 	if (s->anonymous)
 		return 0;
@@ -476,39 +433,10 @@ static int s3_sign(void *signer, const struct http_attempt *a, struct curl_slist
 	} else if (s->expires && now >= s->expires) {
 		log_error("s3: the credentials from %s have expired", s->credentials_from);
 	}
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	url_split(a->url, path, sizeof(path), &query);
-
-	h[nh++] = (struct sigv4_header){ "host", s->host };
-	if (s->requester_pays)
-		h[nh++] = (struct sigv4_header){ "x-amz-request-payer", "requester" };
 	struct sigv4_credentials cred = { s->access_key, s->secret_key,
 					  s->session_token[0] ? s->session_token : NULL };
-	struct sigv4_input in = {
-		.method = a->method, .canonical_uri = path, .query = query,
-		.headers = h, .nheaders = nh, .payload_header = true,
-		.timestamp = stamp, .region = s->region, .service = "s3",
-	};
-	struct sigv4_output *out = malloc(sizeof(*out));
-	if (!out)
-		return -ENOMEM;
-	int err = sigv4_sign(&sigv4_aws, &cred, &in, out);
-	if (!err) {
-		char auth[1600];
-		snprintf(auth, sizeof(auth), "Authorization: %s", out->authorization);
-		*headers = curl_slist_append(*headers, auth);
-		*headers = curl_slist_append(*headers, out->date_header);
-		*headers = curl_slist_append(*headers, out->payload_header);
-		if (out->token_header[0])
-			*headers = curl_slist_append(*headers, out->token_header);
-		if (s->requester_pays)
-			*headers = curl_slist_append(*headers, "x-amz-request-payer: requester");
-	}
-	memset(out, 0, sizeof(*out));
-	free(out);
-	return err;
+	return bucket_sign(&sigv4_aws, &cred, s->host, s->region, "s3", a, &payer,
+			   s->requester_pays ? 1 : 0, headers);
 }
 
 const struct provider provider_s3 = {

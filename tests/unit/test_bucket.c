@@ -1,7 +1,9 @@
-/* test_bucket_listing.c - ListBucketResult pages of S3 (V2) and GCS (V1). */
-#include "cache/bucket_listing.h"
+/* test_bucket.c - bucket sources: SOURCE parsing, URLs, and ListBucketResult
+ * pages of S3 (V2) and GCS (V1). */
+#include "cache/bucket.h"
 #include "check.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +51,30 @@ int main(void)
 {
 	struct seen s = { 0 };
 	char *next = NULL;
+	char *bucket, *prefix, err[256];
+
+	CHECK(bucket_parse("s3://eo/a/b", 5, &bucket, &prefix, err, sizeof(err)) == 0 &&
+	      strcmp(bucket, "eo") == 0 && strcmp(prefix, "a/b/") == 0, "bucket and prefix");
+	free(bucket);
+	free(prefix);
+	CHECK(bucket_parse("gs://eo//", 5, &bucket, &prefix, err, sizeof(err)) == 0 &&
+	      strcmp(prefix, "") == 0, "slashes only: no prefix");
+	free(bucket);
+	free(prefix);
+	CHECK(bucket_parse("s3://", 5, &bucket, &prefix, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "s3://BUCKET/PREFIX"), "no bucket: %s", err);
+	CHECK(bucket_parse("s3://a b/x", 5, &bucket, &prefix, err, sizeof(err)) == -EINVAL,
+	      "a space in the bucket name");
+	char *url = bucket_object_url("http://h/eo", "p/", "a b/c+d.tif");
+	CHECK(strcmp(url, "http://h/eo/p/a%20b/c%2Bd.tif") == 0, "object URL: %s", url);
+	free(url);
+	char dp[64];
+	bucket_dir_prefix("p/", "d", dp, sizeof(dp));
+	CHECK(strcmp(dp, "p/d/") == 0, "directory prefix");
+	url = bucket_listing_url("http://h/eo", "delimiter=%2F", "p/d/", "max-keys", 0, "marker",
+				 NULL);
+	CHECK(strcmp(url, "http://h/eo?delimiter=%2F&prefix=p%2Fd%2F") == 0, "listing URL: %s", url);
+	free(url);
 
 	CHECK(bucket_listing_parse("scenes/", s3_page, strlen(s3_page), collect, &s, &next) == 0,
 	      "S3 V2 page parses");

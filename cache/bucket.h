@@ -1,0 +1,53 @@
+/*
+ * bucket.h - what the S3 and GCS providers share: SOURCE's BUCKET/PREFIX,
+ * key URLs, listing URLs and ListBucketResult pages (S3's ListObjectsV2 and
+ * GCS's XML API: <Contents><Key>/<Size>, <CommonPrefixes><Prefix>, a
+ * NextContinuationToken or NextMarker cursor), and V4 signing of one
+ * attempt. Providers keep what differs: hosts, credentials, flavours.
+ */
+#ifndef TILEFS_BUCKET_H
+#define TILEFS_BUCKET_H
+
+#include "provider.h"
+#include "sigv4.h"
+
+struct curl_slist;
+
+/* Split "scheme://BUCKET/PREFIX" (SCHEME_LEN bytes of "scheme://") into
+ * BUCKET and PREFIX ("" or ending in '/'); both caller frees. -EINVAL
+ * (message in err) for a missing or unusable bucket name. */
+int bucket_parse(const char *text, size_t scheme_len, char **bucket, char **prefix, char *err,
+		 size_t err_size);
+/* BASE_URL + "/" + the encoded key PREFIX + PATH; caller frees. */
+char *bucket_object_url(const char *base_url, const char *prefix, const char *path);
+/* The key prefix a directory lists under: PREFIX + DIR + "/" ("" dir: PREFIX). */
+void bucket_dir_prefix(const char *prefix, const char *dir, char *out, size_t size);
+/*
+ * BASE_URL + "?" + FIXED + "&prefix=" + the encoded DIR_PREFIX, then
+ * "&PAGE_PARAM=N" when page_size > 0 and "&CURSOR_PARAM=" + the encoded
+ * CURSOR when given; caller frees.
+ */
+char *bucket_listing_url(const char *base_url, const char *fixed, const char *dir_prefix,
+			 const char *page_param, long page_size, const char *cursor_param,
+			 const char *cursor);
+
+/*
+ * Parse BODY listed with PREFIX (keys start with it: "" or "a/b/"); call
+ * add() with names relative to PREFIX. Keys are URL-decoded when the page
+ * says <EncodingType>url</EncodingType>. *next_cursor (caller frees) is set
+ * when the page is truncated.
+ */
+int bucket_listing_parse(const char *prefix, const char *body, size_t len,
+			 listing_entry_fn add, void *arg, char **next_cursor);
+
+/*
+ * Sign attempt A now with V4 (flavour F, CRED, REGION, SERVICE) for HOST,
+ * also signing and sending the EXTRA headers, and append the headers to
+ * send (Authorization, date, payload hash, session token, EXTRA).
+ */
+int bucket_sign(const struct sigv4_flavor *f, const struct sigv4_credentials *cred,
+		const char *host, const char *region, const char *service,
+		const struct http_attempt *a, const struct sigv4_header *extra, size_t nextra,
+		struct curl_slist **headers);
+
+#endif
