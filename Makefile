@@ -72,4 +72,6 @@ clean:
 	rm -rf build build-sanitize
 
 .PHONY: all check unit demo bench bench-quick valgrind clean
+# keep the unit tests' objects (pattern-rule intermediates) between builds
+.SECONDARY:
 -include $(LIB_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d)
