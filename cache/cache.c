@@ -16,9 +16,12 @@
  * unit to its data file, records it in the index (which releases the
  * claim), and evicts while the cache is over its bound.
  *
+ * Bytes of a unit are written only by a process holding its claim, and
+ * eviction punches them out only under a claim too (see index.c), so a
+ * row never points at bytes that change underneath it.
+ *
  * Locks: c->lock protects the inflight table and queue, entry states and
- * refs, touch buffer, verified set and stats. obj->fd_lock guards one fd
- * open. Neither is held across I/O or while taking the other.
+ * refs, touch buffer, verified set and stats. It is not held across I/O.
  */
 #include "cache.h"
 #include "crc32c.h"
@@ -55,9 +58,8 @@ struct cache_object {
 	char etag[128];			/* "" when the origin gives none */
 	uint64_t size;
 	time_t mtime;
+	char last_modified[64];		/* "" when the origin gives none */
 	struct layout layout;
-	pthread_mutex_t fd_lock;
-	int fd;				/* protected by fd_lock; -1 until needed */
 	atomic_bool stale;
 };
 
@@ -141,17 +143,6 @@ static void verified_add(struct cache *c, int64_t id)
 	}
 }
 
-static int object_fd(struct cache_object *obj, int *fd)
-{
-	int err = 0;
-	pthread_mutex_lock(&obj->fd_lock);
-	if (obj->fd < 0)
-		err = store_object_open(obj->cache->store, obj->id, &obj->fd);
-	*fd = obj->fd;
-	pthread_mutex_unlock(&obj->fd_lock);
-	return err;
-}
-
 /* ---- objects ---- */
 
 struct cache_object *cache_object_ref(struct cache_object *obj)
@@ -164,9 +155,6 @@ void cache_object_unref(struct cache_object *obj)
 {
 	if (!obj || atomic_fetch_sub(&obj->refs, 1) != 1)
 		return;
-	if (obj->fd >= 0)
-		close(obj->fd);
-	pthread_mutex_destroy(&obj->fd_lock);
 	free(obj->url);
 	free(obj->log_name);
 	free(obj);
@@ -185,6 +173,11 @@ time_t cache_object_mtime(const struct cache_object *obj)
 bool cache_object_same(const struct cache_object *a, const struct cache_object *b)
 {
 	return a && b && a->id == b->id;
+}
+
+bool cache_object_shared(const struct cache_object *obj)
+{
+	return atomic_load(&obj->refs) > 1;
 }
 
 bool cache_object_stale(const struct cache_object *obj)
@@ -256,13 +249,16 @@ static void entry_settle(struct cache *c, struct inflight *e, int err, bool pers
 static int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit *u,
 		     char *dst)
 {
-	int fd, err = object_fd(obj, &fd);
-	if (!err)
-		err = store_read(fd, dst, u->len, u->off);
-	if (!err && crc32c(0, dst, u->len) != u->crc) {
-		log_warn("cached bytes of %s at %" PRIu64 " failed their checksum; fetching them again",
-			 obj->log_name, u->off);
-		index_unit_drop(c->index, u->id);
+	int err = store_read(c->store, obj->id, dst, u->len, u->off);
+	if (err || crc32c(0, dst, u->len) != u->crc) {
+		/* evicted while we read it (row gone first), or really damaged:
+		   a row is only worth its bytes, so a damaged one goes */
+		struct index_unit now;
+		if (index_unit_find(c->index, obj->id, u->off, &now) == 0 && now.id == u->id) {
+			log_warn("cached bytes of %s at %" PRIu64 " are %s; fetching them again",
+				 obj->log_name, u->off, err ? "unreadable" : "damaged (checksum)");
+			index_unit_drop(c->index, u->id);
+		}
 		err = -EIO;
 	}
 	if (!err) {
@@ -283,7 +279,7 @@ static int read_cached(struct cache *c, struct cache_object *obj, struct extent 
 	struct index_unit u, again;
 	if (obj->id < 0)
 		return -ENOENT;
-	int fd, err = index_unit_find(c->index, obj->id, unit.off, &u);
+	int err = index_unit_find(c->index, obj->id, unit.off, &u);
 
 	if (err)
 		return err;
@@ -303,9 +299,9 @@ static int read_cached(struct cache *c, struct cache_object *obj, struct extent 
 			memcpy(dst, whole + (part_off - unit.off), part_len);
 		free(whole);
 	} else {
-		err = object_fd(obj, &fd);
-		if (!err)
-			err = store_read(fd, dst, part_len, part_off);
+		err = store_read(c->store, obj->id, dst, part_len, part_off);
+		if (err)
+			index_unit_drop(c->index, u.id);	/* its bytes are gone */
 	}
 	if (err)
 		return err;
@@ -328,9 +324,10 @@ static void run_done(struct http_request *req, void *arg)
 	struct fetch_run *run = arg;
 	struct cache *c = run->cache;
 	struct cache_object *obj = run->obj;
-	int err = req->err;
+	int err = req->err == -ERANGE ? -ESTALE : req->err;	/* 416: it shrank */
 
 	if (!err && ((obj->etag[0] && req->etag[0] && strcmp(obj->etag, req->etag) != 0) ||
+		     (!obj->etag[0] && strcmp(obj->last_modified, req->last_modified) != 0) ||
 		     (req->object_size != UINT64_MAX && req->object_size != obj->size)))
 		err = -ESTALE;
 	if (err == -ESTALE) {
@@ -380,6 +377,7 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 	run->req.off = off;
 	run->req.len = end - off;
 	run->req.if_match = obj->etag[0] ? obj->etag : NULL;
+	run->req.if_unmodified_since = obj->etag[0] ? NULL : obj->last_modified;
 	run->req.done = run_done;
 	run->req.arg = run;
 	source_prepare(c->src, &run->req);
@@ -404,25 +402,26 @@ static void wait_for_other(struct cache *c, struct cache_object *obj, struct inf
 	struct timespec pause = { 0, 5 * 1000 * 1000 };
 	int rounds = c->cfg.claim_wait_s * 200;
 
-	for (int i = 0; i < rounds; i++) {
+	for (int i = 0; i < rounds; i++, nanosleep(&pause, NULL)) {
 		struct index_unit u;
 		pid_t holder;
-		if (index_unit_find(c->index, obj->id, e->unit.off, &u) == 0 &&
-		    u.len == e->unit.len && load_unit(c, obj, &u, e->buf) == 0) {
-			pthread_mutex_lock(&c->lock);
-			entry_settle(c, e, 0, false);
-			c->stats.hits++;
-			pthread_mutex_unlock(&c->lock);
-			return;
+		if (index_unit_find(c->index, obj->id, e->unit.off, &u) == 0) {
+			if (u.len == e->unit.len && load_unit(c, obj, &u, e->buf) == 0) {
+				pthread_mutex_lock(&c->lock);
+				entry_settle(c, e, 0, false);
+				c->stats.hits++;
+				pthread_mutex_unlock(&c->lock);
+				return;
+			}
+			if (u.len != e->unit.len)
+				index_unit_drop(c->index, u.id);
+			continue;
 		}
 		int rc = index_claim(c->index, obj->id, e->unit.off, c->cfg.claim_wait_s, &holder);
-		if (rc == -EEXIST)
-			continue;	/* it just landed: read it */
-		if (rc != -EBUSY) {
-			e->claimed = rc == 0;
-			break;
-		}
-		nanosleep(&pause, NULL);
+		if (rc == -EBUSY || rc == -EEXIST)
+			continue;	/* still being fetched, or it just landed */
+		e->claimed = rc == 0;
+		break;
 	}
 	run_submit(c, obj, &e, 1);
 }
@@ -551,10 +550,15 @@ static void evict(struct cache *c)
 		if (index_eviction_candidates(c->index, victims, EVICT_BATCH, &n) != 0 || n == 0)
 			break;
 		for (size_t i = 0; i < n && usage > target; i++) {
-			/* the row goes first: readers recheck it after reading */
-			if (index_unit_drop(c->index, victims[i].id) != 0)
-				return;	/* the index cannot change now: try next time */
+			/* the row goes, under a claim: readers recheck the row after
+			   reading, and nobody writes the unit while we punch */
+			int err = index_unit_evict(c->index, &victims[i]);
+			if (err == -ENOENT)
+				continue;	/* another process evicted it */
+			if (err)
+				return;		/* the index cannot change now: later */
 			store_punch(c->store, victims[i].object_id, victims[i].off, victims[i].len);
+			index_unclaim(c->index, victims[i].object_id, victims[i].off);
 			usage -= victims[i].len < usage ? victims[i].len : usage;
 			pthread_mutex_lock(&c->lock);
 			c->stats.evicted += victims[i].len;
@@ -563,37 +567,53 @@ static void evict(struct cache *c)
 	}
 }
 
-/* Write a fetched unit to its data file, then record it in the index. */
+/* The disk is full: give back the reserve, then evict a tenth. */
+static void make_room(struct cache *c)
+{
+	if (!c->disk_full_logged)
+		log_warn("cache disk is full: evicting, serving from the network meanwhile");
+	c->disk_full_logged = true;
+	store_reserve_release(c->store);
+	uint64_t usage;
+	if (index_usage(c->index, &usage) == 0 && usage > 0) {
+		uint64_t saved = c->cfg.size_limit;
+		c->cfg.size_limit = usage - usage / 10;
+		evict(c);
+		c->cfg.size_limit = saved;
+	}
+}
+
+/*
+ * Write a fetched unit to its data file, then record it in the index. Only
+ * under the unit's claim: without it another process may be writing or
+ * evicting the same bytes.
+ */
 static void persist(struct cache *c, struct inflight *e)
 {
 	struct cache_object *obj = e->obj;
-	int fd, err = object_fd(obj, &fd);
 
+	if (!e->claimed)
+		return;
+	int err = store_write(c->store, obj->id, e->buf, e->unit.len, e->unit.off);
 	if (!err)
-		err = store_write(fd, e->buf, e->unit.len, e->unit.off);
-	if (err == -ENOSPC || err == -EDQUOT) {
-		if (!c->disk_full_logged)
-			log_warn("cache disk is full: evicting, serving from the network meanwhile");
-		c->disk_full_logged = true;
-		uint64_t usage;
-		if (index_usage(c->index, &usage) == 0 && usage > 0) {
-			uint64_t saved = c->cfg.size_limit;
-			c->cfg.size_limit = usage - usage / 10;
-			evict(c);
-			c->cfg.size_limit = saved;
-		}
-	} else if (err) {
-		log_warn("cannot write to the cache for %s: %s", obj->log_name, strerror(-err));
-	}
+		err = index_unit_add(c->index, obj->id, e->unit.off, e->unit.len,
+				     crc32c(0, e->buf, e->unit.len));
+	if (err == -EBUSY)
+		return;		/* the claim passed to another process: its bytes now */
 	if (err) {
-		if (e->claimed)
-			index_unclaim(c->index, obj->id, e->unit.off);
+		/* still ours: leave no unindexed bytes behind */
+		store_punch(c->store, obj->id, e->unit.off, e->unit.len);
+		index_unclaim(c->index, obj->id, e->unit.off);
+		if (err == -ENOSPC || err == -EDQUOT)
+			make_room(c);
+		else
+			log_warn("cannot cache a unit of %s: %s", obj->log_name, strerror(-err));
 		return;
 	}
-	c->disk_full_logged = false;
-	if (index_unit_add(c->index, obj->id, e->unit.off, e->unit.len,
-			   crc32c(0, e->buf, e->unit.len)) != 0 && e->claimed)
-		index_unclaim(c->index, obj->id, e->unit.off);
+	if (c->disk_full_logged) {
+		c->disk_full_logged = false;
+		store_reserve_restore(c->store);
+	}
 }
 
 static void flush_touched(struct cache *c)
@@ -658,7 +678,7 @@ static void *persist_thread(void *arg)
 
 static struct cache_object *object_new(struct cache *c, int64_t id, const char *url,
 				       const char *log_name, const struct http_request *req,
-				       const char *version, uint64_t size)
+				       const char *version, uint64_t size, uint64_t block_size)
 {
 	struct cache_object *obj = calloc(1, sizeof(*obj));
 	if (!obj)
@@ -676,14 +696,13 @@ static struct cache_object *object_new(struct cache *c, int64_t id, const char *
 	obj->cache = c;
 	obj->id = id;
 	obj->size = size;
-	obj->fd = -1;
-	pthread_mutex_init(&obj->fd_lock, NULL);
 	snprintf(obj->version, sizeof(obj->version), "%s", version);
 	snprintf(obj->etag, sizeof(obj->etag), "%s", req->etag);
+	snprintf(obj->last_modified, sizeof(obj->last_modified), "%s", req->last_modified);
 	obj->mtime = req->last_modified[0] ? curl_getdate(req->last_modified, NULL) : 0;
 	if (obj->mtime < 0)
 		obj->mtime = 0;
-	layout_init_blocks(&obj->layout, size, c->cfg.block_size);
+	layout_init_blocks(&obj->layout, size, block_size);
 	return obj;
 }
 
@@ -731,12 +750,18 @@ static bool probe_claim(struct cache *c, const char *url, struct index_object *l
 static void store_probed(struct cache *c, struct cache_object *obj, const char *body, size_t len)
 {
 	struct extent unit = layout_unit_at(&obj->layout, 0);
-	int fd;
+	pid_t holder;
 
-	if (obj->id < 0 || unit.len != len || object_fd(obj, &fd) != 0 ||
-	    store_write(fd, body, len, 0) != 0)
-		return;	/* not kept: the first read fetches it again */
-	index_unit_add(c->index, obj->id, 0, len, crc32c(0, body, len));
+	if (obj->id < 0 || unit.len != len ||
+	    index_claim(c->index, obj->id, 0, c->cfg.claim_wait_s, &holder) != 0)
+		return;	/* not kept here: the first read gets it */
+	int err = store_write(c->store, obj->id, body, len, 0);
+	if (!err)
+		err = index_unit_add(c->index, obj->id, 0, len, crc32c(0, body, len));
+	if (err && err != -EBUSY) {
+		store_punch(c->store, obj->id, 0, len);
+		index_unclaim(c->index, obj->id, 0);
+	}
 }
 
 int cache_object_open(struct cache *c, const char *url, const char *log_name,
@@ -783,20 +808,29 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		snprintf(version, sizeof(version), "%s", req.etag);
 	else
 		snprintf(version, sizeof(version), "lm:%s", req.last_modified);
-	if (known && strcmp(latest.version, version) == 0 && latest.size == req.object_size) {
-		id = latest.id;
-	} else if (index_object_add(c->index, url, version, req.object_size, &id) == 0) {
-		if (known && latest.id != id) {
-			log_info("%s changed on the origin; dropping its cached bytes", log_name);
-			index_object_drop(c->index, latest.id);
-			store_object_remove(c->store, latest.id);
-		}
+	struct index_object found = { .size = req.object_size, .block_size = c->cfg.block_size };
+	snprintf(found.version, sizeof(found.version), "%s", version);
+	if (!req.etag[0] && !req.last_modified[0]) {
+		/* nothing tells one version from the next: never cache it */
+		log_warn("%s: the origin gives neither ETag nor Last-Modified; reading it uncached",
+			 log_name);
+		found.id = atomic_fetch_sub(&next_uncached_id, 1);
+	} else if (known && strcmp(latest.version, version) == 0 &&
+		   latest.size == req.object_size) {
+		found = latest;
+	} else if (index_object_add(c->index, url, &found) == 0) {
+		/* an older version's units are left to eviction: open files of
+		   this or another process may still read them */
+		if (known && latest.id != found.id)
+			log_info("%s changed on the origin", log_name);
 	} else {
 		log_warn("%s: the cache index cannot record it; reading it uncached", log_name);
-		id = atomic_fetch_sub(&next_uncached_id, 1);
+		found.id = atomic_fetch_sub(&next_uncached_id, 1);
 	}
+	id = found.id;
 
-	struct cache_object *obj = object_new(c, id, url, log_name, &req, version, req.object_size);
+	struct cache_object *obj = object_new(c, id, url, log_name, &req, version, req.object_size,
+					      found.block_size);
 	if (!obj) {
 		err = -ENOMEM;
 		goto fail;

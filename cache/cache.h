@@ -52,6 +52,8 @@ uint64_t cache_object_size(const struct cache_object *obj);
 time_t cache_object_mtime(const struct cache_object *obj);
 /* Same object and same version? */
 bool cache_object_same(const struct cache_object *a, const struct cache_object *b);
+/* Does anyone besides the caller's one reference hold OBJ? */
+bool cache_object_shared(const struct cache_object *obj);
 /* Has a read found that the origin no longer has this version? */
 bool cache_object_stale(const struct cache_object *obj);
 

@@ -95,6 +95,7 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *arg)
 		/* a new response (redirect or retry): forget the last one's */
 		req->etag[0] = req->last_modified[0] = '\0';
 		req->retry_after_s = -1;
+		req->range_first = req->range_last = UINT64_MAX;
 		return n;
 	}
 	if (header_is(line, n, "etag:")) {
@@ -102,7 +103,13 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *arg)
 	} else if (header_is(line, n, "last-modified:")) {
 		header_value(line, n, 14, req->last_modified, sizeof(req->last_modified));
 	} else if (header_is(line, n, "content-range:")) {
+		/* "bytes FIRST-LAST/TOTAL" */
+		unsigned long long first, last;
 		header_value(line, n, 14, value, sizeof(value));
+		if (sscanf(value, "bytes %llu-%llu", &first, &last) == 2) {
+			req->range_first = first;
+			req->range_last = last;
+		}
 		const char *slash = strchr(value, '/');
 		if (slash && slash[1] != '*')
 			req->object_size = strtoull(slash + 1, NULL, 10);
@@ -123,6 +130,11 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	long status = 0;
 
 	curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status == 200 && req->len > 0 && req->attempt_start > 0 && !req->restarted) {
+		/* a whole object answering a resumed range: start over with it */
+		req->body_len = 0;
+		req->restarted = true;
+	}
 	if (status >= 300) {
 		/* an error page: keep its start, for the reason it gives */
 		size_t room = sizeof(req->error_body) - 1 - req->error_len;
@@ -168,6 +180,8 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	req->retry_after_s = -1;
 	req->error[0] = '\0';
 	req->error_len = 0;
+	req->restarted = false;
+	req->range_first = req->range_last = UINT64_MAX;
 	curl_easy_setopt(easy, CURLOPT_URL, req->url);
 	curl_easy_setopt(easy, CURLOPT_PRIVATE, req);
 	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
@@ -198,8 +212,11 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 		snprintf(line, sizeof(line), "Range: bytes=%" PRIu64 "-%" PRIu64, a.first, a.last);
 		h = curl_slist_append(h, line);
 	} else {
-		req->body_len = 0;	/* unranged: start over */
+		req->body_len = 0;	/* unranged (a listing): start over */
+		/* and a trickle must not hold it for ever */
+		curl_easy_setopt(easy, CURLOPT_TIMEOUT, (long)c->cfg.stall_timeout_s * 10);
 	}
+	req->attempt_start = req->body_len;
 	const char *match = req->if_match;
 	if (!match && req->first_etag[0])
 		match = req->first_etag;
@@ -207,6 +224,10 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	if (match && strncmp(match, "W/", 2) != 0) {
 		a.if_match = match;
 		snprintf(line, sizeof(line), "If-Match: %s", match);
+		h = curl_slist_append(h, line);
+	} else if (req->if_unmodified_since && req->if_unmodified_since[0]) {
+		a.if_unmodified_since = req->if_unmodified_since;
+		snprintf(line, sizeof(line), "If-Unmodified-Since: %s", req->if_unmodified_since);
 		h = curl_slist_append(h, line);
 	}
 	if (req->sign) {
@@ -301,7 +322,7 @@ static int attempt_verdict(struct http_request *req, CURLcode code)
 			return -EPERM;
 		return curl_code_retryable(code) ? -EAGAIN : -EIO;
 	}
-	if (status >= 400 || status < 200) {
+	if (status >= 300 || status < 200) {
 		/* cloud stores say why in XML: <Code>, <Message> */
 		struct xml_span body = { req->error_body, req->error_len };
 		char err_code[64], message[96];
@@ -340,6 +361,12 @@ static int attempt_verdict(struct http_request *req, CURLcode code)
 		if (status == 200) {
 			/* whole object for a range from 0: fine if it all fitted */
 			req->object_size = req->body_len;
+		} else if (req->range_first != req->off + req->attempt_start ||
+			   req->range_last > req->off + req->len - 1) {
+			/* bytes of another range must never land at this offset */
+			snprintf(req->error, sizeof(req->error),
+				 "origin sent a range other than the one asked for");
+			return -EIO;
 		}
 		if (req->body_len < req->len && req->off + req->body_len < req->object_size) {
 			snprintf(req->error, sizeof(req->error), "short body (%zu of %" PRIu64 " bytes)",

@@ -43,6 +43,7 @@ struct http_attempt {
 	bool ranged;			/* sends Range: bytes=first-last */
 	uint64_t first, last;
 	const char *if_match;		/* the If-Match value sent, or NULL */
+	const char *if_unmodified_since; /* likewise If-Unmodified-Since */
 };
 
 /*
@@ -68,6 +69,8 @@ struct http_request {
 					   body (caller frees) */
 	const char *if_match;		/* ETag the object must still have (sent
 				   as If-Match unless weak; checked after) */
+	const char *if_unmodified_since; /* Last-Modified the object must still
+				   have, when it has no ETag (or NULL) */
 	http_sign_fn sign;		/* NULL: anonymous */
 	void *signer;
 	char *body;
@@ -89,6 +92,9 @@ struct http_request {
 	int attempt;
 	int retries;			/* budget, from the config at submit */
 	uint64_t not_before_ms;
+	size_t attempt_start;		/* body_len when this attempt began */
+	bool restarted;			/* this attempt's 200 restarted the body */
+	uint64_t range_first, range_last; /* from Content-Range; UINT64_MAX none */
 	size_t body_cap;
 	size_t max_body;
 	long retry_after_s;

@@ -8,20 +8,30 @@
  *   meta(key PRIMARY KEY, value)
  *       'schema' = 1; 'instance' = 16 hex digits, random per database;
  *       'usage'  = sum(units.len), kept by the triggers below.
- *   objects(id AUTOINCREMENT, url, version, size, added)
+ *   objects(id AUTOINCREMENT, url, version, size, block_size, added)
  *       one row per (url, version, size); version is the ETag, or
  *       "lm:<Last-Modified>" when the origin sends no ETag. Ids are never
  *       reused, so a data file named by id can never hold another object.
+ *       block_size is the unit size the object was first cut with; every
+ *       process uses it, whatever its own --block-size, so units of one
+ *       object never overlap.
  *   units(id AUTOINCREMENT, object_id, off, len, crc, last_access, hits)
  *       one row per cached extent [off, off+len) of an object; crc is
  *       CRC32C of its bytes; hits counts reads at least 10 s apart, so one
  *       scan does not make a unit look hot (eviction: hits <= 1 go first,
  *       then least recently read).
  *   claims(object_id, off, pid, since)
- *       a process fetching a unit; others wait for it instead of fetching
- *       the same bytes.
+ *       a process fetching a unit (others wait for it instead of fetching
+ *       the same bytes), or evicting one (nobody writes it meanwhile).
  *
- * A row in `units` is written only after its bytes are in the data file.
+ * A row in `units` is written only after its bytes are in the data file,
+ * and only while no other process claims the unit. Eviction deletes the
+ * row and claims the unit in one transaction, then punches the hole, then
+ * releases the claim; so no unit's bytes change while a row points at them.
+ *
+ * index.lock beside the database: every process holds it shared; moving a
+ * corrupt database aside takes it exclusively, so a database some process
+ * still has open is never pulled from under it.
  *
  * DESIGN: a fixed pool of connections, each with its prepared statements;
  * a caller borrows one for the duration of one function (pool->lock, a
@@ -38,19 +48,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define POOL_SIZE 6
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
 enum stmt_id {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
 	ST_OBJECT_LATEST, ST_OBJECT_INSERT, ST_OBJECT_ID,
 	ST_OBJECT_DROP_UNITS, ST_OBJECT_DROP_CLAIMS, ST_OBJECT_DROP,
 	ST_UNIT_FIND, ST_UNIT_INSERT, ST_UNIT_DROP, ST_UNIT_TOUCH,
-	ST_CLAIM_GET, ST_CLAIM_PUT, ST_CLAIM_DROP,
+	ST_CLAIM_GET, ST_CLAIM_PUT, ST_CLAIM_DROP, ST_UNIT_DROP_CHANGES,
 	ST_USAGE, ST_EVICT, ST_COUNTS,
 	ST_COUNT
 };
@@ -59,11 +71,12 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
-	[ST_OBJECT_LATEST] = "SELECT id, size, version FROM objects WHERE url = ?1 "
+	[ST_OBJECT_LATEST] = "SELECT id, size, version, block_size FROM objects WHERE url = ?1 "
 			     "ORDER BY id DESC LIMIT 1",
-	[ST_OBJECT_INSERT] = "INSERT OR IGNORE INTO objects(url, version, size, added) "
-			     "VALUES (?1, ?2, ?3, ?4)",
-	[ST_OBJECT_ID] = "SELECT id FROM objects WHERE url = ?1 AND version = ?2 AND size = ?3",
+	[ST_OBJECT_INSERT] = "INSERT OR IGNORE INTO objects(url, version, size, block_size, added) "
+			     "VALUES (?1, ?2, ?3, ?5, ?4)",
+	[ST_OBJECT_ID] = "SELECT id, block_size FROM objects "
+			 "WHERE url = ?1 AND version = ?2 AND size = ?3",
 	[ST_OBJECT_DROP_UNITS] = "DELETE FROM units WHERE object_id = ?1",
 	[ST_OBJECT_DROP_CLAIMS] = "DELETE FROM claims WHERE object_id = ?1",
 	[ST_OBJECT_DROP] = "DELETE FROM objects WHERE id = ?1",
@@ -77,6 +90,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_CLAIM_PUT] = "INSERT OR REPLACE INTO claims(object_id, off, pid, since) "
 			 "VALUES (?1, ?2, ?3, ?4)",
 	[ST_CLAIM_DROP] = "DELETE FROM claims WHERE object_id = ?1 AND off = ?2",
+	[ST_UNIT_DROP_CHANGES] = "SELECT changes()",
 	[ST_USAGE] = "SELECT value FROM meta WHERE key = 'usage'",
 	[ST_EVICT] = "SELECT id, object_id, off, len, crc FROM units "
 		     "ORDER BY hits > 1, last_access LIMIT ?1",
@@ -88,7 +102,8 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
 	"CREATE TABLE IF NOT EXISTS objects("
 	"  id INTEGER PRIMARY KEY AUTOINCREMENT, url TEXT NOT NULL, version TEXT NOT NULL,"
-	"  size INTEGER NOT NULL, added INTEGER NOT NULL, UNIQUE(url, version, size));"
+	"  size INTEGER NOT NULL, block_size INTEGER NOT NULL, added INTEGER NOT NULL,"
+	"  UNIQUE(url, version, size));"
 	"CREATE TABLE IF NOT EXISTS units("
 	"  id INTEGER PRIMARY KEY AUTOINCREMENT, object_id INTEGER NOT NULL,"
 	"  off INTEGER NOT NULL, len INTEGER NOT NULL, crc INTEGER NOT NULL,"
@@ -100,7 +115,7 @@ static const char schema_sql[] =
 	"  UPDATE meta SET value = value + NEW.len WHERE key = 'usage'; END;"
 	"CREATE TRIGGER IF NOT EXISTS units_dropped AFTER DELETE ON units BEGIN"
 	"  UPDATE meta SET value = value - OLD.len WHERE key = 'usage'; END;"
-	"INSERT OR IGNORE INTO meta VALUES ('schema', 1);"
+	"INSERT OR IGNORE INTO meta VALUES ('schema', 2);"
 	"INSERT OR IGNORE INTO meta VALUES ('usage', 0);"
 	"INSERT OR IGNORE INTO meta VALUES ('instance', lower(hex(randomblob(8))));";
 
@@ -112,6 +127,7 @@ struct index_conn {
 
 struct index {
 	char *path;
+	int lock_fd;			/* index.lock, held shared */
 	char instance[40];
 	pthread_mutex_t lock;
 	pthread_cond_t available;
@@ -135,7 +151,10 @@ static int sql_error(sqlite3 *db, int rc, const char *what)
 	switch (primary) {
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:
-		return -EBUSY;
+		return -EAGAIN;		/* another process holds the database */
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return -EBADMSG;
 	case SQLITE_FULL:
 		return -ENOSPC;
 	case SQLITE_NOMEM:
@@ -219,7 +238,7 @@ static int conn_open(struct index *ix, struct index_conn *c)
 				 NULL);
 	if (rc != SQLITE_OK)
 		return sql_error(c->db, rc, "open");
-	sqlite3_busy_timeout(c->db, 15000);
+	sqlite3_busy_timeout(c->db, 5000);
 	sqlite3_extended_result_codes(c->db, 1);
 	rc = sqlite3_exec(c->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 			  NULL, NULL, NULL);
@@ -244,10 +263,9 @@ static int setup(struct index *ix, struct index_conn *c)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, &msg);
 	if (rc != SQLITE_OK) {
-		log_warn("cache index %s: %s", ix->path, msg ? msg : sqlite3_errstr(rc));
 		sqlite3_free(msg);
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-		return -EIO;
+		return sql_error(c->db, rc, "set up");
 	}
 
 	sqlite3_stmt *s = NULL;
@@ -262,7 +280,7 @@ static int setup(struct index *ix, struct index_conn *c)
 	sqlite3_finalize(s);
 	if (!ok) {
 		log_warn("cache index %s failed its integrity check", ix->path);
-		return -EIO;
+		return -EBADMSG;
 	}
 
 	s = NULL;
@@ -279,7 +297,7 @@ static int setup(struct index *ix, struct index_conn *c)
 	if (schema != SCHEMA_VERSION || !ix->instance[0]) {
 		log_warn("cache index %s has schema %lld, this tilefs needs %d", ix->path,
 			 (long long)schema, SCHEMA_VERSION);
-		return -EIO;
+		return -EBADMSG;
 	}
 	return 0;
 }
@@ -316,6 +334,14 @@ int index_open(const char *dir, struct index **out, bool *rebuilt)
 	snprintf(ix->path, n, "%s/index.db", dir);
 	pthread_mutex_init(&ix->lock, NULL);
 	pthread_cond_init(&ix->available, NULL);
+	char lock_path[4200];
+	snprintf(lock_path, sizeof(lock_path), "%s/index.lock", dir);
+	ix->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (ix->lock_fd < 0 || flock(ix->lock_fd, LOCK_SH) != 0) {
+		err = -errno;
+		log_error("cannot lock %s: %s", lock_path, strerror(errno));
+		goto fail;
+	}
 
 	for (int attempt = 0;; attempt++) {
 		err = conn_open(ix, &ix->conns[0]);
@@ -324,9 +350,16 @@ int index_open(const char *dir, struct index **out, bool *rebuilt)
 		if (!err)
 			break;
 		conn_close(&ix->conns[0]);
-		if (err == -EACCES || err == -ENOSPC || attempt > 0)
+		if (err != -EBADMSG || attempt > 0)
+			goto fail;	/* busy, full, unreadable: not ours to rebuild */
+		if (flock(ix->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+			log_error("cache index %s is damaged but another tilefs process has it "
+				  "open; stop them, then mount again", ix->path);
+			err = -EBUSY;
 			goto fail;
+		}
 		set_aside(ix->path);
+		flock(ix->lock_fd, LOCK_SH);
 		*rebuilt = true;
 	}
 	for (int i = 1; i < POOL_SIZE; i++) {
@@ -353,6 +386,8 @@ void index_close(struct index *ix)
 	for (int i = 0; i < POOL_SIZE; i++)
 		if (ix->conns[i].db)
 			conn_close(&ix->conns[i]);
+	if (ix->lock_fd > 0)
+		close(ix->lock_fd);	/* releases the shared lock */
 	pthread_mutex_destroy(&ix->lock);
 	pthread_cond_destroy(&ix->available);
 	free(ix->path);
@@ -377,6 +412,7 @@ int index_object_latest(struct index *ix, const char *url, struct index_object *
 			out->id = sqlite3_column_int64(s, 0);
 			out->size = (uint64_t)sqlite3_column_int64(s, 1);
 			snprintf(out->version, sizeof(out->version), "%s", sqlite3_column_text(s, 2));
+			out->block_size = (uint64_t)sqlite3_column_int64(s, 3);
 			err = 0;
 		} else {
 			err = rc == SQLITE_DONE ? -ENOENT : sql_error(c->db, rc, "find object");
@@ -399,8 +435,7 @@ static int exec_keyed(struct index_conn *c, enum stmt_id id, int64_t a, int64_t 
 	return exec_stmt(c, s, what);
 }
 
-int index_object_add(struct index *ix, const char *url, const char *version, uint64_t size,
-		     int64_t *id)
+int index_object_add(struct index *ix, const char *url, struct index_object *obj)
 {
 	struct index_conn *c = conn_get(ix);
 	int err = begin(c);
@@ -410,21 +445,24 @@ int index_object_add(struct index *ix, const char *url, const char *version, uin
 	sqlite3_stmt *s = stmt(c, ST_OBJECT_INSERT);
 	if (s) {
 		sqlite3_bind_text(s, 1, url, -1, SQLITE_STATIC);
-		sqlite3_bind_text(s, 2, version, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(s, 3, (int64_t)size);
+		sqlite3_bind_text(s, 2, obj->version, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, (int64_t)obj->size);
 		sqlite3_bind_int64(s, 4, now_s());
+		sqlite3_bind_int64(s, 5, (int64_t)obj->block_size);
 	}
 	err = exec_stmt(c, s, "add object");
 	s = err ? NULL : stmt(c, ST_OBJECT_ID);
 	if (s) {
 		sqlite3_bind_text(s, 1, url, -1, SQLITE_STATIC);
-		sqlite3_bind_text(s, 2, version, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(s, 3, (int64_t)size);
+		sqlite3_bind_text(s, 2, obj->version, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, (int64_t)obj->size);
 		int rc = sqlite3_step(s);
-		if (rc == SQLITE_ROW)
-			*id = sqlite3_column_int64(s, 0);
-		else
+		if (rc == SQLITE_ROW) {
+			obj->id = sqlite3_column_int64(s, 0);
+			obj->block_size = (uint64_t)sqlite3_column_int64(s, 1);
+		} else {
 			err = sql_error(c->db, rc, "find added object");
+		}
 		sqlite3_reset(s);
 	} else if (!err) {
 		err = -EIO;
@@ -484,7 +522,21 @@ int index_unit_add(struct index *ix, int64_t object_id, uint64_t off, uint64_t l
 	int err = begin(c);
 
 	if (!err) {
-		sqlite3_stmt *s = stmt(c, ST_UNIT_INSERT);
+		/* a claim of another process: it is fetching or evicting this unit */
+		sqlite3_stmt *s = stmt(c, ST_CLAIM_GET);
+		if (s) {
+			sqlite3_bind_int64(s, 1, object_id);
+			sqlite3_bind_int64(s, 2, (int64_t)off);
+			if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int64(s, 0) != getpid())
+				err = -EBUSY;
+			sqlite3_reset(s);
+		}
+		if (err) {
+			commit(c, err);		/* rolls back */
+			conn_put(ix, c);
+			return err;
+		}
+		s = stmt(c, ST_UNIT_INSERT);
 		if (s) {
 			sqlite3_bind_int64(s, 1, object_id);
 			sqlite3_bind_int64(s, 2, (int64_t)off);
@@ -505,6 +557,34 @@ int index_unit_drop(struct index *ix, int64_t unit_id)
 {
 	struct index_conn *c = conn_get(ix);
 	int err = exec_keyed(c, ST_UNIT_DROP, unit_id, 0, "drop unit");
+	conn_put(ix, c);
+	return err;
+}
+
+int index_unit_evict(struct index *ix, const struct index_unit *u)
+{
+	struct index_conn *c = conn_get(ix);
+	int err = begin(c);
+
+	if (err)
+		goto out;
+	err = exec_keyed(c, ST_UNIT_DROP, u->id, 0, "evict unit");
+	sqlite3_stmt *s = err ? NULL : stmt(c, ST_UNIT_DROP_CHANGES);
+	if (s) {
+		if (sqlite3_step(s) != SQLITE_ROW || sqlite3_column_int64(s, 0) == 0)
+			err = -ENOENT;	/* gone already: another process evicted it */
+		sqlite3_reset(s);
+	}
+	s = err ? NULL : stmt(c, ST_CLAIM_PUT);
+	if (s) {
+		sqlite3_bind_int64(s, 1, u->object_id);
+		sqlite3_bind_int64(s, 2, (int64_t)u->off);
+		sqlite3_bind_int64(s, 3, getpid());
+		sqlite3_bind_int64(s, 4, now_s());
+		err = exec_stmt(c, s, "claim evicted unit");
+	}
+	err = commit(c, err);
+out:
 	conn_put(ix, c);
 	return err;
 }

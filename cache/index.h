@@ -5,7 +5,9 @@
  *
  * Every function is safe from any thread: each call borrows a connection
  * from a small pool. Functions return 0 or a negative errno; SQLite errors
- * are mapped here (-EIO for corruption and the rest, logged).
+ * are mapped here and logged: -EAGAIN the database is busy (another
+ * process holds a write lock too long), -EBADMSG corrupt, -ENOSPC full,
+ * -EIO the rest.
  */
 #ifndef TILEFS_INDEX_H
 #define TILEFS_INDEX_H
@@ -20,6 +22,7 @@ struct index;
 struct index_object {
 	int64_t id;
 	uint64_t size;
+	uint64_t block_size;		/* unit size of this object, for everyone */
 	char version[192];
 };
 
@@ -31,9 +34,11 @@ struct index_unit {
 };
 
 /*
- * Open (creating if needed) DIR/index.db. A database that is not SQLite or
- * fails its integrity check is moved aside and rebuilt, and *rebuilt is set:
- * the caller must then drop every data file. Caller frees with index_close().
+ * Open (creating if needed) DIR/index.db. A database that is not SQLite,
+ * fails its integrity check or has another schema is moved aside and
+ * rebuilt, and *rebuilt is set (unless another process has it open:
+ * -EBUSY). A busy or full database is an error, never rebuilt. Caller frees
+ * with index_close().
  */
 int index_open(const char *dir, struct index **out, bool *rebuilt);
 void index_close(struct index *ix);
@@ -43,17 +48,25 @@ const char *index_instance(struct index *ix);
 
 /* The newest cached version of URL; -ENOENT if none. */
 int index_object_latest(struct index *ix, const char *url, struct index_object *out);
-/* Find or add (URL, version, size); sets *id. */
-int index_object_add(struct index *ix, const char *url, const char *version, uint64_t size,
-		     int64_t *id);
+/* Find or add (URL, obj->version, obj->size), proposing obj->block_size;
+ * sets obj->id and obj->block_size to what the index holds. */
+int index_object_add(struct index *ix, const char *url, struct index_object *obj);
 /* Forget an object and all its units. */
 int index_object_drop(struct index *ix, int64_t id);
 
 /* The unit of OBJECT at OFF; -ENOENT if not cached. */
 int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct index_unit *out);
-/* Record a unit whose bytes are already written; releases its claim. */
+/* Record a unit whose bytes are already written; releases its claim.
+ * -EBUSY (nothing recorded) while another process claims the unit. */
 int index_unit_add(struct index *ix, int64_t object_id, uint64_t off, uint64_t len, uint32_t crc);
+/* Forget a unit whose bytes failed their checksum. */
 int index_unit_drop(struct index *ix, int64_t unit_id);
+/*
+ * Evict U: delete its row and claim it, in one transaction. 0: the caller
+ * now punches its bytes out and then calls index_unclaim(). -ENOENT: the
+ * row was gone already (leave the bytes alone).
+ */
+int index_unit_evict(struct index *ix, const struct index_unit *u);
 /* Note that these units were read now (for eviction order). */
 int index_units_touch(struct index *ix, const int64_t *unit_ids, size_t n);
 

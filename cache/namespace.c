@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MAX_ENTRIES 1000000	/* per directory: ~150 MB of nodes */
+#define MAX_PAGES 100000
+
 struct ns_node {
 	char *name;
 	struct ns_node *parent;
@@ -34,6 +37,7 @@ struct ns_node {
 	time_t listed_at;
 	/* files */
 	struct cache_object *obj;	/* the version last pinned */
+	struct cache_object *older;	/* the version before, while still open */
 	time_t validated_at;
 	bool outdated;			/* a later listing disagrees with obj */
 };
@@ -72,6 +76,7 @@ static void node_free(struct ns_node *n)
 		node_free(n->children[i]);
 	free(n->children);
 	cache_object_unref(n->obj);
+	cache_object_unref(n->older);
 	free(n->url);
 	free(n->name);
 	free(n);
@@ -181,6 +186,11 @@ struct listing {
 static int listing_add(void *arg, const char *name, bool is_dir, int64_t size)
 {
 	struct listing *l = arg;
+	if (l->n >= MAX_ENTRIES) {
+		log_error("a directory lists more than %d entries; showing the first ones",
+			  MAX_ENTRIES);
+		return -EFBIG;
+	}
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 64;
 		struct ns_node **grown = realloc(l->nodes, cap * sizeof(*grown));
@@ -208,8 +218,14 @@ static int fetch_listing(struct namespace *ns, const char *dir_path, struct list
 	char *cursor = NULL;
 	int err = 0;
 
+	int pages = 0;
 	do {
 		struct http_request req = { 0 };
+		if (++pages > MAX_PAGES) {
+			log_error("listing of /%s: more than %d pages; giving up", dir_path, MAX_PAGES);
+			err = -EIO;
+			break;
+		}
 		char *url = source_listing_url(ns->src, dir_path, cursor);
 		char *next = NULL;
 		if (!url) {
@@ -227,9 +243,18 @@ static int fetch_listing(struct namespace *ns, const char *dir_path, struct list
 						   listing_add, out, &next);
 		free(req.body);
 		free(url);
+		if (next && cursor && strcmp(next, cursor) == 0) {
+			log_error("listing of /%s: the origin sent the same page cursor twice; "
+				  "giving up", dir_path);
+			free(next);
+			next = NULL;
+			err = -EIO;
+		}
 		free(cursor);
 		cursor = next;
 	} while (!err && cursor);
+	if (err == -EFBIG)
+		err = 0;	/* too many entries: keep the first MAX_ENTRIES */
 	free(cursor);
 	return err;
 }
@@ -252,7 +277,7 @@ static int dir_refresh(struct namespace *ns, struct ns_node *dir)
 
 	struct listing l = { 0 };
 	int err = path ? fetch_listing(ns, path, &l) : -ENOMEM;
-	if (!err)
+	if (!err && l.n > 0)
 		qsort(l.nodes, l.n, sizeof(*l.nodes), by_name);
 
 	pthread_mutex_lock(&ns->lock);
@@ -364,7 +389,12 @@ static int file_validate(struct namespace *ns, struct ns_node *n, bool *unchange
 	pthread_mutex_lock(&ns->lock);
 	if (!err) {
 		*unchanged = cache_object_same(n->obj, obj);
-		cache_object_unref(n->obj);
+		if (!*unchanged && n->obj && cache_object_shared(n->obj)) {
+			cache_object_unref(n->older);	/* the oldest: readers keep their refs */
+			n->older = n->obj;		/* still open somewhere */
+		} else {
+			cache_object_unref(n->obj);
+		}
 		n->obj = obj;
 		n->validated_at = time(NULL);
 		n->outdated = false;
@@ -425,7 +455,8 @@ int ns_readdir(struct namespace *ns, const char *path, ns_fill_fn fill, void *ar
 	return err;
 }
 
-int ns_open(struct namespace *ns, const char *path, struct cache_object **out, bool *unchanged)
+int ns_open(struct namespace *ns, const char *path, struct cache_object **out, bool *unchanged,
+	    bool *older_open)
 {
 	struct ns_node *n;
 
@@ -435,8 +466,14 @@ int ns_open(struct namespace *ns, const char *path, struct cache_object **out, b
 		err = -EISDIR;
 	if (!err)
 		err = file_validate(ns, n, unchanged);
-	if (!err)
+	if (!err && n->older && !cache_object_shared(n->older)) {
+		cache_object_unref(n->older);	/* all its files are closed */
+		n->older = NULL;
+	}
+	if (!err) {
+		*older_open = n->older != NULL;
 		*out = cache_object_ref(n->obj);
+	}
 	pthread_mutex_unlock(&ns->lock);
 	return err;
 }

@@ -43,7 +43,9 @@ typedef int (*ns_fill_fn)(void *arg, const char *name, const struct ns_attr *att
 int ns_readdir(struct namespace *ns, const char *path, ns_fill_fn fill, void *arg);
 
 /* Pin the current version of the file at PATH; *unchanged says whether it
- * is the version the previous open got. Caller unrefs *out. */
-int ns_open(struct namespace *ns, const char *path, struct cache_object **out, bool *unchanged);
+ * is the version the previous open got, *older_open whether files of an
+ * older version are still open. Caller unrefs *out. */
+int ns_open(struct namespace *ns, const char *path, struct cache_object **out, bool *unchanged,
+	    bool *older_open);
 
 #endif

@@ -595,9 +595,10 @@ static char *string_to_sign(const struct azure_source *az, const struct http_att
 	if (a->ranged)
 		snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)a->first,
 			 (unsigned long long)a->last);
-	char *out = format("%s\n\n\n\n\n\n\n\n%s\n\n\n%s\nx-ms-date:%s\nx-ms-version:%s\n%s",
-			   a->method, a->if_match ? a->if_match : "", range, date, AZURE_VERSION,
-			   resource);
+	char *out = format("%s\n\n\n\n\n\n\n\n%s\n\n%s\n%s\nx-ms-date:%s\nx-ms-version:%s\n%s",
+			   a->method, a->if_match ? a->if_match : "",
+			   a->if_unmodified_since ? a->if_unmodified_since : "", range, date,
+			   AZURE_VERSION, resource);
 	free(resource);
 	if (!out)
 		*err = -ENOMEM;

@@ -1,23 +1,44 @@
 /*
  * store.c - see store.h.
+ *
+ * DESIGN: fds live in a table of FD_SLOTS entries under st->lock. A caller
+ * takes a slot (busy++) for one pread/pwrite/fallocate and gives it back;
+ * a slot is closed and reused only when idle. When every slot is busy the
+ * caller uses a file of its own for that one operation.
  */
 #include "store.h"
 #include "log.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <stdbool.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define FD_SLOTS 64
+#define RESERVE_BYTES (4u << 20)
+
+struct fd_slot {
+	int64_t object_id;	/* 0: empty */
+	int fd;
+	int busy;
+	uint64_t used;		/* for least-recently-used */
+};
+
 struct store {
-	char *root;	/* DIR/data-<instance> */
+	char *root;		/* DIR/data-<instance> */
+	char *reserve;		/* DIR/reserve */
+	pthread_mutex_t lock;
+	struct fd_slot slots[FD_SLOTS];	/* protected by lock */
+	uint64_t clock;		/* protected by lock */
+	bool reserve_held;	/* protected by lock */
 };
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -25,6 +46,17 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	(void)st; (void)flag; (void)ftw;
 	remove(path);
 	return 0;
+}
+
+/* "data-" and 16 hex digits: a data directory of some index generation. */
+static bool is_data_dir(const char *name)
+{
+	if (strncmp(name, "data-", 5) != 0 || strlen(name) != 21)
+		return false;
+	for (const char *p = name + 5; *p; p++)
+		if (!isxdigit((unsigned char)*p) || isupper((unsigned char)*p))
+			return false;
+	return true;
 }
 
 static void remove_other_generations(const char *dir, const char *keep)
@@ -36,7 +68,7 @@ static void remove_other_generations(const char *dir, const char *keep)
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
-		if (strncmp(e->d_name, "data-", 5) != 0 || strcmp(e->d_name, keep) == 0)
+		if (!is_data_dir(e->d_name) || strcmp(e->d_name, keep) == 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		log_info("removing data of an older cache index: %s", path);
@@ -53,13 +85,16 @@ int store_open(const char *dir, const char *instance, struct store **out)
 	if (!st)
 		return -ENOMEM;
 	snprintf(name, sizeof(name), "data-%s", instance);
-	size_t n = strlen(dir) + strlen(name) + 2;
+	size_t n = strlen(dir) + strlen(name) + 16;
 	st->root = malloc(n);
-	if (!st->root) {
-		free(st);
+	st->reserve = malloc(n);
+	if (!st->root || !st->reserve) {
+		store_close(st);
 		return -ENOMEM;
 	}
 	snprintf(st->root, n, "%s/%s", dir, name);
+	snprintf(st->reserve, n, "%s/reserve", dir);
+	pthread_mutex_init(&st->lock, NULL);
 	remove_other_generations(dir, name);
 	if (mkdir(st->root, 0700) != 0 && errno != EEXIST) {
 		int err = -errno;
@@ -67,6 +102,7 @@ int store_open(const char *dir, const char *instance, struct store **out)
 		store_close(st);
 		return err;
 	}
+	store_reserve_restore(st);
 	*out = st;
 	return 0;
 }
@@ -75,7 +111,13 @@ void store_close(struct store *st)
 {
 	if (!st)
 		return;
+	for (int i = 0; i < FD_SLOTS; i++)
+		if (st->slots[i].object_id)
+			close(st->slots[i].fd);
+	if (st->root)
+		pthread_mutex_destroy(&st->lock);
 	free(st->root);
+	free(st->reserve);
 	free(st);
 }
 
@@ -87,77 +129,179 @@ static void object_path(struct store *st, int64_t id, char *out, size_t size, bo
 		snprintf(out, size, "%s/%02x/%" PRId64, st->root, (unsigned)(id & 0xff), id);
 }
 
-int store_object_open(struct store *st, int64_t object_id, int *fd)
+static int open_object(struct store *st, int64_t id, bool create)
 {
 	char path[4200];
+	int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
 
-	object_path(st, object_id, path, sizeof(path), false);
-	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (*fd < 0 && errno == ENOENT) {
+	object_path(st, id, path, sizeof(path), false);
+	int fd = open(path, flags, 0600);
+	if (fd < 0 && errno == ENOENT && create) {
 		char dir[4200];
-		object_path(st, object_id, dir, sizeof(dir), true);
+		object_path(st, id, dir, sizeof(dir), true);
 		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 			return -errno;
-		*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		fd = open(path, flags, 0600);
 	}
-	return *fd < 0 ? -errno : 0;
+	return fd < 0 ? -errno : fd;
 }
 
-int store_object_remove(struct store *st, int64_t object_id)
+/* A slot holding ID's fd, busy for the caller; NULL with *own set to a
+ * private fd (close it) when every slot is busy. */
+static struct fd_slot *slot_take(struct store *st, int64_t id, bool create, int *own, int *err)
 {
-	char path[4200];
+	struct fd_slot *victim = NULL;
 
-	object_path(st, object_id, path, sizeof(path), false);
-	return unlink(path) == 0 || errno == ENOENT ? 0 : -errno;
+	*own = -1;
+	*err = 0;
+	pthread_mutex_lock(&st->lock);
+	for (int i = 0; i < FD_SLOTS; i++) {
+		struct fd_slot *s = &st->slots[i];
+		if (s->object_id == id) {
+			s->busy++;
+			s->used = ++st->clock;
+			pthread_mutex_unlock(&st->lock);
+			return s;
+		}
+		if (!s->busy && (!victim || !s->object_id ||
+				 (victim->object_id && s->used < victim->used)))
+			victim = s;
+	}
+	if (victim) {
+		if (victim->object_id)
+			close(victim->fd);
+		victim->object_id = 0;
+		victim->busy = 1;	/* ours while we open it */
+	}
+	pthread_mutex_unlock(&st->lock);
+
+	int fd = open_object(st, id, create);
+	if (!victim) {
+		if (fd < 0)
+			*err = fd;
+		else
+			*own = fd;
+		return NULL;
+	}
+	pthread_mutex_lock(&st->lock);
+	if (fd < 0) {
+		victim->busy = 0;
+		*err = fd;
+		victim = NULL;
+	} else {
+		victim->object_id = id;
+		victim->fd = fd;
+		victim->used = ++st->clock;
+	}
+	pthread_mutex_unlock(&st->lock);
+	return victim;
 }
 
-int store_punch(struct store *st, int64_t object_id, uint64_t off, uint64_t len)
+static void slot_give(struct store *st, struct fd_slot *s, int own)
 {
-	char path[4200];
-	int fd, err = 0;
-
-	object_path(st, object_id, path, sizeof(path), false);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) != 0)
-		err = -errno;
-	close(fd);
-	return err;
+	if (!s) {
+		if (own >= 0)
+			close(own);
+		return;
+	}
+	pthread_mutex_lock(&st->lock);
+	s->busy--;
+	pthread_mutex_unlock(&st->lock);
 }
 
-int store_write(int fd, const void *buf, size_t len, uint64_t off)
+int store_write(struct store *st, int64_t id, const void *buf, size_t len, uint64_t off)
 {
+	int own, err;
+	struct fd_slot *s = slot_take(st, id, true, &own, &err);
+	if (err)
+		return err;
+	int fd = s ? s->fd : own;
 	const char *p = buf;
 	while (len > 0) {
 		ssize_t n = pwrite(fd, p, len, (off_t)off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			err = -errno;
+			break;
 		}
 		p += n;
 		len -= (size_t)n;
 		off += (uint64_t)n;
 	}
-	return 0;
+	slot_give(st, s, own);
+	return err;
 }
 
-int store_read(int fd, void *buf, size_t len, uint64_t off)
+int store_read(struct store *st, int64_t id, void *buf, size_t len, uint64_t off)
 {
+	int own, err;
+	struct fd_slot *s = slot_take(st, id, false, &own, &err);
+	if (err)
+		return err == -ENOENT ? -EIO : err;
+	int fd = s ? s->fd : own;
 	char *p = buf;
 	while (len > 0) {
 		ssize_t n = pread(fd, p, len, (off_t)off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			err = -errno;
+			break;
 		}
-		if (n == 0)
-			return -EIO;
+		if (n == 0) {
+			err = -EIO;
+			break;
+		}
 		p += n;
 		len -= (size_t)n;
 		off += (uint64_t)n;
 	}
-	return 0;
+	slot_give(st, s, own);
+	return err;
+}
+
+int store_punch(struct store *st, int64_t id, uint64_t off, uint64_t len)
+{
+	int own, err;
+	struct fd_slot *s = slot_take(st, id, false, &own, &err);
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	int fd = s ? s->fd : own;
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) != 0)
+		err = -errno;
+	slot_give(st, s, own);
+	return err;
+}
+
+bool store_reserve_release(struct store *st)
+{
+	pthread_mutex_lock(&st->lock);
+	bool held = st->reserve_held;
+	st->reserve_held = false;
+	pthread_mutex_unlock(&st->lock);
+	if (held)
+		unlink(st->reserve);
+	return held;
+}
+
+void store_reserve_restore(struct store *st)
+{
+	pthread_mutex_lock(&st->lock);
+	bool held = st->reserve_held;
+	pthread_mutex_unlock(&st->lock);
+	if (held)
+		return;
+	int fd = open(st->reserve, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	bool ok = fallocate(fd, 0, 0, RESERVE_BYTES) == 0;
+	close(fd);
+	if (!ok) {
+		unlink(st->reserve);
+		return;
+	}
+	pthread_mutex_lock(&st->lock);
+	st->reserve_held = true;
+	pthread_mutex_unlock(&st->lock);
 }

@@ -6,10 +6,18 @@
  *
  * Nothing here decides what is valid: the index does (a unit is valid only
  * while its row exists and its bytes match the row's checksum).
+ *
+ * CACHE_DIR/reserve is a few MiB set aside while the disk has room; on a
+ * full disk it is given back so that the index can still commit the
+ * evictions that make room.
+ *
+ * Thread-safe. Open files are kept in a small table (closed least recently
+ * used first), so any number of objects costs a bounded number of fds.
  */
 #ifndef TILEFS_STORE_H
 #define TILEFS_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,14 +28,15 @@ struct store;
 int store_open(const char *dir, const char *instance, struct store **out);
 void store_close(struct store *st);
 
-/* Open (creating) the data file of OBJECT_ID; caller closes the fd. */
-int store_object_open(struct store *st, int64_t object_id, int *fd);
-int store_object_remove(struct store *st, int64_t object_id);
+/* Whole-buffer write/read of object OBJECT_ID's file at OFF; 0 or -errno
+ * (-EIO for a short read). Writing creates the file. */
+int store_write(struct store *st, int64_t object_id, const void *buf, size_t len, uint64_t off);
+int store_read(struct store *st, int64_t object_id, void *buf, size_t len, uint64_t off);
 /* Give back the disk space of [off, off+len) of OBJECT_ID's file. */
 int store_punch(struct store *st, int64_t object_id, uint64_t off, uint64_t len);
 
-/* Whole-buffer pwrite/pread; 0 or -errno (-EIO for a short read). */
-int store_write(int fd, const void *buf, size_t len, uint64_t off);
-int store_read(int fd, void *buf, size_t len, uint64_t off);
+/* Free the reserve (true if there was one) / make it again if it is gone. */
+bool store_reserve_release(struct store *st);
+void store_reserve_restore(struct store *st);
 
 #endif

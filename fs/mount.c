@@ -4,7 +4,7 @@
  * entries, attributes and missing names for --ttl seconds, and keeps file
  * pages across opens while the object's version is unchanged.
  */
-#define FUSE_USE_VERSION 35
+#define FUSE_USE_VERSION 312
 #include "mount.h"
 #include "cache/cache.h"
 #include "cache/log.h"
@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#define MAX_THREADS 64
 
 struct mount {
 	struct mount_config cfg;
@@ -88,15 +90,20 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
 static int op_open(const char *path, struct fuse_file_info *fi)
 {
 	struct cache_object *obj;
-	bool unchanged;
+	bool unchanged, older_open;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
 		return -EROFS;
-	int err = ns_open(current()->ns, path, &obj, &unchanged);
+	int err = ns_open(current()->ns, path, &obj, &unchanged, &older_open);
 	if (err)
 		return err;
 	fi->fh = (uint64_t)(uintptr_t)obj;
-	fi->keep_cache = unchanged;	/* a new version must not see old pages */
+	/* Page-cache pages belong to the inode, shared by every open file:
+	 * a new version drops them (keep_cache off), and while a file of an
+	 * older version is still open the new one bypasses them (direct_io),
+	 * so neither sees the other's bytes. */
+	fi->keep_cache = unchanged && !older_open;
+	fi->direct_io = older_open;
 	return 0;
 }
 
@@ -220,8 +227,15 @@ fail:
 
 int mount_run(struct mount *m)
 {
-	struct fuse_loop_config loop = { .clone_fd = 0, .max_idle_threads = 16 };
-	return fuse_loop_mt(m->fuse, &loop) == 0 ? 0 : -EIO;
+	struct fuse_loop_config *loop = fuse_loop_cfg_create();
+	if (!loop)
+		return -ENOMEM;
+	/* a read may wait long on a slow origin: others must not queue behind it */
+	fuse_loop_cfg_set_max_threads(loop, MAX_THREADS);
+	fuse_loop_cfg_set_idle_threads(loop, 16);
+	int rc = fuse_loop_mt(m->fuse, loop);
+	fuse_loop_cfg_destroy(loop);
+	return rc == 0 ? 0 : -EIO;
 }
 
 void mount_free(struct mount *m)

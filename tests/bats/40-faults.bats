@@ -176,6 +176,33 @@ transient() {
 	tilefs_umount "$MNT"
 }
 
+@test "a 206 carrying another range than the one asked for: EIO, never wrong bytes, none cached" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --retries 1 --block-size 64K
+	# every range comes back from offset 0: right only for the open's
+	# first block, which starts there
+	origin_fault 'shiftrange?count=-1'
+	assert_eq "$(read_errno "$MNT/random.bin")" 5 "read while ranges come back shifted"
+	log_has "a range other than the one asked for"
+	origin_fault clear
+	cmp "$SAMPLES/random.bin" "$MNT/random.bin"
+	tilefs_umount "$MNT"
+	# and nothing wrong was kept: a fresh mount on the same cache reads right
+	tilefs_mount "$ORIGIN_URL" "$MNT" --block-size 64K
+	cmp "$SAMPLES/random.bin" "$MNT/random.bin"
+}
+
+@test "a body cut short, then a 200 with the whole object for the resumed range: the right bytes" {
+	head -c 100000 "$SAMPLES/random.bin" > "$SAMPLES/small.bin"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	# first answer: the whole file, cut after 30000 bytes; the resume of
+	# bytes 30000- is then answered with the whole file again (200)
+	origin_fault 'norange?count=2&path=/small.bin'
+	origin_fault 'truncate?bytes=30000&count=1&path=/small.bin'
+	cmp "$SAMPLES/small.bin" "$MNT/small.bin"
+	assert_eq "$(stat -c %s "$MNT/small.bin")" 100000 "size"
+	log_has "retrying"
+}
+
 @test "503 twice on the directory listing at mount time, --retries 3: the mount succeeds" {
 	origin_fault 'status?code=503&count=2&path=/'
 	tilefs_mount "$ORIGIN_URL" "$MNT" --log-level info --retries 3

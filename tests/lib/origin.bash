@@ -30,6 +30,9 @@
 #   /_fault/norange?count=2[&path=...]
 #        the next COUNT data requests are answered as if they had no Range
 #        header (200 and the whole file; logged with "-" as the range)
+#   /_fault/shiftrange?count=2[&path=...]
+#        the next COUNT ranged requests get as many bytes as they asked
+#        for, but from offset 0 (a broken server: 206, wrong Content-Range)
 #   /_fault/rate?bps=2000000     limit every data response to BPS bytes/s
 #   /_fault/delay?ms=500&count=2 hold the next COUNT data requests MS ms
 #   /_fault/clear                back to normal
@@ -164,6 +167,13 @@ http {
                 if tilefs_take("norange") then
                     ngx.req.clear_header("Range")
                 end
+                if tilefs_take("shiftrange") then
+                    -- serve as many bytes as asked, but from offset 0
+                    local first, last = (ngx.var.http_range or ""):match("bytes=(%d+)-(%d+)")
+                    if first then
+                        ngx.req.set_header("Range", "bytes=0-" .. (tonumber(last) - tonumber(first)))
+                    end
+                end
                 if tilefs_take("truncate") then
                     return ngx.exec("@truncate")
                 end
@@ -215,6 +225,8 @@ http {
                     arm("truncate")
                 elseif what == "norange" then
                     arm("norange")
+                elseif what == "shiftrange" then
+                    arm("shiftrange")
                 elseif what == "delay" then
                     f:set("delay.ms", num(a.ms, 1000))
                     arm("delay")

@@ -15,20 +15,30 @@ int main(void)
 	char dir[] = "/tmp/tilefs-test-index-XXXXXX";
 	struct index *ix;
 	bool rebuilt;
-	int64_t a, b, again;
+	int64_t a, b;
+	pid_t child;
+	int st;
 	uint64_t usage;
 
 	CHECK(mkdtemp(dir) != NULL, "temp dir");
 	CHECK(index_open(dir, &ix, &rebuilt) == 0 && !rebuilt, "creates a new index");
 	CHECK(strlen(index_instance(ix)) == 16, "instance id: %s", index_instance(ix));
-	CHECK(index_object_add(ix, "http://h/a.tif", "\"e1\"", 1000, &a) == 0, "add object");
-	CHECK(index_object_add(ix, "http://h/a.tif", "\"e1\"", 1000, &again) == 0 && again == a,
+	struct index_object o1 = { .size = 1000, .block_size = 256, .version = "\"e1\"" };
+	struct index_object o2 = { .size = 1000, .block_size = 65536, .version = "\"e1\"" };
+	struct index_object o3 = { .size = 1200, .block_size = 65536, .version = "\"e2\"" };
+	CHECK(index_object_add(ix, "http://h/a.tif", &o1) == 0, "add object");
+	a = o1.id;
+	CHECK(index_object_add(ix, "http://h/a.tif", &o2) == 0 && o2.id == a,
 	      "adding again finds the same id");
-	CHECK(index_object_add(ix, "http://h/a.tif", "\"e2\"", 1200, &b) == 0 && b != a,
+	CHECK(o2.block_size == 256, "and the block size it was first cut with (%llu)",
+	      (unsigned long long)o2.block_size);
+	CHECK(index_object_add(ix, "http://h/a.tif", &o3) == 0 && o3.id != a,
 	      "a new version is a new object");
+	b = o3.id;
 	struct index_object latest;
 	CHECK(index_object_latest(ix, "http://h/a.tif", &latest) == 0 && latest.id == b &&
-	      latest.size == 1200 && strcmp(latest.version, "\"e2\"") == 0, "latest version");
+	      latest.size == 1200 && latest.block_size == 65536 &&
+	      strcmp(latest.version, "\"e2\"") == 0, "latest version");
 	CHECK(index_object_latest(ix, "http://h/none", &latest) == -ENOENT, "unknown URL");
 
 	CHECK(index_unit_add(ix, a, 0, 256, 111) == 0 && index_unit_add(ix, a, 256, 256, 222) == 0 &&
@@ -45,6 +55,27 @@ int main(void)
 	      index_unit_find(ix, a, 0, &u) == 0 && u.id != first_id,
 	      "a re-added unit gets a new id");
 
+	/* eviction: the row goes and the unit is claimed, in one step */
+	struct index_unit victim;
+	CHECK(index_unit_find(ix, a, 256, &victim) == 0 && index_unit_evict(ix, &victim) == 0,
+	      "evict a unit");
+	CHECK(index_unit_find(ix, a, 256, &u) == -ENOENT, "its row is gone");
+	CHECK(index_unit_evict(ix, &victim) == -ENOENT, "evicting it again: already gone");
+	child = fork();
+	if (child == 0) {
+		struct index *other;
+		bool r;
+		int rc = index_open(dir, &other, &r) ? 10 : index_unit_add(other, a, 256, 256, 222);
+		index_close(other);
+		_exit(rc == -EBUSY ? 0 : 11);
+	}
+	waitpid(child, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "another process cannot add the unit while it is being evicted (%d)",
+	      WEXITSTATUS(st));
+	CHECK(index_unclaim(ix, a, 256) == 0 && index_unit_add(ix, a, 256, 256, 222) == 0,
+	      "after the hole is punched, the unit can be added again");
+
 	/* eviction order: a unit read again later outranks one read once */
 	CHECK(index_units_touch(ix, &u.id, 1) == 0, "touch");
 	struct index_unit victims[8];
@@ -56,7 +87,7 @@ int main(void)
 
 	pid_t holder = 0;
 	CHECK(index_claim(ix, b, 512, 30, &holder) == 0, "claim a unit");
-	pid_t child = fork();
+	child = fork();
 	if (child == 0) {
 		struct index *other;
 		bool r;
@@ -66,7 +97,6 @@ int main(void)
 		index_close(other);
 		_exit(rc);
 	}
-	int st;
 	waitpid(child, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another process sees the claim held (%d)",
 	      WEXITSTATUS(st));
