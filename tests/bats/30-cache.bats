@@ -434,3 +434,68 @@ with rasterio.open(sys.argv[1]) as ds:
 	[ "$got" -le $((size * 4 / 10)) ] || fail "a one-window read fetched $got of $size bytes"
 	tilefs_umount "$MNT"
 }
+
+@test "two open files of two versions never see each other's bytes through the page cache" {
+	# --ttl 1: the kernel keeps attributes for a second, so it does not drop
+	# pages by itself; the newer open must not fill pages the older file reads
+	tilefs_mount "$ORIGIN_URL" "$MNT" --ttl 1 --block-size 64K --retries 1
+	cp "$SAMPLES/random.bin" "$T/old.bin"
+	"$PY" -c 'import sys; open(sys.argv[1], "wb").write(bytes(255 - b for b in open(sys.argv[2], "rb").read()))' \
+		"$T/new.bin" "$T/old.bin"
+	touch -d '2025-03-04 05:06:07 UTC' "$T/new.bin"
+	run_to 60 "$PY" - "$MNT/random.bin" "$SAMPLES/random.bin" "$T/old.bin" "$T/new.bin" <<'PYEOF'
+import os, shutil, sys, time
+mnt, origin, old, new = sys.argv[1:]
+old_b, new_b = open(old, "rb").read(), open(new, "rb").read()
+fd1 = os.open(mnt, os.O_RDONLY)                 # pinned to the old version
+assert os.pread(fd1, 4096, 0) == old_b[:4096]
+shutil.copy2(new, origin + ".tmp")
+os.rename(origin + ".tmp", origin)
+time.sleep(1.2)
+fd2 = os.open(mnt, os.O_RDONLY)                 # past --ttl: the new version
+assert os.pread(fd2, 131072, 131072) == new_b[131072:262144], "new open reads new bytes"
+try:
+    got = os.pread(fd1, 131072, 131072)         # same range through the old file
+except OSError as e:
+    if e.errno not in (5, 116):
+        raise
+    print("old file: %s (acceptable)" % os.strerror(e.errno))
+    sys.exit(0)
+if got != old_b[131072:262144]:
+    sys.exit("the old file read %s bytes" % ("the new version's" if got == new_b[131072:262144] else "mixed"))
+print("old file: old bytes (acceptable)")
+PYEOF
+}
+
+@test "a busy index at start fails the mount and is not rebuilt; the cache survives" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	tilefs_umount "$MNT"
+	# another process holds the index's write lock longer than tilefs waits
+	"$PY" -c 'import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+time.sleep(12)' "$CACHE/index.db" > "$T/locker.out" &
+	local locker=$!
+	for i in $(seq 50); do grep -q locked "$T/locker.out" && break; sleep 0.1; done
+	tilefs_run mount --cache-dir "$CACHE" --log-file "$T/busy.log" "$ORIGIN_URL" "$MNT"
+	assert_eq "$status" 1 "exit status with the index busy"
+	[[ "$err" == *"cache"* ]] || fail "message: $err"
+	[ ! -e "$CACHE/index.db.broken" ] || fail "a busy index was set aside"
+	wait "$locker"
+	origin_log_reset
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	assert_eq "$(origin_gets)" 0 "ranged GETs once the index is free again"
+}
+
+@test "only the cache's own data-<hex> directories are ever removed from --cache-dir" {
+	mkdir -p "$CACHE/data-important" "$CACHE/data-0123456789abcdeg"
+	echo precious > "$CACHE/data-important/keep.txt"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	tilefs_umount "$MNT"
+	assert_eq "$(cat "$CACHE/data-important/keep.txt")" precious "a user's data-important/"
+	[ -d "$CACHE/data-0123456789abcdeg" ] || fail "data-<not quite hex> was removed"
+}
