@@ -1,0 +1,985 @@
+#!/usr/bin/python3
+"""tilefs benchmark: tilefs beside local disk, GDAL /vsicurl/ and rclone.
+
+Run through tests/bench/run (make bench, make bench-quick); see
+tests/bench/README.md. In short: generate (once) a data set of COGs and a
+striped GeoTIFF, serve it with nginx on 127.0.0.1 with injected latency and a
+rate limit, run each workload through each contestant with caches dropped in
+between, check every result against the local read, and write
+results/<timestamp>/{results.csv,chart.png,table.txt,meta.json,logs/}.
+
+The exit status is 1 only if a contestant returned wrong data, tilefs failed
+a read, hung or crashed, or the harness itself broke; never because
+something was slow.
+"""
+import argparse
+import datetime
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+import report  # noqa: E402
+
+PY = "/usr/bin/python3"
+NGINX = "/usr/sbin/nginx"
+MODDIR = "/usr/lib/nginx/modules"
+CLK = os.sysconf("SC_CLK_TCK")
+
+# profile: (first-byte delay in ms, per-request rate limit for nginx)
+PROFILES = {"near": (10, "100m"), "region": (30, "50m"), "far": (80, "25m")}
+
+# name: (issue number, unit, what it does)
+WORKLOADS = {
+    "chips": (1, "chips/s", "random 256x256 chips, fresh open per chip, worker pool"),
+    "chips-torch": (1, "chips/s", "the same chips through a torch DataLoader"),
+    "aligned": (2, "chips/s", "256x256 chips inside one tile each"),
+    "full": (3, "MB/s", "every band of every file at full resolution (decoded MB)"),
+    "overview": (4, "MB/s", "every overview level of every COG (decoded MB)"),
+    "epochs": (5, "chips/s", "three epochs over the same chips, one mount"),
+    "opens": (6, "opens/s", "1,000 opens + metadata + sidecar probes (GDAL readdir on)"),
+    "preads": (7, "tiles/s", "raw preads of whole tiles, no decoding"),
+}
+QUICK_WORKLOADS = ["chips", "chips-torch", "full", "epochs", "opens"]
+FULL_WORKLOADS = list(WORKLOADS)
+
+SIZES = {
+    "quick": {"chips": 200, "aligned": 200, "epochs": 100, "opens": 1000, "preads": 300},
+    "full": {"chips": 2000, "aligned": 1000, "epochs": 600, "opens": 1000, "preads": 2000},
+}
+
+VSI_TUNED = {"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
+             "CPL_VSIL_CURL_CACHE_SIZE": str(256 << 20)}
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def now():
+    return time.monotonic()
+
+
+# ---------------------------------------------------------------- data set
+
+def ensure_data(mode):
+    base = os.path.join(REPO, "tests", ".cache", "bench")
+    dest = os.path.join(base, mode + "-v1")
+    if not os.path.isdir(dest):
+        os.makedirs(base, exist_ok=True)
+        log("generating the %s data set in %s (once; kept for later runs)" % (mode, dest))
+        subprocess.run([PY, os.path.join(HERE, "gen_data.py"), mode, dest], check=True)
+    return dest
+
+
+def scan_data(root):
+    """Every .tif under root with what the planner needs (from the local copy)."""
+    from osgeo import gdal
+    gdal.UseExceptions()
+    files = []
+    for kind in sorted(os.listdir(root)):
+        d = os.path.join(root, kind)
+        if not os.path.isdir(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            if not name.endswith(".tif"):
+                continue
+            p = os.path.join(d, name)
+            ds = gdal.Open(p)
+            b = ds.GetRasterBand(1)
+            bx, by = b.GetBlockSize()
+            tiled = bx < ds.RasterXSize
+            info = {"path": kind + "/" + name, "kind": kind, "w": ds.RasterXSize,
+                    "h": ds.RasterYSize, "bands": ds.RasterCount, "block": [bx, by],
+                    "tiled": tiled, "overviews": b.GetOverviewCount(),
+                    "size": os.path.getsize(p), "tiles": []}
+            if tiled:
+                for ty in range((ds.RasterYSize + by - 1) // by):
+                    for tx in range((ds.RasterXSize + bx - 1) // bx):
+                        off = b.GetMetadataItem("BLOCK_OFFSET_%d_%d" % (tx, ty), "TIFF")
+                        n = b.GetMetadataItem("BLOCK_SIZE_%d_%d" % (tx, ty), "TIFF")
+                        if off and n and int(n) > 0:
+                            info["tiles"].append([int(off), int(n)])
+            files.append(info)
+            ds = None
+    return files
+
+
+def plan(files, mode, sizes, seed=20240601):
+    """The items of every workload: identical for every contestant."""
+    rng = random.Random(seed)
+    tiled = [f for f in files if f["tiled"]]
+    cogs = [f for f in files if f["overviews"] > 0]
+
+    def chips(n, aligned=False):
+        out = []
+        pool = tiled if aligned else files
+        for _ in range(n):
+            f = rng.choice(pool)
+            if aligned:
+                bx, by = f["block"]
+                tx = rng.randrange(f["w"] // bx)
+                ty = rng.randrange(f["h"] // by)
+                c = tx * bx + 256 * rng.randrange(bx // 256)
+                r = ty * by + 256 * rng.randrange(by // 256)
+            else:
+                c = rng.randrange(f["w"] - 256 + 1)
+                r = rng.randrange(f["h"] - 256 + 1)
+            out.append({"op": "chip", "path": f["path"], "window": [c, r, 256, 256]})
+        return out
+
+    items = {}
+    items["chips"] = chips(sizes["chips"])
+    items["chips-torch"] = items["chips"]
+    items["aligned"] = chips(sizes["aligned"], aligned=True)
+    items["full"] = [{"op": "full", "path": f["path"]} for f in files]
+    items["overview"] = [{"op": "overview", "path": f["path"], "level": lv}
+                         for f in cogs for lv in range(f["overviews"])]
+    items["epochs"] = chips(sizes["epochs"])
+    items["opens"] = [{"op": "open", "path": files[i % len(files)]["path"]}
+                      for i in range(sizes["opens"])]
+    rng.shuffle(items["opens"])
+    pr = []
+    for _ in range(sizes["preads"]):
+        f = rng.choice(tiled)
+        off, n = rng.choice(f["tiles"])
+        pr.append({"op": "pread", "path": f["path"], "offset": off, "length": n})
+    items["preads"] = pr
+    return items
+
+
+# ---------------------------------------------------------------- origin
+
+class Origin:
+    def __init__(self, root, delay_ms, rate, scratch):
+        self.root, self.delay_ms, self.rate = root, delay_ms, rate
+        self.dir = os.path.join(scratch, "nginx")
+        self.pid = None
+
+    def start(self):
+        d = self.dir
+        os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
+        for attempt in range(8):
+            port = free_port()
+            conf = NGINX_CONF % dict(mod=MODDIR, d=d, port=port, root=self.root,
+                                     rate=self.rate, delay=self.delay_ms / 1000.0)
+            with open(os.path.join(d, "nginx.conf"), "w") as f:
+                f.write(conf)
+            open(os.path.join(d, "access.log"), "w").close()
+            r = subprocess.run([NGINX, "-p", d, "-c", os.path.join(d, "nginx.conf"),
+                                "-e", os.path.join(d, "error.log")],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                break
+            if "Address already in use" not in r.stderr or attempt == 7:
+                raise RuntimeError("nginx failed to start:\n" + r.stderr)
+        self.url = "http://127.0.0.1:%d/" % port
+        self.log = os.path.join(d, "access.log")
+        import urllib.request
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(self.url, timeout=5).read()
+                with open(os.path.join(d, "nginx.pid")) as f:
+                    self.pid = int(f.read().strip())
+                # nginx logs after the response: wait for that line, so it
+                # does not land in the first phase
+                for _ in range(100):
+                    if self.offset() > 0:
+                        break
+                    time.sleep(0.02)
+                return
+            except Exception:
+                time.sleep(0.1)
+        raise RuntimeError("nginx does not answer on " + self.url)
+
+    def offset(self):
+        return os.path.getsize(self.log)
+
+    def since(self, off, save=None):
+        """Requests logged since offset: (count, body bytes, {method: count}).
+        With save, those log lines are also copied to that file."""
+        n, nbytes, methods = 0, 0, {}
+        with open(self.log, "rb") as f:
+            f.seek(off)
+            lines = f.readlines()
+        if save:
+            with open(save, "wb") as out:
+                out.writelines(lines)
+        for line in lines:
+            parts = line.decode("latin-1").split()
+            if len(parts) < 5:
+                continue
+            n += 1
+            methods[parts[0]] = methods.get(parts[0], 0) + 1
+            try:
+                nbytes += int(parts[-1])
+            except ValueError:
+                pass
+        return n, nbytes, methods
+
+    def cpu(self):
+        """CPU seconds of nginx's master and workers so far."""
+        if not self.pid:
+            return 0.0
+        pids = [self.pid]
+        try:
+            with open("/proc/%d/task/%d/children" % (self.pid, self.pid)) as f:
+                pids += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+        return sum((proc_stats(p) or (0.0, 0))[0] for p in pids)
+
+    def stop(self):
+        if not self.pid:
+            return
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            self.pid = None
+            return
+        for _ in range(100):
+            if not pid_alive(self.pid):
+                break
+            time.sleep(0.05)
+        else:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.pid = None
+
+
+NGINX_CONF = r"""load_module %(mod)s/ndk_http_module.so;
+load_module %(mod)s/ngx_http_lua_module.so;
+user root root;
+worker_processes 1;
+pid %(d)s/nginx.pid;
+error_log %(d)s/error.log warn;
+events { worker_connections 4096; }
+http {
+    client_body_temp_path %(d)s/tmp/body;
+    proxy_temp_path %(d)s/tmp/proxy;
+    fastcgi_temp_path %(d)s/tmp/fastcgi;
+    uwsgi_temp_path %(d)s/tmp/uwsgi;
+    scgi_temp_path %(d)s/tmp/scgi;
+    default_type application/octet-stream;
+    types { text/html html; image/tiff tif tiff; }
+    log_format bench '$request_method $uri "$http_range" $status $body_bytes_sent';
+    access_log %(d)s/access.log bench;
+    keepalive_timeout 120;
+    keepalive_requests 1000000;
+    sendfile off;
+    server {
+        listen 127.0.0.1:%(port)d backlog=4096;
+        server_name localhost;
+        root %(root)s;
+        autoindex on;
+        autoindex_exact_size on;
+        autoindex_format html;
+        # per request, which on a keep-alive connection is per connection
+        limit_rate %(rate)s;
+        location / {
+            # the first-byte delay of every request, listings included
+            access_by_lua_block { ngx.sleep(%(delay).3f) }
+        }
+    }
+}
+"""
+
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def pid_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read().rsplit(")", 1)[1].split()[0]
+        return st not in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def proc_stats(pid):
+    """(cpu seconds user+system, VmHWM in MB) of a running process, or None."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / CLK
+        hwm = None
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1]) / 1024.0
+        return cpu, hwm
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return None
+
+
+def machine_busy():
+    """CPU seconds the whole machine spent busy since boot (not idle/iowait)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq, steal = (v + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / CLK
+
+
+def children_cpu():
+    """CPU seconds of our reaped children (the phase's readers, once waited for)."""
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def is_mounted(mnt):
+    with open("/proc/mounts") as f:
+        return any(line.split()[1] == mnt for line in f)
+
+
+def drop_caches(state):
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except OSError as e:
+        if not state.get("warned"):
+            log("note: cannot drop the page cache (%s); later phases may read RAM" % e)
+            state["warned"] = True
+            state["note"] = "page cache NOT dropped between phases (%s)" % e
+
+
+# ---------------------------------------------------------------- contestants
+
+class Failure(Exception):
+    pass
+
+
+class Contestant:
+    """Something to read the items through. fs contestants give a directory."""
+    name = family = ""
+    vsi = False
+    env = {}
+    daemon = None      # pid of the process serving a mount, for CPU/RSS
+    note = ""
+
+    def prepare(self, wl, ctx):
+        """Before a workload: return the root path, or raise Failure/Skip."""
+        raise NotImplementedError
+
+    def finish(self, ctx):
+        """After a workload: unmount. Returns a note ('' if all went well)."""
+        return ""
+
+
+class Skip(Exception):
+    pass
+
+
+class Local(Contestant):
+    name = family = "local"
+
+    def prepare(self, wl, ctx):
+        return ctx.data
+
+
+class Vsicurl(Contestant):
+    vsi = True
+    family = "vsicurl"
+
+    def __init__(self, name, env):
+        self.name, self.env = name, env
+
+    def prepare(self, wl, ctx):
+        return "/vsicurl/" + ctx.origin.url.rstrip("/")
+
+
+class Mounted(Contestant):
+    """A FUSE mount by a daemon we start in the foreground (so we know its pid).
+
+    cold: a fresh cache dir for each workload. warm: the cache dir its cold
+    twin filled in the same workload, after an unmount and a new mount."""
+
+    def __init__(self, name, family, warm_of=None):
+        self.name, self.family, self.warm_of = name, family, warm_of
+        self.proc = None
+        self.mnt = None
+
+    def command(self, ctx, mnt, cache, logf):
+        raise NotImplementedError
+
+    def prepare(self, wl, ctx):
+        if self.warm_of:
+            cache = ctx.caches.get((wl, self.warm_of.name))
+            if not cache:
+                raise Skip("no cold cache from %s" % self.warm_of.name)
+        else:
+            cache = os.path.join(ctx.scratch, "cache", "%s-%s" % (wl, fname(self.name)))
+            os.makedirs(cache)
+        mnt = os.path.join(ctx.scratch, "mnt", "%s-%s" % (wl, fname(self.name)))
+        os.makedirs(mnt)
+        logf = os.path.join(ctx.logs, "%s-%s.log" % (wl, fname(self.name)))
+        cmd, env = self.command(ctx, mnt, cache, logf)
+        with open(logf + ".cmd", "w") as f:
+            f.write(" ".join(cmd) + "\n")
+        out = open(logf + ".out", "w")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                     stderr=subprocess.STDOUT, env=env)
+        out.close()
+        self.mnt, self.logf = mnt, logf
+        ctx.active.append(self)
+        deadline = now() + 60
+        while now() < deadline:
+            if is_mounted(mnt):
+                self.daemon = self.proc.pid
+                if not self.warm_of:
+                    ctx.caches[(wl, self.name)] = cache
+                return mnt
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        tail = (tail_of(logf + ".out") + tail_of(logf)).strip()
+        self._kill()
+        why = tail.splitlines()[0] if tail else "no message"
+        raise Failure("%s did not mount (exit %s): %s\n%s" % (
+            self.name, self.proc.returncode, why, tail))
+
+    def finish(self, ctx):
+        """Unmount and wait for the daemon; a hang or bad exit is a note."""
+        if not self.proc:
+            return ""
+        note = ""
+        for attempt in range(20):
+            r = subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True, text=True)
+            if r.returncode == 0 or not is_mounted(self.mnt):
+                break
+            time.sleep(0.5)
+        else:
+            note = "unmount failed: %s" % r.stderr.strip()
+        try:
+            rc = self.proc.wait(timeout=60)
+            if rc != 0:
+                note = (note + "; " if note else "") + "daemon exited %d after unmount" % rc
+        except subprocess.TimeoutExpired:
+            note = (note + "; " if note else "") + "daemon still running 60 s after unmount"
+            self._kill()
+        if note:
+            note += " (log: %s)" % os.path.relpath(self.logf, ctx.results)
+        if self in ctx.active:
+            ctx.active.remove(self)
+        self.proc = None
+        self.daemon = None
+        return note
+
+    def _kill(self):
+        if self.proc and self.proc.poll() is None:
+            try:
+                self.proc.kill()
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.mnt and is_mounted(self.mnt):
+            subprocess.run(["fusermount3", "-uz", self.mnt], capture_output=True)
+        self.daemon = None
+
+    def abort(self):
+        self._kill()
+        self.proc = None
+
+
+class Tilefs(Mounted):
+    def __init__(self, name, extra, warm_of=None):
+        super().__init__(name, "tilefs", warm_of)
+        self.extra = extra
+
+    def command(self, ctx, mnt, cache, logf):
+        cmd = [ctx.tilefs, "mount", "-f", "--cache-dir", cache, "--cache-size",
+               ctx.cache_size, "--log-file", logf] + self.extra + [ctx.origin.url, mnt]
+        return cmd, os.environ.copy()
+
+
+class Rclone(Mounted):
+    def command(self, ctx, mnt, cache, logf):
+        conf = os.path.join(ctx.scratch, "rclone.conf")
+        open(conf, "a").close()
+        env = os.environ.copy()
+        env["RCLONE_CONFIG"] = conf
+        cmd = ["rclone", "mount", ":http:", mnt, "--http-url", ctx.origin.url,
+               "--vfs-cache-mode", "full", "--cache-dir", cache, "--read-only",
+               "--log-file", logf, "--log-level", "NOTICE"]
+        return cmd, env
+
+
+def fname(name):
+    """A contestant name as part of a file name (tilefs-cold/tile -> tilefs-cold_tile)."""
+    return name.replace("/", "_")
+
+
+def tail_of(path, n=30):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return ""
+
+
+# ---------------------------------------------------------------- running
+
+class Ctx:
+    pass
+
+
+def run_phase(ctx, wl, c, root, items_file, label, shuffle=None, loader="pool"):
+    """One timed pass of the workload; returns a row dict (without ratios)."""
+    out = os.path.join(ctx.raw, "%s-%s.json" % (label, fname(c.name)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GDAL_", "CPL_"))}
+    env.update(c.env)
+    cmd = [PY, os.path.join(HERE, "workload.py"), "--items", items_file, "--root", root,
+           "--out", out, "--workers", str(ctx.workers), "--loader", loader]
+    if c.vsi:
+        cmd.append("--vsi")
+    if shuffle is not None:
+        cmd += ["--shuffle", str(shuffle)]
+    before = proc_stats(c.daemon) if c.daemon else None
+    busy0, kids0, nginx0 = machine_busy(), children_cpu(), ctx.origin.cpu()
+    t0 = now()
+    errf = open(out + ".stderr", "w")
+    p = subprocess.Popen(cmd, env=env, stdout=errf, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, start_new_session=True)
+    errf.close()
+    row = {"workload": label, "contestant": c.name, "family": c.family,
+           "unit": WORKLOADS[wl][1], "check": "ok", "note": ""}
+    try:
+        p.wait(timeout=ctx.phase_timeout)
+    except BaseException as e:
+        stacks = daemon_stacks(c.daemon) if c.daemon and pid_alive(c.daemon) else ""
+        # the readers run in their own session: end them (by that group's id)
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+        if not isinstance(e, subprocess.TimeoutExpired):
+            raise
+        row["check"] = "HANG"
+        row["note"] = "no result after %d s" % ctx.phase_timeout
+        if stacks:
+            row["note"] += "; daemon threads waiting in: " + stacks
+        return row
+    after = proc_stats(c.daemon) if c.daemon else None
+    busy1, kids1, nginx1 = machine_busy(), children_cpu(), ctx.origin.cpu()
+    elapsed = now() - t0
+    if p.returncode != 0 or not os.path.exists(out):
+        row["check"] = "ERROR"
+        row["note"] = "workload exited %s: %s" % (p.returncode,
+                                                  tail_of(out + ".stderr", 5).strip()[-300:])
+        return row
+    with open(out) as f:
+        res = json.load(f)
+    row.update(items=res["n"], wall_s=res["wall_s"], bytes=res["bytes"],
+               client_cpu_s=res.get("client_cpu_s"))
+    lat = sorted(x for x in res["lat"] if x is not None)
+    row["p50_ms"] = 1000 * pct(lat, 50)
+    row["p95_ms"] = 1000 * pct(lat, 95)
+    row["items_per_s"] = res["n"] / res["wall_s"] if res["wall_s"] > 0 else None
+    row["mb_per_s"] = res["bytes"] / 1e6 / res["wall_s"] if res["wall_s"] > 0 else None
+    row["rate"] = row["mb_per_s"] if row["unit"] == "MB/s" else row["items_per_s"]
+    if before and after:
+        row["daemon_cpu_s"] = after[0] - before[0]
+        row["daemon_rss_mb"] = after[1]
+    # what the rest of the machine did meanwhile: all busy CPU time less
+    # the readers', the daemon's and nginx's, as cores kept busy on average
+    ours = (kids1 - kids0) + (nginx1 - nginx0) + row.get("daemon_cpu_s", 0)
+    if elapsed > 0:
+        row["other_cpu"] = max(0.0, (busy1 - busy0) - ours) / elapsed
+    row["_hash"] = res["hash"]
+    if res["errors"]:
+        row["check"] = "ERROR"
+        first = res["errors"][0]
+        row["note"] = "%d of %d items failed, first: %s: %s" % (
+            len(res["errors"]), res["n"], items_path(items_file, first[0]), first[1])
+    return row
+
+
+def items_path(items_file, idx):
+    with open(items_file) as f:
+        it = json.load(f)[idx]
+    return it["path"] + (" %s" % it.get("window", "") if "window" in it else "")
+
+
+def daemon_stacks(pid):
+    out = []
+    try:
+        for tid in sorted(os.listdir("/proc/%d/task" % pid))[:8]:
+            try:
+                with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
+                    out.append("%s:%s" % (tid, f.read().strip() or "-"))
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return " ".join(out)
+
+
+def pct(xs, p):
+    if not xs:
+        return None
+    k = (len(xs) - 1) * p / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def compare(row, ref):
+    """Mark the row WRONG if any item's bytes differ from the local read."""
+    h = row.pop("_hash", None)
+    if h is None or row["check"] in ("HANG",):
+        return
+    if ref is None:
+        if row["family"] != "local" and row["check"] == "ok":
+            row["check"] = "no-ref"
+        return
+    bad = [i for i, (a, b) in enumerate(zip(h, ref)) if a is not None and b is not None
+           and a != b]
+    if bad:
+        row["check"] = "WRONG"
+        row["mismatches"] = len(bad)
+        row["note"] = ("%d of %d items differ from local, first item %d; " % (
+            len(bad), len(h), bad[0]) + row.get("note", "")).strip("; ")
+
+
+def run_workload(ctx, wl, contestants, rows):
+    """Every contestant through workload wl; rows are appended to rows as
+    they are measured (so an interrupted run keeps them)."""
+    items = ctx.items[wl]
+    items_file = os.path.join(ctx.raw, "items-%s.json" % wl)
+    with open(items_file, "w") as f:
+        json.dump(items, f)
+    loader = "torch" if wl == "chips-torch" else "pool"
+    labels = ["epoch1", "epoch2", "epoch3"] if wl == "epochs" else [wl]
+    refs = {}
+    for c in contestants:
+        log("  %-22s" % c.name)
+        t0 = now()
+        try:
+            off = ctx.origin.offset()
+            try:
+                root = c.prepare(wl, ctx)
+            except Skip as e:
+                for lab in labels:
+                    rows.append(skip_row(wl, lab, c, str(e)))
+                log("    skipped: %s" % e)
+                continue
+            except Failure as e:
+                msg = str(e)
+                log("    " + msg.replace("\n", "\n    "))
+                first = msg.splitlines()[0]
+                for lab in labels:
+                    r = skip_row(wl, lab, c, first)
+                    if c.family == "tilefs":
+                        r["check"] = "ERROR"
+                    rows.append(r)
+                continue
+            phase_rows = []
+            for k, lab in enumerate(labels):
+                drop_caches(ctx.dropstate)
+                if k > 0:
+                    off = ctx.origin.offset()
+                row = run_phase(ctx, wl, c, root, items_file, lab,
+                                shuffle=(k if wl == "epochs" else None), loader=loader)
+                n, nbytes, methods = ctx.origin.since(off, save=os.path.join(
+                    ctx.raw, "%s-%s.access.log" % (lab, fname(c.name))))
+                row["requests"], row["fetched_bytes"] = n, nbytes
+                row["methods"] = " ".join("%s:%d" % kv for kv in sorted(methods.items()))
+                if c.family == "local":
+                    refs[lab] = row.get("_hash")
+                    # every epoch reads the same chips: all compare to epoch 1
+                    if wl == "epochs" and k > 0 and refs.get("epoch1") is not None:
+                        ref = refs["epoch1"]
+                    else:
+                        ref = None
+                    if ref is not None:
+                        compare(row, ref)
+                    else:
+                        row.pop("_hash", None)
+                else:
+                    ref = refs.get(lab) if wl != "epochs" else refs.get("epoch1")
+                    compare(row, ref)
+                log("    %-8s %s" % (lab, brief(row)))
+                phase_rows.append(row)
+                rows.append(row)
+                if row["check"] == "HANG":
+                    break
+            note = c.finish(ctx)
+            if c.family == "tilefs":
+                problems = log_problems(c.logf)
+                if problems:
+                    log("    " + problems)
+                    for r in phase_rows:
+                        r["note"] = (r.get("note", "") + "; " + problems).strip("; ")
+            if note:
+                log("    " + note)
+                for r in phase_rows:
+                    r["note"] = (r.get("note", "") + "; " + note).strip("; ")
+                    if c.family == "tilefs" and r["check"] == "ok":
+                        r["check"] = "ERROR"
+        finally:
+            if isinstance(c, Mounted) and c.proc:
+                c.finish(ctx)
+        log("    (%.0f s with set-up)" % (now() - t0))
+    # the cold caches of this workload are no longer needed
+    for (w, name), d in list(ctx.caches.items()):
+        if w == wl:
+            shutil.rmtree(d, ignore_errors=True)
+            del ctx.caches[(w, name)]
+
+
+def skip_row(wl, lab, c, why):
+    return {"workload": lab, "contestant": c.name, "family": c.family,
+            "unit": WORKLOADS[wl][1], "check": "SKIP", "note": why}
+
+
+def brief(row):
+    if row.get("rate") is None:
+        return "%s %s" % (row["check"], row.get("note", ""))
+    s = "%.1f %s, %d req, %.1f MB fetched, p50 %.0f ms, p95 %.0f ms" % (
+        row["rate"], row["unit"], row.get("requests", 0), row.get("fetched_bytes", 0) / 1e6,
+        row["p50_ms"] or 0, row["p95_ms"] or 0)
+    if row.get("daemon_cpu_s") is not None:
+        s += ", daemon %.1f s CPU %.0f MB" % (row["daemon_cpu_s"], row["daemon_rss_mb"] or 0)
+    if row["check"] != "ok":
+        s += "  [%s] %s" % (row["check"], row.get("note", ""))
+    return s
+
+
+def sha256(path):
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def log_problems(path):
+    """'N warnings/errors in the log, first: ...' for a tilefs log, or ''."""
+    try:
+        with open(path, errors="replace") as f:
+            bad = [line.strip() for line in f if ": warn: " in line or ": error: " in line]
+    except OSError:
+        return ""
+    if not bad:
+        return ""
+    return "%d warn/error lines in %s, first: %s" % (
+        len(bad), os.path.basename(path), bad[0].split(": ", 1)[-1][:200])
+
+
+def have_torch():
+    r = subprocess.run([PY, "-c", "import torch"], capture_output=True)
+    return r.returncode == 0
+
+
+def versions(ctx):
+    def out(cmd):
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+            return (r.stdout + r.stderr).strip().splitlines()[0]
+        except Exception as e:
+            return "unavailable (%s)" % e
+    return {
+        "tilefs": out([ctx.tilefs, "--version"]),
+        "tilefs_sha256": sha256(ctx.tilefs),
+        "gdal": out(["gdalinfo", "--version"]),
+        "rclone": out(["rclone", "version"]),
+        "nginx": out([NGINX, "-v"]),
+        "kernel": os.uname().release,
+        "cpus": os.cpu_count(),
+        "git": out(["git", "-C", REPO, "describe", "--always", "--dirty"]),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="tests/bench/run", description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="small data, workloads chips, full, epochs, opens (a few minutes)")
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="region",
+                    help="origin latency/bandwidth: near 10 ms 100 MB/s, region 30 ms "
+                    "50 MB/s, far 80 ms 25 MB/s (per connection) [region]")
+    ap.add_argument("--workloads", help="comma list, from: " + ",".join(WORKLOADS))
+    ap.add_argument("--contestants", help="comma list of names to run (local always runs: "
+                    "it is the reference)")
+    ap.add_argument("--workers", type=int, default=4, help="reader processes [4]")
+    ap.add_argument("--prefetch", default="",
+                    help="comma list of tilefs --prefetch policies; each adds a "
+                    "tilefs-cold/POLICY and tilefs-warm/POLICY pair (needs a tilefs "
+                    "that has --prefetch)")
+    ap.add_argument("--tilefs-args", default="", metavar="ARGS",
+                    help="extra arguments for every tilefs mount, e.g. "
+                    "--tilefs-args='--block-size 1M'")
+    ap.add_argument("--tilefs", default=os.path.join(REPO, "build", "tilefs"),
+                    help="the binary to test [build/tilefs]")
+    ap.add_argument("--results", help="results directory [results/<timestamp>]")
+    ap.add_argument("--keep-scratch", action="store_true",
+                    help="keep the caches, mounts dirs and nginx dir")
+    a = ap.parse_args()
+
+    mode = "quick" if a.quick else "full"
+    ts = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    ctx = Ctx()
+    ctx.mode, ctx.workers, ctx.tilefs = mode, a.workers, os.path.abspath(a.tilefs)
+    ctx.results = os.path.abspath(a.results or os.path.join(REPO, "results", ts))
+    ctx.logs = os.path.join(ctx.results, "logs")
+    ctx.raw = os.path.join(ctx.results, "raw")
+    ctx.caches, ctx.active, ctx.dropstate = {}, [], {}
+    ctx.cache_size = "8G" if mode == "quick" else "16G"
+    ctx.phase_timeout = 900 if mode == "quick" else 3600
+    delay_ms, rate = PROFILES[a.profile]
+    if not os.access(ctx.tilefs, os.X_OK):
+        sys.exit("bench: no tilefs binary at %s (run make)" % ctx.tilefs)
+
+    wls = a.workloads.split(",") if a.workloads else (
+        QUICK_WORKLOADS if a.quick else FULL_WORKLOADS)
+    for w in wls:
+        if w not in WORKLOADS:
+            sys.exit("bench: unknown workload %s (known: %s)" % (w, ", ".join(WORKLOADS)))
+    notes = []
+    if "chips-torch" in wls and not have_torch():
+        wls = [w for w in wls if w != "chips-torch"]
+        notes.append("chips-torch (a real torch DataLoader) not run: python3-torch is not "
+                     "installed (about 700 MB with its dependencies, so install-deps leaves "
+                     "it out; apt-get install python3-torch adds the workload)")
+
+    contestants = [Local(), Vsicurl("vsicurl", {}), Vsicurl("vsicurl-tuned", VSI_TUNED)]
+    if shutil.which("rclone"):
+        rc = Rclone("rclone-cold", "rclone")
+        contestants += [rc, Rclone("rclone-warm", "rclone", warm_of=rc)]
+    else:
+        notes.append("rclone not installed: its rows are missing")
+    extra = a.tilefs_args.split() if a.tilefs_args else []
+    for pol in ([p for p in a.prefetch.split(",") if p] or [None]):
+        sfx = "/" + pol if pol else ""
+        args = extra + (["--prefetch", pol] if pol else [])
+        cold = Tilefs("tilefs-cold" + sfx, args)
+        contestants += [cold, Tilefs("tilefs-warm" + sfx, args, warm_of=cold)]
+    if a.contestants:
+        want = set(a.contestants.split(",")) | {"local"}
+        unknown = want - {c.name for c in contestants}
+        if unknown:
+            sys.exit("bench: unknown contestant(s) %s" % ", ".join(sorted(unknown)))
+        keep = [c for c in contestants if c.name in want]
+        # a warm contestant needs its cold twin
+        for c in list(keep):
+            if isinstance(c, Mounted) and c.warm_of and c.warm_of not in keep:
+                keep.insert(keep.index(c), c.warm_of)
+        contestants = keep
+
+    os.makedirs(ctx.logs, exist_ok=True)
+    os.makedirs(ctx.raw, exist_ok=True)
+    log("tilefs bench (%s, profile %s: %d ms first byte, %sB/s per connection, %d workers)"
+        % (mode, a.profile, delay_ms, rate.upper(), ctx.workers))
+    log("results: %s" % os.path.relpath(ctx.results, os.getcwd()))
+    ctx.data = ensure_data(mode)
+    files = scan_data(ctx.data)
+    total = sum(f["size"] for f in files)
+    log("data: %d files, %.0f MB in %s" % (len(files), total / 1e6, ctx.data))
+    ctx.items = plan(files, mode, SIZES[mode])
+    ctx.scratch = tempfile.mkdtemp(prefix="tilefs-bench.")
+    os.makedirs(os.path.join(ctx.scratch, "cache"))
+    os.makedirs(os.path.join(ctx.scratch, "mnt"))
+    # one binary for the whole run: build/tilefs may be rebuilt meanwhile
+    # (a new index schema between the cold and the warm mount would empty
+    # the cache and make "warm" cold)
+    built = ctx.tilefs
+    ctx.tilefs = os.path.join(ctx.scratch, "tilefs")
+    shutil.copy2(built, ctx.tilefs)
+    ctx.origin = Origin(ctx.data, delay_ms, rate, ctx.scratch)
+    meta = {"timestamp": ts, "mode": mode, "profile": a.profile, "delay_ms": delay_ms,
+            "rate": rate, "workers": ctx.workers, "workloads": wls,
+            "contestants": [c.name for c in contestants], "data_files": len(files),
+            "data_bytes": total, "versions": versions(ctx), "notes": notes,
+            "args": sys.argv[1:]}
+    rows = []
+    status = 0
+    t_start = now()
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt()
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        ctx.origin.start()
+        log("origin: %s (nginx pid %d)" % (ctx.origin.url, ctx.origin.pid))
+        for wl in wls:
+            log("[%s] %s: %s, %d items" % (WORKLOADS[wl][0], wl, WORKLOADS[wl][2],
+                                           len(ctx.items[wl])))
+            run_workload(ctx, wl, contestants, rows)
+            report.write_csv(os.path.join(ctx.results, "results.csv"), rows, meta)
+    except KeyboardInterrupt:
+        log("interrupted: writing what was measured so far")
+        status = 130
+    except Exception:
+        traceback.print_exc()
+        log("bench: the harness broke (above); writing what was measured so far")
+        status = 2
+    finally:
+        for c in list(ctx.active):
+            c.abort()
+        ctx.origin.stop()
+        if os.path.exists(os.path.join(ctx.origin.dir, "error.log")):
+            shutil.copy(os.path.join(ctx.origin.dir, "error.log"),
+                        os.path.join(ctx.logs, "nginx-error.log"))
+        if a.keep_scratch:
+            log("scratch kept: %s" % ctx.scratch)
+        else:
+            shutil.rmtree(ctx.scratch, ignore_errors=True)
+    if ctx.dropstate.get("note"):
+        notes.append(ctx.dropstate["note"])
+    meta["elapsed_s"] = now() - t_start
+    # table order: workload, phase (epoch1, epoch2, ...), contestant
+    phases = [lab for w in wls for lab in (["epoch1", "epoch2", "epoch3"]
+                                          if w == "epochs" else [w])]
+    names = [c.name for c in contestants]
+    rows.sort(key=lambda r: (phases.index(r["workload"]), names.index(r["contestant"])))
+    report.add_ratios(rows)
+    report.write_csv(os.path.join(ctx.results, "results.csv"), rows, meta)
+    with open(os.path.join(ctx.results, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    text = report.table(rows, meta)
+    chart_note = report.chart(rows, meta, os.path.join(ctx.results, "chart.png"))
+    if chart_note:
+        notes.append(chart_note)
+    text += report.explain(meta, notes)
+    with open(os.path.join(ctx.results, "table.txt"), "w") as f:
+        f.write(text)
+    log("")
+    log(text)
+    log("written: %s/{results.csv,chart.png,table.txt,meta.json,logs/,raw/}"
+        % os.path.relpath(ctx.results, os.getcwd()))
+    bad = [r for r in rows if r["check"] == "WRONG" or
+           (r["family"] == "tilefs" and r["check"] in ("ERROR", "HANG"))]
+    if bad and status == 0:
+        status = 1
+        log("FAILED: %d row(s) with wrong data or a failing tilefs: %s" % (
+            len(bad), ", ".join("%s/%s %s" % (r["workload"], r["contestant"], r["check"])
+                                for r in bad)))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

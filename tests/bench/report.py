@@ -1,0 +1,233 @@
+#!/usr/bin/python3
+"""The bench's table, CSV and chart. Also usable alone to redraw a run:
+
+    report.py results/<timestamp>     prints the table, rewrites chart.png
+"""
+import csv
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+COLUMNS = ["workload", "contestant", "family", "unit", "rate", "ratio_local", "ratio_best",
+           "best_other", "items", "wall_s", "items_per_s", "mb_per_s", "bytes", "requests",
+           "req_per_item", "fetched_bytes", "kb_per_item", "methods", "p50_ms", "p95_ms",
+           "daemon_cpu_s", "daemon_rss_mb", "client_cpu_s", "other_cpu", "check", "mismatches", "note",
+           "mode", "profile", "timestamp"]
+
+
+def add_ratios(rows):
+    """ratio_local: rate / local's rate in the same workload. ratio_best: rate /
+    the best rate among the other remote families (a tilefs row is compared
+    with the best of vsicurl and rclone, not with another tilefs row)."""
+    by = {}
+    for r in rows:
+        by.setdefault(r["workload"], []).append(r)
+    for wl, rs in by.items():
+        local = next((r.get("rate") for r in rs if r["family"] == "local"
+                      and r["check"] == "ok"), None)
+        for r in rs:
+            if r.get("items"):
+                r["req_per_item"] = r.get("requests", 0) / r["items"]
+                r["kb_per_item"] = r.get("fetched_bytes", 0) / 1024.0 / r["items"]
+            rate = r.get("rate")
+            if rate is None:
+                continue
+            if local:
+                r["ratio_local"] = rate / local
+            others = [o for o in rs if o["family"] not in (r["family"], "local")
+                      and o["check"] == "ok" and o.get("rate")]
+            if others:
+                best = max(others, key=lambda o: o["rate"])
+                r["ratio_best"] = rate / best["rate"]
+                r["best_other"] = best["contestant"]
+
+
+def write_csv(path, rows, meta):
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            out = dict(r)
+            out.update(mode=meta.get("mode"), profile=meta.get("profile"),
+                       timestamp=meta.get("timestamp"))
+            for k, v in out.items():
+                if isinstance(v, float):
+                    out[k] = "%.6g" % v
+            w.writerow(out)
+    os.replace(tmp, path)
+
+
+def read_csv(path):
+    rows = []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            for k, v in list(r.items()):
+                if v == "":
+                    r[k] = None
+                    continue
+                try:
+                    r[k] = float(v) if k not in ("workload", "contestant", "family", "unit",
+                                                 "check", "note", "methods", "best_other",
+                                                 "mode", "profile", "timestamp") else v
+                except ValueError:
+                    pass
+            rows.append(r)
+    return rows
+
+
+def _f(v, fmt, width):
+    if v is None:
+        return "-".rjust(width)
+    return (fmt % v).rjust(width)
+
+
+def table(rows, meta):
+    hdr = ("%-9s %-15s %9s %-8s %6s %6s %7s %8s %7s %7s %7s %6s %6s %6s  %s" % (
+        "workload", "contestant", "rate", "unit", "xlocal", "xbest", "req/it", "KB/it",
+        "p50ms", "p95ms", "cliCPU", "dCPU", "dRSS", "othCPU", "check"))
+    lines = [
+        "tilefs bench, %s mode, profile %s (%s ms first byte, %sB/s per connection), "
+        "%s workers, %s" % (meta.get("mode"), meta.get("profile"), meta.get("delay_ms"),
+                            str(meta.get("rate", "")).upper(), meta.get("workers"),
+                            meta.get("timestamp")),
+        "", hdr, "-" * len(hdr)]
+    last = None
+    for r in rows:
+        if last is not None and r["workload"] != last:
+            lines.append("")
+        last = r["workload"]
+        chk = r["check"]
+        if chk not in ("ok",):
+            chk += " " + (r.get("note") or "")[:150]
+        lines.append("%-9s %-15s %s %-8s %s %s %s %s %s %s %s %s %s %s  %s" % (
+            r["workload"], r["contestant"], _f(r.get("rate"), "%.1f", 9), r["unit"],
+            _f(r.get("ratio_local"), "%.2f", 6), _f(r.get("ratio_best"), "%.2f", 6),
+            _f(r.get("req_per_item"), "%.2f", 7), _f(r.get("kb_per_item"), "%.0f", 8),
+            _f(r.get("p50_ms"), "%.0f", 7), _f(r.get("p95_ms"), "%.0f", 7),
+            _f(r.get("client_cpu_s"), "%.1f", 7),
+            _f(r.get("daemon_cpu_s"), "%.1f", 6), _f(r.get("daemon_rss_mb"), "%.0f", 6),
+            _f(r.get("other_cpu"), "%.2f", 6), chk))
+    notes = ["%s/%s: %s" % (r["workload"], r["contestant"], r["note"]) for r in rows
+             if r["check"] == "ok" and r.get("note")]
+    if notes:
+        lines += ["", "Notes on rows:"] + ["  " + n for n in notes]
+    lines.append("")
+    lines.append(
+        "rate: items/s (chips, opens, tiles) or MB/s of decoded pixels (full, overview); "
+        "xlocal: rate / local's; xbest: rate / best other remote family's "
+        "(vsicurl*, rclone*, tilefs*); req/it, KB/it: origin requests and body bytes per "
+        "item (nginx log; a mount's first phase includes its mount-time listing); "
+        "p50/p95: per item, open to close; cliCPU: CPU s of the reader processes; dCPU, "
+        "dRSS: CPU s in the phase and peak RSS (VmHWM, MB) of the mount daemon (tilefs, "
+        "rclone); othCPU: cores kept busy by other jobs on the machine during the phase "
+        "(all busy CPU time less the readers', the daemon's and nginx's, per second; of "
+        "%s), a measure of how disturbed that row is; check: every item's bytes against "
+        "local's (WRONG = differ)." % os.cpu_count())
+    return "\n".join(lines) + "\n"
+
+
+def explain(meta, notes):
+    txt = """
+What these numbers mean, and what they do not:
+- One machine (%s CPUs, shared with other jobs: expect +-20%% run to run, and
+  far more in rows where othCPU is high), origin on loopback. Latency and
+  bandwidth are injected by nginx: %s ms before the first byte of every
+  request (listings and HEADs too) and %sB/s per request. Real object
+  stores add variance, slow tails, throttling, TLS and per-request prices
+  that are not modelled here.
+- The page cache is dropped before every phase, so local reads come from this
+  machine's disk, and a mount's warm data from its on-disk cache, not RAM.
+  Local is a reference, not a ceiling: loopback plus a cache can beat it.
+- cold = fresh cache directory for each workload; warm = the same directory
+  after an unmount and a new mount (rclone keeps its VFS cache across mounts
+  too). epochs run in one mount, with fresh reader processes per epoch (like a
+  DataLoader without persistent workers), so /vsicurl/'s in-process cache
+  starts empty each epoch.
+- %s reader processes on 2 cores: the readers, the daemon and nginx compete
+  for CPU, so CPU-heavy contestants are penalised more than on a big VM.
+- The bench never fails because something is slow; only wrong bytes, a failing
+  tilefs, or a broken harness fail it.
+""" % (os.cpu_count(), meta.get("delay_ms"), str(meta.get("rate", "")).upper(),
+       meta.get("workers"))
+    if notes:
+        txt += "\nNotes on this run:\n" + "".join("- %s\n" % n for n in notes)
+    return txt
+
+
+def chart(rows, meta, path):
+    """Grouped bars: each contestant's rate relative to local, per workload
+    (log scale). Returns a note if no chart could be drawn."""
+    gp = shutil.which("gnuplot")
+    if not gp:
+        return "no chart: gnuplot is not installed (tests/bench/install-deps installs it)"
+    wls, names = [], []
+    for r in rows:
+        if r["workload"] not in wls:
+            wls.append(r["workload"])
+        if r["family"] != "local" and r["contestant"] not in names:
+            names.append(r["contestant"])
+    if not wls or not names:
+        return "no chart: nothing was measured"
+    val = {(r["workload"], r["contestant"]): r.get("ratio_local") for r in rows
+           if r["check"] == "ok" and r["contestant"] in names}
+    dat = path[:-4] + ".dat"
+    with open(dat, "w") as f:
+        f.write("workload " + " ".join(n.replace(" ", "_") for n in names) + "\n")
+        for w in wls:
+            f.write(w + " " + " ".join(
+                ("%.4g" % val[(w, n)]) if val.get((w, n)) else "-" for n in names) + "\n")
+    vals = [v for v in val.values() if v]
+    if not vals:
+        return "no chart: no contestant besides local has a result"
+    lo = 10 ** math.floor(math.log10(max(min(vals), 1e-4) / 1.5)) if vals else 0.01
+    hi = 10 ** math.ceil(math.log10(max(vals) * 1.5)) if vals else 10
+    title = ("tilefs bench (%s, %s: %s ms, %sB/s per connection): throughput relative "
+             "to local disk, log scale" % (meta.get("mode"), meta.get("profile"),
+                                           meta.get("delay_ms"),
+                                           str(meta.get("rate", "")).upper()))
+    script = """
+set terminal pngcairo size 1400,700 font "sans,10"
+set output '%s'
+set title "%s"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set datafile missing '-'
+set logscale y
+set yrange [%g:%g]
+set grid ytics
+set ylabel "rate / local rate (1 = as fast as local disk)"
+set key outside right top
+set xtics nomirror
+set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lw 1.5 lc rgb "black"
+plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)
+""" % (path, title, lo, hi, len(names) + 1, dat)
+    gpf = path[:-4] + ".gp"
+    with open(gpf, "w") as f:
+        f.write(script)
+    r = subprocess.run([gp, gpf], capture_output=True, text=True)
+    if r.returncode != 0 or not os.path.exists(path):
+        return "no chart: gnuplot failed: %s" % r.stderr.strip()[-300:]
+    return ""
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: report.py RESULTS_DIR")
+    d = sys.argv[1]
+    with open(os.path.join(d, "meta.json")) as f:
+        meta = json.load(f)
+    rows = read_csv(os.path.join(d, "results.csv"))
+    print(table(rows, meta) + explain(meta, meta.get("notes", [])))
+    note = chart(rows, meta, os.path.join(d, "chart.png"))
+    if note:
+        print(note)
+
+
+if __name__ == "__main__":
+    main()
