@@ -209,26 +209,31 @@ static void slot_give(struct store *st, struct fd_slot *s, int own)
 	pthread_mutex_unlock(&st->lock);
 }
 
+/* All LEN bytes at OFF, or an error: a read that ends early is -EIO. */
+static int io_full(int fd, bool write, char *p, size_t len, uint64_t off)
+{
+	while (len > 0) {
+		ssize_t n = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
 int store_write(struct store *st, int64_t id, const void *buf, size_t len, uint64_t off)
 {
 	int own, err;
 	struct fd_slot *s = slot_take(st, id, true, &own, &err);
 	if (err)
 		return err;
-	int fd = s ? s->fd : own;
-	const char *p = buf;
-	while (len > 0) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
-		}
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
+	err = io_full(s ? s->fd : own, true, (char *)buf, len, off);
 	slot_give(st, s, own);
 	return err;
 }
@@ -239,24 +244,7 @@ int store_read(struct store *st, int64_t id, void *buf, size_t len, uint64_t off
 	struct fd_slot *s = slot_take(st, id, false, &own, &err);
 	if (err)
 		return err == -ENOENT ? -EIO : err;
-	int fd = s ? s->fd : own;
-	char *p = buf;
-	while (len > 0) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
-		}
-		if (n == 0) {
-			err = -EIO;
-			break;
-		}
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
+	err = io_full(s ? s->fd : own, false, buf, len, off);
 	slot_give(st, s, own);
 	return err;
 }
