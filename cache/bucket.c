@@ -48,7 +48,7 @@ char *bucket_object_url(const char *base_url, const char *prefix, const char *pa
 	if (!key)
 		return NULL;
 	snprintf(key, n, "%s%s", prefix, path);
-	char *enc = sigv4_encode(key, true);
+	char *enc = url_encode(key, true);
 	free(key);
 	if (!enc)
 		return NULL;
@@ -70,8 +70,8 @@ char *bucket_listing_url(const char *base_url, const char *fixed, const char *di
 			 const char *cursor)
 {
 	char pages[64] = "";
-	char *enc_prefix = sigv4_encode(dir_prefix, false);
-	char *enc_cursor = cursor ? sigv4_encode(cursor, false) : NULL;
+	char *enc_prefix = url_encode(dir_prefix, false);
+	char *enc_cursor = cursor ? url_encode(cursor, false) : NULL;
 	char *url = NULL;
 
 	if (enc_prefix && (!cursor || enc_cursor)) {

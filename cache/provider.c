@@ -64,17 +64,16 @@ bool source_name_valid(const char *name)
 	       !strchr(name, '/') && strlen(name) < 256;
 }
 
-char *url_encode_path(const char *path)
+char *url_encode(const char *s, bool keep_slash)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	size_t n = strlen(path);
-	char *out = malloc(n * 3 + 1), *o = out;
+	char *out = malloc(strlen(s) * 3 + 1), *o = out;
 
 	if (!out)
 		return NULL;
-	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || strchr("-._~/", *p)) {
+		    (*p >= '0' && *p <= '9') || strchr("-._~", *p) || (keep_slash && *p == '/')) {
 			*o++ = (char)*p;
 		} else {
 			*o++ = '%';

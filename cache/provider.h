@@ -72,8 +72,9 @@ void source_prepare(struct source *src, struct http_request *req);
 /* Is NAME usable as one path component (not empty, ".", "..", no '/')? */
 bool source_name_valid(const char *name);
 
-/* Percent-encode PATH for a URL, keeping '/'; caller frees. */
-char *url_encode_path(const char *path);
+/* Percent-encode S for a URL: everything but the unreserved characters
+ * (and '/' when keep_slash), as Signature V4 also wants; caller frees. */
+char *url_encode(const char *s, bool keep_slash);
 /* Decode %XX in place; returns -EINVAL on a bad escape or an encoded NUL. */
 int url_decode(char *s);
 /* The path of URL (from the first '/' after the host, "/" if none) into

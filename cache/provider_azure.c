@@ -327,7 +327,7 @@ static char *azure_object_url(struct source *src, const char *path)
 {
 	struct azure_source *az = (struct azure_source *)src;
 	char *name = format("%s%s", az->prefix, path);
-	char *enc = name ? url_encode_path(name) : NULL;
+	char *enc = name ? url_encode(name, true) : NULL;
 	char *url = enc ? format("%s/%s%s%s", az->container_url, enc, az->sas ? "?" : "",
 				 az->sas ? az->sas : "") : NULL;
 	free(enc);
@@ -345,8 +345,8 @@ static char *azure_listing_url(struct source *src, const char *dir, const char *
 {
 	struct azure_source *az = (struct azure_source *)src;
 	char *prefix = listing_prefix(az, dir);
-	char *enc_prefix = prefix ? url_encode_path(prefix) : NULL;
-	char *enc_cursor = cursor ? url_encode_path(cursor) : NULL;
+	char *enc_prefix = prefix ? url_encode(prefix, true) : NULL;
+	char *enc_cursor = cursor ? url_encode(cursor, true) : NULL;
 	char *url = NULL;
 	char page[40] = "";
 

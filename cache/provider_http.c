@@ -99,7 +99,7 @@ out:
 /* prefix + encoded(path) + tail + query; caller frees. */
 static char *join_url(struct http_source *h, const char *path, const char *tail)
 {
-	char *enc = url_encode_path(path);
+	char *enc = url_encode(path, true);
 	if (!enc)
 		return NULL;
 	size_t n = strlen(h->prefix) + strlen(enc) + strlen(tail) + strlen(h->query) + 1;

@@ -4,6 +4,7 @@
  */
 #include "sigv4.h"
 #include "crypto.h"
+#include "provider.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -21,26 +22,6 @@ const struct sigv4_flavor sigv4_goog = { "GOOG4-HMAC-SHA256", "GOOG4", "goog4_re
 
 static const char empty_hash[] =
 	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-
-char *sigv4_encode(const char *s, bool keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	char *out = malloc(strlen(s) * 3 + 1), *o = out;
-	if (!out)
-		return NULL;
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~' ||
-		    (keep_slash && *p == '/')) {
-			*o++ = (char)*p;
-		} else {
-			*o++ = '%';
-			*o++ = hex[*p >> 4];
-			*o++ = hex[*p & 15];
-		}
-	}
-	*o = '\0';
-	return out;
-}
 
 void sigv4_normalize_path(char *path)
 {
@@ -183,8 +164,8 @@ static int canonical_query(struct buf *b, const char *query)
 			size_t name_len = eq ? (size_t)(eq - p) : len;
 			char *name = query_decode(p, name_len);
 			char *value = eq ? query_decode(eq + 1, len - name_len - 1) : strdup("");
-			params[n].name = name ? sigv4_encode(name, false) : NULL;
-			params[n].value = value ? sigv4_encode(value, false) : NULL;
+			params[n].name = name ? url_encode(name, false) : NULL;
+			params[n].value = value ? url_encode(value, false) : NULL;
 			free(name);
 			free(value);
 			n++;

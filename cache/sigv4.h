@@ -60,9 +60,6 @@ struct sigv4_output {
 int sigv4_sign(const struct sigv4_flavor *f, const struct sigv4_credentials *cred,
 	       const struct sigv4_input *in, struct sigv4_output *out);
 
-/* URI-encode S the way V4 wants (unreserved kept, '/' kept if keep_slash);
- * caller frees. */
-char *sigv4_encode(const char *s, bool keep_slash);
 /* Remove "." and ".." segments and repeated slashes from a raw path, in place. */
 void sigv4_normalize_path(char *path);
 

@@ -4,6 +4,7 @@
  * canonical request, string to sign and signature, header signing.
  */
 #include "cache/crypto.h"
+#include "cache/provider.h"
 #include "cache/sigv4.h"
 #include "check.h"
 
@@ -127,7 +128,7 @@ static void run_case(const char *root, const char *name)
 		*query++ = '\0';
 	if (strcmp(normalize, "true") == 0)
 		sigv4_normalize_path(target);
-	char *uri = sigv4_encode(target, true);
+	char *uri = url_encode(target, true);
 
 	uint8_t digest[SHA256_LEN];
 	char body_hash[2 * SHA256_LEN + 1];
