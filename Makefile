@@ -74,4 +74,4 @@ clean:
 .PHONY: all check unit demo bench bench-quick valgrind clean
 # keep the unit tests' objects (pattern-rule intermediates) between builds
 .SECONDARY:
--include $(LIB_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)
