@@ -23,7 +23,7 @@
 #include <time.h>
 
 struct http_client {
-	struct http_config cfg;
+	struct http_config cfg;		/* set at start, read-only after */
 	CURLM *multi;			/* fetch thread only */
 	pthread_t thread;
 	pthread_mutex_t lock;
@@ -413,7 +413,7 @@ static void on_attempt_done(struct http_client *c, struct http_request *req, CUR
 		finish(c, req, verdict);
 		return;
 	}
-	if (req->attempt >= req->retries) {
+	if (req->attempt >= c->cfg.retries) {
 		log_error("giving up on %s after %d attempts: %s", req->log_name,
 			  req->attempt + 1, req->error);
 		finish(c, req, -EIO);
@@ -424,7 +424,7 @@ static void on_attempt_done(struct http_client *c, struct http_request *req, CUR
 		memcpy(req->first_etag, req->etag, sizeof(req->etag));
 	uint64_t delay = retry_delay_ms(c, req);
 	log_warn("retrying %s in %" PRIu64 " ms (attempt %d of %d): %s", req->log_name,
-		 delay, req->attempt + 2, req->retries + 1, req->error);
+		 delay, req->attempt + 2, c->cfg.retries + 1, req->error);
 	req->attempt++;
 	req->not_before_ms = now_ms() + delay;
 	req->next = c->delayed;
@@ -589,7 +589,6 @@ void http_submit(struct http_client *c, struct http_request *req)
 	}
 	req->body_len = 0;
 	pthread_mutex_lock(&c->lock);
-	req->retries = c->cfg.retries;
 	req->next = c->submitted;
 	c->submitted = req;
 	pthread_mutex_unlock(&c->lock);
@@ -624,13 +623,6 @@ int http_run(struct http_client *c, struct http_request *req)
 		pthread_cond_wait(&w.cond, &w.lock);
 	pthread_mutex_unlock(&w.lock);
 	return req->err;
-}
-
-void http_client_set_retries(struct http_client *c, int retries)
-{
-	pthread_mutex_lock(&c->lock);
-	c->cfg.retries = retries;
-	pthread_mutex_unlock(&c->lock);
 }
 
 void http_client_stats(struct http_client *c, struct http_stats *out)

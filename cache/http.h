@@ -90,7 +90,6 @@ struct http_request {
 	/* private to http.c */
 	struct http_request *next;
 	int attempt;
-	int retries;			/* budget, from the config at submit */
 	uint64_t not_before_ms;
 	size_t attempt_start;		/* body_len when this attempt began */
 	bool restarted;			/* this attempt's 200 restarted the body */
@@ -114,9 +113,6 @@ void http_client_free(struct http_client *client);
 void http_submit(struct http_client *client, struct http_request *req);
 /* Submit and wait; returns req->err. req->done and req->arg are overwritten. */
 int http_run(struct http_client *client, struct http_request *req);
-
-/* Change the retry budget of requests submitted from now on. */
-void http_client_set_retries(struct http_client *client, int retries);
 
 /* Counters since start, for logs and metrics. */
 struct http_stats {
