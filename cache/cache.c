@@ -437,8 +437,10 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t 
 		return 0;
 
 	size_t n = 0, nfetch = 0, nwait = 0;
-	for (uint64_t p = off; p < off + len; n++)
-		p = layout_unit_at(&obj->layout, p).off + layout_unit_at(&obj->layout, p).len;
+	for (uint64_t p = off; p < off + len; n++) {
+		struct extent unit = layout_unit_at(&obj->layout, p);
+		p = unit.off + unit.len;
+	}
 	struct inflight **entries = calloc(n, sizeof(*entries));
 	struct inflight **fetch = calloc(n, sizeof(*fetch));
 	struct inflight **others = calloc(n, sizeof(*others));
