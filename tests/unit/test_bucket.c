@@ -2,29 +2,12 @@
  * pages of S3 (V2) and GCS (V1). */
 #include "cache/bucket.h"
 #include "check.h"
+#include "listing_collect.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct seen {
-	char names[8][64];
-	int dirs[8];
-	long long sizes[8];
-	int n;
-};
-
-static int collect(void *arg, const char *name, bool is_dir, int64_t size)
-{
-	struct seen *s = arg;
-	if (s->n < 8) {
-		snprintf(s->names[s->n], 64, "%s", name);
-		s->dirs[s->n] = is_dir;
-		s->sizes[s->n] = size;
-		s->n++;
-	}
-	return 0;
-}
 
 static const char s3_page[] =
 	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -80,7 +63,7 @@ int main(void)
 	      "S3 V2 page parses");
 	CHECK(s.n == 2, "folder marker and '..' skipped (%d entries)", s.n);
 	CHECK(strcmp(s.names[0], "a+b c.tif") == 0 && !s.dirs[0] && s.sizes[0] == 12345,
-	      "url-encoded key decoded, size read: '%s' %lld", s.names[0], s.sizes[0]);
+	      "url-encoded key decoded, size read: '%s' %lld", s.names[0], (long long)s.sizes[0]);
 	CHECK(strcmp(s.names[1], "sub") == 0 && s.dirs[1], "common prefix is a directory");
 	CHECK(next && strcmp(next, "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=") == 0,
 	      "continuation token");

@@ -9,6 +9,7 @@
  */
 #include "cache/provider_azure.c"
 #include "check.h"
+#include "listing_collect.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,24 +19,6 @@
 /* 1700000000 = Tue, 14 Nov 2023 22:13:20 GMT */
 #define FIXED_TIME ((time_t)1700000000)
 
-struct seen {
-	char names[16][64];
-	int dirs[16];
-	int64_t sizes[16];
-	int n;
-};
-
-static int collect(void *arg, const char *name, bool is_dir, int64_t size)
-{
-	struct seen *s = arg;
-	if (s->n < 16) {
-		snprintf(s->names[s->n], 64, "%s", name);
-		s->dirs[s->n] = is_dir;
-		s->sizes[s->n] = size;
-		s->n++;
-	}
-	return 0;
-}
 
 static int find(const struct seen *s, const char *name)
 {

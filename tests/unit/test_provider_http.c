@@ -1,29 +1,12 @@
 /* test_provider_http.c - URLs and index pages of nginx and Apache. */
 #include "cache/provider.h"
 #include "check.h"
+#include "listing_collect.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct seen {
-	char names[16][64];
-	int dirs[16];
-	int64_t sizes[16];
-	int n;
-};
-
-static int collect(void *arg, const char *name, bool is_dir, int64_t size)
-{
-	struct seen *s = arg;
-	if (s->n < 16) {
-		snprintf(s->names[s->n], 64, "%s", name);
-		s->dirs[s->n] = is_dir;
-		s->sizes[s->n] = size;
-		s->n++;
-	}
-	return 0;
-}
 
 static const char nginx_page[] =
 	"<html>\r\n<head><title>Index of /eo/</title></head>\r\n<body>\r\n"
@@ -72,7 +55,7 @@ int main(void)
 	CHECK(s.n == 3, "three entries, parent link skipped (%d)", s.n);
 	CHECK(strcmp(s.names[0], "sub dir") == 0 && s.dirs[0], "directory, decoded");
 	CHECK(strcmp(s.names[1], "a+b.tif") == 0 && !s.dirs[1] && s.sizes[1] == 12345,
-	      "file with its exact size (%lld)", (long long)s.sizes[1]);
+	      "file with its exact size (%lld)", (long long)(long long)s.sizes[1]);
 	CHECK(strcmp(s.names[2], "x&y.tif") == 0 && s.sizes[2] == 0, "entity decoded, size 0");
 	source_free(src);
 
@@ -82,7 +65,7 @@ int main(void)
 	      "apache page parses");
 	CHECK(s.n == 2, "two entries: sort links, parent, other hosts, NUL names skipped (%d)", s.n);
 	CHECK(strcmp(s.names[0], "scene.tif") == 0 && s.sizes[0] == -1,
-	      "inexact size is unknown (%lld)", (long long)s.sizes[0]);
+	      "inexact size is unknown (%lld)", (long long)(long long)s.sizes[0]);
 	CHECK(strcmp(s.names[1], "nested") == 0 && s.dirs[1], "absolute link under the prefix");
 	source_free(src);
 
