@@ -324,7 +324,8 @@ static void run_done(struct http_request *req, void *arg)
 	struct fetch_run *run = arg;
 	struct cache *c = run->cache;
 	struct cache_object *obj = run->obj;
-	int err = req->err == -ERANGE ? -ESTALE : req->err;	/* 416: it shrank */
+	/* gone (404) or shrunk (416) since it was opened: that version is stale */
+	int err = req->err == -ERANGE || req->err == -ENOENT ? -ESTALE : req->err;
 
 	if (!err && ((obj->etag[0] && req->etag[0] && strcmp(obj->etag, req->etag) != 0) ||
 		     (!obj->etag[0] && strcmp(obj->last_modified, req->last_modified) != 0) ||

@@ -111,10 +111,7 @@ static int op_read(const char *path, char *buf, size_t size, off_t off, struct f
 {
 	struct cache_object *obj = (struct cache_object *)(uintptr_t)fi->fh;
 	(void)path;
-	ssize_t n = cache_read(current()->cache, obj, buf, size, (uint64_t)off);
-	if (n == -ENOENT)
-		n = -EIO;	/* gone from the origin while open: not "no such file" */
-	return (int)n;
+	return (int)cache_read(current()->cache, obj, buf, size, (uint64_t)off);
 }
 
 static int op_release(const char *path, struct fuse_file_info *fi)
