@@ -24,7 +24,7 @@ LIB_SRC := $(wildcard cache/*.c) fs/options.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libtilefs.a
 
-DAEMON_SRC := fs/main.c fs/mount.c
+DAEMON_SRC := fs/main.c fs/mount.c $(wildcard tools/*.c)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -65,13 +65,19 @@ bench: all
 bench-quick: all
 	tests/bench/run --quick
 
+# The tile-map parser under libFuzzer (clang), seeded from the corpus:
+# make fuzz FUZZ_SECONDS=600
+FUZZ_SECONDS ?= 60
+fuzz:
+	tests/fuzz/run $(FUZZ_SECONDS)
+
 valgrind: all
 	for t in $(UNIT_BIN); do valgrind -q --error-exitcode=1 --leak-check=full $$t || exit 1; done
 
 clean:
 	rm -rf build build-sanitize
 
-.PHONY: all check unit demo bench bench-quick valgrind clean
+.PHONY: all check unit demo bench bench-quick valgrind fuzz clean
 # keep the unit tests' objects (pattern-rule intermediates) between builds
 .SECONDARY:
 -include $(LIB_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)

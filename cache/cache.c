@@ -31,6 +31,7 @@
 #include "log.h"
 #include "provider.h"
 #include "store.h"
+#include "tiff.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -47,6 +48,14 @@
 #define TOUCH_MAX 4096
 #define VERIFIED_SLOTS (1u << 18)	/* ids of units checked since start */
 #define EVICT_BATCH 64
+#define PREFETCH_MAX 128		/* units one read may add */
+#define PARSE_FETCHES_MAX 16		/* GETs the TIFF parser may cause */
+#define PARSE_CHUNK (1u << 20)		/* bytes each of them asks for */
+#define READAHEAD_SLACK (64u << 10)	/* a skip this small is still sequential */
+#define READAHEAD_TILE_TRIGGER (4u << 20) /* sequential tile bytes before readahead */
+#define READAHEAD_START (1u << 20)
+#define BACKGROUND_BUDGET (64u << 20)	/* whole-object prefetch bytes in flight */
+#define JOB_BATCH 64
 
 struct cache_object {
 	atomic_int refs;
@@ -59,8 +68,13 @@ struct cache_object {
 	uint64_t size;
 	time_t mtime;
 	char last_modified[64];		/* "" when the origin gives none */
-	struct layout layout;
+	uint64_t block_size;
+	struct layout layout;		/* read-only once opened */
 	atomic_bool stale;
+	atomic_bool whole_queued;	/* PREFETCH_OBJECT has started on it */
+	/* sequential reads, protected by cache->lock */
+	uint64_t seq_end, seq_bytes, seq_reads;
+	uint64_t ra_end, ra_window;	/* read ahead up to; next window */
 };
 
 enum unit_state { UNIT_FETCHING, UNIT_READY, UNIT_FAILED };
@@ -76,6 +90,14 @@ struct inflight {
 	int refs;			/* protected by c->lock */
 	bool persist;			/* write to store and index */
 	bool claimed;			/* holds the index claim */
+	bool prefetch;			/* no reader asked for it (yet) */
+};
+
+/* A whole object being prefetched by the persist thread. */
+struct object_job {
+	struct object_job *next;	/* protected by c->lock */
+	struct cache_object *obj;	/* holds a ref */
+	uint64_t cursor;		/* persist thread only */
 };
 
 struct cache {
@@ -96,6 +118,8 @@ struct cache {
 	int64_t *verified;		/* open addressing, 0 = empty */
 	size_t nverified;
 	bool disk_full_logged;
+	struct object_job *jobs;	/* PREFETCH_OBJECT queue */
+	uint64_t background_bytes;	/* in background GETs */
 	struct cache_stats stats;
 };
 
@@ -103,6 +127,7 @@ struct fetch_run {
 	struct http_request req;
 	struct cache *cache;
 	struct cache_object *obj;
+	bool background;
 	size_t n;
 	struct inflight *units[];
 };
@@ -155,6 +180,7 @@ void cache_object_unref(struct cache_object *obj)
 {
 	if (!obj || atomic_fetch_sub(&obj->refs, 1) != 1)
 		return;
+	layout_release(&obj->layout);
 	free(obj->url);
 	free(obj->log_name);
 	free(obj);
@@ -178,6 +204,16 @@ bool cache_object_same(const struct cache_object *a, const struct cache_object *
 bool cache_object_shared(const struct cache_object *obj)
 {
 	return atomic_load(&obj->refs) > 1;
+}
+
+int64_t cache_object_id(const struct cache_object *obj)
+{
+	return obj->id;
+}
+
+const char *cache_dir(const struct cache *c)
+{
+	return c->cfg.dir;
 }
 
 bool cache_object_stale(const struct cache_object *obj)
@@ -345,15 +381,20 @@ static void run_done(struct http_request *req, void *arg)
 	}
 	if (!err)
 		c->stats.bytes_fetched += req->body_len;
+	if (run->background) {
+		c->background_bytes -= req->len;
+		pthread_cond_signal(&c->work);	/* room for more */
+	}
 	pthread_mutex_unlock(&c->lock);
 	free(req->body);
 	cache_object_unref(obj);
 	free(run);
 }
 
-/* Fetch UNITS[0..n), adjacent in the object, with one GET. */
+/* Fetch UNITS[0..n), in order in the object, with one GET (of the gaps
+ * between them too). */
 static void run_submit(struct cache *c, struct cache_object *obj, struct inflight **units,
-		       size_t n)
+		       size_t n, bool background)
 {
 	struct fetch_run *run = calloc(1, sizeof(*run) + n * sizeof(run->units[0]));
 	uint64_t off = units[0]->unit.off;
@@ -367,7 +408,10 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 	run->cache = c;
 	run->obj = cache_object_ref(obj);
 	run->n = n;
+	run->background = background;
 	pthread_mutex_lock(&c->lock);
+	if (background)
+		c->background_bytes += end - off;
 	for (size_t i = 0; i < n; i++) {
 		run->units[i] = units[i];
 		units[i]->refs++;
@@ -377,6 +421,7 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 	run->req.log_name = obj->log_name;
 	run->req.off = off;
 	run->req.len = end - off;
+	run->req.background = background;
 	run->req.if_match = obj->etag[0] ? obj->etag : NULL;
 	run->req.if_unmodified_since = obj->etag[0] ? NULL : obj->last_modified;
 	run->req.done = run_done;
@@ -424,7 +469,128 @@ static void wait_for_other(struct cache *c, struct cache_object *obj, struct inf
 		e->claimed = rc == 0;
 		break;
 	}
-	run_submit(c, obj, &e, 1);
+	run_submit(c, obj, &e, 1, false);
+}
+
+/* Start fetching UNIT of OBJ ahead of any read, unless it is cached, in
+ * flight, or claimed by another process. Returns the new entry (its
+ * creator's ref is the caller's) or NULL. */
+static struct inflight *prefetch_entry(struct cache *c, struct cache_object *obj,
+				       struct extent unit)
+{
+	struct index_unit u;
+	pid_t holder;
+
+	if (obj->id < 0)
+		return NULL;	/* nowhere to keep it */
+	pthread_mutex_lock(&c->lock);
+	bool busy = table_find(c, obj->id, unit.off) != NULL;
+	pthread_mutex_unlock(&c->lock);
+	if (busy || index_unit_find(c->index, obj->id, unit.off, &u) == 0 ||
+	    index_claim(c->index, obj->id, unit.off, c->cfg.claim_wait_s, &holder) != 0)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	struct inflight *e = table_find(c, obj->id, unit.off) ? NULL : entry_new(c, obj, unit);
+	if (e) {
+		e->claimed = true;
+		e->prefetch = true;
+		c->stats.prefetched++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!e)
+		index_unclaim(c->index, obj->id, unit.off);
+	return e;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct inflight *x = *(struct inflight *const *)a, *y = *(struct inflight *const *)b;
+	return x->unit.off < y->unit.off ? -1 : x->unit.off > y->unit.off;
+}
+
+/*
+ * Fetch ENTRIES[0..n) (claimed, sorted by offset): units at most merge_gap
+ * apart share one GET, up to max_request bytes; a GET made only of
+ * prefetched units runs in the background.
+ */
+static void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		uint64_t start = v[i]->unit.off, end = start + v[i]->unit.len;
+		bool demand = !v[i]->prefetch;
+		size_t j = i + 1;
+		while (j < n && v[j]->unit.off - end <= c->cfg.merge_gap &&
+		       v[j]->unit.off + v[j]->unit.len - start <= c->cfg.max_request) {
+			end = v[j]->unit.off + v[j]->unit.len;
+			demand |= !v[j]->prefetch;
+			j++;
+		}
+		run_submit(c, obj, v + i, j - i, !demand);
+		i = j;
+	}
+}
+
+/*
+ * Note a read of [off, end) of OBJ and say what to read ahead of it, if
+ * anything. Reads that follow each other (small forward skips allowed,
+ * such as GDAL's tile leaders) for long enough open a window that doubles
+ * each time it is topped up; any other read closes it. Tiles need a longer
+ * run than blocks, so that a chip over two tiles of a row is not taken for
+ * a scan.
+ */
+static struct extent readahead_plan(struct cache *c, struct cache_object *obj, uint64_t off,
+				    uint64_t end)
+{
+	struct extent ra = { 0, 0 };
+	bool tile = layout_is_tile(&obj->layout, off);
+	uint64_t trigger = tile ? READAHEAD_TILE_TRIGGER : 2 * obj->layout.block_size;
+
+	pthread_mutex_lock(&c->lock);
+	if (off >= obj->seq_end && off - obj->seq_end <= READAHEAD_SLACK) {
+		obj->seq_bytes += end - off;
+		obj->seq_reads++;
+	} else {
+		obj->seq_bytes = end - off;
+		obj->seq_reads = 1;
+		obj->ra_window = 0;
+		obj->ra_end = 0;
+	}
+	obj->seq_end = end;
+	if (c->cfg.readahead_max && obj->seq_reads >= 2 && obj->seq_bytes >= trigger) {
+		if (obj->ra_window == 0)
+			obj->ra_window = READAHEAD_START < c->cfg.readahead_max ?
+					 READAHEAD_START : c->cfg.readahead_max;
+		if (obj->ra_end < end + obj->ra_window / 2 && end < obj->size) {
+			ra.off = obj->ra_end > end ? obj->ra_end : end;
+			uint64_t to = obj->size - end > obj->ra_window ? end + obj->ra_window : obj->size;
+			ra.len = to > ra.off ? to - ra.off : 0;
+			obj->ra_end = to;
+			obj->ra_window = obj->ra_window * 2 < c->cfg.readahead_max ?
+					 obj->ra_window * 2 : c->cfg.readahead_max;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ra;
+}
+
+/* Queue OBJ for whole-object prefetch by the persist thread, once. */
+static void object_prefetch_start(struct cache *c, struct cache_object *obj)
+{
+	struct object_job *job;
+
+	if (obj->id < 0 || atomic_exchange(&obj->whole_queued, true))
+		return;
+	job = calloc(1, sizeof(*job));
+	if (!job)
+		return;
+	job->obj = cache_object_ref(obj);
+	pthread_mutex_lock(&c->lock);
+	struct object_job **link = &c->jobs;
+	while (*link)
+		link = &(*link)->next;
+	*link = job;
+	pthread_cond_signal(&c->work);
+	pthread_mutex_unlock(&c->lock);
 }
 
 ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t len,
@@ -443,7 +609,7 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t 
 		p = unit.off + unit.len;
 	}
 	struct inflight **entries = calloc(n, sizeof(*entries));
-	struct inflight **fetch = calloc(n, sizeof(*fetch));
+	struct inflight **fetch = calloc(n + PREFETCH_MAX, sizeof(*fetch));
 	struct inflight **others = calloc(n, sizeof(*others));
 	ssize_t result = (ssize_t)len;
 	if (!entries || !fetch || !others) {
@@ -497,16 +663,37 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t 
 	}
 	nfetch = kept;
 
-	/* adjacent misses go out together, up to max_request bytes */
-	for (size_t i = 0; i < nfetch;) {
-		size_t j = i + 1;
-		uint64_t bytes = fetch[i]->unit.len;
-		while (j < nfetch && fetch[j]->unit.off == fetch[j - 1]->unit.off + fetch[j - 1]->unit.len &&
-		       bytes + fetch[j]->unit.len <= c->cfg.max_request)
-			bytes += fetch[j++]->unit.len;
-		run_submit(c, obj, fetch + i, j - i);
-		i = j;
+	/* what the prefetch policy and the readahead window add */
+	size_t nall = nfetch;
+	for (size_t i = 0; i < nfetch && c->cfg.prefetch != PREFETCH_NONE; i++) {
+		if (c->cfg.prefetch == PREFETCH_OBJECT) {
+			object_prefetch_start(c, obj);
+			break;
+		}
+		struct extent related[PREFETCH_MAX];
+		size_t k = layout_related(&obj->layout, fetch[i]->unit.off, c->cfg.prefetch, related,
+					  n + PREFETCH_MAX - nall);
+		for (size_t j = 0; j < k; j++) {
+			struct inflight *e = prefetch_entry(c, obj, related[j]);
+			if (e)
+				fetch[nall++] = e;
+		}
 	}
+	struct extent ra = readahead_plan(c, obj, off, off + len);
+	for (uint64_t q = ra.off; q < ra.off + ra.len && nall < n + PREFETCH_MAX;) {
+		struct extent unit = layout_unit_at(&obj->layout, q);
+		struct inflight *e = prefetch_entry(c, obj, unit);
+		if (e)
+			fetch[nall++] = e;
+		q = unit.off + unit.len;
+	}
+	qsort(fetch, nall, sizeof(*fetch), entry_cmp);
+	submit_runs(c, obj, fetch, nall);
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < nall; i++)
+		if (fetch[i]->prefetch)
+			entry_unref(fetch[i]);	/* nobody waits for it here */
+	pthread_mutex_unlock(&c->lock);
 	for (size_t i = 0; i < nwait; i++)
 		wait_for_other(c, obj, others[i]);
 
@@ -631,6 +818,49 @@ static void flush_touched(struct cache *c)
 		index_units_touch(c->index, ids, n);
 }
 
+/* Drop the first object job. c->lock held. */
+static void job_done(struct cache *c)
+{
+	struct object_job *job = c->jobs;
+	c->jobs = job->next;
+	cache_object_unref(job->obj);
+	free(job);
+}
+
+/* Prefetch the next units of the first whole-object job, if the
+ * background budget has room. */
+static void job_step(struct cache *c)
+{
+	struct inflight *batch[JOB_BATCH];
+	size_t n = 0;
+	uint64_t bytes = 0;
+
+	pthread_mutex_lock(&c->lock);
+	struct object_job *job = c->jobs;
+	bool room = c->background_bytes < BACKGROUND_BUDGET;
+	pthread_mutex_unlock(&c->lock);
+	if (!job || !room)
+		return;
+	struct cache_object *obj = job->obj;
+	while (job->cursor < obj->size && n < JOB_BATCH && bytes < c->cfg.max_request &&
+	       !cache_object_stale(obj)) {
+		struct extent unit = layout_unit_at(&obj->layout, job->cursor);
+		struct inflight *e = prefetch_entry(c, obj, unit);
+		if (e) {
+			batch[n++] = e;
+			bytes += unit.len;
+		}
+		job->cursor = unit.off + unit.len;
+	}
+	submit_runs(c, obj, batch, n);
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < n; i++)
+		entry_unref(batch[i]);
+	if (job->cursor >= obj->size || cache_object_stale(obj))
+		job_done(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
 static void *persist_thread(void *arg)
 {
 	struct cache *c = arg;
@@ -639,9 +869,16 @@ static void *persist_thread(void *arg)
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		struct inflight *e = c->queue_head;
-		if (!e) {
-			if (c->stopping)
-				break;
+		if (!e && c->stopping) {
+			while (c->jobs)
+				job_done(c);
+			break;
+		}
+		if (!e && c->jobs && c->background_bytes < BACKGROUND_BUDGET) {
+			pthread_mutex_unlock(&c->lock);
+			job_step(c);
+			pthread_mutex_lock(&c->lock);
+		} else if (!e) {
 			struct timespec until;
 			clock_gettime(CLOCK_REALTIME, &until);
 			until.tv_sec += 1;
@@ -681,7 +918,7 @@ static void *persist_thread(void *arg)
 
 static struct cache_object *object_new(struct cache *c, int64_t id, const char *url,
 				       const char *log_name, const struct http_request *req,
-				       const char *version, uint64_t size, uint64_t block_size)
+				       const char *version, uint64_t size)
 {
 	struct cache_object *obj = calloc(1, sizeof(*obj));
 	if (!obj)
@@ -696,6 +933,7 @@ static struct cache_object *object_new(struct cache *c, int64_t id, const char *
 	}
 	atomic_init(&obj->refs, 1);
 	atomic_init(&obj->stale, false);
+	atomic_init(&obj->whole_queued, false);
 	obj->cache = c;
 	obj->id = id;
 	obj->size = size;
@@ -705,7 +943,6 @@ static struct cache_object *object_new(struct cache *c, int64_t id, const char *
 	obj->mtime = req->last_modified[0] ? curl_getdate(req->last_modified, NULL) : 0;
 	if (obj->mtime < 0)
 		obj->mtime = 0;
-	layout_init_blocks(&obj->layout, size, block_size);
 	return obj;
 }
 
@@ -749,56 +986,229 @@ static bool probe_claim(struct cache *c, const char *url, struct index_object *l
 	return false;
 }
 
-/* Store the first unit a probe brought, before the probe claim goes. */
-static void store_probed(struct cache *c, struct cache_object *obj, const char *body, size_t len)
-{
-	struct extent unit = layout_unit_at(&obj->layout, 0);
-	pid_t holder;
+/*
+ * The bytes fetched while opening an object: its first header_len bytes,
+ * and whatever more the TIFF parser asked for. Every unit they cover is
+ * stored once the object's layout is known.
+ */
+struct fetched {
+	struct cache *cache;
+	const char *url, *log_name;
+	const char *etag, *last_modified;
+	uint64_t size;
+	size_t n;
+	struct {
+		uint64_t off;
+		size_t len;
+		char *buf;
+	} range[PARSE_FETCHES_MAX];
+};
 
-	if (obj->id < 0 || unit.len != len ||
-	    index_claim(c->index, obj->id, 0, c->cfg.claim_wait_s, &holder) != 0)
-		return;	/* not kept here: the first read gets it */
-	int err = store_write(c->store, obj->id, body, len, 0);
-	if (!err)
-		err = index_unit_add(c->index, obj->id, 0, len, crc32c(0, body, len));
-	if (err && err != -EBUSY) {
-		store_punch(c->store, obj->id, 0, len);
-		index_unclaim(c->index, obj->id, 0);
+static void fetched_release(struct fetched *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		free(f->range[i].buf);
+	f->n = 0;
+}
+
+/* Copy [off, off+len) from what was fetched; false if some is missing. */
+static bool fetched_copy(const struct fetched *f, char *dst, uint64_t off, size_t len)
+{
+	while (len > 0) {
+		size_t i = 0;
+		while (i < f->n && !(off >= f->range[i].off && off < f->range[i].off + f->range[i].len))
+			i++;
+		if (i == f->n)
+			return false;
+		size_t take = (size_t)(f->range[i].off + f->range[i].len - off);
+		if (take > len)
+			take = len;
+		if (dst) {
+			memcpy(dst, f->range[i].buf + (off - f->range[i].off), take);
+			dst += take;
+		}
+		off += take;
+		len -= take;
 	}
+	return true;
+}
+
+/* tiff_read_fn: serve the parser from what was fetched, fetching more
+ * (pinned to the version opened) in chunks of PARSE_CHUNK. */
+static int fetched_read(void *arg, void *buf, size_t len, uint64_t off)
+{
+	struct fetched *f = arg;
+
+	if (off > f->size || len > f->size - off)
+		return -ERANGE;
+	if (fetched_copy(f, buf, off, len))
+		return 0;
+	if (f->n == PARSE_FETCHES_MAX)
+		return -E2BIG;
+	uint64_t start = off;
+	while (fetched_copy(f, NULL, start, 1))
+		start++;
+	uint64_t end = off + len - start > PARSE_CHUNK ? off + len : start + PARSE_CHUNK;
+	if (end > f->size)
+		end = f->size;
+	struct http_request req = {
+		.url = f->url, .log_name = f->log_name, .off = start, .len = end - start,
+		.if_match = f->etag[0] ? f->etag : NULL,
+		.if_unmodified_since = f->etag[0] ? NULL : f->last_modified,
+	};
+	req.body = malloc(req.len);
+	if (!req.body)
+		return -ENOMEM;
+	source_prepare(f->cache->src, &req);
+	int err = http_run(f->cache->http, &req);
+	if (!err && req.object_size != UINT64_MAX && req.object_size != f->size)
+		err = -ESTALE;
+	if (err == -ENOENT || err == -ERANGE)
+		err = -ESTALE;
+	if (err) {
+		free(req.body);
+		return err;
+	}
+	f->range[f->n].off = start;
+	f->range[f->n].len = req.body_len;
+	f->range[f->n].buf = req.body;
+	f->n++;
+	pthread_mutex_lock(&f->cache->lock);
+	f->cache->stats.bytes_fetched += req.body_len;
+	pthread_mutex_unlock(&f->cache->lock);
+	return fetched_copy(f, buf, off, len) ? 0 : -EIO;
+}
+
+/* Store every unit of OBJ that the fetched bytes cover whole. */
+static void store_fetched(struct cache *c, struct cache_object *obj, const struct fetched *f)
+{
+	if (obj->id < 0)
+		return;
+	for (size_t i = 0; i < f->n; i++) {
+		uint64_t end = f->range[i].off + f->range[i].len;
+		for (uint64_t p = f->range[i].off; p < end;) {
+			struct extent unit = layout_unit_at(&obj->layout, p);
+			p = unit.off + unit.len;
+			char *bytes = malloc(unit.len ? unit.len : 1);
+			pid_t holder;
+			if (!bytes)
+				return;
+			if (fetched_copy(f, bytes, unit.off, unit.len) &&
+			    index_claim(c->index, obj->id, unit.off, c->cfg.claim_wait_s, &holder) == 0) {
+				int err = store_write(c->store, obj->id, bytes, unit.len, unit.off);
+				if (!err)
+					err = index_unit_add(c->index, obj->id, unit.off, unit.len,
+							     crc32c(0, bytes, unit.len));
+				if (err && err != -EBUSY) {
+					store_punch(c->store, obj->id, unit.off, unit.len);
+					index_unclaim(c->index, obj->id, unit.off);
+				}
+			}
+			free(bytes);
+		}
+	}
+}
+
+/* GET the first header_len bytes of URL into F (an empty object: HEAD). */
+static int fetch_first(struct cache *c, const char *url, const char *log_name,
+		       struct http_request *req, struct fetched *f)
+{
+	memset(req, 0, sizeof(*req));
+	req->url = url;
+	req->log_name = log_name;
+	req->len = c->cfg.header_len;
+	req->body = malloc(req->len);
+	if (!req->body)
+		return -ENOMEM;
+	source_prepare(c->src, req);
+	int err = http_run(c->http, req);
+	if (err == -ERANGE) {
+		free(req->body);
+		memset(req, 0, sizeof(*req));
+		req->url = url;
+		req->log_name = log_name;
+		req->head = true;
+		source_prepare(c->src, req);
+		err = http_run(c->http, req);
+	}
+	if (!err && req->body_len > 0) {
+		f->range[0].off = 0;
+		f->range[0].len = req->body_len;
+		f->range[0].buf = req->body;
+		f->n = 1;
+		pthread_mutex_lock(&c->lock);
+		c->stats.bytes_fetched += req->body_len;
+		pthread_mutex_unlock(&c->lock);
+	} else {
+		free(req->body);
+	}
+	req->body = NULL;
+	return err;
+}
+
+/* Parse what F holds (fetching more if needed) into an encoded tile map
+ * (*blob NULL: not a usable TIFF, which is logged when it claims to be). */
+static int parse_tiles(struct cache *c, struct fetched *f, void **blob, size_t *blob_len)
+{
+	struct tiff_map *map = NULL;
+	char why[160];
+
+	*blob = NULL;
+	*blob_len = 0;
+	int err = tiff_map_parse(fetched_read, f, f->size, &map, why, sizeof(why));
+	if (err == -EINVAL || err == -E2BIG)
+		log_warn("%s: not a usable TIFF (%s); caching it as plain bytes", f->log_name,
+			 err == -E2BIG ? "its IFDs are scattered over too many places" : why);
+	if (err == -EINVAL || err == -E2BIG || err == -ENOTSUP)
+		return 0;
+	if (err)
+		return err;
+	err = tiff_map_encode(map, blob, blob_len);
+	tiff_map_free(map);
+	return err;
+}
+
+/* Cut OBJ as BLOB says (NULL: plain bytes; LEGACY: plain blocks). */
+static void object_layout(struct cache *c, struct cache_object *obj, uint64_t header_len,
+			  const void *blob, size_t blob_len, bool legacy)
+{
+	struct tiff_map *map = NULL;
+	if (legacy) {
+		layout_init_blocks(&obj->layout, obj->size, obj->block_size);
+		return;
+	}
+	if (blob && tiff_map_decode(blob, blob_len, obj->size, &map) != 0)
+		log_warn("%s: the cached tile map is damaged; reading it as plain bytes",
+			 obj->log_name);
+	if (layout_init(&obj->layout, obj->size, obj->block_size, header_len, map) != 0)
+		layout_init_blocks(&obj->layout, obj->size, obj->block_size);
 }
 
 int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		      struct cache_object **out)
 {
 	static atomic_llong next_uncached_id = -1;
-	struct index_object latest;
-	struct http_request req = { 0 };
+	struct index_object latest, found = { 0 };
+	struct http_request req;
+	struct fetched f = { .cache = c, .url = url, .log_name = log_name };
 	char version[192];
-	int64_t id;
+	void *blob = NULL;
+	size_t blob_len = 0;
+	bool legacy = false;
+	int err;
 
 	bool known = index_object_latest(c->index, url, &latest) == 0;
 	bool claimed = !known && probe_claim(c, url, &latest, &known);
-	req.url = url;
-	req.log_name = log_name;
-	req.head = known;	/* a cached version: just check it is current */
-	if (!known) {
-		/* nothing cached: the first unit tells the version, and is kept */
-		req.len = c->cfg.block_size;
-		req.body = malloc(req.len);
-		if (!req.body) {
-			if (claimed)
-				index_unclaim(c->index, url_claim_key(url), 0);
-			return -ENOMEM;
-		}
-	}
-	source_prepare(c->src, &req);
-	int err = http_run(c->http, &req);
-	if (err == -ERANGE && !req.head) {	/* an empty object */
-		free(req.body);
+	if (known) {
+		/* a cached version: just check it is current */
+		memset(&req, 0, sizeof(req));
+		req.url = url;
+		req.log_name = log_name;
 		req.head = true;
-		req.len = 0;
-		req.body = NULL;
+		source_prepare(c->src, &req);
 		err = http_run(c->http, &req);
+	} else {
+		err = fetch_first(c, url, log_name, &req, &f);
 	}
 	if (!err && req.object_size == UINT64_MAX) {
 		log_error("%s: the origin did not say how large it is", log_name);
@@ -806,53 +1216,86 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	}
 	if (err)
 		goto fail;
-
 	if (req.etag[0])
 		snprintf(version, sizeof(version), "%s", req.etag);
 	else
 		snprintf(version, sizeof(version), "lm:%s", req.last_modified);
-	struct index_object found = { .size = req.object_size, .block_size = c->cfg.block_size };
+
+	bool current = known && strcmp(latest.version, version) == 0 &&
+		       latest.size == req.object_size;
+	if (known && !current) {
+		/* changed on the origin: read the new version's header */
+		log_info("%s changed on the origin", log_name);
+		err = fetch_first(c, url, log_name, &req, &f);
+		if (!err && req.object_size == UINT64_MAX)
+			err = -EIO;
+		if (err)
+			goto fail;
+		if (req.etag[0])
+			snprintf(version, sizeof(version), "%s", req.etag);
+		else
+			snprintf(version, sizeof(version), "lm:%s", req.last_modified);
+	}
+	f.size = req.object_size;
+	f.etag = req.etag;
+	f.last_modified = req.last_modified;
+
+	found.size = req.object_size;
+	found.block_size = c->cfg.block_size;
+	found.header_len = c->cfg.header_len;
 	snprintf(found.version, sizeof(found.version), "%s", version);
-	if (!req.etag[0] && !req.last_modified[0]) {
-		/* nothing tells one version from the next: never cache it */
-		log_warn("%s: the origin gives neither ETag nor Last-Modified; reading it uncached",
-			 log_name);
-		found.id = atomic_fetch_sub(&next_uncached_id, 1);
-	} else if (known && strcmp(latest.version, version) == 0 &&
-		   latest.size == req.object_size) {
+	if (current) {
 		found = latest;
-	} else if (index_object_add(c->index, url, &found) == 0) {
+		err = index_object_map(c->index, found.id, &found.header_len, &blob, &blob_len);
+		legacy = err == -ENOENT;
+		if (err && !legacy) {
+			/* cannot tell how others cut it: read it uncached */
+			found.id = atomic_fetch_sub(&next_uncached_id, 1);
+			legacy = true;
+		}
+	} else {
+		bool created = false;
+		err = parse_tiles(c, &f, &blob, &blob_len);
+		if (err)
+			goto fail;
+		if (!req.etag[0] && !req.last_modified[0]) {
+			/* nothing tells one version from the next: never cache it */
+			log_warn("%s: the origin gives neither ETag nor Last-Modified; reading it uncached",
+				 log_name);
+			found.id = atomic_fetch_sub(&next_uncached_id, 1);
+		} else if (index_object_add(c->index, url, &found, blob, blob_len, &created) != 0) {
+			log_warn("%s: the cache index cannot record it; reading it uncached", log_name);
+			found.id = atomic_fetch_sub(&next_uncached_id, 1);
+		} else if (!created) {
+			/* another process added it first: cut it as it did */
+			free(blob);
+			blob = NULL;
+			err = index_object_map(c->index, found.id, &found.header_len, &blob, &blob_len);
+			legacy = err == -ENOENT;
+		}
 		/* an older version's units are left to eviction: open files of
 		   this or another process may still read them */
-		if (known && latest.id != found.id)
-			log_info("%s changed on the origin", log_name);
-	} else {
-		log_warn("%s: the cache index cannot record it; reading it uncached", log_name);
-		found.id = atomic_fetch_sub(&next_uncached_id, 1);
 	}
-	id = found.id;
 
-	struct cache_object *obj = object_new(c, id, url, log_name, &req, version, req.object_size,
-					      found.block_size);
-	if (!obj) {
-		err = -ENOMEM;
+	struct cache_object *obj = object_new(c, found.id, url, log_name, &req, version,
+					      req.object_size);
+	err = -ENOMEM;
+	if (!obj)
 		goto fail;
-	}
-	if (!req.head && req.body_len > 0) {
-		store_probed(c, obj, req.body, req.body_len);
-		pthread_mutex_lock(&c->lock);
-		c->stats.bytes_fetched += req.body_len;
-		pthread_mutex_unlock(&c->lock);
-	}
+	obj->block_size = found.block_size;
+	object_layout(c, obj, found.header_len, blob, blob_len, legacy);
+	store_fetched(c, obj, &f);
 	if (claimed)
 		index_unclaim(c->index, url_claim_key(url), 0);
-	free(req.body);
+	fetched_release(&f);
+	free(blob);
 	*out = obj;
 	return 0;
 fail:
 	if (claimed)
 		index_unclaim(c->index, url_claim_key(url), 0);
-	free(req.body);
+	fetched_release(&f);
+	free(blob);
 	return err;
 }
 

@@ -9,6 +9,13 @@
  * another tilefs process on the same cache dir is waited for, not fetched
  * again. Fetched units are written to the store and indexed by a background
  * thread, which also keeps the cache within its size bound.
+ *
+ * Opening an object fetches its first bytes; a TIFF's IFDs are parsed then
+ * (fetching more if they lie further on) and its tile map is stored with
+ * the object in the index, so a tile is fetched and cached as one unit
+ * (layout.h) and later opens cost no parsing. A tile miss may bring its
+ * neighbours too (the prefetch policy), and a sequential scan opens a
+ * growing readahead window.
  */
 #ifndef TILEFS_CACHE_H
 #define TILEFS_CACHE_H
@@ -17,6 +24,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
+
+#include "layout.h"
 
 struct cache;
 struct cache_object;
@@ -27,7 +36,11 @@ struct cache_config {
 	const char *dir;		/* cache directory, must exist */
 	uint64_t size_limit;		/* bytes of unit data kept at most */
 	uint64_t block_size;		/* unit size for plain blocks */
+	uint64_t header_len;		/* bytes fetched at the first open */
 	uint64_t max_request;		/* bytes merged into one GET at most */
+	uint64_t merge_gap;		/* units this close share a GET */
+	uint64_t readahead_max;		/* sequential readahead window, 0: off */
+	enum prefetch_policy prefetch;	/* what a tile miss adds */
 	int claim_wait_s;		/* wait this long for another process's fetch */
 };
 
@@ -57,13 +70,18 @@ bool cache_object_shared(const struct cache_object *obj);
 /* Has a read found that the origin no longer has this version? */
 bool cache_object_stale(const struct cache_object *obj);
 
+/* Its id in the cache index (tilefs inspect); < 0: never cached. */
+int64_t cache_object_id(const struct cache_object *obj);
+/* The cache directory C was opened on. */
+const char *cache_dir(const struct cache *c);
+
 /* Read up to LEN bytes at OFF into BUF; returns bytes read (short only at
  * the end of the object) or -errno. */
 ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t len,
 		   uint64_t off);
 
 struct cache_stats {
-	uint64_t hits, misses, bytes_served, bytes_fetched, evicted;
+	uint64_t hits, misses, prefetched, bytes_served, bytes_fetched, evicted;
 };
 void cache_get_stats(struct cache *c, struct cache_stats *out);
 

@@ -5,7 +5,10 @@
  * Other threads only append to `submitted` under client->lock and call
  * curl_multi_wakeup(). The fetch thread moves submitted requests to the
  * multi handle (or to `delayed` while a backoff runs), drives transfers with
- * curl_multi_poll(), and calls done() for finished requests. Lock order:
+ * curl_multi_poll(), and calls done() for finished requests. Background
+ * requests (prefetch) wait in `background` and start only while few others
+ * run: at most a quarter of the connections, and never the last free one,
+ * so a demand read queued behind them finds a connection. Lock order:
  * client->lock is a leaf; done() runs without it.
  */
 #include "http.h"
@@ -31,6 +34,9 @@ struct http_client {
 	bool stopping;			/* protected by lock */
 	struct http_request *delayed;	/* fetch thread only: in backoff */
 	struct http_request *active;	/* fetch thread only: on the multi */
+	struct http_request *background, *background_tail; /* fetch thread only:
+					   background requests not started yet */
+	int nactive, nactive_background; /* fetch thread only */
 	uint64_t rng;			/* fetch thread only */
 	struct http_stats stats;	/* protected by lock */
 };
@@ -145,6 +151,15 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 		return n;
 	}
 	if (n > req->body_cap - req->body_len) {
+		if (req->len > 0 && status == 200 && req->off == 0) {
+			/* the whole object for a range from 0: keep what was asked
+			   for and end the transfer there */
+			size_t room = req->body_cap - req->body_len;
+			memcpy(req->body + req->body_len, data, room);
+			req->body_len += room;
+			req->cut_short = true;
+			return 0;
+		}
 		if (req->len > 0) {
 			snprintf(req->error, sizeof(req->error),
 				 "origin sent more than the %" PRIu64 " bytes asked for", req->len);
@@ -181,6 +196,7 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	req->error[0] = '\0';
 	req->error_len = 0;
 	req->restarted = false;
+	req->cut_short = false;
 	req->range_first = req->range_last = UINT64_MAX;
 	curl_easy_setopt(easy, CURLOPT_URL, req->url);
 	curl_easy_setopt(easy, CURLOPT_PRIVATE, req);
@@ -246,6 +262,8 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	curl_multi_add_handle(c->multi, easy);
 	req->next = c->active;
 	c->active = req;
+	c->nactive++;
+	c->nactive_background += req->background;
 	return 0;
 }
 
@@ -259,6 +277,8 @@ static void attempt_end(struct http_client *c, struct http_request *req)
 	for (struct http_request **link = &c->active; *link; link = &(*link)->next) {
 		if (*link == req) {
 			*link = req->next;
+			c->nactive--;
+			c->nactive_background -= req->background;
 			break;
 		}
 	}
@@ -312,6 +332,18 @@ static int attempt_verdict(struct http_request *req, CURLcode code)
 
 	curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status);
 	req->status = status;
+	if (code == CURLE_WRITE_ERROR && req->cut_short) {
+		/* we ended a 200 once the bytes asked for were in */
+		curl_off_t length = -1;
+		curl_easy_getinfo(req->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+		if (length < 0) {
+			snprintf(req->error, sizeof(req->error),
+				 "origin ignored the Range header and did not say how large it is");
+			return -EIO;
+		}
+		req->object_size = (uint64_t)length;
+		return 0;
+	}
 	if (code != CURLE_OK) {
 		if (!req->error[0] || code != CURLE_WRITE_ERROR)
 			snprintf(req->error, sizeof(req->error), "%s%s",
@@ -359,7 +391,7 @@ static int attempt_verdict(struct http_request *req, CURLcode code)
 			return -EIO;
 		}
 		if (status == 200) {
-			/* whole object for a range from 0: fine if it all fitted */
+			/* whole object for a range from 0, and it all fitted */
 			req->object_size = req->body_len;
 		} else if (req->range_first != req->off + req->attempt_start ||
 			   req->range_last > req->off + req->len - 1) {
@@ -462,6 +494,20 @@ static long start_due(struct http_client *c)
 	return wait;
 }
 
+/* Start background requests while there is room for them. */
+static void start_background(struct http_client *c)
+{
+	int cap = c->cfg.max_connections / 4 > 0 ? c->cfg.max_connections / 4 : 1;
+	while (c->background && c->nactive_background < cap &&
+	       c->nactive < c->cfg.max_connections - 1) {
+		struct http_request *req = c->background;
+		c->background = req->next;
+		if (!c->background)
+			c->background_tail = NULL;
+		start_or_fail(c, req);
+	}
+}
+
 static void *fetch_thread(void *arg)
 {
 	struct http_client *c = arg;
@@ -484,15 +530,24 @@ static void *fetch_thread(void *arg)
 		while (ordered) {
 			struct http_request *req = ordered;
 			ordered = req->next;
-			if (stopping)
+			if (stopping) {
 				finish(c, req, -ECANCELED);
-			else
+			} else if (req->background) {
+				req->next = NULL;
+				if (c->background_tail)
+					c->background_tail->next = req;
+				else
+					c->background = req;
+				c->background_tail = req;
+			} else {
 				start_or_fail(c, req);
+			}
 		}
 		if (stopping)
 			break;
 
 		long wait = start_due(c);
+		start_background(c);
 		int still = 0;
 		curl_multi_perform(c->multi, &still);
 		CURLMsg *msg;
@@ -504,10 +559,16 @@ static void *fetch_thread(void *arg)
 			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&req);
 			on_attempt_done(c, req, msg->data.result);
 		}
+		start_background(c);
 		curl_multi_poll(c->multi, NULL, 0, (int)wait, NULL);
 	}
 
 	/* stopping: fail whatever is in flight or waiting */
+	while (c->background) {
+		struct http_request *req = c->background;
+		c->background = req->next;
+		finish(c, req, -ECANCELED);
+	}
 	while (c->delayed) {
 		struct http_request *req = c->delayed;
 		c->delayed = req->next;

@@ -63,6 +63,7 @@ struct http_request {
 	const char *url;		/* full URL, may hold a query: never logged */
 	const char *log_name;		/* what log lines call it */
 	bool head;			/* HEAD instead of GET */
+	bool background;		/* prefetch: yields to other requests */
 	uint64_t off, len;		/* len > 0: GET bytes off..off+len-1 into
 					   body, which holds len bytes (caller's);
 					   len == 0: the whole body, malloc'ed into
@@ -93,6 +94,7 @@ struct http_request {
 	uint64_t not_before_ms;
 	size_t attempt_start;		/* body_len when this attempt began */
 	bool restarted;			/* this attempt's 200 restarted the body */
+	bool cut_short;			/* we ended a 200 after the bytes asked for */
 	uint64_t range_first, range_last; /* from Content-Range; UINT64_MAX none */
 	size_t body_cap;
 	size_t max_body;

@@ -6,7 +6,7 @@
  * fetched again, and data files are checked against `crc` on first read).
  *
  *   meta(key PRIMARY KEY, value)
- *       'schema' = 1; 'instance' = 16 hex digits, random per database;
+ *       'schema' = 3; 'instance' = 16 hex digits, random per database;
  *       'usage'  = sum(units.len), kept by the triggers below.
  *   objects(id AUTOINCREMENT, url, version, size, block_size, added)
  *       one row per (url, version, size); version is the ETag, or
@@ -20,9 +20,18 @@
  *       CRC32C of its bytes; hits counts reads at least 10 s apart, so one
  *       scan does not make a unit look hot (eviction: hits <= 1 go first,
  *       then least recently read).
+ *   tile_maps(object_id PRIMARY KEY, header_len, map)
+ *       how the object version is cut into units (layout.h), written in
+ *       the transaction that adds the object, so every process that finds
+ *       the object cuts it the same way: header_len is the first fetch of
+ *       a plain file; map is tiff_map_encode()'s blob, NULL when the
+ *       object is not a usable TIFF. No row: fixed blocks (schema 2).
  *   claims(object_id, off, pid, since)
  *       a process fetching a unit (others wait for it instead of fetching
  *       the same bytes), or evicting one (nobody writes it meanwhile).
+ *
+ * MIGRATIONS: 2 -> 3 adds tile_maps (objects of schema 2 keep their
+ * blocks). Any other schema is set aside and rebuilt.
  *
  * A row in `units` is written only after its bytes are in the data file,
  * and only while no other process claims the unit. Eviction deletes the
@@ -55,7 +64,7 @@
 #include <unistd.h>
 
 #define POOL_SIZE 6
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 
 enum stmt_id {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
@@ -63,7 +72,8 @@ enum stmt_id {
 	ST_OBJECT_DROP_UNITS, ST_OBJECT_DROP_CLAIMS, ST_OBJECT_DROP,
 	ST_UNIT_FIND, ST_UNIT_INSERT, ST_UNIT_DROP, ST_UNIT_TOUCH,
 	ST_CLAIM_GET, ST_CLAIM_PUT, ST_CLAIM_DROP, ST_UNIT_DROP_CHANGES,
-	ST_USAGE, ST_EVICT, ST_COUNTS,
+	ST_USAGE, ST_EVICT, ST_COUNTS, ST_MAP_INSERT, ST_MAP_GET, ST_OBJECT_DROP_MAP,
+	ST_OBJECT_GET, ST_OBJECT_USAGE,
 	ST_COUNT
 };
 
@@ -96,6 +106,12 @@ static const char *const stmt_sql[ST_COUNT] = {
 		     "ORDER BY hits > 1, last_access LIMIT ?1",
 	[ST_COUNTS] = "SELECT (SELECT count(*) FROM objects), (SELECT count(*) FROM units), "
 		      "(SELECT value FROM meta WHERE key = 'usage')",
+	[ST_MAP_INSERT] = "INSERT OR REPLACE INTO tile_maps(object_id, header_len, map) "
+			  "VALUES (?1, ?2, ?3)",
+	[ST_MAP_GET] = "SELECT header_len, map FROM tile_maps WHERE object_id = ?1",
+	[ST_OBJECT_DROP_MAP] = "DELETE FROM tile_maps WHERE object_id = ?1",
+	[ST_OBJECT_GET] = "SELECT id, size, version, block_size FROM objects WHERE id = ?1",
+	[ST_OBJECT_USAGE] = "SELECT count(*), coalesce(sum(len), 0) FROM units WHERE object_id = ?1",
 };
 
 static const char schema_sql[] =
@@ -115,7 +131,9 @@ static const char schema_sql[] =
 	"  UPDATE meta SET value = value + NEW.len WHERE key = 'usage'; END;"
 	"CREATE TRIGGER IF NOT EXISTS units_dropped AFTER DELETE ON units BEGIN"
 	"  UPDATE meta SET value = value - OLD.len WHERE key = 'usage'; END;"
-	"INSERT OR IGNORE INTO meta VALUES ('schema', 2);"
+	"CREATE TABLE IF NOT EXISTS tile_maps(object_id INTEGER PRIMARY KEY,"
+	"  header_len INTEGER NOT NULL, map BLOB);"
+	"INSERT OR IGNORE INTO meta VALUES ('schema', 3);"
 	"INSERT OR IGNORE INTO meta VALUES ('usage', 0);"
 	"INSERT OR IGNORE INTO meta VALUES ('instance', lower(hex(randomblob(8))));";
 
@@ -294,6 +312,15 @@ static int setup(struct index *ix, struct index_conn *c)
 			       NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
 		schema = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
+	if (schema == 2) {
+		/* tile_maps was just created by schema_sql */
+		rc = sqlite3_exec(c->db, "UPDATE meta SET value = 3 WHERE key = 'schema'", NULL,
+				  NULL, NULL);
+		if (rc != SQLITE_OK)
+			return sql_error(c->db, rc, "upgrade schema 2 to 3");
+		log_info("cache index %s upgraded to schema 3", ix->path);
+		schema = 3;
+	}
 	if (schema != SCHEMA_VERSION || !ix->instance[0]) {
 		log_warn("cache index %s has schema %lld, this tilefs needs %d", ix->path,
 			 (long long)schema, SCHEMA_VERSION);
@@ -399,14 +426,19 @@ const char *index_instance(struct index *ix)
 	return ix->instance;
 }
 
-int index_object_latest(struct index *ix, const char *url, struct index_object *out)
+/* Run ST_OBJECT_LATEST (by URL) or ST_OBJECT_GET (by ID) into OUT. */
+static int object_row(struct index *ix, enum stmt_id id, const char *url, int64_t object_id,
+		      struct index_object *out)
 {
 	struct index_conn *c = conn_get(ix);
-	sqlite3_stmt *s = stmt(c, ST_OBJECT_LATEST);
+	sqlite3_stmt *s = stmt(c, id);
 	int err = -EIO;
 
 	if (s) {
-		sqlite3_bind_text(s, 1, url, -1, SQLITE_STATIC);
+		if (url)
+			sqlite3_bind_text(s, 1, url, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_int64(s, 1, object_id);
 		int rc = sqlite3_step(s);
 		if (rc == SQLITE_ROW) {
 			out->id = sqlite3_column_int64(s, 0);
@@ -416,6 +448,38 @@ int index_object_latest(struct index *ix, const char *url, struct index_object *
 			err = 0;
 		} else {
 			err = rc == SQLITE_DONE ? -ENOENT : sql_error(c->db, rc, "find object");
+		}
+		sqlite3_reset(s);
+	}
+	conn_put(ix, c);
+	return err;
+}
+
+int index_object_latest(struct index *ix, const char *url, struct index_object *out)
+{
+	return object_row(ix, ST_OBJECT_LATEST, url, 0, out);
+}
+
+int index_object_get(struct index *ix, int64_t id, struct index_object *out)
+{
+	return object_row(ix, ST_OBJECT_GET, NULL, id, out);
+}
+
+int index_object_usage(struct index *ix, int64_t id, uint64_t *units, uint64_t *bytes)
+{
+	struct index_conn *c = conn_get(ix);
+	sqlite3_stmt *s = stmt(c, ST_OBJECT_USAGE);
+	int err = -EIO;
+
+	if (s) {
+		sqlite3_bind_int64(s, 1, id);
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			*units = (uint64_t)sqlite3_column_int64(s, 0);
+			*bytes = (uint64_t)sqlite3_column_int64(s, 1);
+			err = 0;
+		} else {
+			err = sql_error(c->db, rc, "object usage");
 		}
 		sqlite3_reset(s);
 	}
@@ -435,7 +499,8 @@ static int exec_keyed(struct index_conn *c, enum stmt_id id, int64_t a, int64_t 
 	return exec_stmt(c, s, what);
 }
 
-int index_object_add(struct index *ix, const char *url, struct index_object *obj)
+int index_object_add(struct index *ix, const char *url, struct index_object *obj,
+		     const void *map, size_t map_len, bool *created)
 {
 	struct index_conn *c = conn_get(ix);
 	int err = begin(c);
@@ -451,6 +516,7 @@ int index_object_add(struct index *ix, const char *url, struct index_object *obj
 		sqlite3_bind_int64(s, 5, (int64_t)obj->block_size);
 	}
 	err = exec_stmt(c, s, "add object");
+	*created = !err && sqlite3_changes(c->db) == 1;
 	s = err ? NULL : stmt(c, ST_OBJECT_ID);
 	if (s) {
 		sqlite3_bind_text(s, 1, url, -1, SQLITE_STATIC);
@@ -467,8 +533,53 @@ int index_object_add(struct index *ix, const char *url, struct index_object *obj
 	} else if (!err) {
 		err = -EIO;
 	}
+	s = err || !*created ? NULL : stmt(c, ST_MAP_INSERT);
+	if (s) {
+		sqlite3_bind_int64(s, 1, obj->id);
+		sqlite3_bind_int64(s, 2, (int64_t)obj->header_len);
+		if (map)
+			sqlite3_bind_blob64(s, 3, map, map_len, SQLITE_STATIC);
+		err = exec_stmt(c, s, "add tile map");
+	}
 	err = commit(c, err);
+	if (err)
+		*created = false;
 out:
+	conn_put(ix, c);
+	return err;
+}
+
+int index_object_map(struct index *ix, int64_t id, uint64_t *header_len, void **map,
+		     size_t *map_len)
+{
+	struct index_conn *c = conn_get(ix);
+	sqlite3_stmt *s = stmt(c, ST_MAP_GET);
+	int err = -EIO;
+
+	*map = NULL;
+	*map_len = 0;
+	if (s) {
+		sqlite3_bind_int64(s, 1, id);
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			*header_len = (uint64_t)sqlite3_column_int64(s, 0);
+			const void *blob = sqlite3_column_blob(s, 1);
+			size_t n = (size_t)sqlite3_column_bytes(s, 1);
+			err = 0;
+			if (blob && n) {
+				*map = malloc(n);
+				if (*map) {
+					memcpy(*map, blob, n);
+					*map_len = n;
+				} else {
+					err = -ENOMEM;
+				}
+			}
+		} else {
+			err = rc == SQLITE_DONE ? -ENOENT : sql_error(c->db, rc, "find tile map");
+		}
+		sqlite3_reset(s);
+	}
 	conn_put(ix, c);
 	return err;
 }
@@ -482,6 +593,8 @@ int index_object_drop(struct index *ix, int64_t id)
 		err = exec_keyed(c, ST_OBJECT_DROP_UNITS, id, 0, "drop units");
 		if (!err)
 			err = exec_keyed(c, ST_OBJECT_DROP_CLAIMS, id, 0, "drop claims");
+		if (!err)
+			err = exec_keyed(c, ST_OBJECT_DROP_MAP, id, 0, "drop tile map");
 		if (!err)
 			err = exec_keyed(c, ST_OBJECT_DROP, id, 0, "drop object");
 		err = commit(c, err);

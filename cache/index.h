@@ -23,6 +23,7 @@ struct index_object {
 	int64_t id;
 	uint64_t size;
 	uint64_t block_size;		/* unit size of this object, for everyone */
+	uint64_t header_len;		/* its header unit, when a plain file */
 	char version[192];
 };
 
@@ -48,9 +49,22 @@ const char *index_instance(struct index *ix);
 
 /* The newest cached version of URL; -ENOENT if none. */
 int index_object_latest(struct index *ix, const char *url, struct index_object *out);
-/* Find or add (URL, obj->version, obj->size), proposing obj->block_size;
- * sets obj->id and obj->block_size to what the index holds. */
-int index_object_add(struct index *ix, const char *url, struct index_object *obj);
+/* The object with index id ID; -ENOENT if none. */
+int index_object_get(struct index *ix, int64_t id, struct index_object *out);
+/* Units of object ID cached, and their bytes. */
+int index_object_usage(struct index *ix, int64_t id, uint64_t *units, uint64_t *bytes);
+/*
+ * Find or add (URL, obj->version, obj->size), proposing obj->block_size and
+ * how to cut it (obj->header_len and MAP, an encoded tile map or NULL);
+ * sets obj->id and obj->block_size to what the index holds. *created says
+ * whether ours went in; if not, index_object_map() tells how it is cut.
+ */
+int index_object_add(struct index *ix, const char *url, struct index_object *obj,
+		     const void *map, size_t map_len, bool *created);
+/* How object ID is cut: *map (caller frees; NULL: not a usable TIFF).
+ * -ENOENT: added before tile maps existed, so plain blocks. */
+int index_object_map(struct index *ix, int64_t id, uint64_t *header_len, void **map,
+		     size_t *map_len);
 /* Forget an object and all its units. */
 int index_object_drop(struct index *ix, int64_t id);
 

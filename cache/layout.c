@@ -2,17 +2,202 @@
  * layout.c - see layout.h.
  */
 #include "layout.h"
+#include "tiff.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+int layout_prefetch_parse(const char *name, enum prefetch_policy *out)
+{
+	static const char *const names[] = { "none", "neighbors", "row", "object" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0) {
+			*out = (enum prefetch_policy)i;
+			return 0;
+		}
+	return -EINVAL;
+}
 
 void layout_init_blocks(struct layout *l, uint64_t object_size, uint64_t block_size)
 {
+	memset(l, 0, sizeof(*l));
 	l->object_size = object_size;
 	l->block_size = block_size;
 }
 
+static int unit_cmp(const void *a, const void *b)
+{
+	const struct layout_unit *x = a, *y = b;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->block < y->block ? -1 : x->block > y->block;
+}
+
+/* Merge overlapping units of U[0..n) (sorted); drop groups too large. */
+static size_t merge_units(struct layout_unit *u, size_t n)
+{
+	size_t out = 0;
+	for (size_t i = 0; i < n;) {
+		struct layout_unit group = u[i];
+		size_t j = i + 1;
+		while (j < n && u[j].off < group.off + group.len) {
+			uint64_t end = u[j].off + u[j].len;
+			if (end > group.off + group.len)
+				group.len = end - group.off;
+			j++;
+		}
+		if (group.len <= LAYOUT_UNIT_MAX)
+			u[out++] = group;
+		i = j;
+	}
+	return out;
+}
+
+int layout_init(struct layout *l, uint64_t object_size, uint64_t block_size,
+		uint64_t header_len, struct tiff_map *map)
+{
+	layout_init_blocks(l, object_size, block_size);
+	size_t cap = 1 + (map ? (size_t)map->nblocks : 0);
+	l->units = calloc(cap, sizeof(*l->units));
+	if (!l->units) {
+		tiff_map_free(map);
+		return -ENOMEM;
+	}
+	l->map = map;
+	size_t n = 1;		/* units[0]: the header, filled in below */
+	for (uint64_t k = 0; map && k < map->nblocks; k++) {
+		const struct tiff_block *b = &map->blocks[k];
+		if (b->len == 0)
+			continue;
+		uint64_t start = b->off > map->leader ? b->off - map->leader : 0;
+		uint64_t end = b->off + b->len;
+		end = object_size - end > map->trailer ? end + map->trailer : object_size;
+		l->units[n++] = (struct layout_unit){ start, end - start, k };
+	}
+	qsort(l->units + 1, n - 1, sizeof(*l->units), unit_cmp);
+	n = 1 + merge_units(l->units + 1, n - 1);
+
+	/* the header: everything before the first tile, or what opening
+	   fetched of a plain file */
+	uint64_t header = map ? (n > 1 ? l->units[1].off : object_size) : header_len;
+	if (header > object_size)
+		header = object_size;
+	if (header > LAYOUT_UNIT_MAX)
+		header = header_len < object_size ? header_len : object_size;
+	if (header == 0) {
+		memmove(l->units, l->units + 1, (n - 1) * sizeof(*l->units));
+		n--;
+	} else {
+		l->units[0] = (struct layout_unit){ 0, header, UINT64_MAX };
+	}
+	l->nunits = n;
+	return 0;
+}
+
+void layout_release(struct layout *l)
+{
+	free(l->units);
+	tiff_map_free(l->map);
+	l->units = NULL;
+	l->map = NULL;
+	l->nunits = 0;
+}
+
+/* Index of the last unit starting at or before OFF, or -1. */
+static long unit_before(const struct layout *l, uint64_t off)
+{
+	long lo = 0, hi = (long)l->nunits - 1, found = -1;
+	while (lo <= hi) {
+		long mid = lo + (hi - lo) / 2;
+		if (l->units[mid].off <= off) {
+			found = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return found;
+}
+
 struct extent layout_unit_at(const struct layout *l, uint64_t off)
 {
-	struct extent e;
-	e.off = off - off % l->block_size;
-	e.len = l->object_size - e.off < l->block_size ? l->object_size - e.off : l->block_size;
-	return e;
+	long i = unit_before(l, off);
+	uint64_t gap_start = 0, gap_end = l->object_size;
+
+	if (i >= 0) {
+		const struct layout_unit *u = &l->units[i];
+		if (off < u->off + u->len)
+			return (struct extent){ u->off, u->len };
+		gap_start = u->off + u->len;
+	}
+	if ((size_t)(i + 1) < l->nunits)
+		gap_end = l->units[i + 1].off;
+	uint64_t start = off - off % l->block_size;
+	uint64_t end = l->block_size > gap_end - start ? gap_end : start + l->block_size;
+	if (start < gap_start)
+		start = gap_start;
+	return (struct extent){ start, end - start };
+}
+
+int layout_is_tile(const struct layout *l, uint64_t off)
+{
+	long i = unit_before(l, off);
+	return i >= 0 && off < l->units[i].off + l->units[i].len &&
+	       l->units[i].block != UINT64_MAX;
+}
+
+/* Add the unit of block K to OUT unless it is OWN or already there. */
+static size_t add_block_unit(const struct layout *l, uint64_t k, struct extent own,
+			     struct extent *out, size_t n, size_t max)
+{
+	const struct tiff_block *b = &l->map->blocks[k];
+	if (n >= max || b->len == 0)
+		return n;
+	struct extent e = layout_unit_at(l, b->off);
+	if (e.off == own.off)
+		return n;
+	for (size_t i = 0; i < n; i++)
+		if (out[i].off == e.off)
+			return n;
+	out[n] = e;
+	return n + 1;
+}
+
+size_t layout_related(const struct layout *l, uint64_t off, enum prefetch_policy policy,
+		      struct extent *out, size_t max)
+{
+	long i = unit_before(l, off);
+	if ((policy != PREFETCH_NEIGHBORS && policy != PREFETCH_ROW) || !l->map || i < 0 ||
+	    off >= l->units[i].off + l->units[i].len || l->units[i].block == UINT64_MAX)
+		return 0;
+	struct extent own = { l->units[i].off, l->units[i].len };
+	uint64_t k = l->units[i].block;
+	const struct tiff_ifd *d = NULL;
+	for (uint32_t j = 0; j < l->map->nifd; j++)
+		if (k >= l->map->ifds[j].first && k < l->map->ifds[j].first + l->map->ifds[j].n)
+			d = &l->map->ifds[j];
+	if (!d)
+		return 0;
+	uint64_t per_plane = (uint64_t)d->across * d->down;
+	uint64_t rel = k - d->first, plane = rel / per_plane;
+	uint64_t row = rel % per_plane / d->across, col = rel % d->across;
+	uint64_t base = d->first + plane * per_plane;
+	size_t n = 0;
+
+	if (policy == PREFETCH_ROW) {
+		for (uint64_t c = col + 1; c < d->across; c++)
+			n = add_block_unit(l, base + row * d->across + c, own, out, n, max);
+		return n;
+	}
+	for (int dr = -1; dr <= 1; dr++)
+		for (int dc = -1; dc <= 1; dc++) {
+			if ((dr < 0 && row == 0) || (dc < 0 && col == 0) ||
+			    (dr > 0 && row + 1 >= d->down) || (dc > 0 && col + 1 >= d->across))
+				continue;
+			uint64_t r = row + (uint64_t)(int64_t)dr, c = col + (uint64_t)(int64_t)dc;
+			n = add_block_unit(l, base + r * d->across + c, own, out, n, max);
+		}
+	return n;
 }

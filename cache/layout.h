@@ -1,25 +1,72 @@
 /*
  * layout.h - how an object is cut into cache units. A unit is an extent
  * (offset, length); the cache fetches, stores, checksums and evicts whole
- * units. Today every object is cut into fixed blocks; a TIFF-aware layout
- * (tiles as units) plugs in behind layout_unit_at().
+ * units, so every process must cut one object version the same way: the
+ * cut depends only on what the index stores for it (size, block size,
+ * header length and tile map).
+ *
+ * A TIFF's units are its header region [0, first tile) and each tile or
+ * strip with GDAL's leader and trailer bytes around it (tiles whose bytes
+ * overlap share one unit). Every other byte, and every byte of a file that
+ * is not a usable TIFF, lies in fixed blocks aligned to the block size and
+ * clipped to the gaps between those units; a plain file's first
+ * header_len bytes are a unit of their own, since opening fetched them.
  */
 #ifndef TILEFS_LAYOUT_H
 #define TILEFS_LAYOUT_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+struct tiff_map;
+
+#define LAYOUT_UNIT_MAX (32ull << 20)	/* tiles larger than this go in blocks */
 
 struct extent {
 	uint64_t off, len;
 };
 
+enum prefetch_policy { PREFETCH_NONE, PREFETCH_NEIGHBORS, PREFETCH_ROW, PREFETCH_OBJECT };
+
+/* "none", "neighbors", "row", "object"; 0 or -EINVAL. */
+int layout_prefetch_parse(const char *name, enum prefetch_policy *out);
+
+struct layout_unit {
+	uint64_t off, len;
+	uint64_t block;			/* its first TIFF block; UINT64_MAX: header */
+};
+
 struct layout {
 	uint64_t object_size;
 	uint64_t block_size;
+	size_t nunits;
+	struct layout_unit *units;	/* sorted, disjoint; owned */
+	struct tiff_map *map;		/* owned; NULL for plain bytes */
 };
 
+/* Fixed blocks only (objects cached before tile maps existed). */
 void layout_init_blocks(struct layout *l, uint64_t object_size, uint64_t block_size);
+/*
+ * Cut an object of OBJECT_SIZE bytes by MAP (taken over, even on failure;
+ * NULL: not a TIFF, so a header unit of HEADER_LEN bytes, then blocks).
+ * 0 or -ENOMEM. Release with layout_release().
+ */
+int layout_init(struct layout *l, uint64_t object_size, uint64_t block_size,
+		uint64_t header_len, struct tiff_map *map);
+void layout_release(struct layout *l);
+
 /* The unit holding byte OFF (< object_size). */
 struct extent layout_unit_at(const struct layout *l, uint64_t off);
+/* Is the unit holding OFF a tile (or strip)? */
+int layout_is_tile(const struct layout *l, uint64_t off);
+
+/*
+ * The units POLICY adds to a read of the tile unit holding OFF: its
+ * neighbours in the same IFD and plane, or the rest of its tile row.
+ * Writes at most MAX distinct units (never OFF's own) to OUT; returns how
+ * many. PREFETCH_OBJECT and PREFETCH_NONE add none here.
+ */
+size_t layout_related(const struct layout *l, uint64_t off, enum prefetch_policy policy,
+		      struct extent *out, size_t max);
 
 #endif

@@ -11,6 +11,7 @@
 #include "cache/provider.h"
 #include "fs/mount.h"
 #include "fs/options.h"
+#include "tools/inspect.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +29,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tilefs mount [OPTIONS] SOURCE MOUNTPOINT\n"
+		"       tilefs inspect [--blocks] PATH\n"
 		"       tilefs --help | --version\n"
 		"\n"
 		"tilefs mounts a cloud prefix of GeoTIFF/COG files read-only, caching what is\n"
@@ -35,6 +37,7 @@ static void usage(FILE *out)
 		"\n"
 		"Commands:\n"
 		"  mount    mount SOURCE at MOUNTPOINT; unmount with 'fusermount3 -u MOUNTPOINT'\n"
+		"  inspect  show a file's TIFF tile map and how much of it is cached\n"
 		"\n"
 		"Run 'tilefs mount --help' for the options.\n");
 }
@@ -270,7 +273,11 @@ static int cmd_mount(int argc, char **argv)
 		.dir = o.cache_dir,
 		.size_limit = o.cache_size ? o.cache_size : default_cache_size(o.cache_dir),
 		.block_size = o.block_size,
+		.header_len = o.header_size,
 		.max_request = 16u << 20,
+		.merge_gap = o.merge_gap,
+		.readahead_max = o.readahead,
+		.prefetch = o.prefetch,
 		.claim_wait_s = 30,
 	};
 	int err = cache_open(&cc, src, http, &cache);
@@ -363,6 +370,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "mount") == 0)
 		return cmd_mount(argc - 2, argv + 2);
+	if (strcmp(argv[1], "inspect") == 0)
+		return inspect_main(argc - 2, argv + 2);
 	fprintf(stderr, "tilefs: unknown command '%s'\nTry 'tilefs --help'.\n", argv[1]);
 	return EXIT_USAGE;
 }

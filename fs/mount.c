@@ -121,6 +121,29 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
+/* "user.tilefs.object": "ID<TAB>CACHE_DIR", for tilefs inspect. */
+static int op_getxattr(const char *path, const char *name, char *value, size_t size)
+{
+	struct cache_object *obj;
+	bool unchanged, older_open;
+	char text[4200];
+
+	if (strcmp(name, MOUNT_XATTR_OBJECT) != 0)
+		return -ENODATA;
+	int err = ns_open(current()->ns, path, &obj, &unchanged, &older_open);
+	if (err)
+		return err == -EISDIR ? -ENODATA : err;
+	int n = snprintf(text, sizeof(text), "%lld\t%s", (long long)cache_object_id(obj),
+			 cache_dir(current()->cache));
+	cache_object_unref(obj);
+	if (size == 0)
+		return n;
+	if ((size_t)n > size)
+		return -ERANGE;
+	memcpy(value, text, (size_t)n);
+	return n;
+}
+
 static int op_statfs(const char *path, struct statvfs *st)
 {
 	(void)path;
@@ -135,7 +158,7 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	struct mount *m = fuse_get_context()->private_data;
 	cfg->entry_timeout = cfg->attr_timeout = cfg->negative_timeout = m->cfg.ttl_s;
 	cfg->kernel_cache = 0;	/* per open, from the version: see op_open */
-	conn->max_readahead = 1 << 20;
+	conn->max_readahead = 0;	/* ours knows tiles: the kernel's would fetch past them */
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
 	return m;
@@ -148,6 +171,7 @@ static const struct fuse_operations ops = {
 	.open = op_open,
 	.read = op_read,
 	.release = op_release,
+	.getxattr = op_getxattr,
 	.statfs = op_statfs,
 };
 

@@ -2,6 +2,7 @@
  * options.c - see options.h.
  */
 #include "options.h"
+#include "cache/layout.h"
 #include "cache/log.h"
 
 #include <ctype.h>
@@ -10,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum opt_type { OPT_FLAG, OPT_STRING, OPT_SIZE, OPT_LONG, OPT_LEVEL };
+enum opt_type { OPT_FLAG, OPT_STRING, OPT_SIZE, OPT_LONG, OPT_LEVEL, OPT_PREFETCH };
 
 struct option_def {
 	const char *name;
@@ -35,6 +36,17 @@ static const struct option_def defs[] = {
 	  "most data to keep, e.g. 500M, 200G (default: half the free space)" },
 	{ "block-size", 0, OPT_SIZE, OFF(block_size), "SIZE", "256K", 4096, 64 << 20,
 	  "unit of caching and fetching" },
+	{ "header-size", 0, OPT_SIZE, OFF(header_size), "SIZE", "64K", 4096, 16 << 20,
+	  "bytes fetched when a file is first opened: a COG's IFDs and tile\n"
+	  "index usually fit, so opening costs one request" },
+	{ "prefetch", 0, OPT_PREFETCH, OFF(prefetch), "POLICY", "none", 0, 0,
+	  "what a tile read also fetches: none, neighbors (the tiles around\n"
+	  "it), row (the rest of its tile row), object (the whole file, in the\n"
+	  "background)" },
+	{ "merge-gap", 0, OPT_SIZE, OFF(merge_gap), "SIZE", "32K", 0, 16 << 20,
+	  "fetch units this close together with one request" },
+	{ "readahead", 0, OPT_SIZE, OFF(readahead), "SIZE", "16M", 0, 256 << 20,
+	  "largest readahead window of a sequential read (0: none)" },
 	{ "ttl", 0, OPT_LONG, OFF(ttl), "SECONDS", "60", 0, 86400 * 365,
 	  "trust directory listings and object versions this long; 0 checks\n"
 	  "the origin on every open" },
@@ -140,6 +152,14 @@ static int set_value(struct options *o, const struct option_def *d, const char *
 			return -EINVAL;
 		}
 		*(long *)field = v;
+		return 0;
+	case OPT_PREFETCH:
+		if (layout_prefetch_parse(value, (enum prefetch_policy *)field) != 0) {
+			snprintf(err, err_size,
+				 "--%s: '%s' is not one of none, neighbors, row, object", d->name,
+				 value);
+			return -EINVAL;
+		}
 		return 0;
 	}
 	return -EINVAL;

@@ -11,12 +11,18 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cache/layout.h"
+
 struct options {
 	bool foreground;
 	bool help;
 	char *cache_dir;
 	uint64_t cache_size;		/* 0: choose from the free space */
 	uint64_t block_size;
+	uint64_t header_size;
+	enum prefetch_policy prefetch;
+	uint64_t merge_gap;
+	uint64_t readahead;
 	long ttl;
 	char *list_file;
 	char *ca_file;

@@ -102,12 +102,21 @@ file_gets() {
 	[ -z "$bad" ] || fail "ranges not aligned to 64K: $bad"
 	[ "$(origin_gets /random.bin)" -gt 0 ] || fail "no ranged GET for random.bin"
 	assert_eq "$(origin_range_bytes /random.bin)" "$size" "bytes fetched for random.bin (size $size)"
-	local f
-	for f in t256.tif t512.tif nested/f32.tif "nested/with space.tif" notes.txt; do
+	# A TIFF's first fetch at open (--header-size, 64K) may end inside a
+	# tile, which is then fetched whole as its own unit: those bytes, and
+	# only those, come twice.
+	local f got size
+	for f in t256.tif t512.tif nested/f32.tif "nested/with space.tif"; do
 		cmp "$SAMPLES/$f" "$MNT/$f"
-		assert_eq "$(origin_range_bytes "/$f")" "$(stat -c %s "$SAMPLES/$f")" \
-			"bytes fetched for $f (= its size if nothing was fetched twice)" || return 1
+		got=$(origin_range_bytes "/$f")
+		size=$(stat -c %s "$SAMPLES/$f")
+		[ "$got" -ge "$size" ] && [ "$got" -le $((size + 65536)) ] ||
+			fail "bytes fetched for $f: $got, not its size $size (+ at most the 64K first fetch)" ||
+			return 1
 	done
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	assert_eq "$(origin_range_bytes /notes.txt)" "$(stat -c %s "$SAMPLES/notes.txt")" \
+		"bytes fetched for notes.txt (= its size if nothing was fetched twice)" || return 1
 	assert_eq "$(origin_select 'm == "GET" && u !~ /\/$/ && r == "-"')" "" \
 		"GETs of files without a Range header"
 	tilefs_umount "$MNT"
@@ -138,7 +147,8 @@ file_gets() {
 	while IFS= read -r f; do
 		got=$(origin_range_bytes "/$f")
 		size=$(stat -c %s "$SAMPLES/$f")
-		[ "$got" -le "$size" ] ||
+		# (+ the part of a tile the 64K first fetch of a TIFF ended in)
+		[ "$got" -le $((size + 65536)) ] ||
 			fail "$got bytes of $f ($size bytes) were fetched: some twice" || return 1
 	done < <(file_list "$SAMPLES")
 	origin_log_reset

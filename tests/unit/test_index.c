@@ -18,6 +18,7 @@ int main(void)
 	int64_t a, b;
 	pid_t child;
 	int st;
+	bool created;
 	uint64_t usage;
 
 	CHECK(mkdtemp(dir) != NULL, "temp dir");
@@ -26,13 +27,13 @@ int main(void)
 	struct index_object o1 = { .size = 1000, .block_size = 256, .version = "\"e1\"" };
 	struct index_object o2 = { .size = 1000, .block_size = 65536, .version = "\"e1\"" };
 	struct index_object o3 = { .size = 1200, .block_size = 65536, .version = "\"e2\"" };
-	CHECK(index_object_add(ix, "http://h/a.tif", &o1) == 0, "add object");
+	CHECK(index_object_add(ix, "http://h/a.tif", &o1, NULL, 0, &created) == 0, "add object");
 	a = o1.id;
-	CHECK(index_object_add(ix, "http://h/a.tif", &o2) == 0 && o2.id == a,
+	CHECK(index_object_add(ix, "http://h/a.tif", &o2, NULL, 0, &created) == 0 && o2.id == a,
 	      "adding again finds the same id");
 	CHECK(o2.block_size == 256, "and the block size it was first cut with (%llu)",
 	      (unsigned long long)o2.block_size);
-	CHECK(index_object_add(ix, "http://h/a.tif", &o3) == 0 && o3.id != a,
+	CHECK(index_object_add(ix, "http://h/a.tif", &o3, NULL, 0, &created) == 0 && o3.id != a,
 	      "a new version is a new object");
 	b = o3.id;
 	struct index_object latest;
