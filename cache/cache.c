@@ -52,8 +52,26 @@
 #define PARSE_FETCHES_MAX 16		/* GETs the TIFF parser may cause */
 #define PARSE_CHUNK (1u << 20)		/* bytes each of them asks for */
 #define READAHEAD_SLACK (64u << 10)	/* a skip this small is still sequential */
+#define READAHEAD_OVERLAP 8192		/* and so is a step back this small */
 #define READAHEAD_TILE_TRIGGER (4u << 20) /* sequential tile bytes before readahead */
 #define READAHEAD_START (1u << 20)
+#define SLIVER_MAX 16384		/* more than any reader's buffer alignment */
+#define EDGE_SLOTS 256			/* slivers kept, over all objects */
+
+/*
+ * Readers align their reads to their buffer size (stdio, GDAL: 4 or 8
+ * KiB), so a read of one tile also asks for the bytes it shares with each
+ * neighbour's buffer. Those few bytes of a tile nobody wants are fetched
+ * alone (a sliver, in the same GET as the tile) and kept here, with the
+ * bytes up to the next 16 KiB boundary after each tile fetched for a
+ * reader, rather than fetching the neighbour whole.
+ */
+struct edge {
+	int64_t object_id;
+	uint64_t off;
+	size_t len;			/* 0: empty slot */
+	char buf[SLIVER_MAX];
+};
 #define BACKGROUND_BUDGET (64u << 20)	/* whole-object prefetch bytes in flight */
 #define JOB_BATCH 64
 
@@ -91,6 +109,8 @@ struct inflight {
 	bool persist;			/* write to store and index */
 	bool claimed;			/* holds the index claim */
 	bool prefetch;			/* no reader asked for it (yet) */
+	bool sliver;			/* part of a unit, for one read only: not
+					   in the table, never persisted */
 };
 
 /* A whole object being prefetched by the persist thread. */
@@ -119,6 +139,8 @@ struct cache {
 	size_t nverified;
 	bool disk_full_logged;
 	struct object_job *jobs;	/* PREFETCH_OBJECT queue */
+	struct edge *edges;		/* EDGE_SLOTS, round robin */
+	size_t next_edge;
 	uint64_t background_bytes;	/* in background GETs */
 	struct cache_stats stats;
 };
@@ -128,6 +150,7 @@ struct fetch_run {
 	struct cache *cache;
 	struct cache_object *obj;
 	bool background;
+	uint64_t spill;			/* bytes after the last unit, for edges */
 	size_t n;
 	struct inflight *units[];
 };
@@ -206,6 +229,11 @@ bool cache_object_shared(const struct cache_object *obj)
 	return atomic_load(&obj->refs) > 1;
 }
 
+bool cache_object_tiled(const struct cache_object *obj)
+{
+	return obj->layout.map != NULL;
+}
+
 int64_t cache_object_id(const struct cache_object *obj)
 {
 	return obj->id;
@@ -263,11 +291,34 @@ static void entry_unref(struct inflight *e)
 	free(e);
 }
 
+/* c->lock held: a sliver of UNIT, owned by its creator (one ref) */
+static struct inflight *sliver_new(struct cache_object *obj, struct extent part)
+{
+	struct inflight *e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->buf = malloc(part.len);
+	if (!e->buf) {
+		free(e);
+		return NULL;
+	}
+	e->obj = cache_object_ref(obj);
+	e->unit = part;
+	e->state = UNIT_FETCHING;
+	e->refs = 1;
+	e->sliver = true;
+	return e;
+}
+
 /* c->lock held: settle an entry and hand it to the persist thread */
 static void entry_settle(struct cache *c, struct inflight *e, int err, bool persist)
 {
 	e->state = err ? UNIT_FAILED : UNIT_READY;
 	e->err = err;
+	if (e->sliver) {
+		pthread_cond_broadcast(&c->changed);
+		return;
+	}
 	e->persist = persist && !err;
 	e->queue_next = NULL;
 	if (c->queue_tail)
@@ -277,6 +328,34 @@ static void entry_settle(struct cache *c, struct inflight *e, int err, bool pers
 	c->queue_tail = e;
 	pthread_cond_broadcast(&c->changed);
 	pthread_cond_signal(&c->work);
+}
+
+/* c->lock held: copy [off, off+len) of OBJ from a kept sliver, if any */
+static bool edge_get(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len,
+		     char *dst)
+{
+	for (size_t i = 0; i < EDGE_SLOTS; i++) {
+		const struct edge *s = &c->edges[i];
+		if (s->len && s->object_id == obj->id && off >= s->off &&
+		    off + len <= s->off + s->len) {
+			memcpy(dst, s->buf + (off - s->off), len);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* c->lock held: keep a sliver of OBJ (at most SLIVER_MAX bytes) */
+static void edge_put(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len,
+		     const char *src)
+{
+	if (len == 0 || len > SLIVER_MAX)
+		return;
+	struct edge *s = &c->edges[c->next_edge++ % EDGE_SLOTS];
+	s->object_id = obj->id;
+	s->off = off;
+	s->len = len;
+	memcpy(s->buf, src, len);
 }
 
 /* ---- reading cached units ---- */
@@ -376,9 +455,14 @@ static void run_done(struct http_request *req, void *arg)
 		struct inflight *e = run->units[i];
 		if (!err)
 			memcpy(e->buf, req->body + (e->unit.off - req->off), e->unit.len);
+		if (!err && e->sliver)
+			edge_put(c, obj, e->unit.off, e->unit.len, e->buf);
 		entry_settle(c, e, err, obj->id > 0);
 		entry_unref(e);		/* the run's ref */
 	}
+	if (!err && run->spill)
+		edge_put(c, obj, req->off + req->len - run->spill, run->spill,
+			 req->body + req->len - run->spill);
 	if (!err)
 		c->stats.bytes_fetched += req->body_len;
 	if (run->background) {
@@ -399,6 +483,13 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 	struct fetch_run *run = calloc(1, sizeof(*run) + n * sizeof(run->units[0]));
 	uint64_t off = units[0]->unit.off;
 	uint64_t end = units[n - 1]->unit.off + units[n - 1]->unit.len;
+	/* a tile read for a reader: bring the rest of its last page too */
+	uint64_t spill = background || units[n - 1]->sliver ||
+			 !layout_is_tile(&obj->layout, units[n - 1]->unit.off) ? 0 :
+			 (SLIVER_MAX - end % SLIVER_MAX) % SLIVER_MAX;
+	if (spill > obj->size - end)
+		spill = obj->size - end;
+	end += spill;
 	int err = -ENOMEM;
 
 	if (run)
@@ -409,6 +500,7 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 	run->obj = cache_object_ref(obj);
 	run->n = n;
 	run->background = background;
+	run->spill = spill;
 	pthread_mutex_lock(&c->lock);
 	if (background)
 		c->background_bytes += end - off;
@@ -546,7 +638,9 @@ static struct extent readahead_plan(struct cache *c, struct cache_object *obj, u
 	uint64_t trigger = tile ? READAHEAD_TILE_TRIGGER : 2 * obj->layout.block_size;
 
 	pthread_mutex_lock(&c->lock);
-	if (off >= obj->seq_end && off - obj->seq_end <= READAHEAD_SLACK) {
+	/* the kernel reads whole pages: a read may start in the page the
+	   previous one ended in */
+	if (off + READAHEAD_OVERLAP >= obj->seq_end && off <= obj->seq_end + READAHEAD_SLACK) {
 		obj->seq_bytes += end - off;
 		obj->seq_reads++;
 	} else {
@@ -608,6 +702,9 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t 
 		struct extent unit = layout_unit_at(&obj->layout, p);
 		p = unit.off + unit.len;
 	}
+	pthread_mutex_lock(&c->lock);
+	bool goes_on = off == obj->seq_end;	/* from where the last read ended */
+	pthread_mutex_unlock(&c->lock);
 	struct inflight **entries = calloc(n, sizeof(*entries));
 	struct inflight **fetch = calloc(n + PREFETCH_MAX, sizeof(*fetch));
 	struct inflight **others = calloc(n, sizeof(*others));
@@ -619,18 +716,36 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t 
 
 	/* hits, and entries for the misses (joining those already in flight) */
 	uint64_t p = off;
+	bool reading = false;		/* an earlier unit of this read is wanted */
 	for (size_t i = 0; i < n; i++) {
 		struct extent unit = layout_unit_at(&obj->layout, p);
 		uint64_t part_end = unit.off + unit.len < off + len ? unit.off + unit.len : off + len;
 		size_t part_len = (size_t)(part_end - p);
+		/* Readers read in aligned buffers, so a read of one tile may
+		   start in the tile before it (when it does not go on from the
+		   last read) or end in the tile after it: those few bytes (not
+		   all of that tile) are what the alignment asked for. */
+		bool sliver = n > 1 && part_len < SLIVER_MAX && part_len < unit.len &&
+			      layout_is_tile(&obj->layout, p) &&
+			      ((i == 0 && !goes_on) || (i == n - 1 && reading));
+		reading |= !sliver;
 		if (read_cached(c, obj, unit, buf + (p - off), p, part_len) == 0) {
 			p = part_end;
 			continue;
 		}
 		pthread_mutex_lock(&c->lock);
 		struct inflight *e = table_find(c, obj->id, unit.off);
+		if (!e && sliver && edge_get(c, obj, p, part_len, buf + (p - off))) {
+			pthread_mutex_unlock(&c->lock);
+			p = part_end;
+			continue;
+		}
 		if (e) {
 			e->refs++;
+		} else if (sliver) {
+			e = sliver_new(obj, (struct extent){ p, part_len });
+			if (e)
+				fetch[nfetch++] = e;
 		} else {
 			e = entry_new(c, obj, unit);
 			if (e) {
@@ -651,6 +766,10 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t 
 	size_t kept = 0;
 	for (size_t i = 0; i < nfetch; i++) {
 		pid_t holder;
+		if (fetch[i]->sliver) {
+			fetch[kept++] = fetch[i];
+			continue;
+		}
 		int rc = obj->id < 0 ? -ENOENT :
 			 index_claim(c->index, obj->id, fetch[i]->unit.off, c->cfg.claim_wait_s,
 				     &holder);
@@ -666,13 +785,16 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t 
 	/* what the prefetch policy and the readahead window add */
 	size_t nall = nfetch;
 	for (size_t i = 0; i < nfetch && c->cfg.prefetch != PREFETCH_NONE; i++) {
+		if (fetch[i]->sliver)
+			continue;
 		if (c->cfg.prefetch == PREFETCH_OBJECT) {
 			object_prefetch_start(c, obj);
 			break;
 		}
 		struct extent related[PREFETCH_MAX];
+		size_t room = n + PREFETCH_MAX - nall;
 		size_t k = layout_related(&obj->layout, fetch[i]->unit.off, c->cfg.prefetch, related,
-					  n + PREFETCH_MAX - nall);
+					  room < PREFETCH_MAX ? room : PREFETCH_MAX);
 		for (size_t j = 0; j < k; j++) {
 			struct inflight *e = prefetch_entry(c, obj, related[j]);
 			if (e)
@@ -707,7 +829,7 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t 
 			while (e->state == UNIT_FETCHING)
 				pthread_cond_wait(&c->changed, &c->lock);
 			if (e->state == UNIT_READY && result >= 0) {
-				memcpy(buf + (p - off), e->buf + (p - unit.off), (size_t)(part_end - p));
+				memcpy(buf + (p - off), e->buf + (p - e->unit.off), (size_t)(part_end - p));
 				c->stats.bytes_served += part_end - p;
 			} else if (result >= 0) {
 				result = e->err ? e->err : -EIO;
@@ -1314,7 +1436,9 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 	c->src = src;
 	c->http = http;
 	c->verified = calloc(VERIFIED_SLOTS, sizeof(*c->verified));
-	if (!c->verified) {
+	c->edges = calloc(EDGE_SLOTS, sizeof(*c->edges));
+	if (!c->verified || !c->edges) {
+		free(c->edges);
 		err = -ENOMEM;
 		goto fail_verified;
 	}
@@ -1342,6 +1466,7 @@ fail_thread:
 fail_store:
 	index_close(c->index);
 fail_index:
+	free(c->edges);
 	free(c->verified);
 fail_verified:
 	free(c);
@@ -1362,6 +1487,7 @@ void cache_close(struct cache *c)
 	pthread_cond_destroy(&c->work);
 	pthread_cond_destroy(&c->changed);
 	pthread_mutex_destroy(&c->lock);
+	free(c->edges);
 	free(c->verified);
 	free(c);
 }

@@ -70,6 +70,9 @@ bool cache_object_shared(const struct cache_object *obj);
 /* Has a read found that the origin no longer has this version? */
 bool cache_object_stale(const struct cache_object *obj);
 
+/* Is it a TIFF cut into tiles? (Reads of those should reach cache_read()
+ * as the reader asked, not rounded out to pages: see fs/mount.c.) */
+bool cache_object_tiled(const struct cache_object *obj);
 /* Its id in the cache index (tilefs inspect); < 0: never cached. */
 int64_t cache_object_id(const struct cache_object *obj);
 /* The cache directory C was opened on. */

@@ -86,6 +86,27 @@ int layout_init(struct layout *l, uint64_t object_size, uint64_t block_size,
 		header = object_size;
 	if (header > LAYOUT_UNIT_MAX)
 		header = header_len < object_size ? header_len : object_size;
+	if (map && header > 0 && header < object_size) {
+		/* to a 16 KiB boundary (within what opening fetched): readers
+		   read in aligned buffers (4 or 8 KiB), and so an open costs no
+		   more requests; the first tile gives its head up */
+		uint64_t aligned = header + LAYOUT_HEADER_ALIGN - 1 - (header - 1) % LAYOUT_HEADER_ALIGN;
+		header = aligned < header_len ? aligned : header > header_len ? header : header_len;
+		if (header > object_size)
+			header = object_size;
+		size_t kept = 1;
+		for (size_t i = 1; i < n; i++) {
+			struct layout_unit u = l->units[i];
+			if (u.off + u.len <= header)
+				continue;
+			if (u.off < header) {
+				u.len -= header - u.off;
+				u.off = header;
+			}
+			l->units[kept++] = u;
+		}
+		n = kept;
+	}
 	if (header == 0) {
 		memmove(l->units, l->units + 1, (n - 1) * sizeof(*l->units));
 		n--;

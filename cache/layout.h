@@ -5,7 +5,8 @@
  * cut depends only on what the index stores for it (size, block size,
  * header length and tile map).
  *
- * A TIFF's units are its header region [0, first tile) and each tile or
+ * A TIFF's units are its header region [0, first tile, rounded up to 16
+ * KiB) and each tile or
  * strip with GDAL's leader and trailer bytes around it (tiles whose bytes
  * overlap share one unit). Every other byte, and every byte of a file that
  * is not a usable TIFF, lies in fixed blocks aligned to the block size and
@@ -21,6 +22,7 @@
 struct tiff_map;
 
 #define LAYOUT_UNIT_MAX (32ull << 20)	/* tiles larger than this go in blocks */
+#define LAYOUT_HEADER_ALIGN 16384ull	/* where the header unit may end */
 
 struct extent {
 	uint64_t off, len;

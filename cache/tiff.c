@@ -351,8 +351,9 @@ int tiff_map_parse(tiff_read_fn read, void *arg, uint64_t size, struct tiff_map 
 	TIFFOpenOptionsSetMaxSingleMemAlloc(opts, MAX_SINGLE_ALLOC);
 	TIFFOpenOptionsSetErrorHandlerExtR(opts, on_error, &p);
 	TIFFOpenOptionsSetWarningHandlerExtR(opts, on_warning, &p);
-	/* D: strile arrays are read when first asked for, not at open */
-	tif = TIFFClientOpenExt("tiff", "rDm", &p, proc_read, proc_write, proc_seek, proc_close,
+	/* D: strile arrays are read when first asked for, not at open;
+	   c: strips as stored, not chopped into pieces libtiff would read */
+	tif = TIFFClientOpenExt("tiff", "rDmc", &p, proc_read, proc_write, proc_seek, proc_close,
 				proc_size, proc_map, proc_unmap, opts);
 	err = -EINVAL;
 	if (!tif)

@@ -101,9 +101,13 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	/* Page-cache pages belong to the inode, shared by every open file:
 	 * a new version drops them (keep_cache off), and while a file of an
 	 * older version is still open the new one bypasses them (direct_io),
-	 * so neither sees the other's bytes. */
+	 * so neither sees the other's bytes. A tiled TIFF bypasses them too:
+	 * the kernel would round each read out to pages and read ahead of
+	 * it, into tiles nobody asked for; its units are on local disk
+	 * anyway. (Such a file can be mmap'ed MAP_PRIVATE; MAP_SHARED needs a
+	 * kernel and libfuse that allow mmap with direct I/O.) */
 	fi->keep_cache = unchanged && !older_open;
-	fi->direct_io = older_open;
+	fi->direct_io = older_open || cache_object_tiled(obj);
 	return 0;
 }
 
@@ -158,7 +162,7 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	struct mount *m = fuse_get_context()->private_data;
 	cfg->entry_timeout = cfg->attr_timeout = cfg->negative_timeout = m->cfg.ttl_s;
 	cfg->kernel_cache = 0;	/* per open, from the version: see op_open */
-	conn->max_readahead = 0;	/* ours knows tiles: the kernel's would fetch past them */
+	conn->max_readahead = 1 << 20;	/* plain files; tiled ones use direct_io */
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
 	return m;

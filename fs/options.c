@@ -302,18 +302,22 @@ int options_parse(struct options *o, int argc, char **argv, char *err, size_t er
 		snprintf(err, err_size, "mount needs a SOURCE and a MOUNTPOINT");
 		return -EINVAL;
 	}
-	if (!o->cache_dir) {
-		const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-		char path[4096];
-		if (geteuid() == 0)
-			snprintf(path, sizeof(path), "/var/cache/tilefs");
-		else if (xdg && *xdg)
-			snprintf(path, sizeof(path), "%s/tilefs", xdg);
-		else
-			snprintf(path, sizeof(path), "%s/.cache/tilefs", home ? home : ".");
-		o->cache_dir = strdup(path);
-	}
+	if (!o->cache_dir)
+		o->cache_dir = options_default_cache_dir();
 	return 0;
+}
+
+char *options_default_cache_dir(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char path[4096];
+	if (geteuid() == 0)
+		snprintf(path, sizeof(path), "/var/cache/tilefs");
+	else if (xdg && *xdg)
+		snprintf(path, sizeof(path), "%s/tilefs", xdg);
+	else
+		snprintf(path, sizeof(path), "%s/.cache/tilefs", home ? home : ".");
+	return strdup(path);
 }
 
 void options_release(struct options *o)

@@ -45,6 +45,8 @@ struct options {
 int options_parse(struct options *o, int argc, char **argv, char *err, size_t err_size);
 void options_release(struct options *o);
 void options_usage(FILE *out);
+/* The --cache-dir when none is given; caller frees. */
+char *options_default_cache_dir(void);
 
 /* "500M", "2G", "1048576" (binary multiples); -EINVAL if not a size. */
 int parse_size(const char *text, uint64_t *out);

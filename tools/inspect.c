@@ -1,15 +1,17 @@
 /*
- * inspect.c - `tilefs inspect [--blocks] PATH`. PATH is a file in a tilefs
- * mount (reported from that mount's cache index: no request is made) or
- * any local file (parsed here). It prints the IFDs, the tile map and, for
- * a mount, how much of the object is cached; --blocks adds one line per
- * tile or strip.
+ * inspect.c - `tilefs inspect [--blocks] [--cache-dir DIR] PATH_OR_URL`.
+ * PATH is a file in a tilefs mount (reported from that mount's cache
+ * index: no request is made) or any local file (parsed here); URL is an
+ * object's URL as a mount reads it, looked up in DIR's index. It prints
+ * the IFDs, the tile map and, from an index, how much of the object is
+ * cached; --blocks adds one line per tile or strip.
  */
 #include "inspect.h"
 #include "cache/index.h"
 #include "cache/layout.h"
 #include "cache/tiff.h"
 #include "fs/mount.h"
+#include "fs/options.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,16 +29,18 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: tilefs inspect [--blocks] PATH\n"
+		"usage: tilefs inspect [--blocks] [--cache-dir DIR] PATH_OR_URL\n"
 		"\n"
 		"Show what tilefs knows of a file: its TIFF IFDs (size, tile size, tile\n"
-		"count, compression), how it is cut into cache units, and for a file in a\n"
-		"tilefs mount, how much of it is cached. PATH is a file in a mount (read\n"
-		"from the mount's cache index) or any local TIFF (parsed directly).\n"
+		"count, compression), how it is cut into cache units, and how much of it\n"
+		"is cached. PATH is a file in a tilefs mount (read from the mount's cache\n"
+		"index, no request made) or any local TIFF (parsed directly); URL is the\n"
+		"URL a mount read the object from, looked up in the cache index.\n"
 		"\n"
 		"Options:\n"
-		"  --blocks   also list every tile or strip: block IFD INDEX OFFSET LENGTH\n"
-		"  -h, --help show this help\n");
+		"  --blocks          also list every tile or strip: block IFD INDEX OFFSET LENGTH\n"
+		"  --cache-dir DIR   the cache to look URL up in (default: as tilefs mount)\n"
+		"  -h, --help        show this help\n");
 }
 
 static int pread_all(void *arg, void *buf, size_t len, uint64_t off)
@@ -80,10 +84,10 @@ static void print_map(const char *name, uint64_t size, const struct tiff_map *ma
 		       d->down, d->n, tiff_compression_name(d->compression, buf, sizeof(buf)));
 		if (d->planes > 1)
 			printf(", %u planes", d->planes);
+		if (d->subfile_type & 1)
+			printf(", overview");
 		if (d->subfile_type & 4)
 			printf(", mask");
-		else if (d->subfile_type & 1)
-			printf(", overview");
 		if (d->sub)
 			printf(", subifd");
 		printf("\n");
@@ -138,10 +142,10 @@ static int inspect_local(const char *path, bool blocks)
 	return 0;
 }
 
-static int inspect_mounted(const char *path, const char *xattr, bool blocks)
+/* Report object ID (or the newest version of URL) from DIR's index. */
+static int inspect_indexed(const char *path, const char *dir, int64_t id, const char *url,
+			   bool blocks)
 {
-	char dir[4200];
-	long long id;
 	struct index *ix;
 	struct index_object obj;
 	bool rebuilt;
@@ -151,23 +155,22 @@ static int inspect_mounted(const char *path, const char *xattr, bool blocks)
 	struct tiff_map *map = NULL;
 	int status = 1;
 
-	if (sscanf(xattr, "%lld\t%4199[^\n]", &id, dir) != 2) {
-		fprintf(stderr, "tilefs: %s: unexpected %s '%s'\n", path, MOUNT_XATTR_OBJECT, xattr);
-		return 1;
-	}
-	if (id < 0) {
-		printf("%s: not cached (the origin gives it no version)\n", path);
-		return 0;
-	}
 	int err = index_open(dir, &ix, &rebuilt);
 	if (err) {
 		fprintf(stderr, "tilefs: cannot open the cache index in %s: %s\n", dir,
 			strerror(-err));
 		return 1;
 	}
-	err = index_object_get(ix, id, &obj);
-	if (!err)
+	err = url ? index_object_latest(ix, url, &obj) : index_object_get(ix, id, &obj);
+	if (err == -ENOENT) {
+		fprintf(stderr, "tilefs: %s is not in the cache in %s (read it through a mount "
+			"first, or inspect the file in the mount)\n", path, dir);
+		goto out;
+	}
+	if (!err) {
+		id = obj.id;
 		err = index_object_map(ix, id, &header_len, &blob, &blob_len);
+	}
 	bool legacy = err == -ENOENT;
 	if (err && !legacy) {
 		fprintf(stderr, "tilefs: %s is not in the cache index %s: %s\n", path, dir,
@@ -199,14 +202,34 @@ out:
 	return status;
 }
 
+static int inspect_mounted(const char *path, const char *xattr, bool blocks)
+{
+	char dir[4200];
+	long long id;
+
+	if (sscanf(xattr, "%lld\t%4199[^\n]", &id, dir) != 2) {
+		fprintf(stderr, "tilefs: %s: unexpected %s '%s'\n", path, MOUNT_XATTR_OBJECT, xattr);
+		return 1;
+	}
+	if (id < 0) {
+		printf("%s: not cached (the origin gives it no version)\n", path);
+		return 0;
+	}
+	return inspect_indexed(path, dir, id, NULL, blocks);
+}
+
 int inspect_main(int argc, char **argv)
 {
 	bool blocks = false;
-	const char *path = NULL;
+	const char *path = NULL, *cache_dir = NULL;
 
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--blocks") == 0) {
 			blocks = true;
+		} else if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc) {
+			cache_dir = argv[++i];
+		} else if (strncmp(argv[i], "--cache-dir=", 12) == 0) {
+			cache_dir = argv[i] + 12;
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			usage(stdout);
 			return 0;
@@ -221,6 +244,12 @@ int inspect_main(int argc, char **argv)
 	if (!path) {
 		fprintf(stderr, "tilefs: inspect: which file?\nTry 'tilefs inspect --help'.\n");
 		return EXIT_USAGE;
+	}
+	if (strstr(path, "://")) {
+		char *dir = cache_dir ? strdup(cache_dir) : options_default_cache_dir();
+		int status = dir ? inspect_indexed(path, dir, 0, path, blocks) : 1;
+		free(dir);
+		return status;
 	}
 	char xattr[4300];
 	ssize_t n = getxattr(path, MOUNT_XATTR_OBJECT, xattr, sizeof(xattr) - 1);

@@ -147,9 +147,14 @@ file_gets() {
 	while IFS= read -r f; do
 		got=$(origin_range_bytes "/$f")
 		size=$(stat -c %s "$SAMPLES/$f")
-		# (+ the part of a tile the 64K first fetch of a TIFF ended in)
-		[ "$got" -le $((size + 65536)) ] ||
-			fail "$got bytes of $f ($size bytes) were fetched: some twice" || return 1
+		# A TIFF's bytes may come twice where it was designed so: the part
+		# of a tile the 64K first fetch ended in, and the edges of tiles
+		# (under 16K each) fetched alone for random reads that end in a
+		# tile's first or last bytes. Whole ranges never come twice (above).
+		case $f in
+		*.tif) [ "$got" -le $((size + size / 8 + 65536)) ] ;;
+		*) [ "$got" -le "$size" ] ;;
+		esac || fail "$got bytes of $f ($size bytes) were fetched: some twice" || return 1
 	done < <(file_list "$SAMPLES")
 	origin_log_reset
 	cmp_tree "$SAMPLES" "$M2"

@@ -49,48 +49,61 @@ static struct tiff_map *grid_map(void)
 					.tiled = true, .first = 0, .n = 6 };
 	m->nblocks = 6;
 	m->blocks = calloc(6, sizeof(*m->blocks));
-	/* row 0 at 1004.., row 1 after a 10000-byte gap; tile (1,1) sparse */
-	m->blocks[0] = (struct tiff_block){ 1004, 992 };	/* unit 1000..2000 */
-	m->blocks[1] = (struct tiff_block){ 2004, 992 };	/* unit 2000..3000 */
-	m->blocks[2] = (struct tiff_block){ 3004, 992 };	/* unit 3000..4000 */
-	m->blocks[3] = (struct tiff_block){ 14004, 992 };	/* unit 14000..15000 */
+	/* row 0 from one page in, row 1 after a gap; tile (1,1) sparse */
+	m->blocks[0] = (struct tiff_block){ 16388, 992 };	/* unit 16384..17384 */
+	m->blocks[1] = (struct tiff_block){ 17388, 992 };	/* unit 17384..18384 */
+	m->blocks[2] = (struct tiff_block){ 18388, 992 };	/* unit 18384..19384 */
+	m->blocks[3] = (struct tiff_block){ 26292, 992 };	/* unit 26288..15000 */
 	m->blocks[4] = (struct tiff_block){ 0, 0 };
-	m->blocks[5] = (struct tiff_block){ 15004, 992 };	/* unit 15000..16000 */
+	m->blocks[5] = (struct tiff_block){ 27292, 992 };	/* unit 15000..16000 */
 	return m;
 }
 
 static void tiles(void)
 {
 	struct layout l;
-	CHECK(layout_init(&l, 20000, 4096, 65536, grid_map()) == 0, "tile layout");
+	CHECK(layout_init(&l, 32288, 4096, 65536, grid_map()) == 0, "tile layout");
 	struct extent e = layout_unit_at(&l, 10);
-	CHECK(e.off == 0 && e.len == 1000, "header: everything before the first tile's leader");
-	e = layout_unit_at(&l, 1000);
-	CHECK(e.off == 1000 && e.len == 1000, "a tile's unit holds its leader and trailer");
-	e = layout_unit_at(&l, 1999);
-	CHECK(e.off == 1000 && e.len == 1000, "... up to its last trailer byte");
-	CHECK(layout_is_tile(&l, 1500) && !layout_is_tile(&l, 500), "tiles are tiles, the header not");
-	e = layout_unit_at(&l, 4000);
-	CHECK(e.off == 4000 && e.len == 96, "bytes after a tile: a block clipped to the tile (%llu+%llu)",
+	CHECK(e.off == 0 && e.len == 16384, "header: everything before the first tile's leader");
+	e = layout_unit_at(&l, 16384);
+	CHECK(e.off == 16384 && e.len == 1000, "a tile's unit holds its leader and trailer");
+	e = layout_unit_at(&l, 17383);
+	CHECK(e.off == 16384 && e.len == 1000, "... up to its last trailer byte");
+	CHECK(layout_is_tile(&l, 16788) && !layout_is_tile(&l, 500), "tiles are tiles, the header not");
+	e = layout_unit_at(&l, 19384);
+	CHECK(e.off == 19384 && e.len == 1096, "bytes after a tile: a block clipped to the tile (%llu+%llu)",
 	      (unsigned long long)e.off, (unsigned long long)e.len);
-	e = layout_unit_at(&l, 12300);
-	CHECK(e.off == 12288 && e.len == 1712, "a block clipped to the next tile (%llu+%llu)",
+	e = layout_unit_at(&l, 24588);
+	CHECK(e.off == 24576 && e.len == 1712, "a block clipped to the next tile (%llu+%llu)",
 	      (unsigned long long)e.off, (unsigned long long)e.len);
-	e = layout_unit_at(&l, 19999);
-	CHECK(e.off == 16384 && e.len == 3616, "the last block ends with the object");
+	e = layout_unit_at(&l, 32287);
+	CHECK(e.off == 28672 && e.len == 3616, "the last block ends with the object");
 
 	struct extent rel[16];
-	size_t n = layout_related(&l, 1500, PREFETCH_NEIGHBORS, rel, 16);
-	CHECK(n == 2 && rel[0].off == 2000 && rel[1].off == 14000,
+	size_t n = layout_related(&l, 16788, PREFETCH_NEIGHBORS, rel, 16);
+	CHECK(n == 2 && rel[0].off == 17384 && rel[1].off == 26288,
 	      "neighbours of (0,0): (0,1) and (1,0), not the sparse (1,1) (%zu)", n);
-	n = layout_related(&l, 2500, PREFETCH_NEIGHBORS, rel, 16);
+	n = layout_related(&l, 17788, PREFETCH_NEIGHBORS, rel, 16);
 	CHECK(n == 4, "neighbours of (0,1): four with bytes (%zu)", n);
-	n = layout_related(&l, 1500, PREFETCH_ROW, rel, 16);
-	CHECK(n == 2 && rel[0].off == 2000 && rel[1].off == 3000, "row: the rest of row 0");
-	n = layout_related(&l, 1500, PREFETCH_NEIGHBORS, rel, 1);
+	n = layout_related(&l, 16788, PREFETCH_ROW, rel, 16);
+	CHECK(n == 2 && rel[0].off == 17384 && rel[1].off == 18384, "row: the rest of row 0");
+	n = layout_related(&l, 16788, PREFETCH_NEIGHBORS, rel, 1);
 	CHECK(n == 1, "at most MAX units");
 	CHECK(layout_related(&l, 500, PREFETCH_NEIGHBORS, rel, 16) == 0, "the header has none");
-	CHECK(layout_related(&l, 1500, PREFETCH_NONE, rel, 16) == 0, "none adds none");
+	CHECK(layout_related(&l, 16788, PREFETCH_NONE, rel, 16) == 0, "none adds none");
+	layout_release(&l);
+
+	/* a first tile reaching into the header's last 16 KiB gives them up */
+	struct tiff_map *m = grid_map();
+	m->blocks[0] = (struct tiff_block){ 1004, 16000 };	/* unit 1000..17008 */
+	CHECK(layout_init(&l, 32288, 4096, 65536, m) == 0, "layout");
+	e = layout_unit_at(&l, 1500);
+	CHECK(e.off == 0 && e.len == LAYOUT_HEADER_ALIGN, "the header ends on a 16 KiB boundary (%llu+%llu)",
+	      (unsigned long long)e.off, (unsigned long long)e.len);
+	e = layout_unit_at(&l, 16384);
+	CHECK(e.off == 16384 && e.len == 624 && layout_is_tile(&l, 16384),
+	      "and the tile keeps the rest (%llu+%llu)", (unsigned long long)e.off,
+	      (unsigned long long)e.len);
 	layout_release(&l);
 }
 
@@ -98,15 +111,15 @@ static void overlaps(void)
 {
 	struct tiff_map *m = grid_map();
 	m->blocks[1] = m->blocks[0];			/* an alias */
-	m->blocks[2] = (struct tiff_block){ 1500, 2000 };	/* overlaps the first */
-	m->blocks[5] = (struct tiff_block){ 15004, LAYOUT_UNIT_MAX };	/* too large */
+	m->blocks[2] = (struct tiff_block){ 16888, 2000 };	/* overlaps the first */
+	m->blocks[5] = (struct tiff_block){ 27292, LAYOUT_UNIT_MAX };	/* too large */
 	struct layout l;
-	CHECK(layout_init(&l, 15004 + LAYOUT_UNIT_MAX + 10, 4096, 65536, m) == 0, "layout");
-	struct extent e = layout_unit_at(&l, 1200);
-	CHECK(e.off == 1000 && e.len == 2504, "overlapping tiles share one unit (%llu+%llu)",
+	CHECK(layout_init(&l, 27292 + LAYOUT_UNIT_MAX + 10, 4096, 65536, m) == 0, "layout");
+	struct extent e = layout_unit_at(&l, 16488);
+	CHECK(e.off == 16384 && e.len == 2508, "overlapping tiles share one unit (%llu+%llu)",
 	      (unsigned long long)e.off, (unsigned long long)e.len);
-	e = layout_unit_at(&l, 15004 + 8192);
-	CHECK(e.len <= 4096 && !layout_is_tile(&l, 15004 + 8192), "an oversized tile is cut in blocks");
+	e = layout_unit_at(&l, 27292 + 8192);
+	CHECK(e.len <= 4096 && !layout_is_tile(&l, 27292 + 8192), "an oversized tile is cut in blocks");
 	layout_release(&l);
 }
 

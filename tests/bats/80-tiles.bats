@@ -1,0 +1,276 @@
+#!/usr/bin/env bats
+# Tile-aware caching (issue 3): `tilefs inspect` against tiffdump and GDAL,
+# the same tile maps through a mount, malformed TIFFs served as plain bytes,
+# and request accounting per tile (--prefetch none, --header-size) from the
+# origin's access log.
+#
+# The reference side is tests/lib/tiff_blocks.py (tiffdump, GDAL, rasterio).
+
+bats_require_minimum_version 1.5.0
+load ../lib/tilefs
+
+TB=$TESTS_LIB/tiff_blocks.py
+CORPUS=${TILEFS_CORPUS:-$REPO_ROOT/../shared/corpus}
+
+setup() {
+	tilefs_setup
+	MNT=$T/mnt
+}
+
+teardown() {
+	tilefs_teardown
+}
+
+need_corpus() {
+	[ -d "$CORPUS/good" ] && [ -d "$CORPUS/bad" ] ||
+		skip "no TIFF corpus at $CORPUS (set TILEFS_CORPUS)"
+}
+
+# inspect_all DIR OUTDIR [PREFIX]: `tilefs inspect --blocks PREFIX/NAME` for
+# every NAME in DIR (PREFIX defaults to DIR), stdout in OUTDIR/NAME.out, exit
+# status in OUTDIR/NAME.rc, stderr in OUTDIR/NAME.err.
+inspect_all() {
+	local dir=$1 outdir=$2 prefix=${3:-$1} name rc
+	mkdir -p "$outdir"
+	while IFS= read -r name; do
+		rc=0
+		run_to 20 "$TILEFS" inspect --blocks "$prefix/$name" \
+			>"$outdir/$name.out" 2>"$outdir/$name.err" </dev/null || rc=$?
+		echo "$rc" >"$outdir/$name.rc"
+	done < <(file_list "$dir")
+}
+
+# make_tile_cogs DIR: 4096x4096 uint8 COGs (DEFLATE, overviews) with 256,
+# 512 and 1024 tiles: cog256.tif, cog512.tif, cog1024.tif; and cog128.tif,
+# whose IFDs and tile index (about 11 KB) do not fit in 4 KiB. Built once
+# into $ORIGIN_CACHE_DIR/tiles-v2 and copied from there.
+make_tile_cogs() {
+	local dest=$1 src=$ORIGIN_CACHE_DIR/tiles-v2 b
+	if [ ! -f "$src/.done" ]; then
+		rm -rf "$src.tmp"
+		mkdir -p "$src.tmp" || return 1
+		if ! {
+			"$PY" - "$src.tmp/raw.tif" <<'PYEOF'
+import sys
+import numpy as np
+import rasterio
+from rasterio.transform import from_origin
+rng = np.random.default_rng(80)
+yy, xx = np.mgrid[0:4096, 0:4096]
+a = (np.sin(xx / 97.0) + np.cos(yy / 61.0)) * 50 + 128 + rng.integers(0, 24, xx.shape)
+with rasterio.open(sys.argv[1], "w", driver="GTiff", width=4096, height=4096, count=1,
+                   dtype="uint8", crs="EPSG:32633",
+                   transform=from_origin(500000, 5000000, 10, 10)) as ds:
+    ds.write(a.clip(0, 255).astype("uint8")[None])
+PYEOF
+			for b in 128 256 512 1024; do
+				gdal_translate -q -of COG -co BLOCKSIZE=$b -co COMPRESS=DEFLATE \
+					-co OVERVIEWS=AUTO -co NUM_THREADS=1 \
+					"$src.tmp/raw.tif" "$src.tmp/cog$b.tif" || exit 1
+			done
+		} >"$src.tmp/.log" 2>&1; then
+			echo "make_tile_cogs: generation failed:" >&2
+			cat "$src.tmp/.log" >&2
+			return 1
+		fi
+		rm -f "$src.tmp/raw.tif" "$src.tmp"/*.aux.xml "$src.tmp/.log"
+		find "$src.tmp" -exec touch -h -d '2024-01-02 03:04:05 UTC' {} +
+		touch "$src.tmp/.done"
+		rm -rf "$src"
+		mv "$src.tmp" "$src" || return 1
+	fi
+	mkdir -p "$dest" || return 1
+	cp -p "$src"/cog*.tif "$dest/"
+}
+
+# warn_count LOG NAME: lines of LOG saying NAME is not a usable TIFF.
+warn_count() {
+	grep -cF -e " $2: not a usable TIFF" -e "/$2: not a usable TIFF" "$1" || true
+}
+
+@test "inspect: usage errors exit 2, a missing file 1, a non-TIFF file is plain bytes" {
+	tilefs_run inspect --help
+	assert_eq "$status" 0 "exit status of inspect --help"
+	tilefs_run inspect
+	assert_eq "$status" 2 "exit status of inspect without a path"
+	tilefs_run inspect --no-such-option "$SAMPLES/t256.tif"
+	assert_eq "$status" 2 "exit status of inspect --no-such-option"
+	tilefs_run inspect "$T/no-such-file.tif"
+	assert_eq "$status" 1 "exit status of inspect of a missing file"
+	tilefs_run inspect "$SAMPLES/notes.txt"
+	assert_eq "$status" 0 "exit status of inspect of a text file"
+	[[ ${out%%$'\n'*} =~ ^(.*/)?notes\.txt:\ $(stat -c %s "$SAMPLES/notes.txt")\ bytes,\ plain\ bytes\ \(.+\)$ ]] ||
+		fail "first line for notes.txt: ${out%%$'\n'*}"
+	tilefs_run mount --help
+	local o
+	for o in --prefetch --merge-gap --header-size; do
+		grep -q -- "$o" <<<"$out" || fail "mount --help does not mention $o" || return 1
+	done
+	mkdir -p "$MNT"
+	tilefs_run mount --prefetch sometimes "http://127.0.0.1:9/" "$MNT"
+	assert_eq "$status" 2 "exit status of mount --prefetch sometimes"
+	[[ $err1 == "tilefs: "* ]] || fail "stderr does not start with 'tilefs: ': $err1"
+}
+
+@test "inspect --blocks of every corpus/good file: tiffdump's blocks exactly, and every block GDAL reports" {
+	need_corpus
+	inspect_all "$CORPUS/good" "$T/local"
+	run_to 120 "$PY" "$TB" check-local "$CORPUS/good" "$T/local"
+}
+
+@test "inspect of every corpus/bad file exits 0 with a well-formed first line" {
+	need_corpus
+	local name rc
+	mkdir -p "$T/bad"
+	while IFS= read -r name; do
+		rc=0
+		run_to 20 "$TILEFS" inspect "$CORPUS/bad/$name" >"$T/bad/$name.out" 2>"$T/bad/$name.err" ||
+			rc=$?
+		echo "$rc" >"$T/bad/$name.rc"
+	done < <(file_list "$CORPUS/bad")
+	run_to 60 "$PY" "$TB" check-plain "$CORPUS/bad" "$T/bad"
+}
+
+@test "corpus/good through a mount: inspect gives the local blocks; random rasterio windows equal" {
+	need_corpus
+	mkdir -p "$T/web"
+	cp -r "$CORPUS/good" "$T/web/good"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	local rc=0
+	# inspect before anything is opened: it reports from the mount's index
+	inspect_all "$CORPUS/good" "$T/mounted" "$MNT/good"
+	inspect_all "$CORPUS/good" "$T/local"
+	run_to 60 "$PY" "$TB" check-same "$CORPUS/good" "$T/local" "$T/mounted" || rc=1
+	run_to 240 "$PY" "$TB" windows "$MNT/good" "$CORPUS/good" --seed 80 --n 4 || rc=1
+	tilefs_alive "$MNT"
+	[ "$rc" = 0 ] || fail "inspect or rasterio through the mount differ (see above)"
+	local name n bad=""
+	while IFS= read -r name; do
+		n=$(warn_count "$TILEFS_LOG" "$name")
+		[ "$n" = 0 ] || bad="$bad $name"
+	done < <(file_list "$CORPUS/good")
+	[ -z "$bad" ] || fail "'not a usable TIFF' logged for good files:$bad" \
+		"$(grep -F 'not a usable TIFF' "$TILEFS_LOG" | head -n 5)"
+	tilefs_umount "$MNT"
+}
+
+@test "corpus/bad through a mount: exact bytes twice, daemon alive, at most one warning per file" {
+	need_corpus
+	mkdir -p "$T/web"
+	cp -r "$CORPUS/bad" "$T/web/bad"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	local name pass n bad=0 warned=0
+	for pass in 1 2; do
+		while IFS= read -r name; do
+			if ! run_to 20 cmp -- "$CORPUS/bad/$name" "$MNT/bad/$name"; then
+				echo "pass $pass: bad/$name differs or hangs" >&2
+				bad=1
+			fi
+			tilefs_alive "$MNT" || fail "the daemon died reading bad/$name (pass $pass)" || return 1
+		done < <(file_list "$CORPUS/bad")
+	done
+	[ "$bad" = 0 ] || fail "some corpus/bad files did not read back exactly"
+	while IFS= read -r name; do
+		n=$(warn_count "$TILEFS_LOG" "$name")
+		[ "$n" -le 1 ] || fail "'$name: not a usable TIFF' logged $n times:" \
+			"$(grep -F "$name: not a usable TIFF" "$TILEFS_LOG")" || return 1
+		[ "$n" = 0 ] || warned=$((warned + 1))
+	done < <(file_list "$CORPUS/bad")
+	echo "# $warned of $(file_list "$CORPUS/bad" | wc -l) bad files logged as not usable" >&3
+	tilefs_umount "$MNT"
+}
+
+@test "--prefetch none: open costs 1 GET (2 past --header-size), windows fetch only their tiles, once" {
+	make_tile_cogs "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none
+	ls -l "$MNT" >/dev/null
+	local b rc=0
+	for b in 256 512 1024; do
+		run_to 120 "$PY" "$TB" cost "$MNT/cog$b.tif" "$T/web/cog$b.tif" "/cog$b.tif" 65536 \
+			--seed "$b" --n 4 || rc=1
+	done
+	tilefs_alive "$MNT"
+	tilefs_umount "$MNT"
+	# --header-size 4096: cog128.tif's header does not fit (2 GETs allowed).
+	# (A header that fits in 4096 bytes still costs 2: GDAL reads 8 KiB.)
+	local M2=$T/mnt2
+	tilefs_mount "$ORIGIN_URL" "$M2" --prefetch none --header-size 4096 --cache-dir "$T/cache2"
+	ls -l "$M2" >/dev/null
+	for b in 128; do
+		run_to 120 "$PY" "$TB" cost "$M2/cog$b.tif" "$T/web/cog$b.tif" "/cog$b.tif" 4096 \
+			--seed $((b + 1)) --n 2 || rc=1
+	done
+	tilefs_umount "$M2"
+	[ "$rc" = 0 ] || fail "request accounting failed (see above)"
+}
+
+@test "default options: a remount on the same --cache-dir opens a COG without any GET" {
+	make_tile_cogs "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	run_to 60 "$PY" -c '
+import sys, rasterio
+with rasterio.open(sys.argv[1]) as ds:
+    ds.read(window=((1000, 1256), (2000, 2256)))' "$MNT/cog512.tif"
+	tilefs_umount "$MNT"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	ls -l "$MNT" >/dev/null
+	origin_log_reset
+	run_to 60 "$PY" -c '
+import sys, rasterio
+with rasterio.open(sys.argv[1]) as ds:
+    print(ds.width, ds.height, ds.overviews(1))' "$MNT/cog512.tif"
+	sleep 0.3
+	local gets
+	gets=$(origin_select 'm == "GET" && u == "/cog512.tif"')
+	[ -z "$gets" ] || fail "opening cog512.tif after the remount sent GETs:" "$gets"
+	[ "$(origin_count HEAD /cog512.tif)" -le 1 ] || fail "more than one HEAD:" "$(origin_lines)"
+	tilefs_umount "$MNT"
+}
+
+@test "inspect of a file in the mount: cached units grow after reading a window" {
+	make_tile_cogs "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none
+	local f=$MNT/cog256.tif size u1 c1 u2 c2 u3 c3
+	size=$(stat -c %s "$T/web/cog256.tif")
+	run_to 60 "$PY" -c 'import sys, rasterio; rasterio.open(sys.argv[1]).close()' "$f"
+	tilefs_run inspect "$f"
+	assert_eq "$status" 0 "exit status of inspect MNT/cog256.tif"
+	printf '%s\n' "$out" >"$T/i1"
+	read -r u1 c1 _ < <("$PY" "$TB" cached-line "$T/i1" "$size") || fail "no cached line after open" || return 1
+	[ "$u1" -ge 1 ] || fail "after open: $u1 units cached (the header unit at least)"
+	run_to 60 "$PY" -c '
+import sys, rasterio
+with rasterio.open(sys.argv[1]) as ds:
+    ds.read(window=((1100, 1356), (2100, 2356)))' "$f"
+	tilefs_run inspect "$f"
+	assert_eq "$status" 0 "exit status of the second inspect"
+	printf '%s\n' "$out" >"$T/i2"
+	read -r u2 c2 _ < <("$PY" "$TB" cached-line "$T/i2" "$size") || fail "no cached line after a read" || return 1
+	[ "$u2" -gt "$u1" ] || fail "cached units did not grow after reading a window: $u1 -> $u2"
+	[ "$c2" -gt "$c1" ] || fail "cached bytes did not grow after reading a window: $c1 -> $c2"
+	# a window over 4 tiles of another row of tiles: 4 more units
+	run_to 60 "$PY" -c '
+import sys, rasterio
+with rasterio.open(sys.argv[1]) as ds:
+    ds.read(window=((3000, 3256), (200, 456)))' "$f"
+	run_to 20 "$TILEFS" inspect --blocks "$f" >"$T/i3" 2>"$T/i3.err" ||
+		fail "inspect --blocks MNT/cog256.tif exited $?: $(cat "$T/i3.err")" || return 1
+	read -r u3 c3 _ < <("$PY" "$TB" cached-line "$T/i3" "$size") || fail "no cached line with --blocks" || return 1
+	[ "$u3" -ge $((u2 + 4)) ] || fail "a window over 4 new tiles: units $u2 -> $u3"
+	[ "$c3" -gt "$c2" ] || fail "cached bytes did not grow after reading 4 new tiles: $c2 -> $c3"
+	[ "$(grep -c '^block ' "$T/i3")" = 341 ] || fail "cog256.tif: expected 341 block lines"
+	# the source URL with the mount's options reports the same blocks
+	local rc=0
+	run_to 20 "$TILEFS" inspect --blocks --cache-dir "$T/cache" "${ORIGIN_URL}cog256.tif" \
+		>"$T/i4" 2>"$T/i4.err" || rc=$?
+	[ "$rc" = 0 ] || fail "tilefs inspect --blocks --cache-dir CACHE ${ORIGIN_URL}cog256.tif" \
+		"exited $rc, expected 0; stderr: $(cat "$T/i4.err")" || return 1
+	assert_eq "$(grep '^block ' "$T/i4" | md5sum)" "$(grep '^block ' "$T/i3" | md5sum)" \
+		"block lines of inspect URL vs inspect MNT/cog256.tif"
+	tilefs_umount "$MNT"
+}
