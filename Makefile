@@ -59,8 +59,11 @@ demo: all
 	examples/demo.sh
 
 # Benchmarks: tilefs beside local disk, GDAL /vsicurl/ and rclone, one run.
+# bench also compares the prefetch policies on cold random chips
 bench: all
 	tests/bench/run
+	tests/bench/run --workloads chips --prefetch none,neighbors,row,object \
+		--contestants vsicurl,vsicurl-tuned,tilefs-cold/none,tilefs-cold/neighbors,tilefs-cold/row,tilefs-cold/object
 
 bench-quick: all
 	tests/bench/run --quick

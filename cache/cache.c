@@ -48,12 +48,13 @@
 #define TOUCH_MAX 4096
 #define VERIFIED_SLOTS (1u << 18)	/* ids of units checked since start */
 #define EVICT_BATCH 64
-#define PREFETCH_MAX 128		/* units one read may add */
+#define PREFETCH_MAX 512		/* units one read may add */
 #define PARSE_FETCHES_MAX 16		/* GETs the TIFF parser may cause */
 #define PARSE_CHUNK (1u << 20)		/* bytes each of them asks for */
 #define READAHEAD_SLACK (64u << 10)	/* a skip this small is still sequential */
 #define READAHEAD_OVERLAP 8192		/* and so is a step back this small */
 #define READAHEAD_TILE_TRIGGER (4u << 20) /* sequential tile bytes before readahead */
+#define READAHEAD_READS 16		/* or this many reads in a row */
 #define READAHEAD_START (1u << 20)
 #define SLIVER_MAX 16384		/* more than any reader's buffer alignment */
 #define EDGE_SLOTS 256			/* slivers kept, over all objects */
@@ -74,6 +75,15 @@ struct edge {
 };
 #define BACKGROUND_BUDGET (64u << 20)	/* whole-object prefetch bytes in flight */
 #define JOB_BATCH 64
+#define STREAMS 8			/* readers of one object told apart */
+
+/* One reader's sequential reads of an object (readahead). */
+struct stream {
+	uint64_t id;			/* the reader (0: free) */
+	uint64_t used;			/* stream_clock when last read */
+	uint64_t end, bytes, reads;	/* its run of sequential reads */
+	uint64_t ra_end, ra_window;	/* read ahead up to; next window */
+};
 
 struct cache_object {
 	atomic_int refs;
@@ -90,9 +100,8 @@ struct cache_object {
 	struct layout layout;		/* read-only once opened */
 	atomic_bool stale;
 	atomic_bool whole_queued;	/* PREFETCH_OBJECT has started on it */
-	/* sequential reads, protected by cache->lock */
-	uint64_t seq_end, seq_bytes, seq_reads;
-	uint64_t ra_end, ra_window;	/* read ahead up to; next window */
+	struct stream streams[STREAMS];	/* protected by cache->lock */
+	uint64_t stream_clock;		/* protected by cache->lock */
 };
 
 enum unit_state { UNIT_FETCHING, UNIT_READY, UNIT_FAILED };
@@ -109,8 +118,9 @@ struct inflight {
 	bool persist;			/* write to store and index */
 	bool claimed;			/* holds the index claim */
 	bool prefetch;			/* no reader asked for it (yet) */
-	bool sliver;			/* part of a unit, for one read only: not
-					   in the table, never persisted */
+	bool sliver;			/* part of a unit, for one read only: in
+					   c->slivers while fetched, never persisted */
+	struct inflight *sliver_next;	/* protected by c->lock */
 };
 
 /* A whole object being prefetched by the persist thread. */
@@ -140,6 +150,7 @@ struct cache {
 	bool disk_full_logged;
 	struct object_job *jobs;	/* PREFETCH_OBJECT queue */
 	struct edge *edges;		/* EDGE_SLOTS, round robin */
+	struct inflight *slivers;	/* being fetched, for other readers to join */
 	size_t next_edge;
 	uint64_t background_bytes;	/* in background GETs */
 	struct cache_stats stats;
@@ -260,24 +271,56 @@ static struct inflight *table_find(struct cache *c, int64_t object_id, uint64_t 
 	return NULL;
 }
 
-/* c->lock held; the table's ref is one of the two an entry starts with */
-static struct inflight *entry_new(struct cache *c, struct cache_object *obj, struct extent unit)
+/* An entry for the bytes of EXTENT of OBJ, with REFS refs; NULL if no memory. */
+static struct inflight *entry_alloc(struct cache_object *obj, struct extent extent, int refs)
 {
 	struct inflight *e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
-	e->buf = malloc(unit.len ? unit.len : 1);
+	e->buf = malloc(extent.len ? extent.len : 1);
 	if (!e->buf) {
 		free(e);
 		return NULL;
 	}
 	e->obj = cache_object_ref(obj);
-	e->unit = unit;
+	e->unit = extent;
 	e->state = UNIT_FETCHING;
-	e->refs = 2;
+	e->refs = refs;
+	return e;
+}
+
+/* c->lock held; the table's ref is one of the two an entry starts with */
+static struct inflight *entry_new(struct cache *c, struct cache_object *obj, struct extent unit)
+{
+	struct inflight *e = entry_alloc(obj, unit, 2);
+	if (!e)
+		return NULL;
 	size_t slot = table_slot(obj->id, unit.off);
 	e->table_next = c->table[slot];
 	c->table[slot] = e;
+	return e;
+}
+
+/* c->lock held: a sliver of OBJ being fetched that holds PART, or NULL */
+static struct inflight *sliver_find(struct cache *c, const struct cache_object *obj,
+				    struct extent part)
+{
+	for (struct inflight *e = c->slivers; e; e = e->sliver_next)
+		if (e->obj->id == obj->id && part.off >= e->unit.off &&
+		    part.off + part.len <= e->unit.off + e->unit.len)
+			return e;
+	return NULL;
+}
+
+/* c->lock held: a sliver (PART of a unit): the list's ref and the creator's */
+static struct inflight *sliver_new(struct cache *c, struct cache_object *obj, struct extent part)
+{
+	struct inflight *e = entry_alloc(obj, part, 2);
+	if (e) {
+		e->sliver = true;
+		e->sliver_next = c->slivers;
+		c->slivers = e;
+	}
 	return e;
 }
 
@@ -291,32 +334,18 @@ static void entry_unref(struct inflight *e)
 	free(e);
 }
 
-/* c->lock held: a sliver of UNIT, owned by its creator (one ref) */
-static struct inflight *sliver_new(struct cache_object *obj, struct extent part)
-{
-	struct inflight *e = calloc(1, sizeof(*e));
-	if (!e)
-		return NULL;
-	e->buf = malloc(part.len);
-	if (!e->buf) {
-		free(e);
-		return NULL;
-	}
-	e->obj = cache_object_ref(obj);
-	e->unit = part;
-	e->state = UNIT_FETCHING;
-	e->refs = 1;
-	e->sliver = true;
-	return e;
-}
-
 /* c->lock held: settle an entry and hand it to the persist thread */
 static void entry_settle(struct cache *c, struct inflight *e, int err, bool persist)
 {
 	e->state = err ? UNIT_FAILED : UNIT_READY;
 	e->err = err;
 	if (e->sliver) {
+		struct inflight **link = &c->slivers;
+		while (*link != e)
+			link = &(*link)->sliver_next;
+		*link = e->sliver_next;
 		pthread_cond_broadcast(&c->changed);
+		entry_unref(e);		/* the list's ref */
 		return;
 	}
 	e->persist = persist && !err;
@@ -627,40 +656,60 @@ static void submit_runs(struct cache *c, struct cache_object *obj, struct inflig
  * anything. Reads that follow each other (small forward skips allowed,
  * such as GDAL's tile leaders) for long enough open a window that doubles
  * each time it is topped up; any other read closes it. Tiles need a longer
- * run than blocks, so that a chip over two tiles of a row is not taken for
- * a scan.
+ * run than blocks (4 MiB or 16 reads), so that a chip over two or three
+ * tiles of a row is not taken for a scan.
  */
-static struct extent readahead_plan(struct cache *c, struct cache_object *obj, uint64_t off,
-				    uint64_t end)
+/* c->lock held: STREAM's state in OBJ (taking the least recently used). */
+static struct stream *stream_of(struct cache_object *obj, uint64_t stream)
+{
+	struct stream *s = &obj->streams[0];
+	for (size_t i = 0; i < STREAMS; i++) {
+		if (obj->streams[i].id == stream) {
+			s = &obj->streams[i];
+			break;
+		}
+		if (obj->streams[i].used < s->used)
+			s = &obj->streams[i];
+	}
+	if (s->id != stream)
+		*s = (struct stream){ .id = stream };
+	s->used = ++obj->stream_clock;
+	return s;
+}
+
+static struct extent readahead_plan(struct cache *c, struct cache_object *obj, uint64_t stream,
+				    uint64_t off, uint64_t end)
 {
 	struct extent ra = { 0, 0 };
 	bool tile = layout_is_tile(&obj->layout, off);
 	uint64_t trigger = tile ? READAHEAD_TILE_TRIGGER : 2 * obj->layout.block_size;
 
 	pthread_mutex_lock(&c->lock);
+	struct stream *s = stream_of(obj, stream);
 	/* the kernel reads whole pages: a read may start in the page the
 	   previous one ended in */
-	if (off + READAHEAD_OVERLAP >= obj->seq_end && off <= obj->seq_end + READAHEAD_SLACK) {
-		obj->seq_bytes += end - off;
-		obj->seq_reads++;
+	if (off + READAHEAD_OVERLAP >= s->end && off <= s->end + READAHEAD_SLACK) {
+		s->bytes += end - off;
+		s->reads++;
 	} else {
-		obj->seq_bytes = end - off;
-		obj->seq_reads = 1;
-		obj->ra_window = 0;
-		obj->ra_end = 0;
+		s->bytes = end - off;
+		s->reads = 1;
+		s->ra_window = 0;
+		s->ra_end = 0;
 	}
-	obj->seq_end = end;
-	if (c->cfg.readahead_max && obj->seq_reads >= 2 && obj->seq_bytes >= trigger) {
-		if (obj->ra_window == 0)
-			obj->ra_window = READAHEAD_START < c->cfg.readahead_max ?
+	s->end = end;
+	if (c->cfg.readahead_max && s->reads >= 2 &&
+	    (s->bytes >= trigger || s->reads >= READAHEAD_READS)) {
+		if (s->ra_window == 0)
+			s->ra_window = READAHEAD_START < c->cfg.readahead_max ?
 					 READAHEAD_START : c->cfg.readahead_max;
-		if (obj->ra_end < end + obj->ra_window / 2 && end < obj->size) {
-			ra.off = obj->ra_end > end ? obj->ra_end : end;
-			uint64_t to = obj->size - end > obj->ra_window ? end + obj->ra_window : obj->size;
+		if (s->ra_end < end + s->ra_window / 2 && end < obj->size) {
+			ra.off = s->ra_end > end ? s->ra_end : end;
+			uint64_t to = obj->size - end > s->ra_window ? end + s->ra_window : obj->size;
 			ra.len = to > ra.off ? to - ra.off : 0;
-			obj->ra_end = to;
-			obj->ra_window = obj->ra_window * 2 < c->cfg.readahead_max ?
-					 obj->ra_window * 2 : c->cfg.readahead_max;
+			s->ra_end = to;
+			s->ra_window = s->ra_window * 2 < c->cfg.readahead_max ?
+					 s->ra_window * 2 : c->cfg.readahead_max;
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -687,8 +736,8 @@ static void object_prefetch_start(struct cache *c, struct cache_object *obj)
 	pthread_mutex_unlock(&c->lock);
 }
 
-ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t len,
-		   uint64_t off)
+ssize_t cache_read(struct cache *c, struct cache_object *obj, uint64_t stream, char *buf,
+		   size_t len, uint64_t off)
 {
 	if (off >= obj->size)
 		return 0;
@@ -703,7 +752,7 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t 
 		p = unit.off + unit.len;
 	}
 	pthread_mutex_lock(&c->lock);
-	bool goes_on = off == obj->seq_end;	/* from where the last read ended */
+	bool goes_on = off == stream_of(obj, stream)->end;	/* from where its last read ended */
 	pthread_mutex_unlock(&c->lock);
 	struct inflight **entries = calloc(n, sizeof(*entries));
 	struct inflight **fetch = calloc(n + PREFETCH_MAX, sizeof(*fetch));
@@ -740,10 +789,13 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t 
 			p = part_end;
 			continue;
 		}
-		if (e) {
+		struct inflight *joined = !e && sliver ?
+					  sliver_find(c, obj, (struct extent){ p, part_len }) : NULL;
+		if (e || joined) {
+			e = e ? e : joined;
 			e->refs++;
 		} else if (sliver) {
-			e = sliver_new(obj, (struct extent){ p, part_len });
+			e = sliver_new(c, obj, (struct extent){ p, part_len });
 			if (e)
 				fetch[nfetch++] = e;
 		} else {
@@ -801,13 +853,22 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t 
 				fetch[nall++] = e;
 		}
 	}
-	struct extent ra = readahead_plan(c, obj, off, off + len);
-	for (uint64_t q = ra.off; q < ra.off + ra.len && nall < n + PREFETCH_MAX;) {
+	struct extent ra = readahead_plan(c, obj, stream, off, off + len);
+	if (ra.len)
+		log_debug("%s: reading ahead %" PRIu64 " bytes at %" PRIu64, obj->log_name, ra.len,
+			  ra.off);
+	uint64_t q = ra.off;
+	while (q < ra.off + ra.len && nall < n + PREFETCH_MAX) {
 		struct extent unit = layout_unit_at(&obj->layout, q);
 		struct inflight *e = prefetch_entry(c, obj, unit);
 		if (e)
 			fetch[nall++] = e;
 		q = unit.off + unit.len;
+	}
+	if (q < ra.off + ra.len) {
+		pthread_mutex_lock(&c->lock);
+		stream_of(obj, stream)->ra_end = q;	/* the rest next time */
+		pthread_mutex_unlock(&c->lock);
 	}
 	qsort(fetch, nall, sizeof(*fetch), entry_cmp);
 	submit_runs(c, obj, fetch, nall);
@@ -1167,9 +1228,12 @@ static int fetched_read(void *arg, void *buf, size_t len, uint64_t off)
 		return 0;
 	if (f->n == PARSE_FETCHES_MAX)
 		return -E2BIG;
-	uint64_t start = off;
-	while (fetched_copy(f, NULL, start, 1))
-		start++;
+	uint64_t start = off;		/* past what is there already */
+	for (size_t i = 0; i < f->n; i++)
+		if (start >= f->range[i].off && start < f->range[i].off + f->range[i].len) {
+			start = f->range[i].off + f->range[i].len;
+			i = (size_t)-1;		/* look again from there */
+		}
 	uint64_t end = off + len - start > PARSE_CHUNK ? off + len : start + PARSE_CHUNK;
 	if (end > f->size)
 		end = f->size;

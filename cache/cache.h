@@ -79,9 +79,10 @@ int64_t cache_object_id(const struct cache_object *obj);
 const char *cache_dir(const struct cache *c);
 
 /* Read up to LEN bytes at OFF into BUF; returns bytes read (short only at
- * the end of the object) or -errno. */
-ssize_t cache_read(struct cache *c, struct cache_object *obj, char *buf, size_t len,
-		   uint64_t off);
+ * the end of the object) or -errno. STREAM tells readers apart (the
+ * reading process, say), so that each one's sequential reads are seen. */
+ssize_t cache_read(struct cache *c, struct cache_object *obj, uint64_t stream, char *buf,
+		   size_t len, uint64_t off);
 
 struct cache_stats {
 	uint64_t hits, misses, prefetched, bytes_served, bytes_fetched, evicted;

@@ -115,7 +115,9 @@ static int op_read(const char *path, char *buf, size_t size, off_t off, struct f
 {
 	struct cache_object *obj = (struct cache_object *)(uintptr_t)fi->fh;
 	(void)path;
-	return (int)cache_read(current()->cache, obj, buf, size, (uint64_t)off);
+	/* readers are told apart by process: a DataLoader's workers each scan */
+	return (int)cache_read(current()->cache, obj, (uint64_t)fuse_get_context()->pid, buf,
+			       size, (uint64_t)off);
 }
 
 static int op_release(const char *path, struct fuse_file_info *fi)
