@@ -11,6 +11,7 @@
 #include "cache/namespace.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <fuse.h>
 #include <stdint.h>
@@ -22,12 +23,26 @@
 
 #define MAX_THREADS 64
 
+/* An open file. The kernel may not send every release before unmounting,
+ * so the mount keeps them all and drops what is left at the end. */
+struct open_file {
+	struct cache_object *obj;
+	struct open_file *prev, *next;	/* protected by mount->lock */
+};
+
 struct mount {
 	struct mount_config cfg;
 	struct namespace *ns;
 	struct cache *cache;
 	struct fuse *fuse;
+	pthread_mutex_t lock;
+	struct open_file *open;		/* protected by lock */
 };
+
+static struct cache_object *open_obj(const struct fuse_file_info *fi)
+{
+	return ((struct open_file *)(uintptr_t)fi->fh)->obj;
+}
 
 static struct mount *current(void)
 {
@@ -51,7 +66,7 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 {
 	struct ns_attr a;
 	if (fi && fi->fh) {
-		struct cache_object *obj = (struct cache_object *)(uintptr_t)fi->fh;
+		struct cache_object *obj = open_obj(fi);
 		a.is_dir = false;
 		a.size = cache_object_size(obj);
 		a.mtime = cache_object_mtime(obj);
@@ -97,7 +112,20 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	int err = ns_open(current()->ns, path, &obj, &unchanged, &older_open);
 	if (err)
 		return err;
-	fi->fh = (uint64_t)(uintptr_t)obj;
+	struct mount *m = current();
+	struct open_file *f = calloc(1, sizeof(*f));
+	if (!f) {
+		cache_object_unref(obj);
+		return -ENOMEM;
+	}
+	f->obj = obj;
+	pthread_mutex_lock(&m->lock);
+	f->next = m->open;
+	if (m->open)
+		m->open->prev = f;
+	m->open = f;
+	pthread_mutex_unlock(&m->lock);
+	fi->fh = (uint64_t)(uintptr_t)f;
 	/* Page-cache pages belong to the inode, shared by every open file:
 	 * a new version drops them (keep_cache off), and while a file of an
 	 * older version is still open the new one bypasses them (direct_io),
@@ -113,7 +141,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 
 static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	struct cache_object *obj = (struct cache_object *)(uintptr_t)fi->fh;
+	struct cache_object *obj = open_obj(fi);
 	(void)path;
 	/* readers are told apart by process: a DataLoader's workers each scan */
 	return (int)cache_read(current()->cache, obj, (uint64_t)fuse_get_context()->pid, buf,
@@ -123,7 +151,18 @@ static int op_read(const char *path, char *buf, size_t size, off_t off, struct f
 static int op_release(const char *path, struct fuse_file_info *fi)
 {
 	(void)path;
-	cache_object_unref((struct cache_object *)(uintptr_t)fi->fh);
+	struct mount *m = current();
+	struct open_file *f = (struct open_file *)(uintptr_t)fi->fh;
+	pthread_mutex_lock(&m->lock);
+	if (f->prev)
+		f->prev->next = f->next;
+	else
+		m->open = f->next;
+	if (f->next)
+		f->next->prev = f->prev;
+	pthread_mutex_unlock(&m->lock);
+	cache_object_unref(f->obj);
+	free(f);
 	return 0;
 }
 
@@ -223,6 +262,7 @@ int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache
 	m->cfg = *cfg;
 	m->ns = ns;
 	m->cache = cache;
+	pthread_mutex_init(&m->lock, NULL);
 	snprintf(opts, sizeof(opts), "ro,fsname=%s,subtype=tilefs%s%s",
 		 cfg->fsname, cfg->fuse_opts ? "," : "",
 		 cfg->fuse_opts ? cfg->fuse_opts : "");
@@ -248,6 +288,7 @@ int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache
 fail_mount:
 	fuse_destroy(m->fuse);
 fail:
+	pthread_mutex_destroy(&m->lock);
 	free(m);
 	return err;
 }
@@ -272,5 +313,12 @@ void mount_free(struct mount *m)
 	fuse_remove_signal_handlers(fuse_get_session(m->fuse));
 	fuse_unmount(m->fuse);
 	fuse_destroy(m->fuse);
+	while (m->open) {
+		struct open_file *f = m->open;
+		m->open = f->next;
+		cache_object_unref(f->obj);
+		free(f);
+	}
+	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
