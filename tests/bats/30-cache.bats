@@ -139,8 +139,11 @@ file_gets() {
 	wait "$p2" || fail "mount 2 read wrong bytes"
 	wait "$p3" || fail "random reads on mount 1 failed"
 	wait "$p4" || fail "random reads on mount 2 failed"
+	# Units are claimed across processes, so none comes twice. The few
+	# bytes a read takes from the edge of a tile it does not want (a
+	# sliver, under 16K, never cached) are each process's own.
 	local dups
-	dups=$(origin_dup_ranges)
+	dups=$(origin_dup_ranges | awk '{ split($3, b, /[=-]/); if (b[3] - b[2] + 1 >= 16384) print }')
 	[ -z "$dups" ] || fail "ranges fetched more than once: $dups"
 	# nor any byte twice (overlapping but different ranges)
 	local f got size
