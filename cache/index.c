@@ -73,7 +73,7 @@ enum stmt_id {
 	ST_UNIT_FIND, ST_UNIT_INSERT, ST_UNIT_DROP, ST_UNIT_TOUCH,
 	ST_CLAIM_GET, ST_CLAIM_PUT, ST_CLAIM_DROP, ST_UNIT_DROP_CHANGES,
 	ST_USAGE, ST_EVICT, ST_COUNTS, ST_MAP_INSERT, ST_MAP_GET, ST_OBJECT_DROP_MAP,
-	ST_OBJECT_GET, ST_OBJECT_USAGE,
+	ST_OBJECT_GET, ST_OBJECT_USAGE, ST_OBJECTS_ALL, ST_UNITS_OF,
 	ST_COUNT
 };
 
@@ -112,6 +112,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_OBJECT_DROP_MAP] = "DELETE FROM tile_maps WHERE object_id = ?1",
 	[ST_OBJECT_GET] = "SELECT id, size, version, block_size FROM objects WHERE id = ?1",
 	[ST_OBJECT_USAGE] = "SELECT count(*), coalesce(sum(len), 0) FROM units WHERE object_id = ?1",
+	[ST_OBJECTS_ALL] = "SELECT o.id, o.size, o.version, o.block_size, o.url, count(u.id), "
+			   "coalesce(sum(u.len), 0) FROM objects o LEFT JOIN units u "
+			   "ON u.object_id = o.id GROUP BY o.id ORDER BY o.url, o.id",
+	[ST_UNITS_OF] = "SELECT id, off, len, crc FROM units WHERE object_id = ?1 ORDER BY off",
 };
 
 static const char schema_sql[] =
@@ -581,6 +585,103 @@ int index_object_map(struct index *ix, int64_t id, uint64_t *header_len, void **
 		sqlite3_reset(s);
 	}
 	conn_put(ix, c);
+	return err;
+}
+
+int index_objects_all(struct index *ix, struct index_listed **out, size_t *n)
+{
+	struct index_conn *c = conn_get(ix);
+	sqlite3_stmt *s = stmt(c, ST_OBJECTS_ALL);
+	struct index_listed *v = NULL;
+	size_t cap = 0;
+	int err = s ? 0 : -EIO, rc = SQLITE_DONE;
+
+	*n = 0;
+	while (!err && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 64;
+			struct index_listed *grown = realloc(v, cap * sizeof(*v));
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			v = grown;
+		}
+		struct index_listed *l = &v[*n];
+		l->object.id = sqlite3_column_int64(s, 0);
+		l->object.size = (uint64_t)sqlite3_column_int64(s, 1);
+		snprintf(l->object.version, sizeof(l->object.version), "%s",
+			 sqlite3_column_text(s, 2));
+		l->object.block_size = (uint64_t)sqlite3_column_int64(s, 3);
+		l->url = strdup((const char *)sqlite3_column_text(s, 4));
+		l->units = (uint64_t)sqlite3_column_int64(s, 5);
+		l->bytes = (uint64_t)sqlite3_column_int64(s, 6);
+		if (!l->url)
+			err = -ENOMEM;
+		else
+			(*n)++;
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = sql_error(c->db, rc, "list objects");
+	if (s)
+		sqlite3_reset(s);
+	conn_put(ix, c);
+	if (err) {
+		index_listed_free(v, *n);
+		v = NULL;
+		*n = 0;
+	}
+	*out = v;
+	return err;
+}
+
+void index_listed_free(struct index_listed *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].url);
+	free(v);
+}
+
+int index_units_of(struct index *ix, int64_t object_id, struct index_unit **out, size_t *n)
+{
+	struct index_conn *c = conn_get(ix);
+	sqlite3_stmt *s = stmt(c, ST_UNITS_OF);
+	struct index_unit *v = NULL;
+	size_t cap = 0;
+	int err = s ? 0 : -EIO, rc = SQLITE_DONE;
+
+	*n = 0;
+	if (s)
+		sqlite3_bind_int64(s, 1, object_id);
+	while (!err && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 256;
+			struct index_unit *grown = realloc(v, cap * sizeof(*v));
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			v = grown;
+		}
+		v[*n] = (struct index_unit){
+			.id = sqlite3_column_int64(s, 0), .object_id = object_id,
+			.off = (uint64_t)sqlite3_column_int64(s, 1),
+			.len = (uint64_t)sqlite3_column_int64(s, 2),
+			.crc = (uint32_t)sqlite3_column_int64(s, 3),
+		};
+		(*n)++;
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = sql_error(c->db, rc, "list units");
+	if (s)
+		sqlite3_reset(s);
+	conn_put(ix, c);
+	if (err) {
+		free(v);
+		v = NULL;
+		*n = 0;
+	}
+	*out = v;
 	return err;
 }
 

@@ -65,6 +65,17 @@ int index_object_add(struct index *ix, const char *url, struct index_object *obj
  * -ENOENT: added before tile maps existed, so plain blocks. */
 int index_object_map(struct index *ix, int64_t id, uint64_t *header_len, void **map,
 		     size_t *map_len);
+/* Every object, with the units and bytes cached of it. */
+struct index_listed {
+	struct index_object object;
+	char *url;			/* may hold a query: never print it whole */
+	uint64_t units, bytes;
+};
+/* *out: caller frees with index_listed_free(). */
+int index_objects_all(struct index *ix, struct index_listed **out, size_t *n);
+void index_listed_free(struct index_listed *v, size_t n);
+/* The units of OBJECT_ID by offset; caller frees *out. */
+int index_units_of(struct index *ix, int64_t object_id, struct index_unit **out, size_t *n);
 /* Forget an object and all its units. */
 int index_object_drop(struct index *ix, int64_t id);
 

@@ -11,6 +11,7 @@
 #include "cache/provider.h"
 #include "fs/mount.h"
 #include "fs/options.h"
+#include "tools/cache_admin.h"
 #include "tools/inspect.h"
 
 #include <errno.h>
@@ -29,7 +30,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tilefs mount [OPTIONS] SOURCE MOUNTPOINT\n"
-		"       tilefs inspect [--blocks] PATH\n"
+		"       tilefs inspect [--blocks] [--cache-dir DIR] PATH_OR_URL\n"
+		"       tilefs cache stat|ls|verify|evict|clear [--cache-dir DIR] [ARGS]\n"
 		"       tilefs --help | --version\n"
 		"\n"
 		"tilefs mounts a cloud prefix of GeoTIFF/COG files read-only, caching what is\n"
@@ -38,6 +40,7 @@ static void usage(FILE *out)
 		"Commands:\n"
 		"  mount    mount SOURCE at MOUNTPOINT; unmount with 'fusermount3 -u MOUNTPOINT'\n"
 		"  inspect  show a file's TIFF tile map and how much of it is cached\n"
+		"  cache    look at and manage a cache dir: stat, ls, verify, evict, clear\n"
 		"\n"
 		"Run 'tilefs mount --help' for the options.\n");
 }
@@ -372,6 +375,8 @@ int main(int argc, char **argv)
 		return cmd_mount(argc - 2, argv + 2);
 	if (strcmp(argv[1], "inspect") == 0)
 		return inspect_main(argc - 2, argv + 2);
+	if (strcmp(argv[1], "cache") == 0)
+		return cache_admin_main(argc - 2, argv + 2);
 	fprintf(stderr, "tilefs: unknown command '%s'\nTry 'tilefs --help'.\n", argv[1]);
 	return EXIT_USAGE;
 }

@@ -1,0 +1,281 @@
+/*
+ * cache_admin.c - `tilefs cache COMMAND [--cache-dir DIR] [ARGS]`.
+ *
+ * These work on the index and the data files directly, by the same rules
+ * as a mount (index.h): a unit is dropped by deleting its row under a
+ * claim, then punching its bytes, so a mount using the same cache dir at
+ * the same time never reads bytes that change under a row, and simply
+ * fetches again what was dropped.
+ */
+#include "cache_admin.h"
+#include "cache/crc32c.h"
+#include "cache/index.h"
+#include "cache/provider.h"
+#include "cache/store.h"
+#include "fs/options.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXIT_USAGE 2
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: tilefs cache COMMAND [--cache-dir DIR] [ARGS]\n"
+		"\n"
+		"Look at and manage a tilefs cache dir, whether or not a mount uses it.\n"
+		"\n"
+		"Commands:\n"
+		"  stat              objects, units and bytes the cache holds\n"
+		"  ls [PATTERN]      each object: bytes cached of its size, units, version, URL\n"
+		"  verify            read every unit and check its checksum; drop the bad ones\n"
+		"                    (exit status 1 if any was bad)\n"
+		"  evict PATTERN...  drop what is cached of the objects PATTERN matches\n"
+		"  clear             drop every cached unit\n"
+		"\n"
+		"A PATTERN is a glob on the object's URL (without its query); one without\n"
+		"\"://\" matches the end of the URL, so 't256.tif' and 'dir/*.tif' work.\n"
+		"\n"
+		"Options:\n"
+		"  --cache-dir DIR   the cache (default: as tilefs mount)\n");
+}
+
+struct admin {
+	const char *dir;
+	struct index *ix;
+	struct store *store;
+};
+
+/* Does URL (shown without its query as SHOWN) match PATTERN? */
+static bool matches(const char *shown, const char *pattern)
+{
+	char glob[4200];
+	if (!strstr(pattern, "://")) {
+		snprintf(glob, sizeof(glob), "*/%s", pattern);
+		pattern = glob;
+	}
+	return fnmatch(pattern, shown, 0) == 0;
+}
+
+/* Drop unit U (the mount's eviction protocol); 0, or -errno. */
+static int drop_unit(struct admin *a, const struct index_unit *u)
+{
+	int err = index_unit_evict(a->ix, u);
+	if (err == -ENOENT)
+		return 0;	/* gone already */
+	if (err)
+		return err;
+	store_punch(a->store, u->object_id, u->off, u->len);
+	index_unclaim(a->ix, u->object_id, u->off);
+	return 0;
+}
+
+/* Drop every unit of OBJECT_ID; adds what was dropped to *units, *bytes. */
+static int drop_object(struct admin *a, int64_t object_id, uint64_t *units, uint64_t *bytes)
+{
+	struct index_unit *v;
+	size_t n;
+	int err = index_units_of(a->ix, object_id, &v, &n);
+	for (size_t i = 0; !err && i < n; i++) {
+		err = drop_unit(a, &v[i]);
+		if (!err) {
+			(*units)++;
+			*bytes += v[i].len;
+		}
+	}
+	free(v);
+	return err;
+}
+
+static int cmd_stat(struct admin *a)
+{
+	uint64_t objects, units, bytes;
+	int err = index_counts(a->ix, &objects, &units, &bytes);
+	if (err) {
+		fprintf(stderr, "tilefs: cannot read the cache index: %s\n", strerror(-err));
+		return 1;
+	}
+	printf("cache dir: %s\nobjects: %" PRIu64 "\nunits: %" PRIu64 "\nbytes: %" PRIu64 "\n",
+	       a->dir, objects, units, bytes);
+	return 0;
+}
+
+static int cmd_ls(struct admin *a, const char *pattern)
+{
+	struct index_listed *v;
+	size_t n;
+	int err = index_objects_all(a->ix, &v, &n);
+	if (err) {
+		fprintf(stderr, "tilefs: cannot read the cache index: %s\n", strerror(-err));
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char *shown = url_for_log(v[i].url);
+		if (shown && (!pattern || matches(shown, pattern)))
+			printf("%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%s\t%s\n", v[i].bytes,
+			       v[i].object.size, v[i].units, v[i].object.version, shown);
+		free(shown);
+	}
+	index_listed_free(v, n);
+	return 0;
+}
+
+static int cmd_verify(struct admin *a)
+{
+	struct index_listed *v;
+	size_t n;
+	uint64_t checked = 0, bad = 0;
+	int err = index_objects_all(a->ix, &v, &n);
+	for (size_t i = 0; !err && i < n; i++) {
+		struct index_unit *u;
+		size_t nu;
+		if (index_units_of(a->ix, v[i].object.id, &u, &nu) != 0)
+			continue;
+		for (size_t j = 0; j < nu; j++) {
+			char *buf = malloc(u[j].len ? u[j].len : 1);
+			struct index_unit now;
+			if (!buf) {
+				err = -ENOMEM;
+				break;
+			}
+			int rerr = store_read(a->store, u[j].object_id, buf, u[j].len, u[j].off);
+			bool ok = !rerr && crc32c(0, buf, u[j].len) == u[j].crc;
+			free(buf);
+			checked++;
+			/* evicted meanwhile by a mount (row gone first)? then not bad */
+			if (ok || index_unit_find(a->ix, u[j].object_id, u[j].off, &now) != 0 ||
+			    now.id != u[j].id)
+				continue;
+			bad++;
+			char *shown = url_for_log(v[i].url);
+			printf("dropped: %s at %" PRIu64 " (%" PRIu64 " bytes): %s\n",
+			       shown ? shown : "?", u[j].off, u[j].len,
+			       rerr ? "unreadable" : "checksum mismatch");
+			free(shown);
+			drop_unit(a, &u[j]);
+		}
+		free(u);
+	}
+	index_listed_free(v, n);
+	if (err) {
+		fprintf(stderr, "tilefs: cannot verify the cache: %s\n", strerror(-err));
+		return 1;
+	}
+	printf("verified %" PRIu64 " units: %" PRIu64 " bad, dropped\n", checked, bad);
+	return bad ? 1 : 0;
+}
+
+/* evict (PATTERNS) or clear (npatterns == 0 and all). */
+static int cmd_evict(struct admin *a, char **patterns, int npatterns, bool all)
+{
+	struct index_listed *v;
+	size_t n;
+	uint64_t objects = 0, units = 0, bytes = 0;
+	int err = index_objects_all(a->ix, &v, &n);
+	for (size_t i = 0; !err && i < n; i++) {
+		char *shown = url_for_log(v[i].url);
+		bool hit = all;
+		for (int k = 0; shown && !hit && k < npatterns; k++)
+			hit = matches(shown, patterns[k]);
+		free(shown);
+		if (!hit)
+			continue;
+		objects++;
+		err = drop_object(a, v[i].object.id, &units, &bytes);
+	}
+	index_listed_free(v, n);
+	if (err) {
+		fprintf(stderr, "tilefs: cannot drop units: %s (run it again)\n", strerror(-err));
+		return 1;
+	}
+	printf("dropped %" PRIu64 " units, %" PRIu64 " bytes, of %" PRIu64 " objects\n", units,
+	       bytes, objects);
+	if (!all && objects == 0) {
+		fprintf(stderr, "tilefs: no cached object matches\n");
+		return 1;
+	}
+	return 0;
+}
+
+int cache_admin_main(int argc, char **argv)
+{
+	const char *cmd = NULL, *cache_dir = NULL;
+	char **args = calloc((size_t)argc + 1, sizeof(*args));
+	int nargs = 0, status = EXIT_USAGE;
+	struct admin a = { 0 };
+	bool rebuilt;
+
+	if (!args)
+		return 1;
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			status = 0;
+			goto out;
+		} else if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc) {
+			cache_dir = argv[++i];
+		} else if (strncmp(argv[i], "--cache-dir=", 12) == 0) {
+			cache_dir = argv[i] + 12;
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "tilefs: cache: unknown option '%s'\n", argv[i]);
+			goto usage;
+		} else if (!cmd) {
+			cmd = argv[i];
+		} else {
+			args[nargs++] = argv[i];
+		}
+	}
+	bool known = cmd && (strcmp(cmd, "stat") == 0 || strcmp(cmd, "ls") == 0 ||
+			     strcmp(cmd, "verify") == 0 || strcmp(cmd, "evict") == 0 ||
+			     strcmp(cmd, "clear") == 0);
+	if (!known) {
+		fprintf(stderr, cmd ? "tilefs: cache: unknown command '%s'\n" :
+				      "tilefs: cache: which command?%s\n", cmd ? cmd : "");
+		goto usage;
+	}
+	if ((strcmp(cmd, "evict") == 0) != (nargs > 0) && strcmp(cmd, "ls") != 0) {
+		fprintf(stderr, "tilefs: cache %s: %s\n", cmd,
+			nargs ? "takes no arguments" : "which objects? (a URL glob)");
+		goto usage;
+	}
+	if (strcmp(cmd, "ls") == 0 && nargs > 1) {
+		fprintf(stderr, "tilefs: cache ls: one PATTERN at most\n");
+		goto usage;
+	}
+
+	char *dir = cache_dir ? strdup(cache_dir) : options_default_cache_dir();
+	a.dir = dir;
+	status = 1;
+	int err = dir ? index_open(dir, &a.ix, &rebuilt) : -ENOMEM;
+	if (!err)
+		err = store_open(dir, index_instance(a.ix), &a.store);
+	if (err) {
+		fprintf(stderr, "tilefs: cannot open the cache in %s: %s\n", dir ? dir : "?",
+			strerror(-err));
+	} else if (strcmp(cmd, "stat") == 0) {
+		status = cmd_stat(&a);
+	} else if (strcmp(cmd, "ls") == 0) {
+		status = cmd_ls(&a, nargs ? args[0] : NULL);
+	} else if (strcmp(cmd, "verify") == 0) {
+		status = cmd_verify(&a);
+	} else {
+		status = cmd_evict(&a, args, nargs, strcmp(cmd, "clear") == 0);
+	}
+	if (a.store)
+		store_close(a.store);
+	if (a.ix)
+		index_close(a.ix);
+	free(dir);
+	goto out;
+usage:
+	fprintf(stderr, "Try 'tilefs cache --help'.\n");
+out:
+	free(args);
+	return status;
+}
