@@ -1370,6 +1370,22 @@ static void object_layout(struct cache *c, struct cache_object *obj, uint64_t he
 		layout_init_blocks(&obj->layout, obj->size, obj->block_size);
 }
 
+/* The version REQ's answer names (its ETag, else "lm:" Last-Modified);
+ * -EIO if it did not say how large the object is. */
+static int answer_version(const struct http_request *req, const char *log_name, char *version,
+			  size_t len)
+{
+	if (req->object_size == UINT64_MAX) {
+		log_error("%s: the origin did not say how large it is", log_name);
+		return -EIO;
+	}
+	if (req->etag[0])
+		snprintf(version, len, "%s", req->etag);
+	else
+		snprintf(version, len, "lm:%s", req->last_modified);
+	return 0;
+}
+
 int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		      struct cache_object **out)
 {
@@ -1396,16 +1412,10 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	} else {
 		err = fetch_first(c, url, log_name, &req, &f);
 	}
-	if (!err && req.object_size == UINT64_MAX) {
-		log_error("%s: the origin did not say how large it is", log_name);
-		err = -EIO;
-	}
+	if (!err)
+		err = answer_version(&req, log_name, version, sizeof(version));
 	if (err)
 		goto fail;
-	if (req.etag[0])
-		snprintf(version, sizeof(version), "%s", req.etag);
-	else
-		snprintf(version, sizeof(version), "lm:%s", req.last_modified);
 
 	bool current = known && strcmp(latest.version, version) == 0 &&
 		       latest.size == req.object_size;
@@ -1413,14 +1423,10 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		/* changed on the origin: read the new version's header */
 		log_info("%s changed on the origin", log_name);
 		err = fetch_first(c, url, log_name, &req, &f);
-		if (!err && req.object_size == UINT64_MAX)
-			err = -EIO;
+		if (!err)
+			err = answer_version(&req, log_name, version, sizeof(version));
 		if (err)
 			goto fail;
-		if (req.etag[0])
-			snprintf(version, sizeof(version), "%s", req.etag);
-		else
-			snprintf(version, sizeof(version), "lm:%s", req.last_modified);
 	}
 	f.size = req.object_size;
 	f.etag = req.etag;
