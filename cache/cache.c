@@ -58,6 +58,9 @@
 #define READAHEAD_START (1u << 20)
 #define SLIVER_MAX 16384		/* more than any reader's buffer alignment */
 #define EDGE_SLOTS 256			/* slivers kept, over all objects */
+#define BACKGROUND_BUDGET (64u << 20)	/* whole-object prefetch bytes in flight */
+#define JOB_BATCH 64
+#define STREAMS 8			/* readers of one object told apart */
 
 /*
  * Readers align their reads to their buffer size (stdio, GDAL: 4 or 8
@@ -73,9 +76,6 @@ struct edge {
 	size_t len;			/* 0: empty slot */
 	char buf[SLIVER_MAX];
 };
-#define BACKGROUND_BUDGET (64u << 20)	/* whole-object prefetch bytes in flight */
-#define JOB_BATCH 64
-#define STREAMS 8			/* readers of one object told apart */
 
 /* One reader's sequential reads of an object (readahead). */
 struct stream {
@@ -96,7 +96,6 @@ struct cache_object {
 	uint64_t size;
 	time_t mtime;
 	char last_modified[64];		/* "" when the origin gives none */
-	uint64_t block_size;
 	struct layout layout;		/* read-only once opened */
 	atomic_bool stale;
 	atomic_bool whole_queued;	/* PREFETCH_OBJECT has started on it */
@@ -387,6 +386,25 @@ static void edge_put(struct cache *c, const struct cache_object *obj, uint64_t o
 	memcpy(s->buf, src, len);
 }
 
+/*
+ * Write UNIT of object OBJECT_ID, whose claim we hold, to its data file and
+ * record it in the index (which releases the claim). On failure the bytes
+ * are punched out and the claim released, unless it passed to another
+ * process (-EBUSY: its bytes now). 0 or -errno.
+ */
+static int unit_store(struct cache *c, int64_t object_id, struct extent unit, const char *bytes)
+{
+	int err = store_write(c->store, object_id, bytes, unit.len, unit.off);
+	if (!err)
+		err = index_unit_add(c->index, object_id, unit.off, unit.len,
+				     crc32c(0, bytes, unit.len));
+	if (err && err != -EBUSY) {
+		store_punch(c->store, object_id, unit.off, unit.len);
+		index_unclaim(c->index, object_id, unit.off);
+	}
+	return err;
+}
+
 /* ---- reading cached units ---- */
 
 /* Read all of unit U into DST and check its checksum; 0 or -errno. */
@@ -651,14 +669,6 @@ static void submit_runs(struct cache *c, struct cache_object *obj, struct inflig
 	}
 }
 
-/*
- * Note a read of [off, end) of OBJ and say what to read ahead of it, if
- * anything. Reads that follow each other (small forward skips allowed,
- * such as GDAL's tile leaders) for long enough open a window that doubles
- * each time it is topped up; any other read closes it. Tiles need a longer
- * run than blocks (4 MiB or 16 reads), so that a chip over two or three
- * tiles of a row is not taken for a scan.
- */
 /* c->lock held: STREAM's state in OBJ (taking the least recently used). */
 static struct stream *stream_of(struct cache_object *obj, uint64_t stream)
 {
@@ -677,6 +687,14 @@ static struct stream *stream_of(struct cache_object *obj, uint64_t stream)
 	return s;
 }
 
+/*
+ * Note a read of [off, end) of OBJ by STREAM and say what to read ahead of
+ * it, if anything. Reads that follow each other (small forward skips
+ * allowed, such as GDAL's tile leaders) for long enough open a window that
+ * doubles each time it is topped up; any other read closes it. Tiles need
+ * a longer run than blocks (4 MiB or 16 reads), so that a chip over two or
+ * three tiles of a row is not taken for a scan.
+ */
 static struct extent readahead_plan(struct cache *c, struct cache_object *obj, uint64_t stream,
 				    uint64_t off, uint64_t end)
 {
@@ -967,16 +985,10 @@ static void persist(struct cache *c, struct inflight *e)
 
 	if (!e->claimed)
 		return;
-	int err = store_write(c->store, obj->id, e->buf, e->unit.len, e->unit.off);
-	if (!err)
-		err = index_unit_add(c->index, obj->id, e->unit.off, e->unit.len,
-				     crc32c(0, e->buf, e->unit.len));
+	int err = unit_store(c, obj->id, e->unit, e->buf);
 	if (err == -EBUSY)
 		return;		/* the claim passed to another process: its bytes now */
 	if (err) {
-		/* still ours: leave no unindexed bytes behind */
-		store_punch(c->store, obj->id, e->unit.off, e->unit.len);
-		index_unclaim(c->index, obj->id, e->unit.off);
 		if (err == -ENOSPC || err == -EDQUOT)
 			make_room(c);
 		else
@@ -1194,6 +1206,17 @@ static void fetched_release(struct fetched *f)
 	f->n = 0;
 }
 
+/* The end of the bytes fetched from OFF on, without a gap (OFF: none). */
+static uint64_t fetched_end(const struct fetched *f, uint64_t off)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (off >= f->range[i].off && off < f->range[i].off + f->range[i].len) {
+			off = f->range[i].off + f->range[i].len;
+			i = (size_t)-1;		/* look again from there */
+		}
+	return off;
+}
+
 /* Copy [off, off+len) from what was fetched; false if some is missing. */
 static bool fetched_copy(const struct fetched *f, char *dst, uint64_t off, size_t len)
 {
@@ -1228,12 +1251,7 @@ static int fetched_read(void *arg, void *buf, size_t len, uint64_t off)
 		return 0;
 	if (f->n == PARSE_FETCHES_MAX)
 		return -E2BIG;
-	uint64_t start = off;		/* past what is there already */
-	for (size_t i = 0; i < f->n; i++)
-		if (start >= f->range[i].off && start < f->range[i].off + f->range[i].len) {
-			start = f->range[i].off + f->range[i].len;
-			i = (size_t)-1;		/* look again from there */
-		}
+	uint64_t start = fetched_end(f, off);	/* past what is there already */
 	uint64_t end = off + len - start > PARSE_CHUNK ? off + len : start + PARSE_CHUNK;
 	if (end > f->size)
 		end = f->size;
@@ -1280,42 +1298,37 @@ static void store_fetched(struct cache *c, struct cache_object *obj, const struc
 			if (!bytes)
 				return;
 			if (fetched_copy(f, bytes, unit.off, unit.len) &&
-			    index_claim(c->index, obj->id, unit.off, c->cfg.claim_wait_s, &holder) == 0) {
-				int err = store_write(c->store, obj->id, bytes, unit.len, unit.off);
-				if (!err)
-					err = index_unit_add(c->index, obj->id, unit.off, unit.len,
-							     crc32c(0, bytes, unit.len));
-				if (err && err != -EBUSY) {
-					store_punch(c->store, obj->id, unit.off, unit.len);
-					index_unclaim(c->index, obj->id, unit.off);
-				}
-			}
+			    index_claim(c->index, obj->id, unit.off, c->cfg.claim_wait_s, &holder) == 0)
+				unit_store(c, obj->id, unit, bytes);
 			free(bytes);
 		}
 	}
+}
+
+/* Run REQ (reset) against URL: a HEAD, or a GET of its first LEN bytes
+ * into a buffer the caller frees (req->body). */
+static int probe_run(struct cache *c, const char *url, const char *log_name, uint64_t len,
+		     struct http_request *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->url = url;
+	req->log_name = log_name;
+	req->head = len == 0;
+	req->len = len;
+	if (len && !(req->body = malloc(len)))
+		return -ENOMEM;
+	source_prepare(c->src, req);
+	return http_run(c->http, req);
 }
 
 /* GET the first header_len bytes of URL into F (an empty object: HEAD). */
 static int fetch_first(struct cache *c, const char *url, const char *log_name,
 		       struct http_request *req, struct fetched *f)
 {
-	memset(req, 0, sizeof(*req));
-	req->url = url;
-	req->log_name = log_name;
-	req->len = c->cfg.header_len;
-	req->body = malloc(req->len);
-	if (!req->body)
-		return -ENOMEM;
-	source_prepare(c->src, req);
-	int err = http_run(c->http, req);
+	int err = probe_run(c, url, log_name, c->cfg.header_len, req);
 	if (err == -ERANGE) {
 		free(req->body);
-		memset(req, 0, sizeof(*req));
-		req->url = url;
-		req->log_name = log_name;
-		req->head = true;
-		source_prepare(c->src, req);
-		err = http_run(c->http, req);
+		err = probe_run(c, url, log_name, 0, req);
 	}
 	if (!err && req->body_len > 0) {
 		f->range[0].off = 0;
@@ -1354,20 +1367,21 @@ static int parse_tiles(struct cache *c, struct fetched *f, void **blob, size_t *
 	return err;
 }
 
-/* Cut OBJ as BLOB says (NULL: plain bytes; LEGACY: plain blocks). */
-static void object_layout(struct cache *c, struct cache_object *obj, uint64_t header_len,
+/* Cut OBJ as the index row FOUND and BLOB say (BLOB NULL: plain bytes;
+ * LEGACY: plain blocks). */
+static void object_layout(struct cache_object *obj, const struct index_object *found,
 			  const void *blob, size_t blob_len, bool legacy)
 {
 	struct tiff_map *map = NULL;
 	if (legacy) {
-		layout_init_blocks(&obj->layout, obj->size, obj->block_size);
+		layout_init_blocks(&obj->layout, obj->size, found->block_size);
 		return;
 	}
 	if (blob && tiff_map_decode(blob, blob_len, obj->size, &map) != 0)
 		log_warn("%s: the cached tile map is damaged; reading it as plain bytes",
 			 obj->log_name);
-	if (layout_init(&obj->layout, obj->size, obj->block_size, header_len, map) != 0)
-		layout_init_blocks(&obj->layout, obj->size, obj->block_size);
+	if (layout_init(&obj->layout, obj->size, found->block_size, found->header_len, map) != 0)
+		layout_init_blocks(&obj->layout, obj->size, found->block_size);
 }
 
 /* The version REQ's answer names (its ETag, else "lm:" Last-Modified);
@@ -1401,17 +1415,10 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 
 	bool known = index_object_latest(c->index, url, &latest) == 0;
 	bool claimed = !known && probe_claim(c, url, &latest, &known);
-	if (known) {
-		/* a cached version: just check it is current */
-		memset(&req, 0, sizeof(req));
-		req.url = url;
-		req.log_name = log_name;
-		req.head = true;
-		source_prepare(c->src, &req);
-		err = http_run(c->http, &req);
-	} else {
+	if (known)
+		err = probe_run(c, url, log_name, 0, &req);	/* just check it is current */
+	else
 		err = fetch_first(c, url, log_name, &req, &f);
-	}
 	if (!err)
 		err = answer_version(&req, log_name, version, sizeof(version));
 	if (err)
@@ -1474,8 +1481,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	err = -ENOMEM;
 	if (!obj)
 		goto fail;
-	obj->block_size = found.block_size;
-	object_layout(c, obj, found.header_len, blob, blob_len, legacy);
+	object_layout(obj, &found, blob, blob_len, legacy);
 	store_fetched(c, obj, &f);
 	if (claimed)
 		index_unclaim(c->index, url_claim_key(url), 0);

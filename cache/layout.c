@@ -162,11 +162,18 @@ struct extent layout_unit_at(const struct layout *l, uint64_t off)
 	return (struct extent){ start, end - start };
 }
 
-int layout_is_tile(const struct layout *l, uint64_t off)
+/* The tile unit holding OFF, or NULL (the header, or a block). */
+static const struct layout_unit *tile_unit_at(const struct layout *l, uint64_t off)
 {
 	long i = unit_before(l, off);
-	return i >= 0 && off < l->units[i].off + l->units[i].len &&
-	       l->units[i].block != UINT64_MAX;
+	if (i < 0 || off >= l->units[i].off + l->units[i].len || l->units[i].block == UINT64_MAX)
+		return NULL;
+	return &l->units[i];
+}
+
+bool layout_is_tile(const struct layout *l, uint64_t off)
+{
+	return tile_unit_at(l, off) != NULL;
 }
 
 /* Add the unit of block K to OUT unless it is OWN or already there. */
@@ -189,12 +196,11 @@ static size_t add_block_unit(const struct layout *l, uint64_t k, struct extent o
 size_t layout_related(const struct layout *l, uint64_t off, enum prefetch_policy policy,
 		      struct extent *out, size_t max)
 {
-	long i = unit_before(l, off);
-	if ((policy != PREFETCH_NEIGHBORS && policy != PREFETCH_ROW) || !l->map || i < 0 ||
-	    off >= l->units[i].off + l->units[i].len || l->units[i].block == UINT64_MAX)
+	const struct layout_unit *u = tile_unit_at(l, off);
+	if ((policy != PREFETCH_NEIGHBORS && policy != PREFETCH_ROW) || !u)
 		return 0;
-	struct extent own = { l->units[i].off, l->units[i].len };
-	uint64_t k = l->units[i].block;
+	struct extent own = { u->off, u->len };
+	uint64_t k = u->block;
 	const struct tiff_ifd *d = NULL;
 	for (uint32_t j = 0; j < l->map->nifd; j++)
 		if (k >= l->map->ifds[j].first && k < l->map->ifds[j].first + l->map->ifds[j].n)

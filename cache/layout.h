@@ -16,6 +16,7 @@
 #ifndef TILEFS_LAYOUT_H
 #define TILEFS_LAYOUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,7 +61,7 @@ void layout_release(struct layout *l);
 /* The unit holding byte OFF (< object_size). */
 struct extent layout_unit_at(const struct layout *l, uint64_t off);
 /* Is the unit holding OFF a tile (or strip)? */
-int layout_is_tile(const struct layout *l, uint64_t off);
+bool layout_is_tile(const struct layout *l, uint64_t off);
 
 /*
  * The units POLICY adds to a read of the tile unit holding OFF: its
