@@ -35,6 +35,15 @@ except OSError as e:
 EOF
 }
 
+# copy_corpus: the shared TIFF corpus into the origin as good/ and bad/
+# (copies: the corpus itself is never touched), or skip the test.
+copy_corpus() {
+	local corpus=${TILEFS_CORPUS:-$REPO_ROOT/../shared/corpus}
+	[ -d "$corpus/good" ] || skip "no TIFF corpus at $corpus (set TILEFS_CORPUS)"
+	cp -r "$corpus/good" "$SAMPLES/good"
+	cp -r "$corpus/bad" "$SAMPLES/bad"
+}
+
 @test "every file of the origin reads byte-identical (cat/cmp)" {
 	tilefs_mount "$ORIGIN_URL" "$MNT"
 	assert_eq "$(file_list "$MNT")" "$(file_list "$SAMPLES")" "files under the mount"
@@ -43,10 +52,7 @@ EOF
 }
 
 @test "the TIFF corpus, good and malformed, reads byte-identical" {
-	local corpus=${TILEFS_CORPUS:-$REPO_ROOT/../shared/corpus}
-	[ -d "$corpus/good" ] || skip "no TIFF corpus at $corpus (set TILEFS_CORPUS)"
-	cp -r "$corpus/good" "$SAMPLES/good"
-	cp -r "$corpus/bad" "$SAMPLES/bad"
+	copy_corpus
 	tilefs_mount "$ORIGIN_URL" "$MNT"
 	assert_eq "$(file_list "$MNT/bad")" "$(file_list "$SAMPLES/bad")" "files under bad/"
 	assert_eq "$(file_list "$MNT/good")" "$(file_list "$SAMPLES/good")" "files under good/"
@@ -285,10 +291,7 @@ PYEOF
 }
 
 @test "rasterio on the TIFF corpus: same arrays (or the same failure) through the mount" {
-	local corpus=${TILEFS_CORPUS:-$REPO_ROOT/../shared/corpus}
-	[ -d "$corpus/good" ] || skip "no TIFF corpus at $corpus (set TILEFS_CORPUS)"
-	cp -r "$corpus/good" "$SAMPLES/good"
-	cp -r "$corpus/bad" "$SAMPLES/bad"
+	copy_corpus
 	tilefs_mount "$ORIGIN_URL" "$MNT"
 	run_to 240 "$PY" - "$MNT" "$SAMPLES" <<'PYEOF'
 import os, sys, warnings
