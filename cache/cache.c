@@ -119,6 +119,8 @@ struct inflight {
 	bool prefetch;			/* no reader asked for it (yet) */
 	bool sliver;			/* part of a unit, for one read only: in
 					   c->slivers while fetched, never persisted */
+	bool done;			/* the persist thread is through with it */
+	int store_err;			/* and this is how storing it went */
 	struct inflight *sliver_next;	/* protected by c->lock */
 };
 
@@ -525,13 +527,13 @@ static void run_done(struct http_request *req, void *arg)
 /* Fetch UNITS[0..n), in order in the object, with one GET (of the gaps
  * between them too). */
 static void run_submit(struct cache *c, struct cache_object *obj, struct inflight **units,
-		       size_t n, bool background)
+		       size_t n, bool background, bool for_reader)
 {
 	struct fetch_run *run = calloc(1, sizeof(*run) + n * sizeof(run->units[0]));
 	uint64_t off = units[0]->unit.off;
 	uint64_t end = units[n - 1]->unit.off + units[n - 1]->unit.len;
 	/* a tile read for a reader: bring the rest of its last page too */
-	uint64_t spill = background || units[n - 1]->sliver ||
+	uint64_t spill = !for_reader || background || units[n - 1]->sliver ||
 			 !layout_is_tile(&obj->layout, units[n - 1]->unit.off) ? 0 :
 			 (SLIVER_MAX - end % SLIVER_MAX) % SLIVER_MAX;
 	if (spill > obj->size - end)
@@ -608,7 +610,7 @@ static void wait_for_other(struct cache *c, struct cache_object *obj, struct inf
 		e->claimed = rc == 0;
 		break;
 	}
-	run_submit(c, obj, &e, 1, false);
+	run_submit(c, obj, &e, 1, false, true);
 }
 
 /* Start fetching UNIT of OBJ ahead of any read, unless it is cached, in
@@ -650,9 +652,11 @@ static int entry_cmp(const void *a, const void *b)
 /*
  * Fetch ENTRIES[0..n) (claimed, sorted by offset): units at most merge_gap
  * apart share one GET, up to max_request bytes; a GET made only of
- * prefetched units runs in the background.
+ * prefetched units runs in the background. FOR_READER: a reader waits, so
+ * a GET ending in a tile brings the rest of its last page too.
  */
-static void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v, size_t n)
+static void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v, size_t n,
+			bool for_reader)
 {
 	for (size_t i = 0; i < n;) {
 		uint64_t start = v[i]->unit.off, end = start + v[i]->unit.len;
@@ -664,7 +668,7 @@ static void submit_runs(struct cache *c, struct cache_object *obj, struct inflig
 			demand |= !v[j]->prefetch;
 			j++;
 		}
-		run_submit(c, obj, v + i, j - i, !demand);
+		run_submit(c, obj, v + i, j - i, !demand, for_reader);
 		i = j;
 	}
 }
@@ -889,7 +893,7 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, uint64_t stream, c
 		pthread_mutex_unlock(&c->lock);
 	}
 	qsort(fetch, nall, sizeof(*fetch), entry_cmp);
-	submit_runs(c, obj, fetch, nall);
+	submit_runs(c, obj, fetch, nall, true);
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < nall; i++)
 		if (fetch[i]->prefetch)
@@ -923,6 +927,98 @@ out:
 	free(fetch);
 	free(others);
 	return result;
+}
+
+/* ---- warming ---- */
+
+const struct layout *cache_object_layout(const struct cache_object *obj)
+{
+	return &obj->layout;
+}
+
+int cache_units_missing(struct cache *c, const struct cache_object *obj,
+			const struct extent *units, size_t n, bool *missing)
+{
+	struct index_unit *have = NULL;
+	size_t nhave = 0, j = 0;
+	int err = obj->id < 0 ? 0 : index_units_of(c->index, obj->id, &have, &nhave);
+
+	if (err)
+		return err;
+	for (size_t i = 0; i < n; i++) {
+		while (j < nhave && have[j].off < units[i].off)
+			j++;
+		missing[i] = !(j < nhave && have[j].off == units[i].off && have[j].len == units[i].len);
+	}
+	free(have);
+	return 0;
+}
+
+int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *units, size_t n,
+	       struct cache_warm_counts *out)
+{
+	struct inflight **v = calloc(n ? n : 1, sizeof(*v));
+	size_t k = 0;
+	int err = 0;
+
+	if (!v)
+		return -ENOMEM;
+	if (obj->id < 0) {
+		free(v);
+		return -ENOTSUP;	/* the origin gives no version to cache it by */
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		struct index_unit u;
+		pid_t holder;
+		if (index_unit_find(c->index, obj->id, units[i].off, &u) == 0 &&
+		    u.len == units[i].len) {
+			out->cached += units[i].len;
+			continue;
+		}
+		int rc = index_claim(c->index, obj->id, units[i].off, c->cfg.claim_wait_s, &holder);
+		if (rc == -EEXIST) {
+			out->cached += units[i].len;
+			continue;
+		}
+		if (rc == -EBUSY) {
+			out->elsewhere += units[i].len;	/* another process is fetching it */
+			continue;
+		}
+		if (rc) {
+			err = rc;
+			break;
+		}
+		pthread_mutex_lock(&c->lock);
+		struct inflight *e = table_find(c, obj->id, units[i].off) ? NULL :
+				     entry_new(c, obj, units[i]);
+		if (e)
+			e->claimed = true;
+		pthread_mutex_unlock(&c->lock);
+		if (!e) {
+			index_unclaim(c->index, obj->id, units[i].off);
+			out->elsewhere += units[i].len;	/* this process has it in flight */
+			continue;
+		}
+		v[k++] = e;
+	}
+	submit_runs(c, obj, v, k, false);
+
+	/* wait until every unit is fetched and stored (or failed) */
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < k; i++) {
+		struct inflight *e = v[i];
+		while (!e->done)
+			pthread_cond_wait(&c->changed, &c->lock);
+		int failed = e->state == UNIT_FAILED ? (e->err ? e->err : -EIO) : e->store_err;
+		if (failed && !err)
+			err = failed;
+		if (!failed)
+			out->fetched += e->unit.len;
+		entry_unref(e);
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(v);
+	return err;
 }
 
 /* ---- the persist thread ---- */
@@ -979,26 +1075,27 @@ static void make_room(struct cache *c)
  * under the unit's claim: without it another process may be writing or
  * evicting the same bytes.
  */
-static void persist(struct cache *c, struct inflight *e)
+static int persist(struct cache *c, struct inflight *e)
 {
 	struct cache_object *obj = e->obj;
 
 	if (!e->claimed)
-		return;
+		return 0;
 	int err = unit_store(c, obj->id, e->unit, e->buf);
 	if (err == -EBUSY)
-		return;		/* the claim passed to another process: its bytes now */
+		return 0;	/* the claim passed to another process: its bytes now */
 	if (err) {
 		if (err == -ENOSPC || err == -EDQUOT)
 			make_room(c);
 		else
 			log_warn("cannot cache a unit of %s: %s", obj->log_name, strerror(-err));
-		return;
+		return err;
 	}
 	if (c->disk_full_logged) {
 		c->disk_full_logged = false;
 		store_reserve_restore(c->store);
 	}
+	return 0;
 }
 
 static void flush_touched(struct cache *c)
@@ -1047,7 +1144,7 @@ static void job_step(struct cache *c)
 		}
 		job->cursor = unit.off + unit.len;
 	}
-	submit_runs(c, obj, batch, n);
+	submit_runs(c, obj, batch, n, false);
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < n; i++)
 		entry_unref(batch[i]);
@@ -1083,13 +1180,17 @@ static void *persist_thread(void *arg)
 			if (!c->queue_head)
 				c->queue_tail = NULL;
 			pthread_mutex_unlock(&c->lock);
+			int err = 0;
 			if (e->persist) {
-				persist(c, e);
+				err = persist(c, e);
 				evict(c);
 			} else if (e->claimed) {
 				index_unclaim(c->index, e->obj->id, e->unit.off);
 			}
 			pthread_mutex_lock(&c->lock);
+			e->done = true;
+			e->store_err = err;
+			pthread_cond_broadcast(&c->changed);
 			/* out of the table: later reads find it in the index */
 			struct inflight **link = &c->table[table_slot(e->obj->id, e->unit.off)];
 			while (*link != e)

@@ -84,6 +84,28 @@ const char *cache_dir(const struct cache *c);
 ssize_t cache_read(struct cache *c, struct cache_object *obj, uint64_t stream, char *buf,
 		   size_t len, uint64_t off);
 
+/* How OBJ is cut into units (tilefs warm picks units from it). */
+const struct layout *cache_object_layout(const struct cache_object *obj);
+
+/* Which of UNITS[0..n) (sorted) of OBJ are not cached: missing[i]. 0 or -errno. */
+int cache_units_missing(struct cache *c, const struct cache_object *obj,
+			const struct extent *units, size_t n, bool *missing);
+
+struct cache_warm_counts {
+	uint64_t fetched;		/* bytes fetched and stored now */
+	uint64_t cached;		/* bytes that were cached already */
+	uint64_t elsewhere;		/* bytes another fetch had in hand */
+};
+/*
+ * Fetch and store UNITS[0..n) of OBJ (whole units of its layout, sorted),
+ * except those cached already or being fetched by another process (or
+ * thread), adjacent units in one GET of up to max_request bytes. Returns
+ * once all are stored: 0, or the first error (-ESTALE: OBJ changed on the
+ * origin; -ENOSPC: no room to store). Adds to *out either way.
+ */
+int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *units, size_t n,
+	       struct cache_warm_counts *out);
+
 struct cache_stats {
 	uint64_t hits, misses, prefetched, bytes_served, bytes_fetched, evicted;
 };

@@ -481,6 +481,18 @@ int ns_open(struct namespace *ns, const char *path, struct cache_object **out, b
 /* ---- manifests ---- */
 
 /* Add the file at relative PATH (URL: explicit, or NULL); ns->lock held. */
+char *ns_url(struct namespace *ns, const char *path)
+{
+	struct ns_node *n;
+	char *url = NULL;
+
+	pthread_mutex_lock(&ns->lock);
+	if (resolve(ns, path, &n) == 0 && !n->is_dir)
+		url = n->url ? strdup(n->url) : source_object_url(ns->src, path);
+	pthread_mutex_unlock(&ns->lock);
+	return url;
+}
+
 static int manifest_add(struct namespace *ns, char *path, const char *url)
 {
 	struct ns_node *dir = ns->root;
@@ -577,4 +589,22 @@ int ns_load_manifest(struct namespace *ns, const char *path, char *err_text, siz
 	free(prefix);
 	fclose(f);
 	return err;
+}
+
+void ns_list_error(const struct source *src, int err, char *buf, size_t len)
+{
+	const char *why = err == -EPERM ? "TLS certificate not trusted" :
+			  err == -EACCES ? "access denied" : strerror(-err);
+	char hint[512];
+
+	if (err == -EPERM)
+		snprintf(hint, sizeof(hint), "give the CA with --ca-file FILE");
+	else if (err == -EACCES)
+		snprintf(hint, sizeof(hint), "check the credentials%s%s",
+			 src->credentials[0] ? " from " : "", src->credentials);
+	else if (err == -ENOENT)
+		snprintf(hint, sizeof(hint), "check the URL");
+	else
+		snprintf(hint, sizeof(hint), "is the origin up? see the log for details");
+	snprintf(buf, len, "cannot list %s: %s (%s)", src->display, why, hint);
 }

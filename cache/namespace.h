@@ -48,4 +48,9 @@ int ns_readdir(struct namespace *ns, const char *path, ns_fill_fn fill, void *ar
 int ns_open(struct namespace *ns, const char *path, struct cache_object **out, bool *unchanged,
 	    bool *older_open);
 
+/* The URL the file at PATH is read from (NULL: no such file); caller frees. */
+char *ns_url(struct namespace *ns, const char *path);
+/* What to tell the user when listing SRC failed with ERR, and what to try. */
+void ns_list_error(const struct source *src, int err, char *buf, size_t len);
+
 #endif

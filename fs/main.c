@@ -13,6 +13,7 @@
 #include "fs/options.h"
 #include "tools/cache_admin.h"
 #include "tools/inspect.h"
+#include "tools/warm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define EXIT_USAGE 2
@@ -30,6 +30,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tilefs mount [OPTIONS] SOURCE MOUNTPOINT\n"
+		"       tilefs warm [OPTIONS] SOURCE [PATH_OR_GLOB...]\n"
 		"       tilefs inspect [--blocks] [--cache-dir DIR] PATH_OR_URL\n"
 		"       tilefs cache stat|ls|verify|evict|clear [--cache-dir DIR] [ARGS]\n"
 		"       tilefs --help | --version\n"
@@ -39,10 +40,12 @@ static void usage(FILE *out)
 		"\n"
 		"Commands:\n"
 		"  mount    mount SOURCE at MOUNTPOINT; unmount with 'fusermount3 -u MOUNTPOINT'\n"
+		"  warm     fetch files (or just their headers, overviews, a window) into\n"
+		"           the cache before a mount reads them\n"
 		"  inspect  show a file's TIFF tile map and how much of it is cached\n"
 		"  cache    look at and manage a cache dir: stat, ls, verify, evict, clear\n"
 		"\n"
-		"Run 'tilefs mount --help' for the options.\n");
+		"Run 'tilefs mount --help' or 'tilefs warm --help' for their options.\n");
 }
 
 static void mount_usage(FILE *out)
@@ -56,7 +59,7 @@ static void mount_usage(FILE *out)
 		"mount is ready; unmount with 'fusermount3 -u MOUNTPOINT'.\n"
 		"\n"
 		"Options:\n");
-	options_usage(out);
+	options_usage(out, OPTIONS_MOUNT);
 	fprintf(out,
 		"\n"
 		"Example:\n"
@@ -71,23 +74,6 @@ static int fail_usage(const char *msg)
 {
 	fprintf(stderr, "tilefs: %s\nTry 'tilefs mount --help'.\n", msg);
 	return EXIT_USAGE;
-}
-
-static int mkdir_parents(const char *path)
-{
-	char buf[4096];
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-		return -errno;
-	return 0;
 }
 
 /* Start-up checks that need no network; message printed on failure. */
@@ -115,14 +101,8 @@ static int check_local(struct options *o)
 			"(fusermount3 -u %s)\n", o->mountpoint, o->mountpoint);
 		return -1;
 	}
-	int err = mkdir_parents(o->cache_dir);
-	if (!err && access(o->cache_dir, R_OK | W_OK | X_OK) != 0)
-		err = -errno;
-	if (err) {
-		fprintf(stderr, "tilefs: cache dir %s is not usable: %s (choose another with "
-			"--cache-dir)\n", o->cache_dir, strerror(-err));
+	if (options_make_cache_dir(o->cache_dir) != 0)
 		return -1;
-	}
 	if (o->list_file && access(o->list_file, R_OK) != 0) {
 		fprintf(stderr, "tilefs: cannot read the list %s: %s\n", o->list_file,
 			strerror(errno));
@@ -134,15 +114,6 @@ static int check_local(struct options *o)
 		return -1;
 	}
 	return 0;
-}
-
-static uint64_t default_cache_size(const char *dir)
-{
-	struct statvfs v;
-	if (statvfs(dir, &v) != 0)
-		return 10ull << 30;
-	uint64_t half = (uint64_t)v.f_bavail * v.f_frsize / 2;
-	return half > (64ull << 20) ? half : 64ull << 20;
 }
 
 /* Tell the waiting parent how start-up went, then leave the terminal. */
@@ -204,7 +175,7 @@ static int cmd_mount(int argc, char **argv)
 	struct mount *m = NULL;
 	int status = 1, ready_fd = -1;
 
-	if (options_parse(&o, argc, argv, err_text, sizeof(err_text)) != 0) {
+	if (options_parse(&o, OPTIONS_MOUNT, argc, argv, err_text, sizeof(err_text)) != 0) {
 		options_release(&o);
 		return fail_usage(err_text);
 	}
@@ -274,7 +245,7 @@ static int cmd_mount(int argc, char **argv)
 	}
 	struct cache_config cc = {
 		.dir = o.cache_dir,
-		.size_limit = o.cache_size ? o.cache_size : default_cache_size(o.cache_dir),
+		.size_limit = o.cache_size ? o.cache_size : options_default_cache_size(o.cache_dir),
 		.block_size = o.block_size,
 		.header_len = o.header_size,
 		.max_request = 16u << 20,
@@ -305,19 +276,8 @@ static int cmd_mount(int argc, char **argv)
 		if (!err)
 			err = ns_readdir(ns, "", NULL, NULL);
 		if (err) {
-			char hint[512];
-			if (err == -EPERM)
-				snprintf(hint, sizeof(hint), " (give the CA with --ca-file FILE)");
-			else if (err == -EACCES)
-				snprintf(hint, sizeof(hint), " (check the credentials%s%s)",
-					 src->credentials[0] ? " from " : "", src->credentials);
-			else if (err == -ENOENT)
-				snprintf(hint, sizeof(hint), " (check the URL)");
-			else
-				snprintf(hint, sizeof(hint), " (is the origin up? see the log for details)");
-			fprintf(stderr, "tilefs: cannot list %s: %s%s\n", src->display,
-				err == -EPERM ? "TLS certificate not trusted" :
-				err == -EACCES ? "access denied" : strerror(-err), hint);
+			ns_list_error(src, err, err_text, sizeof(err_text));
+			fprintf(stderr, "tilefs: %s\n", err_text);
 			goto out;
 		}
 	}
@@ -373,6 +333,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "mount") == 0)
 		return cmd_mount(argc - 2, argv + 2);
+	if (strcmp(argv[1], "warm") == 0)
+		return warm_main(argc - 2, argv + 2);
 	if (strcmp(argv[1], "inspect") == 0)
 		return inspect_main(argc - 2, argv + 2);
 	if (strcmp(argv[1], "cache") == 0)

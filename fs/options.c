@@ -9,12 +9,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 enum opt_type { OPT_FLAG, OPT_STRING, OPT_SIZE, OPT_LONG, OPT_LEVEL, OPT_PREFETCH };
 
 struct option_def {
 	const char *name;
+	unsigned cmds;			/* OPTIONS_MOUNT | OPTIONS_WARM */
 	char short_name;
 	enum opt_type type;
 	size_t offset;
@@ -25,58 +28,88 @@ struct option_def {
 };
 
 #define OFF(field) offsetof(struct options, field)
+#define M OPTIONS_MOUNT
+#define W OPTIONS_WARM
 
 static const struct option_def defs[] = {
-	{ "foreground", 'f', OPT_FLAG, OFF(foreground), NULL, NULL, 0, 0,
+	{ "foreground", M, 'f', OPT_FLAG, OFF(foreground), NULL, NULL, 0, 0,
 	  "stay in the foreground and log to stderr" },
-	{ "cache-dir", 0, OPT_STRING, OFF(cache_dir), "DIR", NULL, 0, 0,
+	{ "cache-dir", M | W, 0, OPT_STRING, OFF(cache_dir), "DIR", NULL, 0, 0,
 	  "where cached data and its index live (default /var/cache/tilefs for root,\n"
 	  "$XDG_CACHE_HOME/tilefs otherwise); shared by every tilefs using it" },
-	{ "cache-size", 0, OPT_SIZE, OFF(cache_size), "SIZE", NULL, 1 << 20, INT64_MAX,
+	{ "cache-size", M | W, 0, OPT_SIZE, OFF(cache_size), "SIZE", NULL, 1 << 20, INT64_MAX,
 	  "most data to keep, e.g. 500M, 200G (default: half the free space)" },
-	{ "block-size", 0, OPT_SIZE, OFF(block_size), "SIZE", "256K", 4096, 64 << 20,
+	{ "block-size", M | W, 0, OPT_SIZE, OFF(block_size), "SIZE", "256K", 4096, 64 << 20,
 	  "unit of caching and fetching" },
-	{ "header-size", 0, OPT_SIZE, OFF(header_size), "SIZE", "64K", 4096, 16 << 20,
+	{ "header-size", M | W, 0, OPT_SIZE, OFF(header_size), "SIZE", "64K", 4096, 16 << 20,
 	  "bytes fetched when a file is first opened: a COG's IFDs and tile\n"
 	  "index usually fit, so opening costs one request" },
-	{ "prefetch", 0, OPT_PREFETCH, OFF(prefetch), "POLICY", "none", 0, 0,
+	{ "prefetch", M, 0, OPT_PREFETCH, OFF(prefetch), "POLICY", "none", 0, 0,
 	  "what a tile read also fetches: none, neighbors (the tiles around\n"
 	  "it), row (the rest of its tile row), object (the whole file, in the\n"
 	  "background)" },
-	{ "merge-gap", 0, OPT_SIZE, OFF(merge_gap), "SIZE", "32K", 0, 16 << 20,
+	{ "merge-gap", M, 0, OPT_SIZE, OFF(merge_gap), "SIZE", "32K", 0, 16 << 20,
 	  "fetch units this close together with one request" },
-	{ "readahead", 0, OPT_SIZE, OFF(readahead), "SIZE", "16M", 0, 256 << 20,
+	{ "readahead", M, 0, OPT_SIZE, OFF(readahead), "SIZE", "16M", 0, 256 << 20,
 	  "largest readahead window of a sequential read (0: none)" },
-	{ "ttl", 0, OPT_LONG, OFF(ttl), "SECONDS", "60", 0, 86400 * 365,
+	{ "ttl", M, 0, OPT_LONG, OFF(ttl), "SECONDS", "60", 0, 86400 * 365,
 	  "trust directory listings and object versions this long; 0 checks\n"
 	  "the origin on every open" },
-	{ "list", 0, OPT_STRING, OFF(list_file), "FILE", NULL, 0, 0,
+	{ "list", M, 0, OPT_STRING, OFF(list_file), "FILE", NULL, 0, 0,
 	  "take the file tree from FILE (relative paths or URLs, one per line)\n"
 	  "instead of directory listings" },
-	{ "endpoint", 0, OPT_STRING, OFF(endpoint), "URL", NULL, 0, 0,
+	{ "endpoint", M | W, 0, OPT_STRING, OFF(endpoint), "URL", NULL, 0, 0,
 	  "S3, Azure or GCS endpoint (S3-compatible servers, emulators);\n"
 	  "for S3 it implies path-style addressing" },
-	{ "region", 0, OPT_STRING, OFF(region), "REGION", NULL, 0, 0,
+	{ "region", M | W, 0, OPT_STRING, OFF(region), "REGION", NULL, 0, 0,
 	  "S3 region (default: AWS_REGION, the profile's, us-east-1)" },
-	{ "virtual-hosted", 0, OPT_FLAG, OFF(virtual_hosted), NULL, NULL, 0, 0,
+	{ "virtual-hosted", M | W, 0, OPT_FLAG, OFF(virtual_hosted), NULL, NULL, 0, 0,
 	  "S3: put the bucket in the host name even with --endpoint" },
-	{ "no-sign-request", 0, OPT_FLAG, OFF(no_sign_request), NULL, NULL, 0, 0,
+	{ "no-sign-request", M | W, 0, OPT_FLAG, OFF(no_sign_request), NULL, NULL, 0, 0,
 	  "read public data anonymously (S3, Azure, GCS)" },
-	{ "requester-pays", 0, OPT_FLAG, OFF(requester_pays), NULL, NULL, 0, 0,
+	{ "requester-pays", M | W, 0, OPT_FLAG, OFF(requester_pays), NULL, NULL, 0, 0,
 	  "S3: agree to pay for requests to a requester-pays bucket" },
-	{ "page-size", 0, OPT_LONG, OFF(page_size), "N", "0", 0, 5000,
+	{ "page-size", M | W, 0, OPT_LONG, OFF(page_size), "N", "0", 0, 5000,
 	  "objects per listing page for S3, Azure, GCS (0: the server's)" },
-	{ "ca-file", 0, OPT_STRING, OFF(ca_file), "FILE", NULL, 0, 0,
+	{ "ca-file", M | W, 0, OPT_STRING, OFF(ca_file), "FILE", NULL, 0, 0,
 	  "trust the CA certificates in FILE (PEM) for https origins" },
-	{ "retries", 0, OPT_LONG, OFF(retries), "N", "5", 0, 100,
+	{ "retries", M | W, 0, OPT_LONG, OFF(retries), "N", "5", 0, 100,
 	  "retries of a failed request before the read fails with EIO" },
-	{ "connections", 0, OPT_LONG, OFF(max_connections), "N", "16", 1, 256,
+	{ "connections", M, 0, OPT_LONG, OFF(max_connections), "N", "16", 1, 256,
 	  "connections to the origin at most" },
-	{ "log-level", 0, OPT_LEVEL, OFF(log_level), "LEVEL", "warn", 0, 0,
+	{ "log-level", M | W, 0, OPT_LEVEL, OFF(log_level), "LEVEL", "warn", 0, 0,
 	  "error, warn, info or debug" },
-	{ "log-file", 0, OPT_STRING, OFF(log_file), "FILE", NULL, 0, 0,
-	  "append log lines to FILE (default: stderr with -f, else\n"
-	  "CACHE_DIR/tilefs.log)" },
+	{ "log-file", M | W, 0, OPT_STRING, OFF(log_file), "FILE", NULL, 0, 0,
+	  "append log lines to FILE (default: CACHE_DIR/tilefs.log for a\n"
+	  "mount, stderr with -f and for warm)" },
+	{ "metrics-file", M, 0, OPT_STRING, OFF(metrics_file), "FILE", NULL, 0, 0,
+	  "rewrite FILE every 5 seconds with the mount's counters, in\n"
+	  "Prometheus text format" },
+	{ "metrics-port", M, 0, OPT_LONG, OFF(metrics_port), "PORT", "0", 0, 65535,
+	  "serve the same counters at http://127.0.0.1:PORT/metrics (0: off)" },
+	{ "from-file", W, 0, OPT_STRING, OFF(from_file), "LIST", NULL, 0, 0,
+	  "warm the files LIST names (paths under SOURCE or URLs, one per\n"
+	  "line) instead of listing SOURCE" },
+	{ "header-only", W, 0, OPT_FLAG, OFF(header_only), NULL, NULL, 0, 0,
+	  "just each file's header (IFDs and tile index): opens cost nothing" },
+	{ "overviews", W, 0, OPT_FLAG, OFF(overviews), NULL, NULL, 0, 0,
+	  "the header and every overview (reduced-resolution) IFD" },
+	{ "ifd", W, 0, OPT_LONG, OFF(ifd), "N", NULL, 0, 1023,
+	  "the header and IFD N (numbered as 'tilefs inspect' shows them)" },
+	{ "window", W, 0, OPT_STRING, OFF(window), "X,Y,W,H", NULL, 0, 0,
+	  "the header and the tiles under this pixel window of the\n"
+	  "full-resolution image (and of its mask)" },
+	{ "jobs", W, 'j', OPT_LONG, OFF(jobs), "N", "16", 1, 256,
+	  "transfers at once" },
+	{ "shard", W, 0, OPT_STRING, OFF(shard), "I/N", NULL, 0, 0,
+	  "take only shard I of N (1 <= I <= N): N machines given 1/N .. N/N\n"
+	  "warm disjoint parts that together cover every file" },
+	{ "dry-run", W, 'n', OPT_FLAG, OFF(dry_run), NULL, NULL, 0, 0,
+	  "print what would be fetched and how many bytes; reads each\n"
+	  "file's header (as opening it does) but nothing more" },
+	{ "partial", W, 0, OPT_FLAG, OFF(partial), NULL, NULL, 0, 0,
+	  "when the selection exceeds --cache-size, warm the files that fit\n"
+	  "instead of refusing" },
 };
 
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))
@@ -165,10 +198,11 @@ static int set_value(struct options *o, const struct option_def *d, const char *
 	return -EINVAL;
 }
 
-static const struct option_def *find_long(const char *name, size_t len)
+static const struct option_def *find_long(unsigned cmd, const char *name, size_t len)
 {
 	for (size_t i = 0; i < NDEFS; i++)
-		if (strlen(defs[i].name) == len && strncmp(defs[i].name, name, len) == 0)
+		if ((defs[i].cmds & cmd) && strlen(defs[i].name) == len &&
+		    strncmp(defs[i].name, name, len) == 0)
 			return &defs[i];
 	return NULL;
 }
@@ -193,7 +227,7 @@ static int parse_o(struct options *o, const char *list, char *err, size_t err_si
 	for (const char *p = list; *p;) {
 		size_t len = strcspn(p, ",");
 		size_t name_len = strcspn(p, "=,");
-		const struct option_def *d = find_long(p, name_len);
+		const struct option_def *d = find_long(OPTIONS_MOUNT, p, name_len);
 		int rc;
 		if (d && d->type == OPT_FLAG) {
 			rc = set_value(o, d, NULL, err, err_size);
@@ -223,15 +257,44 @@ static int parse_o(struct options *o, const char *list, char *err, size_t err_si
 static int set_defaults(struct options *o, char *err, size_t err_size)
 {
 	memset(o, 0, sizeof(*o));
+	o->ifd = -1;
 	for (size_t i = 0; i < NDEFS; i++)
 		if (defs[i].def && set_value(o, &defs[i], defs[i].def, err, err_size) != 0)
 			return -EINVAL;
 	return 0;
 }
 
-int options_parse(struct options *o, int argc, char **argv, char *err, size_t err_size)
+/* A positional argument: SOURCE, then MOUNTPOINT or the paths to warm. */
+static int add_positional(struct options *o, unsigned cmd, const char *a, char *err,
+			  size_t err_size)
 {
-	int positional = 0, rc;
+	char *copy = strdup(a);
+	if (!copy)
+		return -ENOMEM;
+	if (!o->source) {
+		o->source = copy;
+	} else if (cmd == OPTIONS_MOUNT && !o->mountpoint) {
+		o->mountpoint = copy;
+	} else if (cmd == OPTIONS_WARM) {
+		char **grown = realloc(o->paths, (o->npaths + 1) * sizeof(*grown));
+		if (!grown) {
+			free(copy);
+			return -ENOMEM;
+		}
+		o->paths = grown;
+		o->paths[o->npaths++] = copy;
+	} else {
+		free(copy);
+		snprintf(err, err_size, "unexpected argument '%s'", a);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int options_parse(struct options *o, unsigned cmd, int argc, char **argv, char *err,
+		  size_t err_size)
+{
+	int rc;
 
 	if (set_defaults(o, err, err_size) != 0)
 		return -EINVAL;
@@ -244,7 +307,7 @@ int options_parse(struct options *o, int argc, char **argv, char *err, size_t er
 			o->help = true;
 			continue;
 		}
-		if (strcmp(a, "-o") == 0 || strncmp(a, "-o", 2) == 0) {
+		if (cmd == OPTIONS_MOUNT && strncmp(a, "-o", 2) == 0) {
 			const char *list = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!list) {
 				snprintf(err, err_size, "-o needs a list of options");
@@ -257,23 +320,17 @@ int options_parse(struct options *o, int argc, char **argv, char *err, size_t er
 		}
 		if (strncmp(a, "--", 2) == 0 && a[2]) {
 			size_t len = strcspn(a + 2, "=");
-			d = find_long(a + 2, len);
+			d = find_long(cmd, a + 2, len);
 			if (a[2 + len] == '=')
 				value = a + 3 + len;
 		} else if (a[0] == '-' && a[1] && !a[2]) {
 			for (size_t k = 0; k < NDEFS; k++)
-				if (defs[k].short_name == a[1])
+				if ((defs[k].cmds & cmd) && defs[k].short_name == a[1])
 					d = &defs[k];
 		} else {
-			if (positional == 0)
-				o->source = strdup(a);
-			else if (positional == 1)
-				o->mountpoint = strdup(a);
-			else {
-				snprintf(err, err_size, "unexpected argument '%s'", a);
-				return -EINVAL;
-			}
-			positional++;
+			rc = add_positional(o, cmd, a, err, err_size);
+			if (rc)
+				return rc;
 			continue;
 		}
 		if (!d) {
@@ -298,13 +355,54 @@ int options_parse(struct options *o, int argc, char **argv, char *err, size_t er
 	}
 	if (o->help)
 		return 0;
-	if (positional < 2) {
+	if (cmd == OPTIONS_MOUNT && !o->mountpoint) {
 		snprintf(err, err_size, "mount needs a SOURCE and a MOUNTPOINT");
+		return -EINVAL;
+	}
+	if (cmd == OPTIONS_WARM && !o->source) {
+		snprintf(err, err_size, "warm needs a SOURCE");
 		return -EINVAL;
 	}
 	if (!o->cache_dir)
 		o->cache_dir = options_default_cache_dir();
 	return 0;
+}
+
+uint64_t options_default_cache_size(const char *dir)
+{
+	struct statvfs v;
+	if (statvfs(dir, &v) != 0)
+		return 10ull << 30;
+	uint64_t half = (uint64_t)v.f_bavail * v.f_frsize / 2;
+	return half > (64ull << 20) ? half : 64ull << 20;
+}
+
+static int mkdir_parents(const char *path)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int options_make_cache_dir(const char *dir)
+{
+	int err = mkdir_parents(dir);
+	if (!err && access(dir, R_OK | W_OK | X_OK) != 0)
+		err = -errno;
+	if (err)
+		fprintf(stderr, "tilefs: cache dir %s is not usable: %s (choose another with "
+			"--cache-dir)\n", dir, strerror(-err));
+	return err;
 }
 
 char *options_default_cache_dir(void)
@@ -328,14 +426,19 @@ void options_release(struct options *o)
 	free(o->fuse_opts);
 	free(o->source);
 	free(o->mountpoint);
+	for (size_t i = 0; i < o->npaths; i++)
+		free(o->paths[i]);
+	free(o->paths);
 	memset(o, 0, sizeof(*o));
 }
 
-void options_usage(FILE *out)
+void options_usage(FILE *out, unsigned cmd)
 {
 	for (size_t i = 0; i < NDEFS; i++) {
 		const struct option_def *d = &defs[i];
 		char head[64];
+		if (!(d->cmds & cmd))
+			continue;
 		if (d->short_name)
 			snprintf(head, sizeof(head), "-%c, --%s%s%s", d->short_name, d->name,
 				 d->arg ? " " : "", d->arg ? d->arg : "");
@@ -352,8 +455,9 @@ void options_usage(FILE *out)
 			fprintf(out, " [%s]", d->def);
 		fputc('\n', out);
 	}
-	fprintf(out, "  %-26s %s\n", "-o OPT[,OPT...]",
-		"mount options: any option above as name=value, or FUSE's\n"
-		"                             (allow_other, ...); ro is implied");
+	if (cmd == OPTIONS_MOUNT)
+		fprintf(out, "  %-26s %s\n", "-o OPT[,OPT...]",
+			"mount options: any option above as name=value, or FUSE's\n"
+			"                             (allow_other, ...); ro is implied");
 	fprintf(out, "  %-26s %s\n", "-h, --help", "show this help");
 }

@@ -13,6 +13,9 @@
 
 #include "cache/layout.h"
 
+#define OPTIONS_MOUNT 1u		/* which command an option belongs to */
+#define OPTIONS_WARM 2u
+
 struct options {
 	bool foreground;
 	bool help;
@@ -36,17 +39,36 @@ struct options {
 	bool no_sign_request;
 	bool requester_pays;
 	long page_size;
+	char *metrics_file;
+	long metrics_port;		/* 0: none */
+	/* tilefs warm */
+	char *from_file;
+	bool header_only, overviews, dry_run, partial;
+	long ifd;			/* -1: none */
+	char *window;			/* "X,Y,W,H" */
+	long jobs;
+	char *shard;			/* "I/N" */
 	char *fuse_opts;		/* -o words for FUSE, comma-joined */
 	char *source, *mountpoint;
+	char **paths;			/* warm: PATH_OR_GLOB... */
+	size_t npaths;
 };
 
-/* Fill defaults, then parse ARGV (after "mount"). 0, or -EINVAL with a
- * message for the user in err. Caller frees with options_release(). */
-int options_parse(struct options *o, int argc, char **argv, char *err, size_t err_size);
+/* Fill defaults, then parse ARGV (after "mount" or "warm": CMD says which
+ * options apply). 0, or -EINVAL with a message for the user in err.
+ * Caller frees with options_release(). */
+int options_parse(struct options *o, unsigned cmd, int argc, char **argv, char *err,
+		  size_t err_size);
 void options_release(struct options *o);
-void options_usage(FILE *out);
+/* The options of CMD, one or more lines each. */
+void options_usage(FILE *out, unsigned cmd);
 /* The --cache-dir when none is given; caller frees. */
 char *options_default_cache_dir(void);
+/* The --cache-size when none is given: half the free space of DIR. */
+uint64_t options_default_cache_size(const char *dir);
+/* Create DIR (and its parents) if needed and check it is usable; on
+ * failure say what to fix on stderr and return -errno. */
+int options_make_cache_dir(const char *dir);
 
 /* "500M", "2G", "1048576" (binary multiples); -EINVAL if not a size. */
 int parse_size(const char *text, uint64_t *out);

@@ -6,7 +6,7 @@
 
 static int parse(struct options *o, char *err, int argc, char **argv)
 {
-	return options_parse(o, argc, argv, err, 256);
+	return options_parse(o, OPTIONS_MOUNT, argc, argv, err, 256);
 }
 
 int main(void)

@@ -1,0 +1,916 @@
+/*
+ * warm.c - `tilefs warm [OPTIONS] SOURCE [PATH_OR_GLOB...]`: fill the cache
+ * dir a mount uses, without a mount.
+ *
+ * Three steps. List: SOURCE's listings (or --from-file) give the files,
+ * the patterns and --shard keep some. Plan: each file is opened as a mount
+ * opens it (its header fetched and its tile map parsed, or both read from
+ * the index), the selection names the units wanted and the index says
+ * which of them are cached already. Fetch: --jobs workers take the missing
+ * units in chunks and fetch them through the cache (cache_warm()), which
+ * claims each unit first: a mount fetching on the same cache dir and this
+ * warm never fetch one unit twice, and what is stored is a hit for the
+ * mount at once. An interrupted warm keeps what it fetched, so running it
+ * again fetches only the rest.
+ */
+#include "warm.h"
+#include "cache/cache.h"
+#include "cache/http.h"
+#include "cache/layout.h"
+#include "cache/log.h"
+#include "cache/namespace.h"
+#include "cache/provider.h"
+#include "cache/tiff.h"
+#include "fs/options.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_USAGE 2
+#define EXIT_INTERRUPTED 130
+#define CHUNK (16u << 20)		/* bytes a worker asks cache_warm() for */
+#define PROGRESS_TTY_S 1
+#define PROGRESS_PLAIN_S 5
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: tilefs warm [OPTIONS] SOURCE [PATH_OR_GLOB...]\n"
+		"\n"
+		"Fetch files of SOURCE into the cache dir, without mounting, so that a\n"
+		"mount of SOURCE using that cache dir reads them without a request. Safe\n"
+		"while such a mount runs: no byte is fetched twice. What is cached already\n"
+		"is skipped, so a warm that was interrupted resumes when run again.\n"
+		"\n"
+		"PATH_OR_GLOB is a path under SOURCE ('a/b.tif'), a directory (all files\n"
+		"under it) or a glob ('2024/*/B04.tif'; '*' does not cross '/'). None:\n"
+		"every file under SOURCE.\n"
+		"\n"
+		"What to fetch of each file (default: all of it; the options add up):\n"
+		"  --header-only, --overviews, --ifd N, --window X,Y,W,H\n"
+		"\n"
+		"Options:\n");
+	options_usage(out, OPTIONS_WARM);
+	fprintf(out,
+		"\n"
+		"Exit status: 0 all selected files warmed, 1 some failed (each is named)\n"
+		"or the selection does not fit the cache, 2 usage, 130 interrupted.\n"
+		"\n"
+		"Example:\n"
+		"  tilefs warm s3://bucket/scenes/ '2024/*.tif' --cache-dir /nvme/tilefs \\\n"
+		"      --cache-size 200G --jobs 32\n"
+		"  tilefs mount s3://bucket/scenes/ /mnt/scenes --cache-dir /nvme/tilefs\n");
+}
+
+/* One file to warm. */
+struct item {
+	char *path;			/* relative to SOURCE: what messages call it */
+	char *url;
+	struct cache_object *obj;	/* once planned */
+	struct extent *units;		/* the missing units wanted, by offset */
+	size_t nunits;
+	uint64_t want, cached;		/* bytes selected; of them cached at planning */
+	size_t next_unit;		/* fetch cursor (warm->lock) */
+	int err;			/* first failure (warm->lock) */
+	bool excluded;			/* --partial: does not fit */
+	atomic_int chunks_left;		/* chunks taken and not finished */
+};
+
+struct selection {
+	bool whole, header, overviews;
+	long ifd;			/* -1: none */
+	bool window;
+	uint64_t x, y, w, h;
+};
+
+struct warm {
+	struct options *o;
+	struct selection sel;
+	struct source *src;
+	struct http_client *http;
+	struct cache *cache;
+	struct namespace *ns;
+	struct item *items;
+	size_t n, cap;
+	long shard, shards;		/* 1-based shard of shards; 0: all */
+
+	pthread_mutex_t lock;
+	pthread_cond_t wake;		/* progress: stop */
+	size_t next_item;		/* planning or fetching cursor */
+	bool planning, finished;
+	/* progress, under lock */
+	size_t planned, files_done, failures;
+	uint64_t total, done, fetched, cached, elsewhere;
+	struct timespec started;
+};
+
+static atomic_bool interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	atomic_store(&interrupted, true);
+}
+
+/* ---- sizes and times for people ---- */
+
+static const char *human(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)bytes;
+	size_t u = 0;
+	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%" PRIu64 " B", bytes);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* What went wrong with a file, for its one failure line. */
+static const char *failure_text(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return "not found on the origin";
+	case -EACCES:
+		return "access denied";
+	case -ESTALE:
+		return "changed on the origin while warming (run again)";
+	case -ENOSPC:
+	case -EDQUOT:
+		return "no room left on the cache disk";
+	case -ENOTSUP:
+		return "the origin gives neither ETag nor Last-Modified, so it cannot be cached";
+	case -EIO:
+		return "the origin did not answer or failed (see the messages above)";
+	default:
+		return strerror(-err);
+	}
+}
+
+/* ---- parsing the selection ---- */
+
+static int parse_selection(struct warm *w, char *err, size_t err_size)
+{
+	struct options *o = w->o;
+	struct selection *s = &w->sel;
+
+	s->header = o->header_only;
+	s->overviews = o->overviews;
+	s->ifd = o->ifd;
+	if (o->window) {
+		unsigned long long v[4];
+		char tail;
+		if (sscanf(o->window, "%llu,%llu,%llu,%llu%c", &v[0], &v[1], &v[2], &v[3],
+			   &tail) != 4 || v[2] == 0 || v[3] == 0 || o->window[0] == '-') {
+			snprintf(err, err_size, "--window: '%s' is not X,Y,W,H in pixels "
+				 "(W and H above 0), e.g. 0,0,1024,1024", o->window);
+			return -EINVAL;
+		}
+		s->window = true;
+		s->x = v[0];
+		s->y = v[1];
+		s->w = v[2];
+		s->h = v[3];
+	}
+	s->whole = !s->header && !s->overviews && s->ifd < 0 && !s->window;
+	if (o->shard) {
+		long i, n;
+		char tail;
+		if (sscanf(o->shard, "%ld/%ld%c", &i, &n, &tail) != 2 || n < 1 || i < 1 || i > n ||
+		    n > 1000000) {
+			snprintf(err, err_size, "--shard: '%s' is not I/N with 1 <= I <= N "
+				 "(e.g. 1/4 .. 4/4)", o->shard);
+			return -EINVAL;
+		}
+		w->shard = i;
+		w->shards = n;
+	}
+	return 0;
+}
+
+/* ---- listing ---- */
+
+static bool has_glob(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+/* Deterministic shard of PATH: FNV-1a, so every machine agrees. */
+static bool in_shard(const struct warm *w, const char *path)
+{
+	if (!w->shards)
+		return true;
+	uint64_t h = 1469598103934665603ull;
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return (long)(h % (uint64_t)w->shards) == w->shard - 1;
+}
+
+static int item_add(struct warm *w, const char *path)
+{
+	if (!in_shard(w, path))
+		return 0;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		struct item *grown = realloc(w->items, cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		w->items = grown;
+		w->cap = cap;
+	}
+	struct item *it = &w->items[w->n];
+	memset(it, 0, sizeof(*it));
+	it->path = strdup(path);	/* its URL once listing is over (ns->lock) */
+	if (!it->path)
+		return -ENOMEM;
+	w->n++;
+	return 0;
+}
+
+struct walk {
+	struct warm *w;
+	const char *dir;		/* being listed, "" for the root */
+	const char *pattern;		/* NULL: take every file */
+	char **subdirs;
+	size_t nsubdirs;
+	int err;
+};
+
+static int walk_entry(void *arg, const char *name, const struct ns_attr *attr)
+{
+	struct walk *k = arg;
+	char path[4096];
+	snprintf(path, sizeof(path), "%s%s%s", k->dir, k->dir[0] ? "/" : "", name);
+	if (attr->is_dir) {
+		char **grown = realloc(k->subdirs, (k->nsubdirs + 1) * sizeof(*grown));
+		char *copy = strdup(path);
+		if (!grown || !copy) {
+			free(copy);
+			if (grown)
+				k->subdirs = grown;
+			k->err = -ENOMEM;
+			return 1;
+		}
+		k->subdirs = grown;
+		k->subdirs[k->nsubdirs++] = copy;
+		return 0;
+	}
+	if (!k->pattern || fnmatch(k->pattern, path, FNM_PATHNAME) == 0)
+		k->err = item_add(k->w, path);
+	return k->err != 0;
+}
+
+/* Add the files under DIR (matching PATTERN, if any), depth first. */
+static int walk(struct warm *w, const char *dir, const char *pattern)
+{
+	struct walk k = { .w = w, .dir = dir, .pattern = pattern };
+	int err = ns_readdir(w->ns, dir, walk_entry, &k);
+	if (!err)
+		err = k.err;
+	for (size_t i = 0; i < k.nsubdirs; i++) {
+		if (!err)
+			err = walk(w, k.subdirs[i], pattern);
+		free(k.subdirs[i]);
+	}
+	free(k.subdirs);
+	return err;
+}
+
+static int item_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct item *)a)->path, ((const struct item *)b)->path);
+}
+
+/* Fill w->items from the patterns; a pattern naming nothing is an error. */
+static int list_files(struct warm *w)
+{
+	char msg[1024];
+	size_t npat = w->o->npaths;
+	const char *all = "";
+	char **pats = npat ? w->o->paths : (char **)&all;
+
+	for (size_t i = 0; i < (npat ? npat : 1); i++) {
+		const char *pat = pats[i];
+		while (*pat == '/')
+			pat++;
+		size_t before = w->n;
+		int err;
+		if (has_glob(pat)) {
+			/* list from the last directory before the first wildcard */
+			char dir[4096];
+			size_t lit = strcspn(pat, "*?[");
+			snprintf(dir, sizeof(dir), "%.*s", (int)lit, pat);
+			char *slash = strrchr(dir, '/');
+			if (slash)
+				*slash = '\0';
+			else
+				dir[0] = '\0';
+			err = walk(w, dir, pat);
+		} else {
+			struct ns_attr attr;
+			char path[4096];
+			snprintf(path, sizeof(path), "%s", pat);
+			while (path[0] && path[strlen(path) - 1] == '/')
+				path[strlen(path) - 1] = '\0';
+			err = ns_getattr(w->ns, path, &attr);
+			if (!err && attr.is_dir)
+				err = walk(w, path, NULL);
+			else if (!err)
+				err = item_add(w, path);
+		}
+		if (err == -ENOENT || err == -ENOTDIR) {
+			fprintf(stderr, "tilefs: warm: '%s': no such file or directory under %s\n",
+				pat, w->src->display);
+			return 1;
+		}
+		if (err) {
+			ns_list_error(w->src, err, msg, sizeof(msg));
+			fprintf(stderr, "tilefs: %s\n", msg);
+			return 1;
+		}
+		if (w->n == before && has_glob(pat) && !w->shards) {
+			fprintf(stderr, "tilefs: warm: '%s' matches no file under %s\n", pat,
+				w->src->display);
+			return 1;
+		}
+	}
+	/* a file two patterns name is warmed once */
+	qsort(w->items, w->n, sizeof(*w->items), item_cmp);
+	size_t kept = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		if (kept && strcmp(w->items[kept - 1].path, w->items[i].path) == 0) {
+			free(w->items[i].path);
+			free(w->items[i].url);
+			continue;
+		}
+		w->items[kept++] = w->items[i];
+	}
+	w->n = kept;
+	for (size_t i = 0; i < w->n; i++)
+		if (!(w->items[i].url = ns_url(w->ns, w->items[i].path)))
+			return 1;
+	return 0;
+}
+
+/* ---- planning ---- */
+
+struct unit_list {
+	struct extent *v;
+	size_t n, cap;
+	int err;
+};
+
+/* Add the units holding [off, end) of L. */
+static void want_range(struct unit_list *u, const struct layout *l, uint64_t off, uint64_t end)
+{
+	if (end > l->object_size)
+		end = l->object_size;
+	while (off < end && !u->err) {
+		struct extent e = layout_unit_at(l, off);
+		if (u->n == u->cap) {
+			size_t cap = u->cap ? 2 * u->cap : 64;
+			struct extent *grown = realloc(u->v, cap * sizeof(*grown));
+			if (!grown) {
+				u->err = -ENOMEM;
+				return;
+			}
+			u->v = grown;
+			u->cap = cap;
+		}
+		u->v[u->n++] = e;
+		off = e.off + e.len;
+	}
+}
+
+/* Add block K of L's tile map, with its leader and trailer. */
+static void want_block(struct unit_list *u, const struct layout *l, uint64_t k)
+{
+	const struct tiff_map *m = l->map;
+	const struct tiff_block *b = &m->blocks[k];
+	if (b->len == 0)
+		return;
+	uint64_t off = b->off >= m->leader ? b->off - m->leader : 0;
+	want_range(u, l, off, b->off + b->len + m->trailer);
+}
+
+static void want_ifd(struct unit_list *u, const struct layout *l, uint32_t i)
+{
+	const struct tiff_ifd *d = &l->map->ifds[i];
+	for (uint64_t k = d->first; k < d->first + d->n; k++)
+		want_block(u, l, k);
+}
+
+/* Add the blocks of IFD I under the pixel window of S. */
+static void want_window(struct unit_list *u, const struct layout *l, uint32_t i,
+			const struct selection *s)
+{
+	const struct tiff_ifd *d = &l->map->ifds[i];
+	if (s->x >= d->width || s->y >= d->height || !d->block_w || !d->block_h)
+		return;
+	uint64_t x1 = s->x + s->w < d->width ? s->x + s->w : d->width;
+	uint64_t y1 = s->y + s->h < d->height ? s->y + s->h : d->height;
+	uint64_t c0 = s->x / d->block_w, c1 = (x1 - 1) / d->block_w;
+	uint64_t r0 = s->y / d->block_h, r1 = (y1 - 1) / d->block_h;
+	if (c1 >= d->across)
+		c1 = d->across - 1;
+	if (r1 >= d->down)
+		r1 = d->down - 1;
+	for (uint64_t p = 0; p < d->planes; p++)
+		for (uint64_t r = r0; r <= r1; r++)
+			for (uint64_t c = c0; c <= c1; c++)
+				want_block(u, l, d->first + (p * d->down + r) * d->across + c);
+}
+
+static int extent_cmp(const void *a, const void *b)
+{
+	const struct extent *x = a, *y = b;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The units of IT's object the selection wants, sorted and distinct. */
+static int select_units(const struct warm *w, struct item *it, struct unit_list *u)
+{
+	const struct layout *l = cache_object_layout(it->obj);
+	const struct selection *s = &w->sel;
+	const struct tiff_map *m = l->map;
+
+	if (s->whole) {
+		want_range(u, l, 0, l->object_size);
+		return u->err;
+	}
+	want_range(u, l, 0, 1);		/* the header, always */
+	if (s->ifd >= 0 && m && (uint32_t)s->ifd >= m->nifd)
+		fprintf(stderr, "tilefs: warm: %s has no IFD %ld (it has %u): warming the rest\n",
+			it->path, s->ifd, m->nifd);
+	for (uint32_t i = 0; m && i < m->nifd; i++) {
+		const struct tiff_ifd *d = &m->ifds[i];
+		if ((s->overviews && (d->subfile_type & 1)) || s->ifd == (long)i)
+			want_ifd(u, l, i);
+	}
+	if (s->window && m) {
+		/* the full-resolution image: the first main IFD that is neither
+		   an overview nor a mask; and its masks */
+		uint32_t full = 0;
+		while (full < m->nifd && (m->ifds[full].sub || (m->ifds[full].subfile_type & 5)))
+			full++;
+		for (uint32_t i = full; i < m->nifd; i++) {
+			const struct tiff_ifd *d = &m->ifds[i];
+			if (i == full || (d->subfile_type == 4 && d->width == m->ifds[full].width &&
+					  d->height == m->ifds[full].height))
+				want_window(u, l, i, s);
+		}
+	}
+	if (u->err)
+		return u->err;
+	qsort(u->v, u->n, sizeof(*u->v), extent_cmp);
+	size_t kept = 0;
+	for (size_t i = 0; i < u->n; i++)
+		if (!kept || u->v[kept - 1].off != u->v[i].off)
+			u->v[kept++] = u->v[i];
+	u->n = kept;
+	return 0;
+}
+
+/* Note IT failed (named once, on stderr) unless it already had. */
+static void item_fail(struct warm *w, struct item *it, int err)
+{
+	pthread_mutex_lock(&w->lock);
+	bool first = it->err == 0;
+	if (first) {
+		it->err = err;
+		w->failures++;
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (first) {
+		if (isatty(STDERR_FILENO))
+			fprintf(stderr, "\r\033[K");
+		fprintf(stderr, "tilefs: warm: %s: %s\n", it->path, failure_text(err));
+	}
+}
+
+/* Open IT and find the units it still needs. */
+static void plan_item(struct warm *w, struct item *it)
+{
+	struct unit_list u = { 0 };
+	bool *missing = NULL;
+	int err = cache_object_open(w->cache, it->url, it->path, &it->obj);
+
+	if (!err)
+		err = select_units(w, it, &u);
+	if (!err && !(missing = calloc(u.n ? u.n : 1, sizeof(*missing))))
+		err = -ENOMEM;
+	if (!err)
+		err = cache_object_id(it->obj) < 0 ? -ENOTSUP :
+		      cache_units_missing(w->cache, it->obj, u.v, u.n, missing);
+	if (err) {
+		free(u.v);
+		free(missing);
+		item_fail(w, it, err);
+		return;
+	}
+	size_t kept = 0;
+	for (size_t i = 0; i < u.n; i++) {
+		it->want += u.v[i].len;
+		if (missing[i])
+			u.v[kept++] = u.v[i];
+		else
+			it->cached += u.v[i].len;
+	}
+	free(missing);
+	it->units = u.v;
+	it->nunits = kept;
+}
+
+static void *plan_worker(void *arg)
+{
+	struct warm *w = arg;
+	for (;;) {
+		pthread_mutex_lock(&w->lock);
+		size_t i = w->next_item++;
+		pthread_mutex_unlock(&w->lock);
+		if (i >= w->n || atomic_load(&interrupted))
+			return NULL;
+		plan_item(w, &w->items[i]);
+		pthread_mutex_lock(&w->lock);
+		w->planned++;
+		pthread_mutex_unlock(&w->lock);
+	}
+}
+
+/* ---- fetching ---- */
+
+/* Take the next chunk of missing units: *it and units [*first, *first+*n). */
+static bool take_chunk(struct warm *w, struct item **it, size_t *first, size_t *n)
+{
+	pthread_mutex_lock(&w->lock);
+	for (; w->next_item < w->n; w->next_item++) {
+		struct item *x = &w->items[w->next_item];
+		if (x->err || x->excluded || x->next_unit >= x->nunits)
+			continue;
+		uint64_t bytes = 0;
+		size_t k = x->next_unit;
+		while (k < x->nunits && (k == x->next_unit || bytes + x->units[k].len <= CHUNK)) {
+			bytes += x->units[k].len;
+			k++;
+		}
+		*it = x;
+		*first = x->next_unit;
+		*n = k - x->next_unit;
+		x->next_unit = k;
+		atomic_fetch_add(&x->chunks_left, 1);
+		pthread_mutex_unlock(&w->lock);
+		return true;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return false;
+}
+
+static void *fetch_worker(void *arg)
+{
+	struct warm *w = arg;
+	struct item *it;
+	size_t first, n;
+
+	while (!atomic_load(&interrupted) && take_chunk(w, &it, &first, &n)) {
+		struct cache_warm_counts got = { 0 };
+		int err = it->err ? 0 :
+			  cache_warm(w->cache, it->obj, it->units + first, n, &got);
+		if (err)
+			item_fail(w, it, err);
+		pthread_mutex_lock(&w->lock);
+		w->fetched += got.fetched;
+		w->cached += got.cached;
+		w->elsewhere += got.elsewhere;
+		w->done += got.fetched + got.cached + got.elsewhere;
+		bool last = atomic_fetch_sub(&it->chunks_left, 1) == 1 &&
+			    it->next_unit >= it->nunits;
+		if (last && !it->err)
+			w->files_done++;
+		pthread_mutex_unlock(&w->lock);
+	}
+	return NULL;
+}
+
+/* Run FN on --jobs threads until each returns. */
+static int run_workers(struct warm *w, void *(*fn)(void *))
+{
+	long jobs = w->o->jobs;
+	pthread_t *t = calloc((size_t)jobs, sizeof(*t));
+	long started = 0;
+	if (!t)
+		return -ENOMEM;
+	pthread_mutex_lock(&w->lock);
+	w->next_item = 0;
+	pthread_mutex_unlock(&w->lock);
+	while (started < jobs && pthread_create(&t[started], NULL, fn, w) == 0)
+		started++;
+	for (long i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	free(t);
+	return started ? 0 : -EAGAIN;
+}
+
+/* ---- progress ---- */
+
+static void progress_line(struct warm *w, bool tty)
+{
+	char a[32], b[32], r[32];
+	double s = seconds_since(&w->started);
+
+	pthread_mutex_lock(&w->lock);
+	if (w->planning) {
+		fprintf(stderr, "%sreading headers: %zu of %zu files%s", tty ? "\r\033[K" : "",
+			w->planned, w->n, tty ? "" : "\n");
+	} else {
+		double rate = s > 0 ? (double)w->fetched / s : 0;
+		uint64_t left = w->total > w->done ? w->total - w->done : 0;
+		char eta[32] = "-";
+		if (rate > 0) {
+			unsigned long e = (unsigned long)((double)left / rate);
+			snprintf(eta, sizeof(eta), "%lu:%02lu:%02lu", e / 3600, e / 60 % 60, e % 60);
+		}
+		fprintf(stderr, "%swarming: %zu of %zu files, %s of %s, %s/s, ETA %s%s",
+			tty ? "\r\033[K" : "", w->files_done, w->n, human(w->done, a, sizeof(a)),
+			human(w->total, b, sizeof(b)), human((uint64_t)rate, r, sizeof(r)), eta,
+			tty ? "" : "\n");
+	}
+	pthread_mutex_unlock(&w->lock);
+	fflush(stderr);
+}
+
+static void *progress_thread(void *arg)
+{
+	struct warm *w = arg;
+	bool tty = isatty(STDERR_FILENO);
+	int every = tty ? PROGRESS_TTY_S : PROGRESS_PLAIN_S;
+
+	pthread_mutex_lock(&w->lock);
+	while (!w->finished) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += every;
+		if (pthread_cond_timedwait(&w->wake, &w->lock, &until) == 0 || w->finished)
+			continue;
+		pthread_mutex_unlock(&w->lock);
+		progress_line(w, tty);
+		pthread_mutex_lock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (tty)
+		fprintf(stderr, "\r\033[K");
+	return NULL;
+}
+
+/* ---- the command ---- */
+
+/* Within --cache-size? Refuse, or with --partial leave out what does not fit. */
+static int check_size(struct warm *w, uint64_t limit)
+{
+	uint64_t total = 0;
+	char a[32], b[32], c[32];
+	for (size_t i = 0; i < w->n; i++)
+		if (!w->items[i].err)
+			total += w->items[i].want;
+	if (total <= limit)
+		return 0;
+	if (!w->o->partial) {
+		fprintf(stderr, "tilefs: warm: the selection is %s but the cache may hold %s; "
+			"give a larger --cache-size, select less, or add --partial to warm "
+			"the files that fit\n", human(total, a, sizeof(a)), human(limit, b, sizeof(b)));
+		return 1;
+	}
+	uint64_t kept = 0;
+	size_t left_out = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		struct item *it = &w->items[i];
+		if (it->err)
+			continue;
+		if (kept + it->want <= limit)
+			kept += it->want;
+		else {
+			it->excluded = true;
+			left_out++;
+		}
+	}
+	fprintf(stderr, "tilefs: warm: the selection is %s but the cache may hold %s: "
+		"warming %s, leaving out %zu files (--partial)\n", human(total, a, sizeof(a)),
+		human(limit, b, sizeof(b)), human(kept, c, sizeof(c)), left_out);
+	return 0;
+}
+
+static void print_dry_run(struct warm *w)
+{
+	uint64_t fetch = 0, cached = 0;
+	size_t files = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		struct item *it = &w->items[i];
+		if (it->err || it->excluded)
+			continue;
+		uint64_t missing = it->want - it->cached;
+		printf("%s\t%" PRIu64 " bytes to fetch, %" PRIu64 " cached\n", it->path, missing,
+		       it->cached);
+		fetch += missing;
+		cached += it->cached;
+		files++;
+	}
+	char a[32], b[32];
+	printf("dry run: %zu files, %" PRIu64 " bytes to fetch (%s), %" PRIu64
+	       " bytes cached (%s)\n", files, fetch, human(fetch, a, sizeof(a)), cached,
+	       human(cached, b, sizeof(b)));
+}
+
+static void print_summary(struct warm *w)
+{
+	char a[32], b[32], r[32];
+	double s = seconds_since(&w->started);
+	size_t files = 0, left_out = 0;
+	uint64_t cached = w->cached + w->elsewhere;
+	for (size_t i = 0; i < w->n; i++) {
+		files += !w->items[i].excluded;
+		left_out += w->items[i].excluded;
+		cached += w->items[i].cached;
+	}
+	printf("warmed %zu of %zu files: %s fetched, %s already cached, %zu failed",
+	       w->files_done, files, human(w->fetched, a, sizeof(a)), human(cached, b, sizeof(b)),
+	       w->failures);
+	if (left_out)
+		printf(", %zu left out (--partial)", left_out);
+	printf(", in %.1f s (%s/s)\n", s, human(s > 0 ? (uint64_t)((double)w->fetched / s) : 0, r,
+						 sizeof(r)));
+	if (atomic_load(&interrupted))
+		printf("interrupted: run the same command again to fetch the rest\n");
+}
+
+static void warm_release(struct warm *w)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		free(w->items[i].path);
+		free(w->items[i].url);
+		free(w->items[i].units);
+		cache_object_unref(w->items[i].obj);
+	}
+	free(w->items);
+	ns_free(w->ns);
+	http_client_free(w->http);	/* before the cache: fetches settle into it */
+	cache_close(w->cache);
+	source_free(w->src);
+	pthread_cond_destroy(&w->wake);
+	pthread_mutex_destroy(&w->lock);
+}
+
+int warm_main(int argc, char **argv)
+{
+	struct options o;
+	struct warm w = { .o = &o };
+	char err_text[1024] = "";
+	int status = 1;
+
+	if (options_parse(&o, OPTIONS_WARM, argc, argv, err_text, sizeof(err_text)) != 0 ||
+	    (!o.help && parse_selection(&w, err_text, sizeof(err_text)) != 0)) {
+		fprintf(stderr, "tilefs: %s\nTry 'tilefs warm --help'.\n", err_text);
+		options_release(&o);
+		return EXIT_USAGE;
+	}
+	if (o.help) {
+		usage(stdout);
+		options_release(&o);
+		return 0;
+	}
+	enum log_level level = LOG_WARN;
+	log_parse_level(o.log_level, &level);
+	log_set_level(level);
+	if (o.log_file && log_set_file(o.log_file) != 0) {
+		fprintf(stderr, "tilefs: cannot write the log %s\n", o.log_file);
+		options_release(&o);
+		return 1;
+	}
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.wake, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &w.started);
+
+	struct source_options so = {
+		.endpoint = o.endpoint,
+		.region = o.region,
+		.virtual_hosted = o.virtual_hosted,
+		.no_sign_request = o.no_sign_request,
+		.requester_pays = o.requester_pays,
+		.page_size = o.page_size,
+	};
+	int err = source_open(o.source, &so, &w.src, err_text, sizeof(err_text));
+	if (err) {
+		fprintf(stderr, "tilefs: %s\n", err_text);
+		status = err == -EINVAL ? EXIT_USAGE : 1;
+		goto out;
+	}
+	if (options_make_cache_dir(o.cache_dir) != 0)
+		goto out;
+	struct http_config hc;
+	http_config_defaults(&hc);
+	hc.ca_file = o.ca_file;
+	hc.retries = (int)o.retries;
+	hc.max_connections = (int)o.jobs;
+	w.http = http_client_new(&hc);
+	if (!w.http) {
+		fprintf(stderr, "tilefs: cannot start the fetch thread\n");
+		goto out;
+	}
+	uint64_t limit = o.cache_size ? o.cache_size : options_default_cache_size(o.cache_dir);
+	struct cache_config cc = {
+		.dir = o.cache_dir,
+		.size_limit = limit,
+		.block_size = o.block_size,
+		.header_len = o.header_size,
+		.max_request = CHUNK,
+		.merge_gap = 0,			/* never a byte not selected */
+		.readahead_max = 0,
+		.prefetch = PREFETCH_NONE,
+		.claim_wait_s = 30,
+	};
+	err = cache_open(&cc, w.src, w.http, &w.cache);
+	if (err) {
+		fprintf(stderr, "tilefs: cannot open the cache in %s: %s\n", o.cache_dir,
+			strerror(-err));
+		goto out;
+	}
+	err = ns_new(w.src, w.http, w.cache, 86400, &w.ns);
+	if (!err && o.from_file)
+		err = ns_load_manifest(w.ns, o.from_file, err_text, sizeof(err_text));
+	if (err) {
+		fprintf(stderr, "tilefs: %s\n", err_text[0] ? err_text : strerror(-err));
+		goto out;
+	}
+
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	if (list_files(&w) != 0)
+		goto out;
+	pthread_t progress;
+	w.planning = true;
+	bool progress_on = pthread_create(&progress, NULL, progress_thread, &w) == 0;
+	run_workers(&w, plan_worker);
+	pthread_mutex_lock(&w.lock);
+	w.planning = false;
+	for (size_t i = 0; i < w.n; i++)
+		if (!w.items[i].err) {
+			w.total += w.items[i].want;
+			w.done += w.items[i].cached;
+		}
+	pthread_mutex_unlock(&w.lock);
+
+	int refused = atomic_load(&interrupted) ? 0 : check_size(&w, limit);
+	if (!refused && !o.dry_run && !atomic_load(&interrupted)) {
+		pthread_mutex_lock(&w.lock);
+		w.total = w.done = 0;
+		for (size_t i = 0; i < w.n; i++) {
+			struct item *it = &w.items[i];
+			if (it->err || it->excluded)
+				continue;
+			w.total += it->want;
+			w.done += it->cached;
+			if (it->nunits == 0)
+				w.files_done++;		/* nothing to fetch */
+		}
+		pthread_mutex_unlock(&w.lock);
+		run_workers(&w, fetch_worker);
+	}
+	if (progress_on) {
+		pthread_mutex_lock(&w.lock);
+		w.finished = true;
+		pthread_cond_signal(&w.wake);
+		pthread_mutex_unlock(&w.lock);
+		pthread_join(progress, NULL);
+	}
+	if (o.dry_run && !atomic_load(&interrupted))
+		print_dry_run(&w);
+	else if (!refused)
+		print_summary(&w);
+	status = atomic_load(&interrupted) ? EXIT_INTERRUPTED : refused || w.failures ? 1 : 0;
+out:
+	warm_release(&w);
+	options_release(&o);
+	return status;
+}
