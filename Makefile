@@ -20,7 +20,7 @@ LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
 # The library: all of cache/ plus the parts of fs/ that do not touch FUSE.
-LIB_SRC := $(wildcard cache/*.c) fs/options.c
+LIB_SRC := $(wildcard cache/*.c) fs/options.c fs/metrics.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libtilefs.a
 

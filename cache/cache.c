@@ -921,6 +921,8 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, uint64_t stream, c
 		}
 		p = part_end;
 	}
+	if (result < 0)
+		c->stats.read_errors++;
 	pthread_mutex_unlock(&c->lock);
 out:
 	free(entries);

@@ -53,6 +53,17 @@ void http_config_defaults(struct http_config *cfg)
 	cfg->max_body = 64u << 20;
 }
 
+const double http_latency_bounds[HTTP_LATENCY_BUCKETS - 1] = {
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+};
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -287,10 +298,17 @@ static void attempt_end(struct http_client *c, struct http_request *req)
 
 static void finish(struct http_client *c, struct http_request *req, int err)
 {
+	double took = (double)(now_us() - req->submitted_us) / 1e6;
+	size_t b = 0;
+	while (b < HTTP_LATENCY_BUCKETS - 1 && took > http_latency_bounds[b])
+		b++;
 	req->err = err;
 	pthread_mutex_lock(&c->lock);
 	c->stats.requests++;
+	c->stats.in_flight--;
 	c->stats.bytes += req->body_len;
+	c->stats.latency[b]++;
+	c->stats.latency_sum += took;
 	if (err)
 		c->stats.failures++;
 	pthread_mutex_unlock(&c->lock);
@@ -649,7 +667,9 @@ void http_submit(struct http_client *c, struct http_request *req)
 		req->body_cap = 0;
 	}
 	req->body_len = 0;
+	req->submitted_us = now_us();
 	pthread_mutex_lock(&c->lock);
+	c->stats.in_flight++;
 	req->next = c->submitted;
 	c->submitted = req;
 	pthread_mutex_unlock(&c->lock);

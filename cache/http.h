@@ -91,6 +91,7 @@ struct http_request {
 	/* private to http.c */
 	struct http_request *next;
 	int attempt;
+	uint64_t submitted_us;
 	uint64_t not_before_ms;
 	size_t attempt_start;		/* body_len when this attempt began */
 	bool restarted;			/* this attempt's 200 restarted the body */
@@ -116,9 +117,18 @@ void http_submit(struct http_client *client, struct http_request *req);
 /* Submit and wait; returns req->err. req->done and req->arg are overwritten. */
 int http_run(struct http_client *client, struct http_request *req);
 
+/* Upper bounds (seconds) of the request latency histogram's buckets; the
+ * last bucket counts the rest. */
+#define HTTP_LATENCY_BUCKETS 14
+extern const double http_latency_bounds[HTTP_LATENCY_BUCKETS - 1];
+
 /* Counters since start, for logs and metrics. */
 struct http_stats {
 	uint64_t requests, bytes, retries, failures;
+	uint64_t in_flight;		/* submitted, not yet done */
+	uint64_t latency[HTTP_LATENCY_BUCKETS];	/* requests by submit-to-done
+						   time (retries included) */
+	double latency_sum;		/* seconds */
 };
 void http_client_stats(struct http_client *client, struct http_stats *out);
 

@@ -9,6 +9,7 @@
 #include "cache/log.h"
 #include "cache/namespace.h"
 #include "cache/provider.h"
+#include "fs/metrics.h"
 #include "fs/mount.h"
 #include "fs/options.h"
 #include "tools/cache_admin.h"
@@ -173,6 +174,7 @@ static int cmd_mount(int argc, char **argv)
 	struct cache *cache = NULL;
 	struct namespace *ns = NULL;
 	struct mount *m = NULL;
+	struct metrics *metrics = NULL;
 	int status = 1, ready_fd = -1;
 
 	if (options_parse(&o, OPTIONS_MOUNT, argc, argv, err_text, sizeof(err_text)) != 0) {
@@ -282,6 +284,18 @@ static int cmd_mount(int argc, char **argv)
 		}
 	}
 
+	struct metrics_config mec = {
+		.cache_dir = o.cache_dir,
+		.file = o.metrics_file,
+		.port = (int)o.metrics_port,
+		.source = src->display,
+		.mountpoint = o.mountpoint,
+	};
+	if (metrics_start(&mec, cache, http, &metrics, err_text, sizeof(err_text)) != 0) {
+		fprintf(stderr, "tilefs: %s\n", err_text);
+		goto out;
+	}
+
 	char fsname[512];
 	snprintf(fsname, sizeof(fsname), "tilefs:%s", src->display);
 	for (char *p = fsname; *p; p++)
@@ -307,6 +321,7 @@ static int cmd_mount(int argc, char **argv)
 out:
 	report_ready(ready_fd, (char)status, false);
 	mount_free(m);
+	metrics_stop(metrics);
 	http_client_free(http);		/* before the cache: fetches settle into it */
 	ns_free(ns);
 	cache_close(cache);

@@ -12,6 +12,7 @@
 #include "cache/index.h"
 #include "cache/provider.h"
 #include "cache/store.h"
+#include "fs/metrics.h"
 #include "fs/options.h"
 
 #include <errno.h>
@@ -21,8 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define EXIT_USAGE 2
+#define RECENT_MOUNTS 10		/* `stat` shows this many mounts */
 
 static void usage(FILE *out)
 {
@@ -32,7 +35,8 @@ static void usage(FILE *out)
 		"Look at and manage a tilefs cache dir, whether or not a mount uses it.\n"
 		"\n"
 		"Commands:\n"
-		"  stat              objects, units and bytes the cache holds\n"
+		"  stat              objects, units and bytes the cache holds, and the\n"
+		"                    hits and misses of the last mounts that used it\n"
 		"  ls [PATTERN]      each object: bytes cached of its size, units, version, URL\n"
 		"  verify            read every unit and check its checksum; drop the bad ones\n"
 		"                    (exit status 1 if any was bad)\n"
@@ -103,6 +107,26 @@ static int cmd_stat(struct admin *a)
 	}
 	printf("cache dir: %s\nobjects: %" PRIu64 "\nunits: %" PRIu64 "\nbytes: %" PRIu64 "\n",
 	       a->dir, objects, units, bytes);
+
+	struct metrics_mount recent[RECENT_MOUNTS];
+	size_t n = 0;
+	uint64_t hits = 0, misses = 0;
+	metrics_recent(a->dir, recent, RECENT_MOUNTS, &n);
+	for (size_t i = 0; i < n; i++) {
+		hits += recent[i].hits;
+		misses += recent[i].misses;
+	}
+	printf("recent mounts: %zu\nhits: %" PRIu64 "\nmisses: %" PRIu64 "\n", n, hits, misses);
+	for (size_t i = 0; i < n; i++) {
+		const struct metrics_mount *m = &recent[i];
+		char when[32];
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&m->updated));
+		printf("mount %ld (%s, counted %s): %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
+		       " bytes served, %" PRIu64 " fetched in %" PRIu64 " requests, %" PRIu64
+		       " read errors: %s on %s\n", m->pid, m->running ? "running" : "ended", when,
+		       m->hits, m->misses, m->bytes_served, m->bytes_fetched, m->requests, m->errors,
+		       m->source, m->mountpoint);
+	}
 	return 0;
 }
 

@@ -1,0 +1,507 @@
+/*
+ * metrics.c - see metrics.h.
+ *
+ * One thread does it all: it waits (poll) for a scrape on the listening
+ * socket or for the next period, rewrites the files (a temporary file
+ * renamed over the old, so a reader never sees half of one), and answers
+ * one scrape at a time. The counters are read from the cache and the
+ * fetcher under their own locks, so a scrape never waits on a read.
+ */
+#include "metrics.h"
+#include "cache/cache.h"
+#include "cache/http.h"
+#include "cache/log.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define STALE_FILE_S (7 * 86400)	/* a dead mount's file is kept this long */
+#define REQUEST_MAX 4096
+
+struct metrics {
+	struct metrics_config cfg;
+	struct cache *cache;
+	struct http_client *http;
+	char mount_file[4300];
+	time_t started;
+	int listen_fd;			/* -1: no port */
+	int wake[2];			/* a byte here: stop */
+	pthread_t thread;
+};
+
+/* ---- the text ---- */
+
+/* S as a Prometheus label value (\\, \" and \n escaped) into BUF. */
+static const char *label(const char *s, char *buf, size_t len)
+{
+	size_t o = 0;
+	for (; *s && o + 3 < len; s++) {
+		if (*s == '\\' || *s == '"')
+			buf[o++] = '\\';
+		if (*s == '\n') {
+			buf[o++] = '\\';
+			buf[o++] = 'n';
+			continue;
+		}
+		buf[o++] = *s;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* Latency at quantile Q, interpolated within its histogram bucket. */
+static double quantile(const struct http_stats *h, double q)
+{
+	uint64_t total = 0, seen = 0;
+	for (size_t b = 0; b < HTTP_LATENCY_BUCKETS; b++)
+		total += h->latency[b];
+	if (total == 0)
+		return -1;
+	double target = q * (double)total;
+	for (size_t b = 0; b < HTTP_LATENCY_BUCKETS - 1; b++) {
+		if ((double)(seen + h->latency[b]) >= target && h->latency[b]) {
+			double lo = b ? http_latency_bounds[b - 1] : 0, hi = http_latency_bounds[b];
+			return lo + (hi - lo) * (target - (double)seen) / (double)h->latency[b];
+		}
+		seen += h->latency[b];
+	}
+	return http_latency_bounds[HTTP_LATENCY_BUCKETS - 2];
+}
+
+static void counter(FILE *f, const char *name, const char *type, const char *help, uint64_t v)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", name, help, name, type, name, v);
+}
+
+static void format(struct metrics *m, FILE *f, bool up)
+{
+	struct cache_stats cs;
+	struct http_stats hs;
+	char a[2100], b[2100], c[8500];
+
+	cache_get_stats(m->cache, &cs);
+	http_client_stats(m->http, &hs);
+	counter(f, "tilefs_up", "gauge", "1 while the mount runs.", up);
+	fprintf(f, "# HELP tilefs_mount_info The mount these counters are of.\n"
+		"# TYPE tilefs_mount_info gauge\n"
+		"tilefs_mount_info{source=\"%s\",mountpoint=\"%s\",cache_dir=\"%s\",pid=\"%ld\"} 1\n",
+		label(m->cfg.source, a, sizeof(a)), label(m->cfg.mountpoint, b, sizeof(b)),
+		label(m->cfg.cache_dir, c, sizeof(c)), (long)getpid());
+	counter(f, "tilefs_start_time_seconds", "gauge", "When the mount started (Unix time).",
+		(uint64_t)m->started);
+	counter(f, "tilefs_requests_total", "counter", "HTTP requests made to the origin.",
+		hs.requests);
+	counter(f, "tilefs_request_errors_total", "counter",
+		"Requests that failed after their retries.", hs.failures);
+	counter(f, "tilefs_request_retries_total", "counter", "Request attempts retried.",
+		hs.retries);
+	counter(f, "tilefs_requests_in_flight", "gauge", "Requests submitted and not done.",
+		hs.in_flight);
+	counter(f, "tilefs_fetched_bytes_total", "counter", "Bytes received from the origin.",
+		hs.bytes);
+	counter(f, "tilefs_cache_hits_total", "counter", "Units read from the cache.", cs.hits);
+	counter(f, "tilefs_cache_misses_total", "counter", "Units a read had to fetch.",
+		cs.misses);
+	counter(f, "tilefs_served_bytes_total", "counter", "Bytes returned to readers.",
+		cs.bytes_served);
+	counter(f, "tilefs_read_errors_total", "counter", "Reads that returned an error.",
+		cs.read_errors);
+	counter(f, "tilefs_prefetched_units_total", "counter",
+		"Units fetched ahead of any read (prefetch, readahead).", cs.prefetched);
+	counter(f, "tilefs_evicted_bytes_total", "counter",
+		"Bytes this mount evicted to keep the cache within its size.", cs.evicted);
+
+	fprintf(f, "# HELP tilefs_request_duration_seconds Time from a request's submission to "
+		"its end, retries included.\n# TYPE tilefs_request_duration_seconds histogram\n");
+	uint64_t cumulative = 0;
+	for (size_t i = 0; i < HTTP_LATENCY_BUCKETS; i++) {
+		cumulative += hs.latency[i];
+		if (i < HTTP_LATENCY_BUCKETS - 1)
+			fprintf(f, "tilefs_request_duration_seconds_bucket{le=\"%g\"} %" PRIu64 "\n",
+				http_latency_bounds[i], cumulative);
+		else
+			fprintf(f, "tilefs_request_duration_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n",
+				cumulative);
+	}
+	fprintf(f, "tilefs_request_duration_seconds_sum %.6f\n", hs.latency_sum);
+	fprintf(f, "tilefs_request_duration_seconds_count %" PRIu64 "\n", cumulative);
+	fprintf(f, "# HELP tilefs_request_duration_quantile_seconds Request duration at a "
+		"quantile, estimated from the histogram.\n"
+		"# TYPE tilefs_request_duration_quantile_seconds gauge\n");
+	static const double qs[] = { 0.5, 0.9, 0.99 };
+	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+		double v = quantile(&hs, qs[i]);
+		if (v < 0)
+			fprintf(f, "tilefs_request_duration_quantile_seconds{quantile=\"%g\"} NaN\n",
+				qs[i]);
+		else
+			fprintf(f, "tilefs_request_duration_quantile_seconds{quantile=\"%g\"} %.6f\n",
+				qs[i], v);
+	}
+}
+
+/* The text, malloc'ed into *text. */
+static int render(struct metrics *m, bool up, char **text, size_t *len)
+{
+	FILE *f = open_memstream(text, len);
+	if (!f)
+		return -errno;
+	format(m, f, up);
+	return fclose(f) == 0 ? 0 : -EIO;
+}
+
+/* Replace PATH with the counters, atomically. */
+static int write_file(struct metrics *m, const char *path, bool up)
+{
+	char tmp[4400], *text = NULL;
+	size_t len = 0;
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+	int err = render(m, up, &text, &len);
+	FILE *f = err ? NULL : fopen(tmp, "we");
+	if (!err && !f)
+		err = -errno;
+	if (f) {
+		if (fwrite(text, 1, len, f) != len)
+			err = -EIO;
+		if (fclose(f) != 0 && !err)
+			err = -errno;
+		if (!err && rename(tmp, path) != 0)
+			err = -errno;
+		if (err)
+			unlink(tmp);
+	}
+	free(text);
+	return err;
+}
+
+static void write_files(struct metrics *m, bool up)
+{
+	static bool warned;
+	int err = write_file(m, m->mount_file, up);
+	if (!err && m->cfg.file)
+		err = write_file(m, m->cfg.file, up);
+	if (err && !warned)
+		log_warn("cannot write the metrics: %s", strerror(-err));
+	warned = err != 0;
+}
+
+/* ---- the scrape endpoint ---- */
+
+static void send_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n <= 0)
+			return;
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void answer(struct metrics *m, int fd)
+{
+	char req[REQUEST_MAX + 1], head[256];
+	size_t got = 0;
+	struct timeval tv = { 2, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (got < REQUEST_MAX) {
+		ssize_t n = recv(fd, req + got, REQUEST_MAX - got, 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		req[got] = '\0';
+		if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
+			break;
+	}
+	req[got] = '\0';
+	char *text = NULL;
+	size_t len = 0;
+	const char *status = "200 OK";
+	bool get = strncmp(req, "GET ", 4) == 0, head_only = strncmp(req, "HEAD ", 5) == 0;
+	const char *path = get ? req + 4 : head_only ? req + 5 : NULL;
+	if (!path)
+		status = "405 Method Not Allowed";
+	else if (strncmp(path, "/metrics ", 9) != 0 && strncmp(path, "/ ", 2) != 0)
+		status = "404 Not Found";
+	else if (render(m, true, &text, &len) != 0)
+		status = "500 Internal Server Error";
+	if (strcmp(status, "200 OK") != 0) {
+		free(text);
+		text = strdup("try GET /metrics\n");
+		len = text ? strlen(text) : 0;
+	}
+	int hl = snprintf(head, sizeof(head),
+			  "HTTP/1.1 %s\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+			  "Content-Length: %zu\r\nConnection: close\r\n\r\n", status, len);
+	send_all(fd, head, (size_t)hl);
+	if (!head_only && text)
+		send_all(fd, text, len);
+	free(text);
+}
+
+static void *metrics_thread(void *arg)
+{
+	struct metrics *m = arg;
+	time_t next = time(NULL) + METRICS_PERIOD_S;
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = m->wake[0], .events = POLLIN },
+				       { .fd = m->listen_fd, .events = POLLIN } };
+		time_t now = time(NULL);
+		int wait_ms = next > now ? (int)(next - now) * 1000 : 0;
+		int n = poll(p, m->listen_fd >= 0 ? 2 : 1, wait_ms);
+		if (n > 0 && p[0].revents)
+			return NULL;
+		if (n > 0 && (p[1].revents & POLLIN)) {
+			int fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0) {
+				answer(m, fd);
+				close(fd);
+			}
+		}
+		if (time(NULL) >= next) {
+			write_files(m, true);
+			next = time(NULL) + METRICS_PERIOD_S;
+		}
+	}
+}
+
+static int listen_on(int port, char *err, size_t err_size)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 16) != 0) {
+		int e = errno;
+		snprintf(err, err_size, "--metrics-port %d: cannot listen on 127.0.0.1:%d: %s%s",
+			 port, port, strerror(e),
+			 e == EADDRINUSE ? " (choose another port)" : "");
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static bool pid_alive(long pid)
+{
+	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+/* Remove the files of mounts long gone. */
+static void prune(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[4500];
+		struct stat st;
+		long pid = strtol(e->d_name, NULL, 10);
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (pid > 0 && !pid_alive(pid) && stat(path, &st) == 0 &&
+		    time(NULL) - st.st_mtime > STALE_FILE_S)
+			unlink(path);
+	}
+	if (d)
+		closedir(d);
+}
+
+int metrics_start(const struct metrics_config *cfg, struct cache *cache, struct http_client *http,
+		  struct metrics **out, char *err, size_t err_size)
+{
+	struct metrics *m = calloc(1, sizeof(*m));
+	char dir[4200];
+	int rc;
+
+	if (!m)
+		return -ENOMEM;
+	m->cfg = *cfg;
+	m->cache = cache;
+	m->http = http;
+	m->started = time(NULL);
+	m->listen_fd = -1;
+	snprintf(dir, sizeof(dir), "%s/mounts", cfg->cache_dir);
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		rc = -errno;
+		snprintf(err, err_size, "cannot create %s: %s", dir, strerror(-rc));
+		goto fail;
+	}
+	prune(dir);
+	snprintf(m->mount_file, sizeof(m->mount_file), "%s/%ld.prom", dir, (long)getpid());
+	if (cfg->port && (m->listen_fd = listen_on(cfg->port, err, err_size)) < 0) {
+		rc = m->listen_fd;
+		goto fail;
+	}
+	if (cfg->file && (rc = write_file(m, cfg->file, true)) != 0) {
+		snprintf(err, err_size, "--metrics-file %s: %s", cfg->file, strerror(-rc));
+		goto fail_pipe;
+	}
+	if (pipe2(m->wake, O_CLOEXEC) != 0) {
+		rc = -errno;
+		snprintf(err, err_size, "cannot start the metrics thread: %s", strerror(-rc));
+		goto fail_pipe;
+	}
+	write_files(m, true);
+	rc = -pthread_create(&m->thread, NULL, metrics_thread, m);
+	if (rc) {
+		snprintf(err, err_size, "cannot start the metrics thread: %s", strerror(-rc));
+		goto fail_thread;
+	}
+	*out = m;
+	return 0;
+fail_thread:
+	unlink(m->mount_file);
+	close(m->wake[0]);
+	close(m->wake[1]);
+fail_pipe:
+	if (m->listen_fd >= 0)
+		close(m->listen_fd);
+fail:
+	free(m);
+	return rc;
+}
+
+void metrics_stop(struct metrics *m)
+{
+	if (!m)
+		return;
+	char stop = 1;
+	if (write(m->wake[1], &stop, 1) == 1)
+		pthread_join(m->thread, NULL);
+	else
+		pthread_cancel(m->thread);
+	write_files(m, false);
+	close(m->wake[0]);
+	close(m->wake[1]);
+	if (m->listen_fd >= 0)
+		close(m->listen_fd);
+	free(m);
+}
+
+/* ---- reading mounts' files back ---- */
+
+/* Undo label(): the value of LABEL="..." in LINE into BUF. */
+static void label_value(const char *line, const char *name, char *buf, size_t len)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "%s=\"", name);
+	const char *p = strstr(line, key);
+	size_t o = 0;
+	buf[0] = '\0';
+	if (!p)
+		return;
+	for (p += strlen(key); *p && *p != '"' && o + 1 < len; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			buf[o++] = *p == 'n' ? '\n' : *p;
+		} else {
+			buf[o++] = *p;
+		}
+	}
+	buf[o] = '\0';
+}
+
+static int read_mount(const char *path, struct metrics_mount *out)
+{
+	FILE *f = fopen(path, "re");
+	char line[8192];
+	struct stat st;
+	bool up = false;
+
+	if (!f)
+		return -errno;
+	memset(out, 0, sizeof(*out));
+	if (fstat(fileno(f), &st) == 0)
+		out->updated = st.st_mtime;
+	static const struct {
+		const char *name;
+		size_t offset;
+	} fields[] = {
+		{ "tilefs_requests_total ", offsetof(struct metrics_mount, requests) },
+		{ "tilefs_cache_hits_total ", offsetof(struct metrics_mount, hits) },
+		{ "tilefs_cache_misses_total ", offsetof(struct metrics_mount, misses) },
+		{ "tilefs_served_bytes_total ", offsetof(struct metrics_mount, bytes_served) },
+		{ "tilefs_fetched_bytes_total ", offsetof(struct metrics_mount, bytes_fetched) },
+		{ "tilefs_read_errors_total ", offsetof(struct metrics_mount, errors) },
+	};
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "tilefs_mount_info{", 18) == 0) {
+			char pid[32];
+			label_value(line, "source", out->source, sizeof(out->source));
+			label_value(line, "mountpoint", out->mountpoint, sizeof(out->mountpoint));
+			label_value(line, "pid", pid, sizeof(pid));
+			out->pid = strtol(pid, NULL, 10);
+		} else if (strncmp(line, "tilefs_up ", 10) == 0) {
+			up = strtol(line + 10, NULL, 10) == 1;
+		} else if (strncmp(line, "tilefs_start_time_seconds ", 26) == 0) {
+			out->started = (time_t)strtoll(line + 26, NULL, 10);
+		}
+		for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+			size_t n = strlen(fields[i].name);
+			if (strncmp(line, fields[i].name, n) == 0)
+				*(uint64_t *)((char *)out + fields[i].offset) =
+					strtoull(line + n, NULL, 10);
+		}
+	}
+	fclose(f);
+	out->running = up && pid_alive(out->pid);
+	return out->pid > 0 ? 0 : -EINVAL;
+}
+
+static int by_updated(const void *a, const void *b)
+{
+	const struct metrics_mount *x = a, *y = b;
+	return x->updated > y->updated ? -1 : x->updated < y->updated;
+}
+
+int metrics_recent(const char *dir, struct metrics_mount *out, size_t max, size_t *n)
+{
+	char mounts[4200];
+	snprintf(mounts, sizeof(mounts), "%s/mounts", dir);
+	DIR *d = opendir(mounts);
+	struct dirent *e;
+	struct metrics_mount *all = NULL;
+	size_t count = 0, cap = 0;
+
+	*n = 0;
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len < 6 || strcmp(e->d_name + len - 5, ".prom") != 0)
+			continue;
+		if (count == cap) {
+			cap = cap ? 2 * cap : 16;
+			struct metrics_mount *grown = realloc(all, cap * sizeof(*grown));
+			if (!grown)
+				break;
+			all = grown;
+		}
+		char path[4500];
+		snprintf(path, sizeof(path), "%s/%s", mounts, e->d_name);
+		if (read_mount(path, &all[count]) == 0)
+			count++;
+	}
+	closedir(d);
+	if (count)
+		qsort(all, count, sizeof(*all), by_updated);
+	*n = count < max ? count : max;
+	if (*n)
+		memcpy(out, all, *n * sizeof(*out));
+	free(all);
+	return 0;
+}
