@@ -922,7 +922,7 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, uint64_t stream, c
 		p = part_end;
 	}
 	if (result < 0)
-		c->stats.read_errors++;
+		c->stats.errors++;
 	pthread_mutex_unlock(&c->lock);
 out:
 	free(entries);
@@ -1597,6 +1597,9 @@ fail:
 		index_unclaim(c->index, url_claim_key(url), 0);
 	fetched_release(&f);
 	free(blob);
+	pthread_mutex_lock(&c->lock);
+	c->stats.errors++;
+	pthread_mutex_unlock(&c->lock);
 	return err;
 }
 

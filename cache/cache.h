@@ -108,7 +108,7 @@ int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *u
 
 struct cache_stats {
 	uint64_t hits, misses, prefetched, bytes_served, bytes_fetched, evicted;
-	uint64_t read_errors;		/* reads that failed (EIO, ESTALE, ...) */
+	uint64_t errors;		/* opens and reads that failed (EIO, ...) */
 };
 void cache_get_stats(struct cache *c, struct cache_stats *out);
 

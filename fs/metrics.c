@@ -117,8 +117,8 @@ static void format(struct metrics *m, FILE *f, bool up)
 		cs.misses);
 	counter(f, "tilefs_served_bytes_total", "counter", "Bytes returned to readers.",
 		cs.bytes_served);
-	counter(f, "tilefs_read_errors_total", "counter", "Reads that returned an error.",
-		cs.read_errors);
+	counter(f, "tilefs_errors_total", "counter",
+		"Opens and reads that failed (the reader got an error).", cs.errors);
 	counter(f, "tilefs_prefetched_units_total", "counter",
 		"Units fetched ahead of any read (prefetch, readahead).", cs.prefetched);
 	counter(f, "tilefs_evicted_bytes_total", "counter",
@@ -436,7 +436,7 @@ static int read_mount(const char *path, struct metrics_mount *out)
 		{ "tilefs_cache_misses_total ", offsetof(struct metrics_mount, misses) },
 		{ "tilefs_served_bytes_total ", offsetof(struct metrics_mount, bytes_served) },
 		{ "tilefs_fetched_bytes_total ", offsetof(struct metrics_mount, bytes_fetched) },
-		{ "tilefs_read_errors_total ", offsetof(struct metrics_mount, errors) },
+		{ "tilefs_errors_total ", offsetof(struct metrics_mount, errors) },
 	};
 	while (fgets(line, sizeof(line), f)) {
 		if (strncmp(line, "tilefs_mount_info{", 18) == 0) {

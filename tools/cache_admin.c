@@ -123,7 +123,7 @@ static int cmd_stat(struct admin *a)
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&m->updated));
 		printf("mount %ld (%s, counted %s): %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
 		       " bytes served, %" PRIu64 " fetched in %" PRIu64 " requests, %" PRIu64
-		       " read errors: %s on %s\n", m->pid, m->running ? "running" : "ended", when,
+		       " errors: %s on %s\n", m->pid, m->running ? "running" : "ended", when,
 		       m->hits, m->misses, m->bytes_served, m->bytes_fetched, m->requests, m->errors,
 		       m->source, m->mountpoint);
 	}
