@@ -59,11 +59,16 @@ demo: all
 	examples/demo.sh
 
 # Benchmarks: tilefs beside local disk, GDAL /vsicurl/ and rclone, one run.
-# bench also compares the prefetch policies on cold random chips
+# bench also compares the prefetch policies on cold random chips, and tilefs
+# warm's rate with parallel curl and rclone copy
 bench: all
 	tests/bench/run
 	tests/bench/run --workloads chips --prefetch none,neighbors,row,object \
 		--contestants vsicurl,vsicurl-tuned,tilefs-cold/none,tilefs-cold/neighbors,tilefs-cold/row,tilefs-cold/object
+	tests/bench/run warm --jobs 8,16,32
+
+bench-warm: all
+	tests/bench/run warm
 
 bench-quick: all
 	tests/bench/run --quick

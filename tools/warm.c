@@ -37,7 +37,8 @@
 
 #define EXIT_USAGE 2
 #define EXIT_INTERRUPTED 130
-#define CHUNK (16u << 20)		/* bytes a worker asks cache_warm() for */
+#define CHUNK_MAX (16u << 20)		/* bytes a worker asks cache_warm() for */
+#define CHUNK_MIN (1u << 20)		/* ... when there is little to fetch */
 #define PROGRESS_TTY_S 1
 #define PROGRESS_PLAIN_S 5
 
@@ -102,6 +103,7 @@ struct warm {
 	struct item *items;
 	size_t n, cap;
 	long shard, shards;		/* 1-based shard of shards; 0: all */
+	uint64_t chunk;			/* see choose_chunk() */
 
 	pthread_mutex_t lock;
 	pthread_cond_t wake;		/* progress: stop */
@@ -570,7 +572,7 @@ static bool take_chunk(struct warm *w, struct item **it, size_t *first, size_t *
 			continue;
 		uint64_t bytes = 0;
 		size_t k = x->next_unit;
-		while (k < x->nunits && (k == x->next_unit || bytes + x->units[k].len <= CHUNK)) {
+		while (k < x->nunits && (k == x->next_unit || bytes + x->units[k].len <= w->chunk)) {
 			bytes += x->units[k].len;
 			k++;
 		}
@@ -610,6 +612,24 @@ static void *fetch_worker(void *arg)
 		pthread_mutex_unlock(&w->lock);
 	}
 	return NULL;
+}
+
+/*
+ * Large GETs pay the origin's first-byte latency less often, but there
+ * must be enough of them to keep every job busy: about two chunks per job,
+ * from 1 to 16 MiB.
+ */
+static void choose_chunk(struct warm *w)
+{
+	uint64_t missing = 0;
+	for (size_t i = 0; i < w->n; i++)
+		if (!w->items[i].err && !w->items[i].excluded)
+			missing += w->items[i].want - w->items[i].cached;
+	w->chunk = missing / (2 * (uint64_t)w->o->jobs);
+	if (w->chunk > CHUNK_MAX)
+		w->chunk = CHUNK_MAX;
+	if (w->chunk < CHUNK_MIN)
+		w->chunk = CHUNK_MIN;
 }
 
 /* Run FN on --jobs threads until each returns. */
@@ -841,7 +861,7 @@ int warm_main(int argc, char **argv)
 		.size_limit = limit,
 		.block_size = o.block_size,
 		.header_len = o.header_size,
-		.max_request = CHUNK,
+		.max_request = CHUNK_MAX,
 		.merge_gap = 0,			/* never a byte not selected */
 		.readahead_max = 0,
 		.prefetch = PREFETCH_NONE,
@@ -895,6 +915,7 @@ int warm_main(int argc, char **argv)
 				w.files_done++;		/* nothing to fetch */
 		}
 		pthread_mutex_unlock(&w.lock);
+		choose_chunk(&w);
 		run_workers(&w, fetch_worker);
 	}
 	if (progress_on) {
