@@ -85,7 +85,7 @@ valgrind: all
 clean:
 	rm -rf build build-sanitize
 
-.PHONY: all check unit demo bench bench-quick valgrind fuzz clean
+.PHONY: all check unit demo bench bench-quick bench-warm valgrind fuzz clean
 # keep the unit tests' objects (pattern-rule intermediates) between builds
 .SECONDARY:
 -include $(LIB_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)
