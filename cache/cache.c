@@ -119,8 +119,6 @@ struct inflight {
 	bool prefetch;			/* no reader asked for it (yet) */
 	bool sliver;			/* part of a unit, for one read only: in
 					   c->slivers while fetched, never persisted */
-	bool done;			/* the persist thread is through with it */
-	int store_err;			/* and this is how storing it went */
 	struct inflight *sliver_next;	/* protected by c->lock */
 };
 
@@ -483,6 +481,14 @@ static int read_cached(struct cache *c, struct cache_object *obj, struct extent 
 
 /* ---- fetching ---- */
 
+/* Does REQ's answer come from OBJ's version? */
+static bool answer_matches(const struct cache_object *obj, const struct http_request *req)
+{
+	return !((obj->etag[0] && req->etag[0] && strcmp(obj->etag, req->etag) != 0) ||
+		 (!obj->etag[0] && strcmp(obj->last_modified, req->last_modified) != 0) ||
+		 (req->object_size != UINT64_MAX && req->object_size != obj->size));
+}
+
 static void run_done(struct http_request *req, void *arg)
 {
 	struct fetch_run *run = arg;
@@ -491,9 +497,7 @@ static void run_done(struct http_request *req, void *arg)
 	/* gone (404) or shrunk (416) since it was opened: that version is stale */
 	int err = req->err == -ERANGE || req->err == -ENOENT ? -ESTALE : req->err;
 
-	if (!err && ((obj->etag[0] && req->etag[0] && strcmp(obj->etag, req->etag) != 0) ||
-		     (!obj->etag[0] && strcmp(obj->last_modified, req->last_modified) != 0) ||
-		     (req->object_size != UINT64_MAX && req->object_size != obj->size)))
+	if (!err && !answer_matches(obj, req))
 		err = -ESTALE;
 	if (err == -ESTALE) {
 		atomic_store(&obj->stale, true);
@@ -931,98 +935,6 @@ out:
 	return result;
 }
 
-/* ---- warming ---- */
-
-const struct layout *cache_object_layout(const struct cache_object *obj)
-{
-	return &obj->layout;
-}
-
-int cache_units_missing(struct cache *c, const struct cache_object *obj,
-			const struct extent *units, size_t n, bool *missing)
-{
-	struct index_unit *have = NULL;
-	size_t nhave = 0, j = 0;
-	int err = obj->id < 0 ? 0 : index_units_of(c->index, obj->id, &have, &nhave);
-
-	if (err)
-		return err;
-	for (size_t i = 0; i < n; i++) {
-		while (j < nhave && have[j].off < units[i].off)
-			j++;
-		missing[i] = !(j < nhave && have[j].off == units[i].off && have[j].len == units[i].len);
-	}
-	free(have);
-	return 0;
-}
-
-int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *units, size_t n,
-	       struct cache_warm_counts *out)
-{
-	struct inflight **v = calloc(n ? n : 1, sizeof(*v));
-	size_t k = 0;
-	int err = 0;
-
-	if (!v)
-		return -ENOMEM;
-	if (obj->id < 0) {
-		free(v);
-		return -ENOTSUP;	/* the origin gives no version to cache it by */
-	}
-	for (size_t i = 0; i < n && !err; i++) {
-		struct index_unit u;
-		pid_t holder;
-		if (index_unit_find(c->index, obj->id, units[i].off, &u) == 0 &&
-		    u.len == units[i].len) {
-			out->cached += units[i].len;
-			continue;
-		}
-		int rc = index_claim(c->index, obj->id, units[i].off, c->cfg.claim_wait_s, &holder);
-		if (rc == -EEXIST) {
-			out->cached += units[i].len;
-			continue;
-		}
-		if (rc == -EBUSY) {
-			out->elsewhere += units[i].len;	/* another process is fetching it */
-			continue;
-		}
-		if (rc) {
-			err = rc;
-			break;
-		}
-		pthread_mutex_lock(&c->lock);
-		struct inflight *e = table_find(c, obj->id, units[i].off) ? NULL :
-				     entry_new(c, obj, units[i]);
-		if (e)
-			e->claimed = true;
-		pthread_mutex_unlock(&c->lock);
-		if (!e) {
-			index_unclaim(c->index, obj->id, units[i].off);
-			out->elsewhere += units[i].len;	/* this process has it in flight */
-			continue;
-		}
-		v[k++] = e;
-	}
-	submit_runs(c, obj, v, k, false);
-
-	/* wait until every unit is fetched and stored (or failed) */
-	pthread_mutex_lock(&c->lock);
-	for (size_t i = 0; i < k; i++) {
-		struct inflight *e = v[i];
-		while (!e->done)
-			pthread_cond_wait(&c->changed, &c->lock);
-		int failed = e->state == UNIT_FAILED ? (e->err ? e->err : -EIO) : e->store_err;
-		if (failed && !err)
-			err = failed;
-		if (!failed)
-			out->fetched += e->unit.len;
-		entry_unref(e);
-	}
-	pthread_mutex_unlock(&c->lock);
-	free(v);
-	return err;
-}
-
 /* ---- the persist thread ---- */
 
 /* Drop units, least valuable first, until the cache is within its bound. */
@@ -1077,27 +989,26 @@ static void make_room(struct cache *c)
  * under the unit's claim: without it another process may be writing or
  * evicting the same bytes.
  */
-static int persist(struct cache *c, struct inflight *e)
+static void persist(struct cache *c, struct inflight *e)
 {
 	struct cache_object *obj = e->obj;
 
 	if (!e->claimed)
-		return 0;
+		return;
 	int err = unit_store(c, obj->id, e->unit, e->buf);
 	if (err == -EBUSY)
-		return 0;	/* the claim passed to another process: its bytes now */
+		return;		/* the claim passed to another process: its bytes now */
 	if (err) {
 		if (err == -ENOSPC || err == -EDQUOT)
 			make_room(c);
 		else
 			log_warn("cannot cache a unit of %s: %s", obj->log_name, strerror(-err));
-		return err;
+		return;
 	}
 	if (c->disk_full_logged) {
 		c->disk_full_logged = false;
 		store_reserve_restore(c->store);
 	}
-	return 0;
 }
 
 static void flush_touched(struct cache *c)
@@ -1182,17 +1093,13 @@ static void *persist_thread(void *arg)
 			if (!c->queue_head)
 				c->queue_tail = NULL;
 			pthread_mutex_unlock(&c->lock);
-			int err = 0;
 			if (e->persist) {
-				err = persist(c, e);
+				persist(c, e);
 				evict(c);
 			} else if (e->claimed) {
 				index_unclaim(c->index, e->obj->id, e->unit.off);
 			}
 			pthread_mutex_lock(&c->lock);
-			e->done = true;
-			e->store_err = err;
-			pthread_cond_broadcast(&c->changed);
 			/* out of the table: later reads find it in the index */
 			struct inflight **link = &c->table[table_slot(e->obj->id, e->unit.off)];
 			while (*link != e)
@@ -1210,6 +1117,129 @@ static void *persist_thread(void *arg)
 	pthread_mutex_unlock(&c->lock);
 	flush_touched(c);
 	return NULL;
+}
+
+/* ---- warming ---- */
+
+const struct layout *cache_object_layout(const struct cache_object *obj)
+{
+	return &obj->layout;
+}
+
+int cache_units_missing(struct cache *c, const struct cache_object *obj,
+			const struct extent *units, size_t n, bool *missing)
+{
+	struct index_unit *have = NULL;
+	size_t nhave = 0, j = 0;
+	int err = obj->id < 0 ? 0 : index_units_of(c->index, obj->id, &have, &nhave);
+
+	if (err)
+		return err;
+	for (size_t i = 0; i < n; i++) {
+		while (j < nhave && have[j].off < units[i].off)
+			j++;
+		missing[i] = !(j < nhave && have[j].off == units[i].off && have[j].len == units[i].len);
+	}
+	free(have);
+	return 0;
+}
+
+/*
+ * GET UNITS[0..n) of OBJ (adjacent, all claimed by us) and store them, from
+ * the calling thread: no inflight entries, no copy, no persist queue. Every
+ * claim is released (by the index row, or here on failure).
+ */
+static int warm_run(struct cache *c, struct cache_object *obj, const struct extent *units,
+		    size_t n, struct cache_warm_counts *out)
+{
+	uint64_t off = units[0].off, end = units[n - 1].off + units[n - 1].len;
+	struct http_request req = {
+		.url = obj->url, .log_name = obj->log_name, .off = off, .len = end - off,
+		.if_match = obj->etag[0] ? obj->etag : NULL,
+		.if_unmodified_since = obj->etag[0] ? NULL : obj->last_modified,
+	};
+	int err = (req.body = malloc(req.len)) ? 0 : -ENOMEM;
+	size_t i = 0;
+
+	if (!err) {
+		source_prepare(c->src, &req);
+		err = http_run(c->http, &req);
+		if (err == -ERANGE || err == -ENOENT || (!err && !answer_matches(obj, &req)))
+			err = -ESTALE;
+	}
+	if (err == -ESTALE) {
+		atomic_store(&obj->stale, true);
+		log_error("%s changed on the origin since it was opened; reopen it", obj->log_name);
+	}
+	if (!err) {
+		pthread_mutex_lock(&c->lock);
+		c->stats.bytes_fetched += req.body_len;
+		pthread_mutex_unlock(&c->lock);
+	}
+	for (; !err && i < n; i++) {
+		err = unit_store(c, obj->id, units[i], req.body + (units[i].off - off));
+		if (err == -EBUSY)
+			err = 0;	/* taken over as stale: another process's bytes now */
+		else if (!err)
+			out->fetched += units[i].len;
+		else
+			i++;		/* unit_store released its claim */
+	}
+	for (; i < n; i++)
+		index_unclaim(c->index, obj->id, units[i].off);
+	free(req.body);
+	return err;
+}
+
+int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *units, size_t n,
+	       struct cache_warm_counts *out)
+{
+	bool *mine = calloc(n ? n : 1, sizeof(*mine));
+	int err = 0;
+
+	if (!mine)
+		return -ENOMEM;
+	if (obj->id < 0) {
+		free(mine);
+		return -ENOTSUP;	/* the origin gives no version to cache it by */
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		struct index_unit u;
+		pid_t holder;
+		int rc = index_unit_find(c->index, obj->id, units[i].off, &u) == 0 &&
+				 u.len == units[i].len ? -EEXIST :
+			 index_claim(c->index, obj->id, units[i].off, c->cfg.claim_wait_s, &holder);
+		if (rc == -EEXIST)
+			out->cached += units[i].len;
+		else if (rc == -EBUSY)
+			out->elsewhere += units[i].len;	/* another process is fetching it */
+		else if (rc)
+			err = rc;
+		else
+			mine[i] = true;
+	}
+	/* adjacent claimed units share a GET of up to max_request bytes */
+	for (size_t i = 0; i < n;) {
+		if (!mine[i]) {
+			i++;
+			continue;
+		}
+		size_t j = i + 1;
+		while (j < n && mine[j] && units[j].off == units[j - 1].off + units[j - 1].len &&
+		       units[j].off + units[j].len - units[i].off <= c->cfg.max_request)
+			j++;
+		int rc = err ? 0 : warm_run(c, obj, units + i, j - i, out);
+		if (err)
+			for (size_t k = i; k < j; k++)
+				index_unclaim(c->index, obj->id, units[k].off);
+		if (rc && !err)
+			err = rc;
+		i = j;
+	}
+	free(mine);
+	if (!err)
+		evict(c);
+	return err;
 }
 
 /* ---- opening objects ---- */

@@ -98,10 +98,12 @@ struct cache_warm_counts {
 };
 /*
  * Fetch and store UNITS[0..n) of OBJ (whole units of its layout, sorted),
- * except those cached already or being fetched by another process (or
- * thread), adjacent units in one GET of up to max_request bytes. Returns
- * once all are stored: 0, or the first error (-ESTALE: OBJ changed on the
- * origin; -ENOSPC: no room to store). Adds to *out either way.
+ * except those cached already or being fetched by another process,
+ * adjacent units in one GET of up to max_request bytes, from the calling
+ * thread (for tilefs warm: a process that also reads OBJ with cache_read()
+ * must not warm it). Returns once all are stored: 0, or the first error
+ * (-ESTALE: OBJ changed on the origin; -ENOSPC: no room to store). Adds to
+ * *out either way.
  */
 int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *units, size_t n,
 	       struct cache_warm_counts *out);
