@@ -99,6 +99,7 @@ struct cache_object {
 	struct layout layout;		/* read-only once opened */
 	atomic_bool stale;
 	atomic_bool whole_queued;	/* PREFETCH_OBJECT has started on it */
+	bool added;			/* this open put it in the index */
 	struct stream streams[STREAMS];	/* protected by cache->lock */
 	uint64_t stream_clock;		/* protected by cache->lock */
 };
@@ -252,6 +253,11 @@ int64_t cache_object_id(const struct cache_object *obj)
 const char *cache_dir(const struct cache *c)
 {
 	return c->cfg.dir;
+}
+
+bool cache_object_added(const struct cache_object *obj)
+{
+	return obj->added;
 }
 
 bool cache_object_stale(const struct cache_object *obj)
@@ -655,10 +661,28 @@ static int entry_cmp(const void *a, const void *b)
 
 /*
  * Fetch ENTRIES[0..n) (claimed, sorted by offset): units at most merge_gap
- * apart share one GET, up to max_request bytes; a GET made only of
+ * apart share one GET, up to max_request bytes, unless the gap holds units
+ * cached or in flight (they would be fetched again); a GET made only of
  * prefetched units runs in the background. FOR_READER: a reader waits, so
  * a GET ending in a tile brings the rest of its last page too.
  */
+/* Is a unit in [from, to) of OBJ cached, or being fetched by this process?
+ * Then a GET across that gap would fetch it again. */
+static bool gap_has_units(struct cache *c, struct cache_object *obj, uint64_t from, uint64_t to)
+{
+	for (uint64_t p = from; p < to;) {
+		struct extent unit = layout_unit_at(&obj->layout, p);
+		struct index_unit u;
+		pthread_mutex_lock(&c->lock);
+		bool busy = table_find(c, obj->id, unit.off) != NULL;
+		pthread_mutex_unlock(&c->lock);
+		if (busy || (obj->id >= 0 && index_unit_find(c->index, obj->id, unit.off, &u) == 0))
+			return true;
+		p = unit.off + unit.len;
+	}
+	return false;
+}
+
 static void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v, size_t n,
 			bool for_reader)
 {
@@ -667,7 +691,9 @@ static void submit_runs(struct cache *c, struct cache_object *obj, struct inflig
 		bool demand = !v[i]->prefetch;
 		size_t j = i + 1;
 		while (j < n && v[j]->unit.off - end <= c->cfg.merge_gap &&
-		       v[j]->unit.off + v[j]->unit.len - start <= c->cfg.max_request) {
+		       v[j]->unit.off + v[j]->unit.len - start <= c->cfg.max_request &&
+		       !(v[j]->unit.off > end && !v[j]->sliver && !v[j - 1]->sliver &&
+			 gap_has_units(c, obj, end, v[j]->unit.off))) {
 			end = v[j]->unit.off + v[j]->unit.len;
 			demand |= !v[j]->prefetch;
 			j++;
@@ -1543,7 +1569,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	char version[192];
 	void *blob = NULL;
 	size_t blob_len = 0;
-	bool legacy = false;
+	bool legacy = false, created = false;
 	int err;
 
 	bool known = index_object_latest(c->index, url, &latest) == 0;
@@ -1586,7 +1612,6 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 			legacy = true;
 		}
 	} else {
-		bool created = false;
 		err = parse_tiles(c, &f, &blob, &blob_len);
 		if (err)
 			goto fail;
@@ -1615,6 +1640,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	if (!obj)
 		goto fail;
 	object_layout(obj, &found, blob, blob_len, legacy);
+	obj->added = created;
 	store_fetched(c, obj, &f);
 	if (claimed)
 		index_unclaim(c->index, url_claim_key(url), 0);

@@ -67,6 +67,9 @@ time_t cache_object_mtime(const struct cache_object *obj);
 bool cache_object_same(const struct cache_object *a, const struct cache_object *b);
 /* Does anyone besides the caller's one reference hold OBJ? */
 bool cache_object_shared(const struct cache_object *obj);
+/* Did this open add the version to the index (so what is cached of it came
+ * with the open)? */
+bool cache_object_added(const struct cache_object *obj);
 /* Has a read found that the origin no longer has this version? */
 bool cache_object_stale(const struct cache_object *obj);
 

@@ -48,9 +48,11 @@ static void usage(FILE *out)
 		"usage: tilefs warm [OPTIONS] SOURCE [PATH_OR_GLOB...]\n"
 		"\n"
 		"Fetch files of SOURCE into the cache dir, without mounting, so that a\n"
-		"mount of SOURCE using that cache dir reads them without a request. Safe\n"
-		"while such a mount runs: no byte is fetched twice. What is cached already\n"
-		"is skipped, so a warm that was interrupted resumes when run again.\n"
+		"mount of SOURCE using that cache dir reads them without a request (after\n"
+		"a selection, a reader may still fetch the few KB of unselected tiles its\n"
+		"aligned buffers touch). Safe while such a mount runs: no unit is fetched\n"
+		"twice. What is cached already is skipped, so a warm that was interrupted\n"
+		"resumes when run again.\n"
 		"\n"
 		"PATH_OR_GLOB is a path under SOURCE ('a/b.tif'), a directory (all files\n"
 		"under it) or a glob ('2024/*/B04.tif'; '*' does not cross '/'). None:\n"
@@ -80,6 +82,7 @@ struct item {
 	struct extent *units;		/* the missing units wanted, by offset */
 	size_t nunits;
 	uint64_t want, cached;		/* bytes selected; of them cached at planning */
+	uint64_t opened;		/* of those, what opening it fetched now */
 	size_t next_unit;		/* fetch cursor (warm->lock) */
 	int err;			/* first failure (warm->lock) */
 	bool excluded;			/* --partial: does not fit */
@@ -183,8 +186,9 @@ static int parse_selection(struct warm *w, char *err, size_t err_size)
 	if (o->window) {
 		unsigned long long v[4];
 		char tail;
-		if (sscanf(o->window, "%llu,%llu,%llu,%llu%c", &v[0], &v[1], &v[2], &v[3],
-			   &tail) != 4 || v[2] == 0 || v[3] == 0 || o->window[0] == '-') {
+		if (strspn(o->window, "0123456789,") != strlen(o->window) ||
+		    sscanf(o->window, "%llu,%llu,%llu,%llu%c", &v[0], &v[1], &v[2], &v[3],
+			   &tail) != 4 || v[2] == 0 || v[3] == 0) {
 			snprintf(err, err_size, "--window: '%s' is not X,Y,W,H in pixels "
 				 "(W and H above 0), e.g. 0,0,1024,1024", o->window);
 			return -EINVAL;
@@ -542,6 +546,8 @@ static void plan_item(struct warm *w, struct item *it)
 	free(missing);
 	it->units = u.v;
 	it->nunits = kept;
+	if (cache_object_added(it->obj))
+		it->opened = it->cached;	/* nothing was cached before this open */
 }
 
 static void *plan_worker(void *arg)
@@ -765,18 +771,19 @@ static void print_summary(struct warm *w)
 	char a[32], b[32], r[32];
 	double s = seconds_since(&w->started);
 	size_t files = 0, left_out = 0;
-	uint64_t cached = w->cached + w->elsewhere;
+	uint64_t cached = w->cached + w->elsewhere, fetched = w->fetched;
 	for (size_t i = 0; i < w->n; i++) {
 		files += !w->items[i].excluded;
 		left_out += w->items[i].excluded;
-		cached += w->items[i].cached;
+		cached += w->items[i].cached - w->items[i].opened;
+		fetched += w->items[i].opened;
 	}
 	printf("warmed %zu of %zu files: %s fetched, %s already cached, %zu failed",
-	       w->files_done, files, human(w->fetched, a, sizeof(a)), human(cached, b, sizeof(b)),
+	       w->files_done, files, human(fetched, a, sizeof(a)), human(cached, b, sizeof(b)),
 	       w->failures);
 	if (left_out)
 		printf(", %zu left out (--partial)", left_out);
-	printf(", in %.1f s (%s/s)\n", s, human(s > 0 ? (uint64_t)((double)w->fetched / s) : 0, r,
+	printf(", in %.1f s (%s/s)\n", s, human(s > 0 ? (uint64_t)((double)fetched / s) : 0, r,
 						 sizeof(r)));
 	if (atomic_load(&interrupted))
 		printf("interrupted: run the same command again to fetch the rest\n");
