@@ -190,14 +190,7 @@ static int cmd_mount(int argc, char **argv)
 	enum log_level level = LOG_WARN;
 	log_parse_level(o.log_level, &level);
 	log_set_level(level);
-	struct source_options so = {
-		.endpoint = o.endpoint,
-		.region = o.region,
-		.virtual_hosted = o.virtual_hosted,
-		.no_sign_request = o.no_sign_request,
-		.requester_pays = o.requester_pays,
-		.page_size = o.page_size,
-	};
+	struct source_options so = options_source(&o);
 	if (mount_check_options(o.fuse_opts) != 0) {
 		snprintf(err_text, sizeof(err_text), "-o %s: FUSE does not know one of these options",
 			 o.fuse_opts);
@@ -237,10 +230,7 @@ static int cmd_mount(int argc, char **argv)
 
 	/* from here on, errors go to stderr (still the terminal) and the log */
 	struct http_config hc;
-	http_config_defaults(&hc);
-	hc.ca_file = o.ca_file;
-	hc.retries = (int)o.retries;
-	hc.max_connections = (int)o.max_connections;
+	options_http(&o, o.max_connections, &hc);
 	http = http_client_new(&hc);
 	if (!http) {
 		fprintf(stderr, "tilefs: cannot start the fetch thread\n");

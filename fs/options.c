@@ -368,6 +368,26 @@ int options_parse(struct options *o, unsigned cmd, int argc, char **argv, char *
 	return 0;
 }
 
+struct source_options options_source(const struct options *o)
+{
+	return (struct source_options){
+		.endpoint = o->endpoint,
+		.region = o->region,
+		.virtual_hosted = o->virtual_hosted,
+		.no_sign_request = o->no_sign_request,
+		.requester_pays = o->requester_pays,
+		.page_size = o->page_size,
+	};
+}
+
+void options_http(const struct options *o, long connections, struct http_config *out)
+{
+	http_config_defaults(out);
+	out->ca_file = o->ca_file;
+	out->retries = (int)o->retries;
+	out->max_connections = (int)connections;
+}
+
 uint64_t options_default_cache_size(const char *dir)
 {
 	struct statvfs v;

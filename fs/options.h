@@ -11,7 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cache/http.h"
 #include "cache/layout.h"
+#include "cache/provider.h"
 
 #define OPTIONS_MOUNT 1u		/* which command an option belongs to */
 #define OPTIONS_WARM 2u
@@ -62,6 +64,11 @@ int options_parse(struct options *o, unsigned cmd, int argc, char **argv, char *
 void options_release(struct options *o);
 /* The options of CMD, one or more lines each. */
 void options_usage(FILE *out, unsigned cmd);
+/* What O says of the origin, for source_open(). */
+struct source_options options_source(const struct options *o);
+/* The fetcher's settings O gives, with CONNECTIONS connections at most. */
+void options_http(const struct options *o, long connections, struct http_config *out);
+
 /* The --cache-dir when none is given; caller frees. */
 char *options_default_cache_dir(void);
 /* The --cache-size when none is given: half the free space of DIR. */

@@ -836,14 +836,7 @@ int warm_main(int argc, char **argv)
 	pthread_cond_init(&w.wake, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &w.started);
 
-	struct source_options so = {
-		.endpoint = o.endpoint,
-		.region = o.region,
-		.virtual_hosted = o.virtual_hosted,
-		.no_sign_request = o.no_sign_request,
-		.requester_pays = o.requester_pays,
-		.page_size = o.page_size,
-	};
+	struct source_options so = options_source(&o);
 	int err = source_open(o.source, &so, &w.src, err_text, sizeof(err_text));
 	if (err) {
 		fprintf(stderr, "tilefs: %s\n", err_text);
@@ -853,10 +846,7 @@ int warm_main(int argc, char **argv)
 	if (options_make_cache_dir(o.cache_dir) != 0)
 		goto out;
 	struct http_config hc;
-	http_config_defaults(&hc);
-	hc.ca_file = o.ca_file;
-	hc.retries = (int)o.retries;
-	hc.max_connections = (int)o.jobs;
+	options_http(&o, o.jobs, &hc);
 	w.http = http_client_new(&hc);
 	if (!w.http) {
 		fprintf(stderr, "tilefs: cannot start the fetch thread\n");
