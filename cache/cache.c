@@ -659,13 +659,6 @@ static int entry_cmp(const void *a, const void *b)
 	return x->unit.off < y->unit.off ? -1 : x->unit.off > y->unit.off;
 }
 
-/*
- * Fetch ENTRIES[0..n) (claimed, sorted by offset): units at most merge_gap
- * apart share one GET, up to max_request bytes, unless the gap holds units
- * cached or in flight (they would be fetched again); a GET made only of
- * prefetched units runs in the background. FOR_READER: a reader waits, so
- * a GET ending in a tile brings the rest of its last page too.
- */
 /* Is a unit in [from, to) of OBJ cached, or being fetched by this process?
  * Then a GET across that gap would fetch it again. */
 static bool gap_has_units(struct cache *c, struct cache_object *obj, uint64_t from, uint64_t to)
@@ -683,6 +676,13 @@ static bool gap_has_units(struct cache *c, struct cache_object *obj, uint64_t fr
 	return false;
 }
 
+/*
+ * Fetch ENTRIES[0..n) (claimed, sorted by offset): units at most merge_gap
+ * apart share one GET, up to max_request bytes, unless the gap holds units
+ * cached or in flight (they would be fetched again); a GET made only of
+ * prefetched units runs in the background. FOR_READER: a reader waits, so
+ * a GET ending in a tile brings the rest of its last page too.
+ */
 static void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v, size_t n,
 			bool for_reader)
 {
@@ -1172,8 +1172,8 @@ int cache_units_missing(struct cache *c, const struct cache_object *obj,
 
 /*
  * GET UNITS[0..n) of OBJ (adjacent, all claimed by us) and store them, from
- * the calling thread: no inflight entries, no copy, no persist queue. Every
- * claim is released (by the index row, or here on failure).
+ * the calling thread: no inflight entries, no copy into them, no persist
+ * queue. Every claim is released (by the index row, or here on failure).
  */
 static int warm_run(struct cache *c, struct cache_object *obj, const struct extent *units,
 		    size_t n, struct cache_warm_counts *out)
@@ -1202,14 +1202,14 @@ static int warm_run(struct cache *c, struct cache_object *obj, const struct exte
 		c->stats.bytes_fetched += req.body_len;
 		pthread_mutex_unlock(&c->lock);
 	}
-	for (; !err && i < n; i++) {
+	while (!err && i < n) {
+		/* the unit's claim goes with its row, or unit_store() drops it */
 		err = unit_store(c, obj->id, units[i], req.body + (units[i].off - off));
 		if (err == -EBUSY)
 			err = 0;	/* taken over as stale: another process's bytes now */
 		else if (!err)
 			out->fetched += units[i].len;
-		else
-			i++;		/* unit_store released its claim */
+		i++;
 	}
 	for (; i < n; i++)
 		index_unclaim(c->index, obj->id, units[i].off);
