@@ -187,9 +187,7 @@ static int cmd_mount(int argc, char **argv)
 		options_release(&o);
 		return 0;
 	}
-	enum log_level level = LOG_WARN;
-	log_parse_level(o.log_level, &level);
-	log_set_level(level);
+	log_set_level(o.log_level);
 	struct source_options so = options_source(&o);
 	if (mount_check_options(o.fuse_opts) != 0) {
 		snprintf(err_text, sizeof(err_text), "-o %s: FUSE does not know one of these options",

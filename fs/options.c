@@ -147,19 +147,19 @@ static int set_value(struct options *o, const struct option_def *d, const char *
 	void *field = (char *)o + d->offset;
 	uint64_t size;
 	char *end;
-	enum log_level level;
 
 	switch (d->type) {
 	case OPT_FLAG:
 		*(bool *)field = true;
 		return 0;
-	case OPT_STRING:
 	case OPT_LEVEL:
-		if (d->type == OPT_LEVEL && log_parse_level(value, &level) != 0) {
+		if (log_parse_level(value, (enum log_level *)field) != 0) {
 			snprintf(err, err_size, "--%s: '%s' is not one of error, warn, info, debug",
 				 d->name, value);
 			return -EINVAL;
 		}
+		return 0;
+	case OPT_STRING:
 		free(*(char **)field);
 		*(char **)field = strdup(value);
 		return *(char **)field ? 0 : -ENOMEM;
@@ -441,7 +441,7 @@ char *options_default_cache_dir(void)
 void options_release(struct options *o)
 {
 	for (size_t i = 0; i < NDEFS; i++)
-		if (defs[i].type == OPT_STRING || defs[i].type == OPT_LEVEL)
+		if (defs[i].type == OPT_STRING)
 			free(*(char **)((char *)o + defs[i].offset));
 	free(o->fuse_opts);
 	free(o->source);

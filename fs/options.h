@@ -13,6 +13,7 @@
 
 #include "cache/http.h"
 #include "cache/layout.h"
+#include "cache/log.h"
 #include "cache/provider.h"
 
 #define OPTIONS_MOUNT 1u		/* which command an option belongs to */
@@ -33,7 +34,7 @@ struct options {
 	char *ca_file;
 	long retries;
 	long max_connections;
-	char *log_level;
+	enum log_level log_level;
 	char *log_file;
 	char *endpoint;
 	char *region;

@@ -33,7 +33,7 @@ int main(void)
 	CHECK(o.fuse_opts && strcmp(o.fuse_opts, "allow_other") == 0, "FUSE options passed on");
 	CHECK(strcmp(o.source, "http://h/p/") == 0 && strcmp(o.mountpoint, "/mnt") == 0,
 	      "positional arguments");
-	CHECK(o.retries == 5 && o.ttl == 5 && strcmp(o.log_level, "warn") == 0, "defaults");
+	CHECK(o.retries == 5 && o.ttl == 5 && o.log_level == LOG_WARN, "defaults");
 	options_release(&o);
 
 	char *a2[] = { "--cache-size", "banana", "s", "m" };
