@@ -86,7 +86,7 @@ struct item {
 	size_t next_unit;		/* fetch cursor (warm->lock) */
 	int err;			/* first failure (warm->lock) */
 	bool excluded;			/* --partial: does not fit */
-	atomic_int chunks_left;		/* chunks taken and not finished */
+	size_t chunks_left;		/* taken and not finished (warm->lock) */
 };
 
 struct selection {
@@ -586,7 +586,7 @@ static bool take_chunk(struct warm *w, struct item **it, size_t *first, size_t *
 		*first = x->next_unit;
 		*n = k - x->next_unit;
 		x->next_unit = k;
-		atomic_fetch_add(&x->chunks_left, 1);
+		x->chunks_left++;
 		pthread_mutex_unlock(&w->lock);
 		return true;
 	}
@@ -602,8 +602,7 @@ static void *fetch_worker(void *arg)
 
 	while (!atomic_load(&interrupted) && take_chunk(w, &it, &first, &n)) {
 		struct cache_warm_counts got = { 0 };
-		int err = it->err ? 0 :
-			  cache_warm(w->cache, it->obj, it->units + first, n, &got);
+		int err = cache_warm(w->cache, it->obj, it->units + first, n, &got);
 		if (err)
 			item_fail(w, it, err);
 		pthread_mutex_lock(&w->lock);
@@ -611,8 +610,7 @@ static void *fetch_worker(void *arg)
 		w->cached += got.cached;
 		w->elsewhere += got.elsewhere;
 		w->done += got.fetched + got.cached + got.elsewhere;
-		bool last = atomic_fetch_sub(&it->chunks_left, 1) == 1 &&
-			    it->next_unit >= it->nunits;
+		bool last = --it->chunks_left == 0 && it->next_unit >= it->nunits;
 		if (last && !it->err)
 			w->files_done++;
 		pthread_mutex_unlock(&w->lock);
@@ -824,9 +822,7 @@ int warm_main(int argc, char **argv)
 		options_release(&o);
 		return 0;
 	}
-	enum log_level level = LOG_WARN;
-	log_parse_level(o.log_level, &level);
-	log_set_level(level);
+	log_set_level(o.log_level);
 	if (o.log_file && log_set_file(o.log_file) != 0) {
 		fprintf(stderr, "tilefs: cannot write the log %s\n", o.log_file);
 		options_release(&o);
@@ -891,17 +887,11 @@ int warm_main(int argc, char **argv)
 	run_workers(&w, plan_worker);
 	pthread_mutex_lock(&w.lock);
 	w.planning = false;
-	for (size_t i = 0; i < w.n; i++)
-		if (!w.items[i].err) {
-			w.total += w.items[i].want;
-			w.done += w.items[i].cached;
-		}
 	pthread_mutex_unlock(&w.lock);
 
 	int refused = atomic_load(&interrupted) ? 0 : check_size(&w, limit);
 	if (!refused && !o.dry_run && !atomic_load(&interrupted)) {
 		pthread_mutex_lock(&w.lock);
-		w.total = w.done = 0;
 		for (size_t i = 0; i < w.n; i++) {
 			struct item *it = &w.items[i];
 			if (it->err || it->excluded)
