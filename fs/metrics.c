@@ -355,7 +355,7 @@ int metrics_start(const struct metrics_config *cfg, struct cache *cache, struct 
 		snprintf(err, err_size, "cannot start the metrics thread: %s", strerror(-rc));
 		goto fail_pipe;
 	}
-	write_files(m, true);
+	write_file(m, m->mount_file, true);	/* --metrics-file is written above */
 	rc = -pthread_create(&m->thread, NULL, metrics_thread, m);
 	if (rc) {
 		snprintf(err, err_size, "cannot start the metrics thread: %s", strerror(-rc));
