@@ -19,7 +19,6 @@ The exit status is 1 only if something failed or fetched wrong bytes.
 """
 import argparse
 import datetime
-import hashlib
 import os
 import shutil
 import statistics
@@ -99,14 +98,6 @@ def run_rclone(origin, files, jobs, scratch):
     return took
 
 
-def sha(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
-
-
 def main():
     ap = argparse.ArgumentParser(prog="tests/bench/run warm", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="the 78 MB data set, not 1.7 GB")
@@ -171,7 +162,7 @@ def main():
                         "--cache-size", "100G"], check=True)
         try:
             for rel, _ in files:
-                if sha(os.path.join(mnt, rel)) != sha(os.path.join(root, rel)):
+                if bench.sha256(os.path.join(mnt, rel)) != bench.sha256(os.path.join(root, rel)):
                     bench.log("WRONG BYTES through the warmed cache: " + rel)
                     status = 1
         finally:
