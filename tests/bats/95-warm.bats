@@ -669,13 +669,19 @@ dry_bytes() {
 	[ "$(data_bytes "$CACHE")" -le $((3 * 1048576)) ] || fail "data-* over 2M + 1MiB"
 }
 
-@test "a cache dir on a full disk: exit 1 naming the files; a mount then reads right bytes" {
+# warm_onto_small_disk: warm all of $SAMPLES into $T/disk/cache, on a 2 MB
+# tmpfs that cannot hold it (--cache-size allows it): it must exit 1
+warm_onto_small_disk() {
 	origin_start "$SAMPLES"
 	mkdir -p "$T/disk"
 	mount -t tmpfs -o size=2m tmpfs "$T/disk" && TILEFS_EXTRA_MOUNTS+=("$T/disk") ||
 		fail "cannot mount a tmpfs" || return 1
 	tilefs_run warm --cache-dir "$T/disk/cache" --cache-size 100M "$ORIGIN_URL"
 	assert_eq "$status" 1 "exit status with the cache disk full"
+}
+
+@test "a cache dir on a full disk: exit 1 naming the files; a mount then reads right bytes" {
+	warm_onto_small_disk || return 1
 	grep -qE '^tilefs: warm: .+: no room left on the cache disk$' <<<"$err" ||
 		fail "no 'tilefs: warm: PATH: no room left on the cache disk' line: $err"
 	local named
@@ -696,12 +702,7 @@ dry_bytes() {
 }
 
 @test "a cache disk that fills up: a file the warm does not name as failed is cached whole" {
-	origin_start "$SAMPLES"
-	mkdir -p "$T/disk"
-	mount -t tmpfs -o size=2m tmpfs "$T/disk" && TILEFS_EXTRA_MOUNTS+=("$T/disk") ||
-		fail "cannot mount a tmpfs" || return 1
-	tilefs_run warm --cache-dir "$T/disk/cache" --cache-size 100M "$ORIGIN_URL"
-	assert_eq "$status" 1 "exit status with the cache disk full"
+	warm_onto_small_disk || return 1
 	local f c s bad=""
 	while IFS= read -r f; do
 		grep -qF "tilefs: warm: $f: " <<<"$err" && continue

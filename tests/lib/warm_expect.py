@@ -246,14 +246,21 @@ def _fmt_units(us, n=6):
     return s + (" ... (%d in all)" % len(us) if len(us) > n else "")
 
 
-def check_fetched(lay, uri, gets, sels):
-    """Problems with GETS (of URI) for a warm of SELS into an empty cache."""
-    bad = []
+def _check_open(lay, gets, what):
+    """Problems with the GETs at byte 0: exactly one, of the first
+    --header-size bytes (WHAT made it)."""
     f = min(lay.header_size, lay.size)
     opens = [g for g in gets if g[0] == 0]
     if len(opens) != 1 or opens[0] != (0, f):
-        bad.append("expected one GET at byte 0, [0,%d) (the open); got %s"
-                   % (f, " ".join(_fmt(g) for g in opens) or "none"))
+        return ["expected one GET at byte 0, [0,%d) (%s); got %s"
+                % (f, what, " ".join(_fmt(g) for g in opens) or "none")]
+    return []
+
+
+def check_fetched(lay, uri, gets, sels):
+    """Problems with GETS (of URI) for a warm of SELS into an empty cache."""
+    bad = _check_open(lay, gets, "the open")
+    f = min(lay.header_size, lay.size)
     rest = sorted(g for g in gets if g[0] != 0)
     for g in rest:
         if g[0] not in lay.starts or g[1] not in lay.ends:
@@ -306,12 +313,8 @@ def _covered(s, e, zones):
 
 
 def check_once(lay, uri, gets):
-    bad = []
+    bad = _check_open(lay, gets, "one open for both")
     f = min(lay.header_size, lay.size)
-    opens = [g for g in gets if g[0] == 0]
-    if len(opens) != 1 or opens[0] != (0, f):
-        bad.append("expected one GET at byte 0, [0,%d) (one open for both); got %s"
-                   % (f, " ".join(_fmt(g) for g in opens) or "none"))
     never = [u for u in lay.units if not any(g[0] <= u[0] and u[1] <= g[1] for g in gets)]
     if never:
         bad.append("%d units never fetched whole: %s" % (len(never), _fmt_units(never)))
