@@ -19,12 +19,13 @@ CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-# The library: all of cache/ plus the parts of fs/ that do not touch FUSE.
-LIB_SRC := $(wildcard cache/*.c) fs/options.c fs/metrics.c
+# The library: every layer of cache/, plus what the tools share with the
+# mount (tools/options.c). The daemon, every tool and every unit test link it.
+LIB_SRC := $(wildcard cache/*/*.c) tools/options.c fs/metrics.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libtilefs.a
 
-DAEMON_SRC := fs/main.c fs/mount.c $(wildcard tools/*.c)
+DAEMON_SRC := fs/main.c fs/mount.c $(filter-out $(LIB_SRC),$(wildcard tools/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

@@ -4,14 +4,14 @@
  * origin answering), mounts, and only then returns (or stays in the
  * foreground with -f). The daemon exits 0 when unmounted.
  */
-#include "cache/cache.h"
-#include "cache/http.h"
-#include "cache/log.h"
-#include "cache/namespace.h"
-#include "cache/provider.h"
+#include "cache/engine/cache.h"
+#include "cache/origin/http.h"
+#include "cache/base/log.h"
+#include "cache/namespace/namespace.h"
+#include "cache/origin/provider.h"
 #include "fs/metrics.h"
 #include "fs/mount.h"
-#include "fs/options.h"
+#include "tools/options.h"
 #include "tools/cache_admin.h"
 #include "tools/inspect.h"
 #include "tools/warm.h"

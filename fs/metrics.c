@@ -7,10 +7,10 @@
  * one scrape at a time. The counters are read from the cache and the
  * fetcher under their own locks, so a scrape never waits on a read.
  */
-#include "metrics.h"
-#include "cache/cache.h"
-#include "cache/http.h"
-#include "cache/log.h"
+#include "fs/metrics.h"
+#include "cache/engine/cache.h"
+#include "cache/origin/http.h"
+#include "cache/base/log.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -5,10 +5,10 @@
  * pages across opens while the object's version is unchanged.
  */
 #define FUSE_USE_VERSION 312
-#include "mount.h"
-#include "cache/cache.h"
-#include "cache/log.h"
-#include "cache/namespace.h"
+#include "fs/mount.h"
+#include "cache/engine/cache.h"
+#include "cache/base/log.h"
+#include "cache/namespace/namespace.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -7,13 +7,13 @@
  * the same time never reads bytes that change under a row, and simply
  * fetches again what was dropped.
  */
-#include "cache_admin.h"
-#include "cache/crc32c.h"
-#include "cache/index.h"
-#include "cache/provider.h"
-#include "cache/store.h"
+#include "tools/cache_admin.h"
+#include "cache/store/crc32c.h"
+#include "cache/store/index.h"
+#include "cache/origin/provider.h"
+#include "cache/store/store.h"
 #include "fs/metrics.h"
-#include "fs/options.h"
+#include "tools/options.h"
 
 #include <errno.h>
 #include <fnmatch.h>

@@ -6,12 +6,12 @@
  * the IFDs, the tile map and, from an index, how much of the object is
  * cached; --blocks adds one line per tile or strip.
  */
-#include "inspect.h"
-#include "cache/index.h"
-#include "cache/layout.h"
-#include "cache/tiff.h"
+#include "tools/inspect.h"
+#include "cache/store/index.h"
+#include "cache/tiff/layout.h"
+#include "cache/tiff/tiff.h"
 #include "fs/mount.h"
-#include "fs/options.h"
+#include "tools/options.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,15 +13,15 @@
  * mount at once. An interrupted warm keeps what it fetched, so running it
  * again fetches only the rest.
  */
-#include "warm.h"
-#include "cache/cache.h"
-#include "cache/http.h"
-#include "cache/layout.h"
-#include "cache/log.h"
-#include "cache/namespace.h"
-#include "cache/provider.h"
-#include "cache/tiff.h"
-#include "fs/options.h"
+#include "tools/warm.h"
+#include "cache/engine/cache.h"
+#include "cache/origin/http.h"
+#include "cache/tiff/layout.h"
+#include "cache/base/log.h"
+#include "cache/namespace/namespace.h"
+#include "cache/origin/provider.h"
+#include "cache/tiff/tiff.h"
+#include "tools/options.h"
 
 #include <errno.h>
 #include <fnmatch.h>

@@ -1,12 +1,12 @@
 /*
  * fuzz_tiff_map.c - libFuzzer target for the TIFF tile-map parser
- * (cache/tiff.c). The input is a whole object's bytes. A map that parses
+ * (cache/tiff/tiff.c). The input is a whole object's bytes. A map that parses
  * must survive tiff_map_encode() -> tiff_map_decode() unchanged; anything
  * else (a crash, a sanitizer report, a leak, a changed map) is a bug.
  * Built and run by tests/fuzz/run.
  */
-#include "cache/log.h"
-#include "cache/tiff.h"
+#include "cache/base/log.h"
+#include "cache/tiff/tiff.h"
 
 #include <errno.h>
 #include <stdlib.h>

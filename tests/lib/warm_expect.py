@@ -5,7 +5,7 @@ The reference is GDAL (BLOCK_OFFSET_x_y / BLOCK_SIZE_x_y of the TIFF
 metadata domain, every band, mask, overview and overview mask, through
 tiff_blocks.gdal_blocks), and tiffdump for the IFD numbering of --ifd N
 (the numbering `tilefs inspect` uses). From them, the documented cut of a
-file into units (tests/CONTRACT.md, cache/layout.h):
+file into units (tests/CONTRACT.md, cache/tiff/layout.h):
 
   * each tile with GDAL's 4-byte leader and trailer (a COG whose ghost
     header says so; no leader elsewhere), overlapping tiles sharing a unit;

@@ -1,5 +1,5 @@
 /* test_crc32c.c - CRC32C against published check values, both code paths. */
-#include "cache/crc32c.h"
+#include "cache/store/crc32c.h"
 #include "check.h"
 
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* test_index.c - the SQLite index: objects, units, usage, claims, eviction
  * order, and a corrupt database rebuilt. */
-#include "cache/index.h"
+#include "cache/store/index.h"
 #include "check.h"
 
 #include <errno.h>

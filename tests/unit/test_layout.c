@@ -1,8 +1,8 @@
 /* test_layout.c - how objects are cut into units: fixed blocks, a TIFF's
  * header and tiles (leader/trailer, overlaps, sparse and oversized tiles),
  * the blocks between them, and what the prefetch policies add. */
-#include "cache/layout.h"
-#include "cache/tiff.h"
+#include "cache/tiff/layout.h"
+#include "cache/tiff/tiff.h"
 #include "check.h"
 
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* test_options.c - sizes, the option table, -o, and the errors users see. */
 #include "check.h"
-#include "fs/options.h"
+#include "tools/options.h"
 
 #include <string.h>
 

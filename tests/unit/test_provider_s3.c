@@ -7,8 +7,8 @@
  * headers S3 signing adds, one per line, then a blank line. The
  * botocore cross-check in tests/bats/60-s3.bats drives it.
  */
-#include "cache/http.h"
-#include "cache/provider.h"
+#include "cache/origin/http.h"
+#include "cache/origin/provider.h"
 #include "check.h"
 
 #include <curl/curl.h>

@@ -3,9 +3,9 @@
  * test suite in ../shared/vectors/aws-sigv4 (or $TILEFS_SIGV4_VECTORS):
  * canonical request, string to sign and signature, header signing.
  */
-#include "cache/crypto.h"
-#include "cache/provider.h"
-#include "cache/sigv4.h"
+#include "cache/origin/crypto.h"
+#include "cache/origin/provider.h"
+#include "cache/origin/sigv4.h"
 #include "check.h"
 
 #include <dirent.h>

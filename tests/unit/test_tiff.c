@@ -3,7 +3,7 @@
  * the checks with a block outside the file; read errors are not taken for
  * a malformed file; damaged blobs are refused. The corpus is
  * $TILEFS_CORPUS or ../shared/corpus. */
-#include "cache/tiff.h"
+#include "cache/tiff/tiff.h"
 #include "check.h"
 
 #include <dirent.h>

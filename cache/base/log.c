@@ -1,7 +1,7 @@
 /*
  * log.c - see log.h. One mutex keeps lines whole when threads log at once.
  */
-#include "log.h"
+#include "cache/base/log.h"
 
 #include <errno.h>
 #include <pthread.h>

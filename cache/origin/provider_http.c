@@ -3,8 +3,8 @@
  * are URLs below it; directories are listed from the HTML index pages that
  * nginx (autoindex) and Apache (mod_autoindex) serve.
  */
-#include "provider.h"
-#include "log.h"
+#include "cache/origin/provider.h"
+#include "cache/base/log.h"
 
 #include <ctype.h>
 #include <curl/curl.h>

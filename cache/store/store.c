@@ -6,8 +6,8 @@
  * a slot is closed and reused only when idle. When every slot is busy the
  * caller uses a file of its own for that one operation.
  */
-#include "store.h"
-#include "log.h"
+#include "cache/store/store.h"
+#include "cache/base/log.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -46,8 +46,8 @@
  * a caller borrows one for the duration of one function (pool->lock, a
  * leaf lock).
  */
-#include "index.h"
-#include "log.h"
+#include "cache/store/index.h"
+#include "cache/base/log.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -13,10 +13,10 @@
  * Neither the key, a signature nor a SAS is ever logged: URLs go to the log
  * through url_for_log() only, and error messages use src->display.
  */
-#include "provider.h"
-#include "crypto.h"
-#include "log.h"
-#include "xml.h"
+#include "cache/origin/provider.h"
+#include "cache/origin/crypto.h"
+#include "cache/base/log.h"
+#include "cache/origin/xml.h"
 
 #include <ctype.h>
 #include <curl/curl.h>

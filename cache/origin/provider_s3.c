@@ -13,10 +13,10 @@
  * credentials are refreshed before they expire, on the fetch thread (the
  * only thread that signs once the source is open).
  */
-#include "provider.h"
-#include "bucket.h"
-#include "log.h"
-#include "sigv4.h"
+#include "cache/origin/provider.h"
+#include "cache/origin/bucket.h"
+#include "cache/base/log.h"
+#include "cache/origin/sigv4.h"
 
 #include <ctype.h>
 #include <curl/curl.h>

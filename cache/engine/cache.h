@@ -25,7 +25,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "layout.h"
+#include "cache/tiff/layout.h"
 
 struct cache;
 struct cache_object;

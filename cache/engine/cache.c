@@ -23,15 +23,15 @@
  * Locks: c->lock protects the inflight table and queue, entry states and
  * refs, touch buffer, verified set and stats. It is not held across I/O.
  */
-#include "cache.h"
-#include "crc32c.h"
-#include "http.h"
-#include "index.h"
-#include "layout.h"
-#include "log.h"
-#include "provider.h"
-#include "store.h"
-#include "tiff.h"
+#include "cache/engine/cache.h"
+#include "cache/store/crc32c.h"
+#include "cache/origin/http.h"
+#include "cache/store/index.h"
+#include "cache/tiff/layout.h"
+#include "cache/base/log.h"
+#include "cache/origin/provider.h"
+#include "cache/store/store.h"
+#include "cache/tiff/tiff.h"
 
 #include <curl/curl.h>
 #include <errno.h>

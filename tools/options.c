@@ -1,9 +1,9 @@
 /*
  * options.c - see options.h.
  */
-#include "options.h"
-#include "cache/layout.h"
-#include "cache/log.h"
+#include "tools/options.h"
+#include "cache/tiff/layout.h"
+#include "cache/base/log.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -8,8 +8,8 @@
 #ifndef TILEFS_BUCKET_H
 #define TILEFS_BUCKET_H
 
-#include "provider.h"
-#include "sigv4.h"
+#include "cache/origin/provider.h"
+#include "cache/origin/sigv4.h"
 
 struct curl_slist;
 

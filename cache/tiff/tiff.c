@@ -16,7 +16,7 @@
  *            first n;
  *   per block: u64 off len.
  */
-#include "tiff.h"
+#include "cache/tiff/tiff.h"
 
 #include <errno.h>
 #include <stdarg.h>

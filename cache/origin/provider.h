@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http.h"
+#include "cache/origin/http.h"
 
 struct source;
 

@@ -11,9 +11,9 @@
  * so a demand read queued behind them finds a connection. Lock order:
  * client->lock is a leaf; done() runs without it.
  */
-#include "http.h"
-#include "log.h"
-#include "xml.h"
+#include "cache/origin/http.h"
+#include "cache/base/log.h"
+#include "cache/origin/xml.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -7,11 +7,11 @@
  * Nodes that disappear from a listing move to a retired list and are freed
  * with the namespace, so a pointer taken under the lock stays valid.
  */
-#include "namespace.h"
-#include "cache.h"
-#include "http.h"
-#include "log.h"
-#include "provider.h"
+#include "cache/namespace/namespace.h"
+#include "cache/engine/cache.h"
+#include "cache/origin/http.h"
+#include "cache/base/log.h"
+#include "cache/origin/provider.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -2,9 +2,9 @@
  * sigv4.c - see sigv4.h. Follows the published algorithm: canonical request,
  * string to sign, derived key, signature.
  */
-#include "sigv4.h"
-#include "crypto.h"
-#include "provider.h"
+#include "cache/origin/sigv4.h"
+#include "cache/origin/crypto.h"
+#include "cache/origin/provider.h"
 
 #include <ctype.h>
 #include <errno.h>

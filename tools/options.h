@@ -11,10 +11,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cache/http.h"
-#include "cache/layout.h"
-#include "cache/log.h"
-#include "cache/provider.h"
+#include "cache/origin/http.h"
+#include "cache/tiff/layout.h"
+#include "cache/base/log.h"
+#include "cache/origin/provider.h"
 
 #define OPTIONS_MOUNT 1u		/* which command an option belongs to */
 #define OPTIONS_WARM 2u

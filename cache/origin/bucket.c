@@ -1,9 +1,9 @@
 /*
  * bucket.c - see bucket.h.
  */
-#include "bucket.h"
-#include "log.h"
-#include "xml.h"
+#include "cache/origin/bucket.h"
+#include "cache/base/log.h"
+#include "cache/origin/xml.h"
 
 #include <curl/curl.h>
 #include <errno.h>

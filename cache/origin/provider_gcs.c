@@ -7,10 +7,10 @@
  * GOOGLE_OAUTH_ACCESS_TOKEN (sent as a bearer token); an HMAC key in
  * GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY (V4 signing, GOOG4-HMAC-SHA256).
  */
-#include "provider.h"
-#include "bucket.h"
-#include "log.h"
-#include "sigv4.h"
+#include "cache/origin/provider.h"
+#include "cache/origin/bucket.h"
+#include "cache/base/log.h"
+#include "cache/origin/sigv4.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /*
  * xml.c - see xml.h.
  */
-#include "xml.h"
+#include "cache/origin/xml.h"
 
 #include <string.h>
 

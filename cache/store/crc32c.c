@@ -2,7 +2,7 @@
  * crc32c.c - CRC32C with the SSE4.2 instruction where the CPU has it, and a
  * slicing-by-8 table otherwise. Both give the same value (see test_crc32c).
  */
-#include "crc32c.h"
+#include "cache/store/crc32c.h"
 
 #include <pthread.h>
 #include <string.h>

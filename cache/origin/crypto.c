@@ -1,7 +1,7 @@
 /*
  * crypto.c - see crypto.h.
  */
-#include "crypto.h"
+#include "cache/origin/crypto.h"
 
 #include <errno.h>
 #include <openssl/evp.h>

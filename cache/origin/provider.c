@@ -1,7 +1,7 @@
 /*
  * provider.c - the provider table and helpers every provider shares.
  */
-#include "provider.h"
+#include "cache/origin/provider.h"
 
 #include <errno.h>
 #include <stdio.h>

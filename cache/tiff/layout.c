@@ -1,8 +1,8 @@
 /*
  * layout.c - see layout.h.
  */
-#include "layout.h"
-#include "tiff.h"
+#include "cache/tiff/layout.h"
+#include "cache/tiff/tiff.h"
 
 #include <errno.h>
 #include <stdbool.h>
