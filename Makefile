@@ -47,14 +47,19 @@ $(BUILD)/tilefs: $(DAEMON_OBJ) $(LIB)
 $(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# Unit tests again under ASan/UBSan first, then everything (unit + bats).
-check: all
+# The layer rule first, unit tests again under ASan/UBSan, then everything
+# (unit + bats).
+check: all layers
 	$(MAKE) --no-print-directory BUILD=build-sanitize SANITIZE=address,undefined unit
 	tests/run
 
 unit: $(UNIT_BIN)
 	@for t in $(UNIT_BIN); do $$t > $$t.log 2>&1 || { cat $$t.log; echo "FAILED: $$t"; exit 1; }; done
 	@echo "unit tests passed under $(BUILD)"
+
+# Every #include follows the dependency rule (tests/check-layers).
+layers:
+	tests/check-layers
 
 demo: all
 	examples/demo.sh
@@ -86,7 +91,7 @@ valgrind: all
 clean:
 	rm -rf build build-sanitize
 
-.PHONY: all check unit demo bench bench-quick bench-warm valgrind fuzz clean
+.PHONY: all check layers unit demo bench bench-quick bench-warm valgrind fuzz clean
 # keep the unit tests' objects (pattern-rule intermediates) between builds
 .SECONDARY:
 -include $(LIB_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)

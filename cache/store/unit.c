@@ -1,0 +1,49 @@
+/*
+ * unit.c - see unit.h.
+ */
+#include "cache/store/unit.h"
+#include "cache/store/crc32c.h"
+#include "cache/store/index.h"
+#include "cache/store/store.h"
+
+#include <errno.h>
+
+int unit_put(struct index *ix, struct store *st, int64_t object_id, uint64_t off, uint64_t len,
+	     const void *bytes)
+{
+	int err = store_write(st, object_id, bytes, len, off);
+	if (!err)
+		err = index_unit_add(ix, object_id, off, len, crc32c(0, bytes, len));
+	if (err && err != -EBUSY) {
+		store_punch(st, object_id, off, len);
+		index_unclaim(ix, object_id, off);
+	}
+	return err;
+}
+
+int unit_verify(struct index *ix, struct store *st, const struct index_unit *u, void *dst,
+		bool *dropped)
+{
+	int err = store_read(st, u->object_id, dst, u->len, u->off);
+	struct index_unit now;
+
+	*dropped = false;
+	if (!err && crc32c(0, dst, u->len) == u->crc)
+		return 0;
+	err = err ? -EIO : -EBADMSG;
+	/* evicted while we read it (row gone first), or really damaged: a row
+	   is only worth its bytes, so a damaged one goes */
+	if (index_unit_find(ix, u->object_id, u->off, &now) == 0 && now.id == u->id)
+		*dropped = unit_evict(ix, st, u) == 0;
+	return err;
+}
+
+int unit_evict(struct index *ix, struct store *st, const struct index_unit *u)
+{
+	int err = index_unit_evict(ix, u);
+	if (err)
+		return err;
+	store_punch(st, u->object_id, u->off, u->len);
+	index_unclaim(ix, u->object_id, u->off);
+	return 0;
+}

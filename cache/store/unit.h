@@ -1,0 +1,61 @@
+/*
+ * unit.h - the unit protocol: how a unit's bytes and its index row change
+ * together, written once for every process that stores, checks or evicts
+ * units (the engine, tilefs warm, tilefs cache).
+ *
+ * A unit is an extent [off, off+len) of one object version. Its bytes live
+ * in the object's data file (store.h), its row in the index (index.h). These
+ * hold across every tilefs process sharing a cache dir:
+ *
+ *   (1) A unit's bytes are written only by the process holding its claim
+ *       (index_claim(), unit_put()).
+ *   (2) A unit's row is added only after its bytes are in the data file,
+ *       and adding it releases the claim (unit_put() -> index_unit_add()).
+ *   (3) Eviction deletes the row and claims the unit in one transaction,
+ *       then punches the bytes out, then releases the claim (unit_evict()).
+ *       So no row ever points at bytes that are changing.
+ *   (4) A reader that read a unit's bytes without checking them against
+ *       the checksum looks the row up again afterwards, and serves the
+ *       bytes only if it is the same row (same id): a unit evicted meanwhile
+ *       is never served (cache/engine/read.c).
+ *   (5) A unit whose bytes fail their checksum while its row stands is
+ *       evicted, and fetched again by whoever wants it (unit_verify()).
+ *
+ * Layer: the store. Includes cache/base/ and its own folder only; never the
+ * origin, the engine or FUSE (tests/check-layers).
+ */
+#ifndef TILEFS_UNIT_H
+#define TILEFS_UNIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct index;
+struct index_unit;
+struct store;
+
+/*
+ * Write BYTES (LEN of them) as the unit at OFF of OBJECT_ID, whose claim
+ * the caller holds, then record it (which releases the claim). On failure
+ * the bytes are punched out and the claim released, unless it passed to
+ * another process (-EBUSY: its bytes now). 0 or -errno (-ENOSPC, -EDQUOT:
+ * the disk is full).
+ */
+int unit_put(struct index *ix, struct store *st, int64_t object_id, uint64_t off, uint64_t len,
+	     const void *bytes);
+
+/*
+ * Read all of unit U into DST (u->len bytes) and check it against U's
+ * checksum. 0: good. -EIO: unreadable, -EBADMSG: damaged; then, if U's row
+ * still stands (it was not evicted while we read), U is evicted and
+ * *dropped is set, so the caller can say so.
+ */
+int unit_verify(struct index *ix, struct store *st, const struct index_unit *u, void *dst,
+		bool *dropped);
+
+/* Evict U (invariant 3). 0, -ENOENT if its row was gone already (its bytes
+ * are then left alone), or the index's error (nothing changed). */
+int unit_evict(struct index *ix, struct store *st, const struct index_unit *u);
+
+#endif
