@@ -712,3 +712,9 @@ void http_client_stats(struct http_client *c, struct http_stats *out)
 	*out = c->stats;
 	pthread_mutex_unlock(&c->lock);
 }
+
+time_t http_date_parse(const char *text)
+{
+	time_t t = text && text[0] ? curl_getdate(text, NULL) : 0;
+	return t < 0 ? 0 : t;
+}

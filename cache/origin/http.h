@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 struct curl_slist;
 struct http_client;
@@ -121,6 +122,9 @@ int http_run(struct http_client *client, struct http_request *req);
  * last bucket counts the rest. */
 #define HTTP_LATENCY_BUCKETS 14
 extern const double http_latency_bounds[HTTP_LATENCY_BUCKETS - 1];
+
+/* An HTTP date (Last-Modified) as time_t; 0 when empty or not a date. */
+time_t http_date_parse(const char *text);
 
 /* Counters since start, for logs and metrics. */
 struct http_stats {

@@ -1,0 +1,203 @@
+/*
+ * engine_int.h - the engine's private part: the structs its files share and
+ * the functions one file offers the others. Public contract: cache.h.
+ *
+ * The engine's files, in the order a read goes through them:
+ *   cache.c    opening and closing the cache, stats, the verified set
+ *   object.c   cache objects: references, accessors, the stale mark
+ *   open.c     cache_object_open(): probe claim, first fetch, TIFF parse
+ *   read.c     cache_read(): hits, checksum checks, joining, waiting
+ *   inflight.c the in-flight table, slivers and kept edges
+ *   fetch.c    claims, prefetch entries, merged GETs and their answers
+ *   persist.c  the persist thread: store, evict, whole-object prefetch
+ *   warm.c     cache_warm(): fetch and store from the calling thread
+ *   plan.c     pure decisions: readahead, slivers, spill, runs (plan.h)
+ *   version.c  pure: pinning a GET to a version, the stale verdict
+ *
+ * THE UNIT PROTOCOL across processes is numbered in cache/store/unit.h.
+ * Within one process these hold as well:
+ *
+ *   (6) A unit has at most one in-flight entry in a process: entries are
+ *       made under c->lock after looking the table up (entry_new()), and
+ *       leave the table only on the persist thread, after the unit is
+ *       stored or its claim released (persist_thread()).
+ *   (7) An entry that holds the unit's claim (e->claimed) releases it
+ *       exactly once: by its row (unit_put()) or by index_unclaim() on the
+ *       persist thread when it is not persisted.
+ *   (8) A sliver (part of a unit, for one read) is never persisted nor
+ *       put in the table; the bytes kept of it (edges) are served only for
+ *       the object id and version they came from (edge_get()).
+ *   (9) Every byte served for an object comes from its pinned version:
+ *       cached units are keyed by its index id (one id per version), and
+ *       every GET carries If-Match or If-Unmodified-Since and its answer
+ *       is checked (version_pin(), version_verdict()).
+ *
+ * LOCKS: c->lock protects what is marked "c->lock" below. It is a leaf:
+ * no other lock is taken under it, and it is never held across I/O, an
+ * index call or an HTTP call. Reference counts (objects: atomic; entries:
+ * under c->lock) are asserted never to go below zero.
+ */
+#ifndef TILEFS_ENGINE_INT_H
+#define TILEFS_ENGINE_INT_H
+
+#include "cache/engine/cache.h"
+#include "cache/engine/plan.h"
+#include "cache/engine/version.h"
+#include "cache/origin/http.h"
+#include "cache/tiff/layout.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct index;
+struct index_unit;
+struct store;
+
+#define TABLE_SIZE 1024
+#define TOUCH_MAX 4096
+#define VERIFIED_SLOTS (1u << 18)	/* ids of units checked since start */
+#define PREFETCH_MAX 512		/* units one read may add */
+#define EDGE_SLOTS 256			/* slivers kept, over all objects */
+#define BACKGROUND_BUDGET (64u << 20)	/* whole-object prefetch bytes in flight */
+#define STREAMS 8			/* readers of one object told apart */
+
+/* Bytes of a tile a reader's aligned buffer touched, kept (see plan.h). */
+struct edge {
+	int64_t object_id;
+	uint64_t off;
+	size_t len;			/* 0: empty slot */
+	char buf[PLAN_SLIVER_MAX];
+};
+
+struct cache_object {
+	atomic_int refs;
+	struct cache *cache;
+	int64_t id;			/* index id; < 0: not in the index, so
+					   served from the origin, never cached */
+	char *url, *log_name;
+	struct version version;		/* what every GET is pinned to */
+	time_t mtime;
+	struct layout layout;		/* read-only once opened */
+	atomic_bool stale;
+	atomic_bool whole_queued;	/* PREFETCH_OBJECT has started on it */
+	bool added;			/* this open put it in the index */
+	struct stream streams[STREAMS];	/* c->lock */
+	uint64_t stream_clock;		/* c->lock */
+};
+
+enum unit_state { UNIT_FETCHING, UNIT_READY, UNIT_FAILED };
+
+/* A unit (or a sliver of one) being fetched by this process. */
+struct inflight {
+	struct inflight *table_next;	/* c->lock */
+	struct inflight *queue_next;	/* c->lock */
+	struct inflight *sliver_next;	/* c->lock */
+	struct cache_object *obj;	/* holds a ref */
+	struct extent unit;
+	char *buf;			/* unit.len bytes; written by the fetch
+					   thread before the state leaves FETCHING */
+	enum unit_state state;		/* c->lock */
+	int err;			/* set with state */
+	int refs;			/* c->lock */
+	bool persist;			/* write to store and index */
+	bool claimed;			/* holds the index claim */
+	bool prefetch;			/* no reader asked for it (yet) */
+	bool sliver;			/* part of a unit, for one read only */
+};
+
+/* A whole object being prefetched by the persist thread. */
+struct object_job {
+	struct object_job *next;	/* c->lock */
+	struct cache_object *obj;	/* holds a ref */
+	uint64_t cursor;		/* persist thread only */
+};
+
+struct cache {
+	struct cache_config cfg;	/* read-only, but for size_limit: persist
+					   thread only */
+	struct source *src;
+	struct http_client *http;
+	struct index *index;
+	struct store *store;
+	pthread_t persister;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;		/* an entry left UNIT_FETCHING */
+	pthread_cond_t work;		/* the persist queue grew, or stop */
+	struct inflight *table[TABLE_SIZE];	/* c->lock */
+	struct inflight *queue_head;	/* c->lock: settled entries, in order */
+	struct inflight **queue_end;	/* c->lock: the last one's queue_next */
+	bool stopping;			/* c->lock */
+	int64_t touched[TOUCH_MAX];	/* c->lock: unit ids read, to flush */
+	size_t ntouched;		/* c->lock */
+	int64_t *verified;		/* c->lock: open addressing, 0 = empty */
+	size_t nverified;		/* c->lock */
+	bool disk_full_logged;		/* persist thread only */
+	struct object_job *jobs;	/* c->lock: PREFETCH_OBJECT queue */
+	struct edge *edges;		/* c->lock: EDGE_SLOTS, round robin */
+	size_t next_edge;		/* c->lock */
+	struct inflight *slivers;	/* c->lock: being fetched, to join */
+	uint64_t background_bytes;	/* c->lock: in background GETs */
+	struct cache_stats stats;	/* c->lock */
+};
+
+/* cache.c (c->lock held) */
+bool verified_has(struct cache *c, int64_t unit_id);
+void verified_add(struct cache *c, int64_t unit_id);
+/* Count BYTES fetched (takes c->lock). */
+void cache_count_fetched(struct cache *c, uint64_t bytes);
+
+/* object.c */
+/* A new object (one ref, the caller's) of version ANSWER names. */
+struct cache_object *object_new(struct cache *c, int64_t id, const char *url,
+				const char *log_name, const struct http_request *answer);
+/* Note that the origin no longer has OBJ's version (logged once per call). */
+void object_mark_stale(struct cache_object *obj);
+
+/* inflight.c (c->lock held for all) */
+struct inflight *table_find(struct cache *c, int64_t object_id, uint64_t off);
+/* A new entry for UNIT in the table: the table's ref and the creator's. */
+struct inflight *entry_new(struct cache *c, struct cache_object *obj, struct extent unit);
+void table_remove(struct cache *c, struct inflight *e);
+struct inflight *sliver_find(struct cache *c, const struct cache_object *obj,
+			     struct extent part);
+/* A sliver (PART of a unit): the list's ref and the creator's. */
+struct inflight *sliver_new(struct cache *c, struct cache_object *obj, struct extent part);
+void entry_unref(struct inflight *e);
+/* Settle E with ERR, wake its readers, and hand it to the persist thread
+ * (PERSIST: store it) or, for a sliver, drop it from the sliver list. */
+void entry_settle(struct cache *c, struct inflight *e, int err, bool persist);
+bool edge_get(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len,
+	      char *dst);
+void edge_put(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len,
+	      const char *src);
+
+/* read.c */
+/* Read all of unit U of OBJ into DST and check it (unit_verify()); 0 or
+ * -EIO. Remembers a good unit as verified. */
+int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit *u, char *dst);
+
+/* fetch.c */
+/* Reset REQ to a GET of [off, off+len) of URL pinned to version V, with
+ * the source's credentials; the caller sets the body. */
+void pinned_get(struct cache *c, const char *url, const char *log_name, const struct version *v,
+		uint64_t off, uint64_t len, struct http_request *req);
+/* Claim the unit of E in the index. 0: claimed (or nothing to claim,
+ * e->claimed tells); -EBUSY or -EEXIST: another process has it. */
+int entry_claim(struct cache *c, struct cache_object *obj, struct inflight *e);
+struct inflight *prefetch_entry(struct cache *c, struct cache_object *obj, struct extent unit);
+/* Fetch entries V[0..n) (claimed, sorted by offset) in merged GETs. */
+void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v, size_t n,
+		 bool for_reader);
+void wait_for_other(struct cache *c, struct cache_object *obj, struct inflight *e);
+
+/* persist.c */
+void *persist_thread(void *arg);
+/* Drop units, least valuable first, until the cache is within its bound. */
+void evict(struct cache *c);
+/* Queue OBJ for whole-object prefetch by the persist thread, once. */
+void object_prefetch_start(struct cache *c, struct cache_object *obj);
+
+#endif

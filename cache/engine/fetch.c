@@ -1,0 +1,244 @@
+/*
+ * fetch.c - sending what is missing: claiming units in the index (so that
+ * another process fetching a unit is waited for, not repeated), entries for
+ * prefetched units, merging adjacent units into one ranged GET pinned to
+ * the object's version, and settling the entries when the answer comes
+ * (on the fetch thread). Slivers and the spill after a tile go into the
+ * same GET and are kept as edges.
+ */
+#include "cache/engine/engine_int.h"
+#include "cache/origin/provider.h"
+#include "cache/store/index.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* One ranged GET of adjacent entries. */
+struct fetch_run {
+	struct http_request req;
+	struct cache *cache;
+	struct cache_object *obj;	/* holds a ref */
+	bool background;
+	uint64_t spill;			/* bytes after the last unit, for edges */
+	size_t n;
+	struct inflight *units[];	/* each holds a ref */
+};
+
+void pinned_get(struct cache *c, const char *url, const char *log_name, const struct version *v,
+		uint64_t off, uint64_t len, struct http_request *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->url = url;
+	req->log_name = log_name;
+	req->off = off;
+	req->len = len;
+	version_pin(v, req);
+	source_prepare(c->src, req);
+}
+
+int entry_claim(struct cache *c, struct cache_object *obj, struct inflight *e)
+{
+	pid_t holder;
+	int rc = obj->id < 0 ? -ENOENT :
+		 index_claim(c->index, obj->id, e->unit.off, c->cfg.claim_wait_s, &holder);
+	if (rc == -EBUSY || rc == -EEXIST)
+		return rc;
+	e->claimed = rc == 0;	/* otherwise fetched for this read, not kept */
+	return 0;
+}
+
+static void run_done(struct http_request *req, void *arg)
+{
+	struct fetch_run *run = arg;
+	struct cache *c = run->cache;
+	struct cache_object *obj = run->obj;
+	int err = version_verdict(&obj->version, req);
+
+	if (err == -ESTALE)
+		object_mark_stale(obj);
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < run->n; i++) {
+		struct inflight *e = run->units[i];
+		if (!err)
+			memcpy(e->buf, req->body + (e->unit.off - req->off), e->unit.len);
+		if (!err && e->sliver)
+			edge_put(c, obj, e->unit.off, e->unit.len, e->buf);
+		entry_settle(c, e, err, obj->id > 0);
+		entry_unref(e);		/* the run's ref */
+	}
+	if (!err && run->spill)
+		edge_put(c, obj, req->off + req->len - run->spill, run->spill,
+			 req->body + req->len - run->spill);
+	if (!err)
+		c->stats.bytes_fetched += req->body_len;
+	if (run->background) {
+		c->background_bytes -= req->len;
+		pthread_cond_signal(&c->work);	/* room for more */
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(req->body);
+	cache_object_unref(obj);
+	free(run);
+}
+
+/* Fetch UNITS[0..n), in order in the object, with one GET (of the gaps
+ * between them too). */
+static void run_submit(struct cache *c, struct cache_object *obj, struct inflight **units,
+		       size_t n, bool background, bool for_reader)
+{
+	struct fetch_run *run = calloc(1, sizeof(*run) + n * sizeof(run->units[0]));
+	struct inflight *last = units[n - 1];
+	uint64_t off = units[0]->unit.off, end = last->unit.off + last->unit.len;
+	/* a tile read for a reader: bring the rest of its last page too */
+	uint64_t spill = !for_reader || background || last->sliver ||
+			 !layout_is_tile(&obj->layout, last->unit.off) ? 0 :
+			 plan_spill(end, obj->version.size);
+	end += spill;
+
+	char *body = run ? malloc(end - off) : NULL;
+	if (!body) {
+		free(run);
+		pthread_mutex_lock(&c->lock);
+		for (size_t i = 0; i < n; i++)
+			entry_settle(c, units[i], -ENOMEM, false);
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	run->cache = c;
+	run->obj = cache_object_ref(obj);
+	run->n = n;
+	run->background = background;
+	run->spill = spill;
+	pthread_mutex_lock(&c->lock);
+	if (background)
+		c->background_bytes += end - off;
+	for (size_t i = 0; i < n; i++) {
+		run->units[i] = units[i];
+		units[i]->refs++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	pinned_get(c, obj->url, obj->log_name, &obj->version, off, end - off, &run->req);
+	run->req.body = body;
+	run->req.background = background;
+	run->req.done = run_done;
+	run->req.arg = run;
+	http_submit(c->http, &run->req);
+}
+
+/*
+ * Another process is fetching E's unit: wait for it to land in the index,
+ * or take the claim over if that process dies or takes too long.
+ */
+void wait_for_other(struct cache *c, struct cache_object *obj, struct inflight *e)
+{
+	struct timespec pause = { 0, 5 * 1000 * 1000 };
+	int rounds = c->cfg.claim_wait_s * 200;
+
+	for (int i = 0; i < rounds; i++, nanosleep(&pause, NULL)) {
+		struct index_unit u;
+		if (index_unit_find(c->index, obj->id, e->unit.off, &u) == 0) {
+			if (u.len == e->unit.len && load_unit(c, obj, &u, e->buf) == 0) {
+				pthread_mutex_lock(&c->lock);
+				entry_settle(c, e, 0, false);
+				c->stats.hits++;
+				pthread_mutex_unlock(&c->lock);
+				return;
+			}
+			if (u.len != e->unit.len)
+				index_unit_drop(c->index, u.id);
+			continue;
+		}
+		if (entry_claim(c, obj, e) == 0)
+			break;	/* else still being fetched, or it just landed */
+	}
+	run_submit(c, obj, &e, 1, false, true);
+}
+
+/* Start fetching UNIT of OBJ ahead of any read, unless it is cached, in
+ * flight, or claimed by another process. Returns the new entry (its
+ * creator's ref is the caller's) or NULL. */
+struct inflight *prefetch_entry(struct cache *c, struct cache_object *obj, struct extent unit)
+{
+	struct index_unit u;
+	pid_t holder;
+
+	if (obj->id < 0)
+		return NULL;	/* nowhere to keep it */
+	pthread_mutex_lock(&c->lock);
+	bool busy = table_find(c, obj->id, unit.off) != NULL;
+	pthread_mutex_unlock(&c->lock);
+	if (busy || index_unit_find(c->index, obj->id, unit.off, &u) == 0 ||
+	    index_claim(c->index, obj->id, unit.off, c->cfg.claim_wait_s, &holder) != 0)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	struct inflight *e = table_find(c, obj->id, unit.off) ? NULL : entry_new(c, obj, unit);
+	if (e) {
+		e->claimed = true;
+		e->prefetch = true;
+		c->stats.prefetched++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!e)
+		index_unclaim(c->index, obj->id, unit.off);
+	return e;
+}
+
+struct gap_check {
+	struct cache *c;
+	struct cache_object *obj;
+};
+
+/* plan_gap_fn: is a unit in [from, to) of the object cached, or being
+ * fetched by this process? */
+static bool gap_has_units(void *arg, uint64_t from, uint64_t to)
+{
+	struct gap_check *g = arg;
+	struct cache *c = g->c;
+	struct cache_object *obj = g->obj;
+
+	for (uint64_t p = from; p < to;) {
+		struct extent unit = layout_unit_at(&obj->layout, p);
+		struct index_unit u;
+		pthread_mutex_lock(&c->lock);
+		bool busy = table_find(c, obj->id, unit.off) != NULL;
+		pthread_mutex_unlock(&c->lock);
+		if (busy || (obj->id >= 0 && index_unit_find(c->index, obj->id, unit.off, &u) == 0))
+			return true;
+		p = unit.off + unit.len;
+	}
+	return false;
+}
+
+/*
+ * Fetch V[0..n) (claimed, sorted by offset) in runs (plan_run()); a GET
+ * made only of prefetched units runs in the background. FOR_READER: a
+ * reader waits, so a GET ending in a tile brings the rest of its last page
+ * too.
+ */
+void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v, size_t n,
+		 bool for_reader)
+{
+	struct plan_unit *pu = calloc(n ? n : 1, sizeof(*pu));
+	struct gap_check g = { c, obj };
+
+	if (!pu) {
+		pthread_mutex_lock(&c->lock);
+		for (size_t i = 0; i < n; i++)
+			entry_settle(c, v[i], -ENOMEM, false);
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		pu[i] = (struct plan_unit){ v[i]->unit.off, v[i]->unit.len, v[i]->prefetch,
+					    v[i]->sliver };
+	for (size_t i = 0; i < n;) {
+		bool demand;
+		size_t j = plan_run(pu, i, n, c->cfg.merge_gap, c->cfg.max_request, gap_has_units,
+				    &g, &demand);
+		run_submit(c, obj, v + i, j - i, !demand, for_reader);
+		i = j;
+	}
+	free(pu);
+}

@@ -1,0 +1,375 @@
+/*
+ * open.c - cache_object_open(): find the current version of an object and
+ * how it is cut into units. A version cached before costs one HEAD (to
+ * check it is still current) and no parsing: its tile map is in the index.
+ * A new one costs a GET of its first header_len bytes; a TIFF's IFDs are
+ * parsed from those (fetching more, pinned to that version, if they lie
+ * further on) and the tile map is stored with the object, in the same
+ * transaction, so every process cuts it the same way. The units those
+ * fetches cover are stored at once.
+ *
+ * Only one process probes an object nobody has cached: it holds a claim
+ * keyed by the URL (probe_claim()); the others wait and find its row.
+ */
+#include "cache/engine/engine_int.h"
+#include "cache/base/log.h"
+#include "cache/origin/provider.h"
+#include "cache/store/index.h"
+#include "cache/store/unit.h"
+#include "cache/tiff/tiff.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PARSE_FETCHES_MAX 16		/* GETs the TIFF parser may cause */
+#define PARSE_CHUNK (1u << 20)		/* bytes each of them asks for */
+
+/* The claims-table key of "probing URL": negative, so never an object id. */
+static int64_t url_claim_key(const char *url)
+{
+	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)url; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return -(int64_t)(h >> 1) - 1;
+}
+
+/*
+ * Nothing of URL is cached: become the one process that probes it, or wait
+ * while another does. Returns true if we hold the probe claim; sets *known
+ * when the other process's probe recorded the object meanwhile.
+ */
+static bool probe_claim(struct cache *c, const char *url, struct index_object *latest,
+			bool *known)
+{
+	struct timespec pause = { 0, 5 * 1000 * 1000 };
+	int64_t key = url_claim_key(url);
+
+	for (int i = 0; i < c->cfg.claim_wait_s * 200; i++) {
+		pid_t holder;
+		int rc = index_claim(c->index, key, 0, c->cfg.claim_wait_s, &holder);
+		if (rc == 0 && index_object_latest(c->index, url, latest) == 0) {
+			/* probed by another process just before our claim */
+			index_unclaim(c->index, key, 0);
+			*known = true;
+			return false;
+		}
+		if (rc != -EBUSY)
+			return rc == 0;
+		nanosleep(&pause, NULL);
+		if (index_object_latest(c->index, url, latest) == 0) {
+			*known = true;
+			return false;
+		}
+	}
+	return false;
+}
+
+/*
+ * The bytes fetched while opening an object: its first header_len bytes,
+ * and whatever more the TIFF parser asked for. Every unit they cover is
+ * stored once the object's layout is known.
+ */
+struct fetched {
+	struct cache *cache;
+	const char *url, *log_name;
+	struct version version;		/* what every GET is pinned to */
+	size_t n;
+	struct {
+		uint64_t off;
+		size_t len;
+		char *buf;
+	} range[PARSE_FETCHES_MAX];
+};
+
+static void fetched_release(struct fetched *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		free(f->range[i].buf);
+	f->n = 0;
+}
+
+/* The end of the bytes fetched from OFF on, without a gap (OFF: none). */
+static uint64_t fetched_end(const struct fetched *f, uint64_t off)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (off >= f->range[i].off && off < f->range[i].off + f->range[i].len) {
+			off = f->range[i].off + f->range[i].len;
+			i = (size_t)-1;		/* look again from there */
+		}
+	return off;
+}
+
+/* Copy [off, off+len) from what was fetched; false if some is missing. */
+static bool fetched_copy(const struct fetched *f, char *dst, uint64_t off, size_t len)
+{
+	while (len > 0) {
+		size_t i = 0;
+		while (i < f->n && !(off >= f->range[i].off && off < f->range[i].off + f->range[i].len))
+			i++;
+		if (i == f->n)
+			return false;
+		size_t take = (size_t)(f->range[i].off + f->range[i].len - off);
+		if (take > len)
+			take = len;
+		if (dst) {
+			memcpy(dst, f->range[i].buf + (off - f->range[i].off), take);
+			dst += take;
+		}
+		off += take;
+		len -= take;
+	}
+	return true;
+}
+
+/* tiff_read_fn: serve the parser from what was fetched, fetching more
+ * (pinned to the version opened) in chunks of PARSE_CHUNK. */
+static int fetched_read(void *arg, void *buf, size_t len, uint64_t off)
+{
+	struct fetched *f = arg;
+
+	uint64_t size = f->version.size;
+
+	if (off > size || len > size - off)
+		return -ERANGE;
+	if (fetched_copy(f, buf, off, len))
+		return 0;
+	if (f->n == PARSE_FETCHES_MAX)
+		return -E2BIG;
+	uint64_t start = fetched_end(f, off);	/* past what is there already */
+	uint64_t end = off + len - start > PARSE_CHUNK ? off + len : start + PARSE_CHUNK;
+	if (end > size)
+		end = size;
+	struct http_request req;
+	pinned_get(f->cache, f->url, f->log_name, &f->version, start, end - start, &req);
+	req.body = malloc(req.len);
+	if (!req.body)
+		return -ENOMEM;
+	http_run(f->cache->http, &req);
+	int err = version_verdict(&f->version, &req);
+	if (err) {
+		free(req.body);
+		return err;
+	}
+	f->range[f->n].off = start;
+	f->range[f->n].len = req.body_len;
+	f->range[f->n].buf = req.body;
+	f->n++;
+	cache_count_fetched(f->cache, req.body_len);
+	return fetched_copy(f, buf, off, len) ? 0 : -EIO;
+}
+
+/* Store every unit of OBJ that the fetched bytes cover whole. */
+static void store_fetched(struct cache *c, struct cache_object *obj, const struct fetched *f)
+{
+	if (obj->id < 0)
+		return;
+	for (size_t i = 0; i < f->n; i++) {
+		uint64_t end = f->range[i].off + f->range[i].len;
+		for (uint64_t p = f->range[i].off; p < end;) {
+			struct extent unit = layout_unit_at(&obj->layout, p);
+			p = unit.off + unit.len;
+			char *bytes = malloc(unit.len ? unit.len : 1);
+			pid_t holder;
+			if (!bytes)
+				return;
+			if (fetched_copy(f, bytes, unit.off, unit.len) &&
+			    index_claim(c->index, obj->id, unit.off, c->cfg.claim_wait_s, &holder) == 0)
+				unit_put(c->index, c->store, obj->id, unit.off, unit.len, bytes);
+			free(bytes);
+		}
+	}
+}
+
+/* Run REQ (reset) against URL: a HEAD, or a GET of its first LEN bytes
+ * into a buffer the caller frees (req->body). */
+static int probe_run(struct cache *c, const char *url, const char *log_name, uint64_t len,
+		     struct http_request *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->url = url;
+	req->log_name = log_name;
+	req->head = len == 0;
+	req->len = len;
+	if (len && !(req->body = malloc(len)))
+		return -ENOMEM;
+	source_prepare(c->src, req);
+	return http_run(c->http, req);
+}
+
+/* GET the first header_len bytes of URL into F (an empty object: HEAD). */
+static int fetch_first(struct cache *c, const char *url, const char *log_name,
+		       struct http_request *req, struct fetched *f)
+{
+	int err = probe_run(c, url, log_name, c->cfg.header_len, req);
+	if (err == -ERANGE) {
+		free(req->body);
+		err = probe_run(c, url, log_name, 0, req);
+	}
+	if (!err && req->body_len > 0) {
+		f->range[0].off = 0;
+		f->range[0].len = req->body_len;
+		f->range[0].buf = req->body;
+		f->n = 1;
+		cache_count_fetched(c, req->body_len);
+	} else {
+		free(req->body);
+	}
+	req->body = NULL;
+	return err;
+}
+
+/* Parse what F holds (fetching more if needed) into an encoded tile map
+ * (*blob NULL: not a usable TIFF, which is logged when it claims to be). */
+static int parse_tiles(struct cache *c, struct fetched *f, void **blob, size_t *blob_len)
+{
+	struct tiff_map *map = NULL;
+	char why[160];
+
+	*blob = NULL;
+	*blob_len = 0;
+	int err = tiff_map_parse(fetched_read, f, f->version.size, &map, why, sizeof(why));
+	if (err == -EINVAL || err == -E2BIG)
+		log_warn("%s: not a usable TIFF (%s); caching it as plain bytes", f->log_name,
+			 err == -E2BIG ? "its IFDs are scattered over too many places" : why);
+	if (err == -EINVAL || err == -E2BIG || err == -ENOTSUP)
+		return 0;
+	if (err)
+		return err;
+	err = tiff_map_encode(map, blob, blob_len);
+	tiff_map_free(map);
+	return err;
+}
+
+/* Cut OBJ as the index row FOUND and BLOB say (BLOB NULL: plain bytes;
+ * LEGACY: plain blocks). */
+static void object_layout(struct cache_object *obj, const struct index_object *found,
+			  const void *blob, size_t blob_len, bool legacy)
+{
+	struct tiff_map *map = NULL;
+	if (legacy) {
+		layout_init_blocks(&obj->layout, obj->version.size, found->block_size);
+		return;
+	}
+	if (blob && tiff_map_decode(blob, blob_len, obj->version.size, &map) != 0)
+		log_warn("%s: the cached tile map is damaged; reading it as plain bytes",
+			 obj->log_name);
+	if (layout_init(&obj->layout, obj->version.size, found->block_size, found->header_len, map) != 0)
+		layout_init_blocks(&obj->layout, obj->version.size, found->block_size);
+}
+
+/* The version REQ's answer names (its ETag, else "lm:" Last-Modified);
+ * -EIO if it did not say how large the object is. */
+static int answer_version(const struct http_request *req, const char *log_name, char *version,
+			  size_t len)
+{
+	if (req->object_size == UINT64_MAX) {
+		log_error("%s: the origin did not say how large it is", log_name);
+		return -EIO;
+	}
+	if (req->etag[0])
+		snprintf(version, len, "%s", req->etag);
+	else
+		snprintf(version, len, "lm:%s", req->last_modified);
+	return 0;
+}
+
+int cache_object_open(struct cache *c, const char *url, const char *log_name,
+		      struct cache_object **out)
+{
+	static atomic_llong next_uncached_id = -1;
+	struct index_object latest, found = { 0 };
+	struct http_request req;
+	struct fetched f = { .cache = c, .url = url, .log_name = log_name };
+	char version[192];
+	void *blob = NULL;
+	size_t blob_len = 0;
+	bool legacy = false, created = false;
+	int err;
+
+	bool known = index_object_latest(c->index, url, &latest) == 0;
+	bool claimed = !known && probe_claim(c, url, &latest, &known);
+	if (known)
+		err = probe_run(c, url, log_name, 0, &req);	/* just check it is current */
+	else
+		err = fetch_first(c, url, log_name, &req, &f);
+	if (!err)
+		err = answer_version(&req, log_name, version, sizeof(version));
+	if (err)
+		goto fail;
+
+	bool current = known && strcmp(latest.version, version) == 0 &&
+		       latest.size == req.object_size;
+	if (known && !current) {
+		/* changed on the origin: read the new version's header */
+		log_info("%s changed on the origin", log_name);
+		err = fetch_first(c, url, log_name, &req, &f);
+		if (!err)
+			err = answer_version(&req, log_name, version, sizeof(version));
+		if (err)
+			goto fail;
+	}
+	version_of_answer(&f.version, &req);
+
+	found.size = req.object_size;
+	found.block_size = c->cfg.block_size;
+	found.header_len = c->cfg.header_len;
+	snprintf(found.version, sizeof(found.version), "%s", version);
+	if (current) {
+		found = latest;
+		err = index_object_map(c->index, found.id, &found.header_len, &blob, &blob_len);
+		legacy = err == -ENOENT;
+		if (err && !legacy) {
+			/* cannot tell how others cut it: read it uncached */
+			found.id = atomic_fetch_sub(&next_uncached_id, 1);
+			legacy = true;
+		}
+	} else {
+		err = parse_tiles(c, &f, &blob, &blob_len);
+		if (err)
+			goto fail;
+		if (!req.etag[0] && !req.last_modified[0]) {
+			/* nothing tells one version from the next: never cache it */
+			log_warn("%s: the origin gives neither ETag nor Last-Modified; reading it uncached",
+				 log_name);
+			found.id = atomic_fetch_sub(&next_uncached_id, 1);
+		} else if (index_object_add(c->index, url, &found, blob, blob_len, &created) != 0) {
+			log_warn("%s: the cache index cannot record it; reading it uncached", log_name);
+			found.id = atomic_fetch_sub(&next_uncached_id, 1);
+		} else if (!created) {
+			/* another process added it first: cut it as it did */
+			free(blob);
+			blob = NULL;
+			err = index_object_map(c->index, found.id, &found.header_len, &blob, &blob_len);
+			legacy = err == -ENOENT;
+		}
+		/* an older version's units are left to eviction: open files of
+		   this or another process may still read them */
+	}
+
+	struct cache_object *obj = object_new(c, found.id, url, log_name, &req);
+	err = -ENOMEM;
+	if (!obj)
+		goto fail;
+	object_layout(obj, &found, blob, blob_len, legacy);
+	obj->added = created;
+	store_fetched(c, obj, &f);
+	if (claimed)
+		index_unclaim(c->index, url_claim_key(url), 0);
+	fetched_release(&f);
+	free(blob);
+	*out = obj;
+	return 0;
+fail:
+	if (claimed)
+		index_unclaim(c->index, url_claim_key(url), 0);
+	fetched_release(&f);
+	free(blob);
+	pthread_mutex_lock(&c->lock);
+	c->stats.errors++;
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+

@@ -1,0 +1,220 @@
+/*
+ * persist.c - the persist thread: it takes settled entries off the queue,
+ * writes each fetched unit to its data file and records it in the index
+ * (unit_put(), which releases the claim), releases the claims of units not
+ * kept, takes entries out of the in-flight table, evicts while the cache is
+ * over its bound, flushes the read times of hit units, and, when idle,
+ * prefetches whole objects (--prefetch object) within a budget of bytes in
+ * flight.
+ *
+ * DESIGN: one thread, so index writes are batched off the read path and
+ * eviction never runs twice at once in a process; other processes evict
+ * under the same protocol (cache/store/unit.h, invariant 3).
+ */
+#include "cache/engine/engine_int.h"
+#include "cache/base/log.h"
+#include "cache/store/index.h"
+#include "cache/store/store.h"
+#include "cache/store/unit.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EVICT_BATCH 64
+#define JOB_BATCH 64
+
+void evict(struct cache *c)
+{
+	uint64_t usage;
+	struct index_unit victims[EVICT_BATCH];
+
+	if (index_usage(c->index, &usage) != 0 || usage <= c->cfg.size_limit)
+		return;
+	uint64_t target = c->cfg.size_limit - c->cfg.size_limit / 20;
+	while (usage > target) {
+		size_t n = 0;
+		if (index_eviction_candidates(c->index, victims, EVICT_BATCH, &n) != 0 || n == 0)
+			break;
+		for (size_t i = 0; i < n && usage > target; i++) {
+			int err = unit_evict(c->index, c->store, &victims[i]);
+			if (err == -ENOENT)
+				continue;	/* another process evicted it */
+			if (err)
+				return;		/* the index cannot change now: later */
+			usage -= victims[i].len < usage ? victims[i].len : usage;
+			pthread_mutex_lock(&c->lock);
+			c->stats.evicted += victims[i].len;
+			pthread_mutex_unlock(&c->lock);
+		}
+	}
+}
+
+/* The disk is full: give back the reserve, then evict a tenth. */
+static void make_room(struct cache *c)
+{
+	if (!c->disk_full_logged)
+		log_warn("cache disk is full: evicting, serving from the network meanwhile");
+	c->disk_full_logged = true;
+	store_reserve_release(c->store);
+	uint64_t usage;
+	if (index_usage(c->index, &usage) == 0 && usage > 0) {
+		uint64_t saved = c->cfg.size_limit;
+		c->cfg.size_limit = usage - usage / 10;
+		evict(c);
+		c->cfg.size_limit = saved;
+	}
+}
+
+/* Store a fetched unit, under its claim (invariant 1 of unit.h). */
+static void persist(struct cache *c, struct inflight *e)
+{
+	struct cache_object *obj = e->obj;
+
+	if (!e->claimed)
+		return;
+	int err = unit_put(c->index, c->store, obj->id, e->unit.off, e->unit.len, e->buf);
+	if (err == -EBUSY)
+		return;		/* the claim passed to another process: its bytes now */
+	if (err) {
+		if (err == -ENOSPC || err == -EDQUOT)
+			make_room(c);
+		else
+			log_warn("cannot cache a unit of %s: %s", obj->log_name, strerror(-err));
+		return;
+	}
+	if (c->disk_full_logged) {
+		c->disk_full_logged = false;
+		store_reserve_restore(c->store);
+	}
+}
+
+static void flush_touched(struct cache *c)
+{
+	int64_t ids[TOUCH_MAX];
+	pthread_mutex_lock(&c->lock);
+	size_t n = c->ntouched;
+	memcpy(ids, c->touched, n * sizeof(ids[0]));
+	c->ntouched = 0;
+	pthread_mutex_unlock(&c->lock);
+	if (n)
+		index_units_touch(c->index, ids, n);
+}
+
+void object_prefetch_start(struct cache *c, struct cache_object *obj)
+{
+	struct object_job *job;
+
+	if (obj->id < 0 || atomic_exchange(&obj->whole_queued, true))
+		return;
+	job = calloc(1, sizeof(*job));
+	if (!job)
+		return;
+	job->obj = cache_object_ref(obj);
+	pthread_mutex_lock(&c->lock);
+	struct object_job **link = &c->jobs;
+	while (*link)
+		link = &(*link)->next;
+	*link = job;
+	pthread_cond_signal(&c->work);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Drop the first object job. c->lock held. */
+static void job_done(struct cache *c)
+{
+	struct object_job *job = c->jobs;
+	c->jobs = job->next;
+	cache_object_unref(job->obj);
+	free(job);
+}
+
+/* Prefetch the next units of the first whole-object job, if the
+ * background budget has room. */
+static void job_step(struct cache *c)
+{
+	struct inflight *batch[JOB_BATCH];
+	size_t n = 0;
+	uint64_t bytes = 0;
+
+	pthread_mutex_lock(&c->lock);
+	struct object_job *job = c->jobs;
+	bool room = c->background_bytes < BACKGROUND_BUDGET;
+	pthread_mutex_unlock(&c->lock);
+	if (!job || !room)
+		return;
+	struct cache_object *obj = job->obj;
+	while (job->cursor < obj->version.size && n < JOB_BATCH && bytes < c->cfg.max_request &&
+	       !cache_object_stale(obj)) {
+		struct extent unit = layout_unit_at(&obj->layout, job->cursor);
+		struct inflight *e = prefetch_entry(c, obj, unit);
+		if (e) {
+			batch[n++] = e;
+			bytes += unit.len;
+		}
+		job->cursor = unit.off + unit.len;
+	}
+	submit_runs(c, obj, batch, n, false);
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < n; i++)
+		entry_unref(batch[i]);
+	if (job->cursor >= obj->version.size || cache_object_stale(obj))
+		job_done(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Store or release a settled entry E, then take it out of the table
+ * (invariants 6 and 7). Called and returns with c->lock held. */
+static void settled(struct cache *c, struct inflight *e)
+{
+	pthread_mutex_unlock(&c->lock);
+	if (e->persist) {
+		persist(c, e);
+		evict(c);
+	} else if (e->claimed) {
+		index_unclaim(c->index, e->obj->id, e->unit.off);
+	}
+	pthread_mutex_lock(&c->lock);
+	table_remove(c, e);	/* later reads find it in the index */
+}
+
+void *persist_thread(void *arg)
+{
+	struct cache *c = arg;
+	time_t last_flush = time(NULL);
+
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		struct inflight *e = c->queue_head;
+		if (!e && c->stopping) {
+			while (c->jobs)
+				job_done(c);
+			break;
+		}
+		if (!e && c->jobs && c->background_bytes < BACKGROUND_BUDGET) {
+			pthread_mutex_unlock(&c->lock);
+			job_step(c);
+			pthread_mutex_lock(&c->lock);
+		} else if (!e) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			pthread_cond_timedwait(&c->work, &c->lock, &until);
+		} else {
+			c->queue_head = e->queue_next;
+			if (!c->queue_head)
+				c->queue_end = &c->queue_head;
+			settled(c, e);
+		}
+		if (time(NULL) != last_flush || c->ntouched >= TOUCH_MAX / 2) {
+			last_flush = time(NULL);
+			pthread_mutex_unlock(&c->lock);
+			flush_touched(c);
+			pthread_mutex_lock(&c->lock);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	flush_touched(c);
+	return NULL;
+}

@@ -1,0 +1,83 @@
+/*
+ * plan.c - see plan.h.
+ */
+#include "cache/engine/plan.h"
+
+struct stream *plan_stream(struct stream *streams, size_t n, uint64_t *clock, uint64_t id)
+{
+	struct stream *s = &streams[0];
+	for (size_t i = 0; i < n; i++) {
+		if (streams[i].id == id) {
+			s = &streams[i];
+			break;
+		}
+		if (streams[i].used < s->used)
+			s = &streams[i];
+	}
+	if (s->id != id)
+		*s = (struct stream){ .id = id };
+	s->used = ++*clock;
+	return s;
+}
+
+struct extent plan_readahead(struct stream *s, const struct readahead_read *r)
+{
+	struct extent ra = { 0, 0 };
+	uint64_t trigger = r->tile ? PLAN_READAHEAD_TILE_TRIGGER : 2 * r->block_size;
+
+	if (r->off + PLAN_READAHEAD_OVERLAP >= s->end && r->off <= s->end + PLAN_READAHEAD_SLACK) {
+		s->bytes += r->end - r->off;
+		s->reads++;
+	} else {
+		s->bytes = r->end - r->off;
+		s->reads = 1;
+		s->ra_window = 0;
+		s->ra_end = 0;
+	}
+	s->end = r->end;
+	if (!r->window_max || s->reads < 2 ||
+	    (s->bytes < trigger && s->reads < PLAN_READAHEAD_READS))
+		return ra;
+	if (s->ra_window == 0)
+		s->ra_window = PLAN_READAHEAD_START < r->window_max ? PLAN_READAHEAD_START :
+								      r->window_max;
+	if (s->ra_end < r->end + s->ra_window / 2 && r->end < r->object_size) {
+		ra.off = s->ra_end > r->end ? s->ra_end : r->end;
+		uint64_t to = r->object_size - r->end > s->ra_window ? r->end + s->ra_window :
+								       r->object_size;
+		ra.len = to > ra.off ? to - ra.off : 0;
+		s->ra_end = to;
+		s->ra_window = s->ra_window * 2 < r->window_max ? s->ra_window * 2 : r->window_max;
+	}
+	return ra;
+}
+
+bool plan_sliver(size_t n, size_t i, uint64_t part_len, uint64_t unit_len, bool tile,
+		 bool goes_on, bool reading)
+{
+	return n > 1 && part_len < PLAN_SLIVER_MAX && part_len < unit_len && tile &&
+	       ((i == 0 && !goes_on) || (i == n - 1 && reading));
+}
+
+uint64_t plan_spill(uint64_t end, uint64_t object_size)
+{
+	uint64_t spill = (PLAN_SLIVER_MAX - end % PLAN_SLIVER_MAX) % PLAN_SLIVER_MAX;
+	return spill > object_size - end ? object_size - end : spill;
+}
+
+size_t plan_run(const struct plan_unit *v, size_t i, size_t n, uint64_t merge_gap,
+		uint64_t max_request, plan_gap_fn gap_busy, void *arg, bool *demand)
+{
+	uint64_t start = v[i].off, end = start + v[i].len;
+	size_t j = i + 1;
+
+	*demand = !v[i].prefetch;
+	while (j < n && v[j].off - end <= merge_gap && v[j].off + v[j].len - start <= max_request &&
+	       !(v[j].off > end && !v[j].sliver && !v[j - 1].sliver &&
+		 gap_busy(arg, end, v[j].off))) {
+		end = v[j].off + v[j].len;
+		*demand |= !v[j].prefetch;
+		j++;
+	}
+	return j;
+}

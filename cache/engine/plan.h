@@ -1,0 +1,102 @@
+/*
+ * plan.h - the engine's pure decisions, apart from its locks, the index and
+ * the network so that they can be tested alone (tests/unit/test_plan.c):
+ * which reader a read belongs to, what to read ahead of a sequential
+ * reader, which parts of a read are slivers, how far a GET spills past a
+ * tile, and which units share one GET.
+ *
+ * Layer: the engine. Includes the TIFF layer's extent only.
+ */
+#ifndef TILEFS_PLAN_H
+#define TILEFS_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cache/tiff/layout.h"
+
+/*
+ * Readers align their reads to their buffer size (stdio, GDAL: 4 or 8 KiB),
+ * so a read of one tile also asks for the bytes it shares with each
+ * neighbour's buffer. Those few bytes of a tile nobody wants are fetched
+ * alone (a sliver, in the same GET as the tile) rather than the neighbour
+ * whole, and kept, with the bytes up to the next PLAN_SLIVER_MAX boundary
+ * after each tile fetched for a reader (the spill).
+ */
+#define PLAN_SLIVER_MAX 16384		/* more than any reader's buffer alignment */
+
+#define PLAN_READAHEAD_SLACK (64u << 10)	/* a skip this small is still sequential */
+#define PLAN_READAHEAD_OVERLAP 8192		/* and so is a step back this small */
+#define PLAN_READAHEAD_TILE_TRIGGER (4u << 20)	/* sequential tile bytes before readahead */
+#define PLAN_READAHEAD_READS 16			/* or this many reads in a row */
+#define PLAN_READAHEAD_START (1u << 20)
+
+/* One reader's sequential reads of an object (readahead). */
+struct stream {
+	uint64_t id;			/* the reader (0: free) */
+	uint64_t used;			/* the clock when last read */
+	uint64_t end, bytes, reads;	/* its run of sequential reads */
+	uint64_t ra_end, ra_window;	/* read ahead up to; next window */
+};
+
+/* The state of reader ID among STREAMS[0..n), taking the least recently
+ * used slot for a new one; *CLOCK ticks once per call. */
+struct stream *plan_stream(struct stream *streams, size_t n, uint64_t *clock, uint64_t id);
+
+/* What a read of an object says about reading ahead. */
+struct readahead_read {
+	uint64_t off, end;		/* the read */
+	bool tile;			/* it starts in a tile */
+	uint64_t block_size;		/* the object's plain block size */
+	uint64_t object_size;
+	uint64_t window_max;		/* --readahead; 0: never read ahead */
+};
+
+/*
+ * Note read R by stream S and return what to read ahead of it ({0, 0}:
+ * nothing). Reads that follow each other (small forward skips allowed,
+ * such as GDAL's tile leaders; the kernel reads whole pages, so a read may
+ * start in the page the previous one ended in) for long enough open a
+ * window that doubles each time it is topped up; any other read closes it.
+ * Tiles need a longer run than blocks (4 MiB or 16 reads), so that a chip
+ * over two or three tiles of a row is not taken for a scan.
+ */
+struct extent plan_readahead(struct stream *s, const struct readahead_read *r);
+
+/*
+ * Is part I of a read that touches N units a sliver? The part is PART_LEN
+ * bytes of a unit of UNIT_LEN; TILE: the unit is a tile; GOES_ON: the read
+ * starts where the reader's last read ended; READING: an earlier part of
+ * this read is wanted whole. A read may start in the tile before the one
+ * it wants (unless it goes on from the last read) or end in the tile after
+ * it: those few bytes are what the alignment asked for.
+ */
+bool plan_sliver(size_t n, size_t i, uint64_t part_len, uint64_t unit_len, bool tile,
+		 bool goes_on, bool reading);
+
+/* Bytes a GET ending at END (in a tile, for a waiting reader) brings past
+ * it: to the next PLAN_SLIVER_MAX boundary, within OBJECT_SIZE. */
+uint64_t plan_spill(uint64_t end, uint64_t object_size);
+
+/* A unit to fetch, as run merging sees it. */
+struct plan_unit {
+	uint64_t off, len;
+	bool prefetch;			/* no reader waits for it */
+	bool sliver;
+};
+
+/* Does [from, to) hold a unit cached or in flight (so a GET across that gap
+ * would fetch it again)? */
+typedef bool (*plan_gap_fn)(void *arg, uint64_t from, uint64_t to);
+
+/*
+ * The run of units V[i..end) (sorted by offset) that share one GET, and
+ * returns END: units at most MERGE_GAP apart, up to MAX_REQUEST bytes, and
+ * never across a gap that GAP_BUSY says holds a unit (slivers' gaps are not
+ * asked about). *DEMAND says whether a reader waits for any of them.
+ */
+size_t plan_run(const struct plan_unit *v, size_t i, size_t n, uint64_t merge_gap,
+		uint64_t max_request, plan_gap_fn gap_busy, void *arg, bool *demand);
+
+#endif

@@ -1,0 +1,317 @@
+/*
+ * read.c - cache_read(): a read looks up each unit it touches in the index.
+ * A hit is read from the object's data file; the first read of a unit in
+ * this process reads all of it and checks its CRC32C (a crash or power cut
+ * can leave a data file behind its index row), later reads take just the
+ * bytes asked for, then look the row up again (invariant 4), so that a unit
+ * evicted meanwhile by any process is never served.
+ *
+ * A miss becomes an in-flight entry (inflight.c), or joins one; the entries
+ * this read made are claimed in the index (others' claims are waited for),
+ * the prefetch policy and the readahead window add theirs, and fetch.c
+ * sends them. The read then waits for its entries and copies their bytes.
+ */
+#include "cache/engine/engine_int.h"
+#include "cache/base/log.h"
+#include "cache/store/index.h"
+#include "cache/store/store.h"
+#include "cache/store/unit.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit *u, char *dst)
+{
+	bool dropped;
+	int err = unit_verify(c->index, c->store, u, dst, &dropped);
+
+	if (dropped)
+		log_warn("cached bytes of %s at %" PRIu64 " are %s; fetching them again",
+			 obj->log_name, u->off, err == -EIO ? "unreadable" : "damaged (checksum)");
+	if (err)
+		return -EIO;
+	pthread_mutex_lock(&c->lock);
+	verified_add(c, u->id);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+/*
+ * Copy [part_off, part_off+part_len) of UNIT from the cache into DST.
+ * 0 on a hit; -ENOENT (or another error, logged) means: fetch it.
+ */
+static int read_cached(struct cache *c, struct cache_object *obj, struct extent unit, char *dst,
+		       uint64_t part_off, size_t part_len)
+{
+	struct index_unit u, again;
+	if (obj->id < 0)
+		return -ENOENT;
+	int err = index_unit_find(c->index, obj->id, unit.off, &u);
+
+	if (err)
+		return err;
+	if (u.len != unit.len) {
+		index_unit_drop(c->index, u.id);	/* not this cut: its bytes are not ours */
+		return -ENOENT;
+	}
+	pthread_mutex_lock(&c->lock);
+	bool checked = verified_has(c, u.id);
+	pthread_mutex_unlock(&c->lock);
+	if (!checked) {
+		char *whole = malloc(u.len);
+		if (!whole)
+			return -ENOMEM;
+		err = load_unit(c, obj, &u, whole);
+		if (!err)
+			memcpy(dst, whole + (part_off - unit.off), part_len);
+		free(whole);
+	} else {
+		err = store_read(c->store, obj->id, dst, part_len, part_off);
+		if (err)
+			index_unit_drop(c->index, u.id);	/* its bytes are gone */
+	}
+	if (err)
+		return err;
+	/* evicted while we read? (eviction drops the row before the bytes) */
+	if (index_unit_find(c->index, obj->id, unit.off, &again) != 0 || again.id != u.id)
+		return -ENOENT;
+	pthread_mutex_lock(&c->lock);
+	if (c->ntouched < TOUCH_MAX)
+		c->touched[c->ntouched++] = u.id;
+	c->stats.hits++;
+	c->stats.bytes_served += part_len;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+/* One cache_read() on its way. */
+struct read_op {
+	struct cache *c;
+	struct cache_object *obj;
+	uint64_t stream, off;
+	size_t len;
+	char *buf;
+	size_t n;			/* units the read touches */
+	struct inflight **entries;	/* [n]: the entry part i waits for, or NULL */
+	struct inflight **fetch;	/* [n + PREFETCH_MAX]: to fetch */
+	size_t nfetch;
+	struct inflight **others;	/* [n]: claimed by other processes */
+	size_t nwait;
+};
+
+/* The part of unit UNIT that read R wants from P on: up to its end. */
+static uint64_t part_end(const struct read_op *r, struct extent unit)
+{
+	return unit.off + unit.len < r->off + r->len ? unit.off + unit.len : r->off + r->len;
+}
+
+/* Serve the hits of R and find an entry for each miss (joining those in
+ * flight). 0 or -ENOMEM (the entries found so far are still fetched). */
+static int read_lookup(struct read_op *r)
+{
+	struct cache *c = r->c;
+	struct cache_object *obj = r->obj;
+
+	pthread_mutex_lock(&c->lock);
+	uint64_t last_end = plan_stream(obj->streams, STREAMS, &obj->stream_clock, r->stream)->end;
+	pthread_mutex_unlock(&c->lock);
+	bool goes_on = r->off == last_end;
+	bool reading = false;		/* an earlier unit of this read is wanted */
+	uint64_t p = r->off;
+	for (size_t i = 0; i < r->n; i++) {
+		struct extent unit = layout_unit_at(&obj->layout, p);
+		uint64_t end = part_end(r, unit);
+		struct extent part = { p, end - p };
+		char *dst = r->buf + (p - r->off);
+		bool sliver = plan_sliver(r->n, i, part.len, unit.len,
+					  layout_is_tile(&obj->layout, p), goes_on, reading);
+		reading |= !sliver;
+		p = end;
+		if (read_cached(c, obj, unit, dst, part.off, (size_t)part.len) == 0)
+			continue;
+		pthread_mutex_lock(&c->lock);
+		struct inflight *e = table_find(c, obj->id, unit.off);
+		if (!e && sliver && edge_get(c, obj, part.off, (size_t)part.len, dst)) {
+			pthread_mutex_unlock(&c->lock);
+			continue;
+		}
+		if (!e && sliver)
+			e = sliver_find(c, obj, part);
+		if (e) {
+			e->refs++;
+		} else if (sliver) {
+			e = sliver_new(c, obj, part);
+			if (e)
+				r->fetch[r->nfetch++] = e;
+		} else {
+			e = entry_new(c, obj, unit);
+			if (e) {
+				r->fetch[r->nfetch++] = e;
+				c->stats.misses++;
+			}
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (!e)
+			return -ENOMEM;
+		r->entries[i] = e;
+	}
+	return 0;
+}
+
+/* Claim R's misses in the index; leave to others what they claimed. */
+static void read_claim(struct read_op *r)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < r->nfetch; i++) {
+		struct inflight *e = r->fetch[i];
+		int rc = e->sliver ? 0 : entry_claim(r->c, r->obj, e);
+		if (rc == -EBUSY || rc == -EEXIST)
+			r->others[r->nwait++] = e;	/* another process has it */
+		else
+			r->fetch[kept++] = e;
+	}
+	r->nfetch = kept;
+}
+
+/* Add to R's fetches what the prefetch policy and the readahead window
+ * want; they are fetched with the read's misses, in the same GETs. */
+static void read_prefetch(struct read_op *r)
+{
+	struct cache *c = r->c;
+	struct cache_object *obj = r->obj;
+	size_t cap = r->n + PREFETCH_MAX, nmiss = r->nfetch;
+
+	for (size_t i = 0; i < nmiss && c->cfg.prefetch != PREFETCH_NONE; i++) {
+		if (r->fetch[i]->sliver)
+			continue;
+		if (c->cfg.prefetch == PREFETCH_OBJECT) {
+			object_prefetch_start(c, obj);
+			break;
+		}
+		struct extent related[PREFETCH_MAX];
+		size_t room = cap - r->nfetch;
+		size_t k = layout_related(&obj->layout, r->fetch[i]->unit.off, c->cfg.prefetch,
+					  related, room < PREFETCH_MAX ? room : PREFETCH_MAX);
+		for (size_t j = 0; j < k; j++) {
+			struct inflight *e = prefetch_entry(c, obj, related[j]);
+			if (e)
+				r->fetch[r->nfetch++] = e;
+		}
+	}
+
+	struct readahead_read rr = {
+		.off = r->off, .end = r->off + r->len,
+		.tile = layout_is_tile(&obj->layout, r->off),
+		.block_size = obj->layout.block_size,
+		.object_size = obj->version.size,
+		.window_max = c->cfg.readahead_max,
+	};
+	pthread_mutex_lock(&c->lock);
+	struct extent ra = plan_readahead(plan_stream(obj->streams, STREAMS, &obj->stream_clock,
+						      r->stream), &rr);
+	pthread_mutex_unlock(&c->lock);
+	if (ra.len)
+		log_debug("%s: reading ahead %" PRIu64 " bytes at %" PRIu64, obj->log_name, ra.len,
+			  ra.off);
+	uint64_t q = ra.off;
+	while (q < ra.off + ra.len && r->nfetch < cap) {
+		struct extent unit = layout_unit_at(&obj->layout, q);
+		struct inflight *e = prefetch_entry(c, obj, unit);
+		if (e)
+			r->fetch[r->nfetch++] = e;
+		q = unit.off + unit.len;
+	}
+	if (q < ra.off + ra.len) {
+		pthread_mutex_lock(&c->lock);
+		/* the rest next time */
+		plan_stream(obj->streams, STREAMS, &obj->stream_clock, r->stream)->ra_end = q;
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct inflight *x = *(struct inflight *const *)a, *y = *(struct inflight *const *)b;
+	return x->unit.off < y->unit.off ? -1 : x->unit.off > y->unit.off;
+}
+
+/* Wait for R's entries and copy their bytes; drops R's refs. Returns
+ * RESULT, or the first entry's error when RESULT was not one. */
+static ssize_t read_collect(struct read_op *r, ssize_t result)
+{
+	struct cache *c = r->c;
+	uint64_t p = r->off;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < r->n; i++) {
+		struct extent unit = layout_unit_at(&r->obj->layout, p);
+		uint64_t end = part_end(r, unit);
+		struct inflight *e = r->entries[i];
+		if (e) {
+			while (e->state == UNIT_FETCHING)
+				pthread_cond_wait(&c->changed, &c->lock);
+			if (e->state == UNIT_READY && result >= 0) {
+				memcpy(r->buf + (p - r->off), e->buf + (p - e->unit.off),
+				       (size_t)(end - p));
+				c->stats.bytes_served += end - p;
+			} else if (result >= 0) {
+				result = e->err ? e->err : -EIO;
+			}
+			entry_unref(e);
+		}
+		p = end;
+	}
+	if (result < 0)
+		c->stats.errors++;
+	pthread_mutex_unlock(&c->lock);
+	return result;
+}
+
+ssize_t cache_read(struct cache *c, struct cache_object *obj, uint64_t stream, char *buf,
+		   size_t len, uint64_t off)
+{
+	uint64_t size = obj->version.size;
+	if (off >= size)
+		return 0;
+	if (len > size - off)
+		len = (size_t)(size - off);
+	if (len == 0)
+		return 0;
+
+	struct read_op r = { .c = c, .obj = obj, .stream = stream, .off = off, .len = len,
+			     .buf = buf };
+	for (uint64_t p = off; p < off + len; r.n++) {
+		struct extent unit = layout_unit_at(&obj->layout, p);
+		p = unit.off + unit.len;
+	}
+	r.entries = calloc(r.n, sizeof(*r.entries));
+	r.fetch = calloc(r.n + PREFETCH_MAX, sizeof(*r.fetch));
+	r.others = calloc(r.n, sizeof(*r.others));
+	ssize_t result = (ssize_t)len;
+	if (!r.entries || !r.fetch || !r.others) {
+		result = -ENOMEM;
+		goto out;
+	}
+
+	if (read_lookup(&r) != 0)
+		result = -ENOMEM;	/* still fetch what was started */
+	read_claim(&r);
+	read_prefetch(&r);
+	qsort(r.fetch, r.nfetch, sizeof(*r.fetch), entry_cmp);
+	submit_runs(c, obj, r.fetch, r.nfetch, true);
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < r.nfetch; i++)
+		if (r.fetch[i]->prefetch)
+			entry_unref(r.fetch[i]);	/* nobody waits for it here */
+	pthread_mutex_unlock(&c->lock);
+	for (size_t i = 0; i < r.nwait; i++)
+		wait_for_other(c, obj, r.others[i]);
+	result = read_collect(&r, result);
+out:
+	free(r.entries);
+	free(r.fetch);
+	free(r.others);
+	return result;
+}

@@ -1,0 +1,34 @@
+/*
+ * version.c - see version.h.
+ */
+#include "cache/engine/version.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+void version_of_answer(struct version *v, const struct http_request *answer)
+{
+	snprintf(v->etag, sizeof(v->etag), "%s", answer->etag);
+	snprintf(v->last_modified, sizeof(v->last_modified), "%s", answer->last_modified);
+	v->size = answer->object_size;
+}
+
+void version_pin(const struct version *v, struct http_request *req)
+{
+	req->if_match = v->etag[0] ? v->etag : NULL;
+	req->if_unmodified_since = v->etag[0] ? NULL : v->last_modified;
+}
+
+int version_verdict(const struct version *v, const struct http_request *req)
+{
+	if (req->err == -ENOENT || req->err == -ERANGE)
+		return -ESTALE;
+	if (req->err)
+		return req->err;
+	if ((v->etag[0] && req->etag[0] && strcmp(v->etag, req->etag) != 0) ||
+	    (!v->etag[0] && strcmp(v->last_modified, req->last_modified) != 0) ||
+	    (req->object_size != UINT64_MAX && req->object_size != v->size))
+		return -ESTALE;
+	return 0;
+}

@@ -1,0 +1,156 @@
+/* test_plan.c - the engine's pure decisions: which reader a read belongs
+ * to, when a sequential reader gets a readahead window and how it grows,
+ * which parts of a read are slivers, the spill after a tile, and which
+ * units share one GET. */
+#include "cache/engine/plan.h"
+#include "check.h"
+
+#include <string.h>
+
+#define MiB (1ull << 20)
+
+static struct readahead_read rr(uint64_t off, uint64_t len, bool tile)
+{
+	return (struct readahead_read){ .off = off, .end = off + len, .tile = tile,
+					.block_size = MiB, .object_size = 1024 * MiB,
+					.window_max = 64 * MiB };
+}
+
+static void streams(void)
+{
+	struct stream v[2];
+	uint64_t clock = 0;
+	memset(v, 0, sizeof(v));
+	struct stream *a = plan_stream(v, 2, &clock, 7);
+	a->end = 100;
+	struct stream *b = plan_stream(v, 2, &clock, 8);
+	CHECK(b != a && b->id == 8 && b->end == 0, "a second reader gets its own state");
+	CHECK(plan_stream(v, 2, &clock, 7)->end == 100, "a reader finds its state again");
+	struct stream *c = plan_stream(v, 2, &clock, 9);
+	CHECK(c == b && c->end == 0, "a third reader takes the least recently used slot");
+}
+
+static void readahead_blocks(void)
+{
+	struct stream s = { .id = 1 };
+	struct readahead_read r = rr(0, MiB, false);
+	struct extent ra = plan_readahead(&s, &r);
+	CHECK(ra.len == 0, "one read is not a scan");
+	r = rr(MiB, MiB, false);
+	ra = plan_readahead(&s, &r);
+	CHECK(ra.off == 2 * MiB && ra.len == PLAN_READAHEAD_START,
+	      "two blocks in a row open a window of 1 MiB after the read (%llu+%llu)",
+	      (unsigned long long)ra.off, (unsigned long long)ra.len);
+	r = rr(2 * MiB, MiB / 4, false);
+	ra = plan_readahead(&s, &r);
+	CHECK(ra.off == 3 * MiB && ra.len == MiB + MiB / 4,
+	      "topped up when half is read, from where the last window ended, doubling "
+	      "(%llu+%llu)", (unsigned long long)ra.off, (unsigned long long)ra.len);
+	r = rr(500 * MiB, MiB, false);
+	ra = plan_readahead(&s, &r);
+	CHECK(ra.len == 0 && s.ra_window == 0 && s.reads == 1, "a jump closes the window");
+	r = rr(0, MiB, false);
+	r.window_max = 0;
+	struct stream off = { .id = 2 };
+	plan_readahead(&off, &r);
+	r.off = MiB, r.end = 2 * MiB;
+	CHECK(plan_readahead(&off, &r).len == 0, "--readahead 0 never reads ahead");
+}
+
+static void readahead_tiles(void)
+{
+	struct stream s = { .id = 1 };
+	uint64_t tile = 300 * 1024, off = 0;
+	struct extent ra = { 0, 0 };
+	int reads = 0;
+	/* a tile read is 4 KiB then the rest; GDAL skips a small leader */
+	while (ra.len == 0 && reads < 40) {
+		struct readahead_read r = rr(off + 8, tile - 8, true);
+		ra = plan_readahead(&s, &r);
+		off += tile;
+		reads++;
+	}
+	CHECK(reads == 14, "tiles read in a row open a window after 4 MiB (%d reads)", reads);
+	struct stream t = { .id = 2 };
+	for (int i = 0; i < 3; i++) {
+		struct readahead_read r = rr((uint64_t)i * 1000 * 1024, 1000 * 1024, true);
+		ra = plan_readahead(&t, &r);
+	}
+	CHECK(ra.len == 0, "a chip over three 1 MB tiles of a row is not a scan");
+	struct stream u = { .id = 3 };
+	struct readahead_read r = rr(0, 8192, true);
+	plan_readahead(&u, &r);
+	r = rr(4096, 8192, true);
+	plan_readahead(&u, &r);
+	CHECK(u.reads == 2, "a read starting in the page the last one ended in goes on");
+}
+
+static void slivers(void)
+{
+	CHECK(plan_sliver(2, 0, 4096, 300000, true, false, false),
+	      "the first bytes of a read in the tile before are a sliver");
+	CHECK(!plan_sliver(2, 0, 4096, 300000, true, true, false),
+	      "not when the read goes on from the last one");
+	CHECK(plan_sliver(2, 1, 4096, 300000, true, false, true),
+	      "the last bytes of a read in the tile after are a sliver");
+	CHECK(!plan_sliver(2, 1, 4096, 300000, true, false, false),
+	      "not when nothing before them was wanted whole");
+	CHECK(!plan_sliver(1, 0, 4096, 300000, true, false, false), "a read of one unit has none");
+	CHECK(!plan_sliver(2, 0, PLAN_SLIVER_MAX, 300000, true, false, false),
+	      "16 KiB or more is wanted whole");
+	CHECK(!plan_sliver(2, 0, 4096, 4096, true, false, false), "a whole unit is no sliver");
+	CHECK(!plan_sliver(2, 0, 4096, 300000, false, false, false), "blocks have no slivers");
+	CHECK(!plan_sliver(3, 1, 4096, 300000, true, false, true), "middle parts are wanted");
+}
+
+static void spill(void)
+{
+	CHECK(plan_spill(10000, 1 << 30) == PLAN_SLIVER_MAX - 10000, "to the next 16 KiB");
+	CHECK(plan_spill(PLAN_SLIVER_MAX, 1 << 30) == 0, "none on a boundary");
+	CHECK(plan_spill(10000, 12000) == 2000, "within the object");
+}
+
+static bool gap_busy_at(void *arg, uint64_t from, uint64_t to)
+{
+	uint64_t busy = *(uint64_t *)arg;
+	return busy >= from && busy < to;
+}
+
+static void runs(void)
+{
+	struct plan_unit v[] = {
+		{ 0, 100, false, false },
+		{ 100, 100, true, false },
+		{ 250, 100, true, false },	/* 50 bytes after the last */
+		{ 1000, 100, true, false },
+	};
+	uint64_t busy = UINT64_MAX;
+	bool demand;
+	size_t end = plan_run(v, 0, 4, 0, 1 << 20, gap_busy_at, &busy, &demand);
+	CHECK(end == 2 && demand, "adjacent units share a GET; a reader waits on it");
+	end = plan_run(v, 0, 4, 64, 1 << 20, gap_busy_at, &busy, &demand);
+	CHECK(end == 3, "units merge_gap apart share one too");
+	busy = 220;
+	end = plan_run(v, 0, 4, 64, 1 << 20, gap_busy_at, &busy, &demand);
+	CHECK(end == 2, "never across a gap holding a unit cached or in flight");
+	busy = UINT64_MAX;
+	end = plan_run(v, 0, 4, 64, 300, gap_busy_at, &busy, &demand);
+	CHECK(end == 2, "a GET stays within max_request");
+	end = plan_run(v, 1, 4, 1000, 1 << 20, gap_busy_at, &busy, &demand);
+	CHECK(end == 4 && !demand, "prefetched units alone run in the background");
+	struct plan_unit s[] = { { 0, 4096, false, true }, { 8192, 4096, false, false } };
+	busy = 5000;
+	end = plan_run(s, 0, 2, 8192, 1 << 20, gap_busy_at, &busy, &demand);
+	CHECK(end == 2, "a sliver's gap is not looked up");
+}
+
+int main(void)
+{
+	streams();
+	readahead_blocks();
+	readahead_tiles();
+	slivers();
+	spill();
+	runs();
+	return check_done();
+}
