@@ -5,6 +5,9 @@
  * the arguments are formatted (log_enabled() is inlined into the macros), so
  * a debug line on a hot path costs one comparison when debug is off.
  * Never pass a credential or a URL with its query string to these calls.
+ *
+ * Layer: base, under every other. Includes nothing of tilefs: every folder
+ * may include it (tests/check-layers).
  */
 #ifndef TILEFS_LOG_H
 #define TILEFS_LOG_H

@@ -16,6 +16,10 @@
  * (layout.h) and later opens cost no parsing. A tile miss may bring its
  * neighbours too (the prefetch policy), and a sequential scan opens a
  * growing readahead window.
+ *
+ * Layer: the engine (this header is its public contract; engine_int.h its
+ * private part). May include the store, the origin, the TIFF layer and
+ * base; never the namespace, tools/ or FUSE (tests/check-layers).
  */
 #ifndef TILEFS_CACHE_H
 #define TILEFS_CACHE_H

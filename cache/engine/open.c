@@ -129,7 +129,6 @@ static bool fetched_copy(const struct fetched *f, char *dst, uint64_t off, size_
 static int fetched_read(void *arg, void *buf, size_t len, uint64_t off)
 {
 	struct fetched *f = arg;
-
 	uint64_t size = f->version.size;
 
 	if (off > size || len > size - off)

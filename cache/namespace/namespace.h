@@ -7,6 +7,10 @@
  *
  * Paths are relative to the mount root, without a leading '/' ("" is the
  * root). All functions are thread-safe.
+ *
+ * Layer: the namespace, on top of the engine. May include the engine, the
+ * origin, the TIFF layer and base; never the store directly, nor FUSE
+ * (tests/check-layers).
  */
 #ifndef TILEFS_NAMESPACE_H
 #define TILEFS_NAMESPACE_H

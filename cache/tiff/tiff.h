@@ -9,6 +9,11 @@
  * or the parse fails with a reason: the caller then treats the object as
  * plain bytes. Nothing here allocates more than TIFF_MAP_MAX_BLOCKS blocks
  * or TIFF_MAP_MAX_IFDS IFDs, whatever the file claims.
+ *
+ * Layer: the TIFF layer, pure: bytes in through a callback, tile map and
+ * units out. Includes cache/base/ and its own folder only; never the store,
+ * the origin, the engine or FUSE; the only folder that includes libtiff
+ * (tests/check-layers).
  */
 #ifndef TILEFS_TIFF_H
 #define TILEFS_TIFF_H
