@@ -17,6 +17,7 @@
 #include "cache/engine/cache.h"
 #include "cache/origin/http.h"
 #include "cache/tiff/layout.h"
+#include "cache/tiff/select.h"
 #include "cache/base/log.h"
 #include "cache/namespace/namespace.h"
 #include "cache/origin/provider.h"
@@ -87,13 +88,6 @@ struct item {
 	int err;			/* first failure (warm->lock) */
 	bool excluded;			/* --partial: does not fit */
 	size_t chunks_left;		/* taken and not finished (warm->lock) */
-};
-
-struct selection {
-	bool whole, header, overviews;
-	long ifd;			/* -1: none */
-	bool window;
-	uint64_t x, y, w, h;
 };
 
 struct warm {
@@ -180,7 +174,7 @@ static int parse_selection(struct warm *w, char *err, size_t err_size)
 	struct options *o = w->o;
 	struct selection *s = &w->sel;
 
-	s->header = o->header_only;
+	s->header_only = o->header_only;
 	s->overviews = o->overviews;
 	s->ifd = o->ifd;
 	if (o->window) {
@@ -199,7 +193,6 @@ static int parse_selection(struct warm *w, char *err, size_t err_size)
 		s->w = v[2];
 		s->h = v[3];
 	}
-	s->whole = !s->header && !s->overviews && s->ifd < 0 && !s->window;
 	if (o->shard) {
 		long i, n;
 		char tail;
@@ -381,121 +374,18 @@ static int list_files(struct warm *w)
 
 /* ---- planning ---- */
 
-struct unit_list {
-	struct extent *v;
-	size_t n, cap;
-	int err;
-};
-
-/* Add the units holding [off, end) of L. */
-static void want_range(struct unit_list *u, const struct layout *l, uint64_t off, uint64_t end)
-{
-	if (end > l->object_size)
-		end = l->object_size;
-	while (off < end && !u->err) {
-		struct extent e = layout_unit_at(l, off);
-		if (u->n == u->cap) {
-			size_t cap = u->cap ? 2 * u->cap : 64;
-			struct extent *grown = realloc(u->v, cap * sizeof(*grown));
-			if (!grown) {
-				u->err = -ENOMEM;
-				return;
-			}
-			u->v = grown;
-			u->cap = cap;
-		}
-		u->v[u->n++] = e;
-		off = e.off + e.len;
-	}
-}
-
-/* Add block K of L's tile map, with its leader and trailer. */
-static void want_block(struct unit_list *u, const struct layout *l, uint64_t k)
-{
-	const struct tiff_map *m = l->map;
-	const struct tiff_block *b = &m->blocks[k];
-	if (b->len == 0)
-		return;
-	uint64_t off = b->off >= m->leader ? b->off - m->leader : 0;
-	want_range(u, l, off, b->off + b->len + m->trailer);
-}
-
-static void want_ifd(struct unit_list *u, const struct layout *l, uint32_t i)
-{
-	const struct tiff_ifd *d = &l->map->ifds[i];
-	for (uint64_t k = d->first; k < d->first + d->n; k++)
-		want_block(u, l, k);
-}
-
-/* Add the blocks of IFD I under the pixel window of S. */
-static void want_window(struct unit_list *u, const struct layout *l, uint32_t i,
-			const struct selection *s)
-{
-	const struct tiff_ifd *d = &l->map->ifds[i];
-	if (s->x >= d->width || s->y >= d->height || !d->block_w || !d->block_h)
-		return;
-	uint64_t x1 = s->x + s->w < d->width ? s->x + s->w : d->width;
-	uint64_t y1 = s->y + s->h < d->height ? s->y + s->h : d->height;
-	uint64_t c0 = s->x / d->block_w, c1 = (x1 - 1) / d->block_w;
-	uint64_t r0 = s->y / d->block_h, r1 = (y1 - 1) / d->block_h;
-	if (c1 >= d->across)
-		c1 = d->across - 1;
-	if (r1 >= d->down)
-		r1 = d->down - 1;
-	for (uint64_t p = 0; p < d->planes; p++)
-		for (uint64_t r = r0; r <= r1; r++)
-			for (uint64_t c = c0; c <= c1; c++)
-				want_block(u, l, d->first + (p * d->down + r) * d->across + c);
-}
-
-static int extent_cmp(const void *a, const void *b)
-{
-	const struct extent *x = a, *y = b;
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
-/* The units of IT's object the selection wants, sorted and distinct. */
-static int select_units(const struct warm *w, struct item *it, struct unit_list *u)
+/* The units of IT's object the selection wants, sorted and distinct:
+ * *units (caller frees) and *n. */
+static int select_units(const struct warm *w, struct item *it, struct extent **units, size_t *n)
 {
 	const struct layout *l = cache_object_layout(it->obj);
 	const struct selection *s = &w->sel;
 	const struct tiff_map *m = l->map;
 
-	if (s->whole) {
-		want_range(u, l, 0, l->object_size);
-		return u->err;
-	}
-	want_range(u, l, 0, 1);		/* the header, always */
 	if (s->ifd >= 0 && m && (uint32_t)s->ifd >= m->nifd)
 		fprintf(stderr, "tilefs: warm: %s has no IFD %ld (it has %u): warming the rest\n",
 			it->path, s->ifd, m->nifd);
-	for (uint32_t i = 0; m && i < m->nifd; i++) {
-		const struct tiff_ifd *d = &m->ifds[i];
-		if ((s->overviews && (d->subfile_type & 1)) || s->ifd == (long)i)
-			want_ifd(u, l, i);
-	}
-	if (s->window && m) {
-		/* the full-resolution image: the first main IFD that is neither
-		   an overview nor a mask; and its masks */
-		uint32_t full = 0;
-		while (full < m->nifd && (m->ifds[full].sub || (m->ifds[full].subfile_type & 5)))
-			full++;
-		for (uint32_t i = full; i < m->nifd; i++) {
-			const struct tiff_ifd *d = &m->ifds[i];
-			if (i == full || (d->subfile_type == 4 && d->width == m->ifds[full].width &&
-					  d->height == m->ifds[full].height))
-				want_window(u, l, i, s);
-		}
-	}
-	if (u->err)
-		return u->err;
-	qsort(u->v, u->n, sizeof(*u->v), extent_cmp);
-	size_t kept = 0;
-	for (size_t i = 0; i < u->n; i++)
-		if (!kept || u->v[kept - 1].off != u->v[i].off)
-			u->v[kept++] = u->v[i];
-	u->n = kept;
-	return 0;
+	return selection_units(l, s, units, n);
 }
 
 /* Note IT failed (named once, on stderr) unless it already had. */
@@ -518,33 +408,34 @@ static void item_fail(struct warm *w, struct item *it, int err)
 /* Open IT and find the units it still needs. */
 static void plan_item(struct warm *w, struct item *it)
 {
-	struct unit_list u = { 0 };
+	struct extent *units = NULL;
+	size_t n = 0;
 	bool *missing = NULL;
 	int err = cache_object_open(w->cache, it->url, it->path, &it->obj);
 
 	if (!err)
-		err = select_units(w, it, &u);
-	if (!err && !(missing = calloc(u.n ? u.n : 1, sizeof(*missing))))
+		err = select_units(w, it, &units, &n);
+	if (!err && !(missing = calloc(n ? n : 1, sizeof(*missing))))
 		err = -ENOMEM;
 	if (!err)
 		err = cache_object_id(it->obj) < 0 ? -ENOTSUP :
-		      cache_units_missing(w->cache, it->obj, u.v, u.n, missing);
+		      cache_units_missing(w->cache, it->obj, units, n, missing);
 	if (err) {
-		free(u.v);
+		free(units);
 		free(missing);
 		item_fail(w, it, err);
 		return;
 	}
 	size_t kept = 0;
-	for (size_t i = 0; i < u.n; i++) {
-		it->want += u.v[i].len;
+	for (size_t i = 0; i < n; i++) {
+		it->want += units[i].len;
 		if (missing[i])
-			u.v[kept++] = u.v[i];
+			units[kept++] = units[i];
 		else
-			it->cached += u.v[i].len;
+			it->cached += units[i].len;
 	}
 	free(missing);
-	it->units = u.v;
+	it->units = units;
 	it->nunits = kept;
 	if (cache_object_added(it->obj))
 		it->opened = it->cached;	/* nothing was cached before this open */
