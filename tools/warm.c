@@ -15,7 +15,6 @@
  */
 #include "tools/warm.h"
 #include "cache/engine/cache.h"
-#include "cache/origin/http.h"
 #include "cache/tiff/layout.h"
 #include "cache/tiff/select.h"
 #include "cache/base/log.h"
@@ -23,6 +22,7 @@
 #include "cache/origin/provider.h"
 #include "cache/tiff/tiff.h"
 #include "tools/options.h"
+#include "tools/stack.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -93,10 +93,7 @@ struct item {
 struct warm {
 	struct options *o;
 	struct selection sel;
-	struct source *src;
-	struct http_client *http;
-	struct cache *cache;
-	struct namespace *ns;
+	struct stack stack;		/* source, fetch thread, cache, namespace */
 	struct item *items;
 	size_t n, cap;
 	long shard, shards;		/* 1-based shard of shards; 0: all */
@@ -284,7 +281,7 @@ static int walk_entry(void *arg, const char *name, const struct ns_attr *attr)
 static int walk(struct warm *w, const char *dir, const char *pattern)
 {
 	struct walk k = { .w = w, .dir = dir, .pattern = pattern };
-	int err = ns_readdir(w->ns, dir, walk_entry, &k);
+	int err = ns_readdir(w->stack.ns, dir, walk_entry, &k);
 	if (!err)
 		err = k.err;
 	for (size_t i = 0; i < k.nsubdirs; i++) {
@@ -332,7 +329,7 @@ static int list_files(struct warm *w)
 			snprintf(path, sizeof(path), "%s", pat);
 			while (path[0] && path[strlen(path) - 1] == '/')
 				path[strlen(path) - 1] = '\0';
-			err = ns_getattr(w->ns, path, &attr);
+			err = ns_getattr(w->stack.ns, path, &attr);
 			if (!err && attr.is_dir)
 				err = walk(w, path, NULL);
 			else if (!err)
@@ -340,17 +337,17 @@ static int list_files(struct warm *w)
 		}
 		if (err == -ENOENT || err == -ENOTDIR) {
 			fprintf(stderr, "tilefs: warm: '%s': no such file or directory under %s\n",
-				pat, w->src->display);
+				pat, w->stack.src->display);
 			return 1;
 		}
 		if (err) {
-			ns_list_error(w->src, err, msg, sizeof(msg));
+			ns_list_error(w->stack.src, err, msg, sizeof(msg));
 			fprintf(stderr, "tilefs: %s\n", msg);
 			return 1;
 		}
 		if (w->n == before && has_glob(pat) && !w->shards) {
 			fprintf(stderr, "tilefs: warm: '%s' matches no file under %s\n", pat,
-				w->src->display);
+				w->stack.src->display);
 			return 1;
 		}
 	}
@@ -367,7 +364,7 @@ static int list_files(struct warm *w)
 	}
 	w->n = kept;
 	for (size_t i = 0; i < w->n; i++)
-		if (!(w->items[i].url = ns_url(w->ns, w->items[i].path)))
+		if (!(w->items[i].url = ns_url(w->stack.ns, w->items[i].path)))
 			return 1;
 	return 0;
 }
@@ -411,7 +408,7 @@ static void plan_item(struct warm *w, struct item *it)
 	struct extent *units = NULL;
 	size_t n = 0;
 	bool *missing = NULL;
-	int err = cache_object_open(w->cache, it->url, it->path, &it->obj);
+	int err = cache_object_open(w->stack.cache, it->url, it->path, &it->obj);
 
 	if (!err)
 		err = select_units(w, it, &units, &n);
@@ -419,7 +416,7 @@ static void plan_item(struct warm *w, struct item *it)
 		err = -ENOMEM;
 	if (!err)
 		err = cache_object_id(it->obj) < 0 ? -ENOTSUP :
-		      cache_units_missing(w->cache, it->obj, units, n, missing);
+		      cache_units_missing(w->stack.cache, it->obj, units, n, missing);
 	if (err) {
 		free(units);
 		free(missing);
@@ -493,7 +490,7 @@ static void *fetch_worker(void *arg)
 
 	while (!atomic_load(&interrupted) && take_chunk(w, &it, &first, &n)) {
 		struct cache_warm_counts got = { 0 };
-		int err = cache_warm(w->cache, it->obj, it->units + first, n, &got);
+		int err = cache_warm(w->stack.cache, it->obj, it->units + first, n, &got);
 		if (err)
 			item_fail(w, it, err);
 		pthread_mutex_lock(&w->lock);
@@ -687,10 +684,7 @@ static void warm_release(struct warm *w)
 		cache_object_unref(w->items[i].obj);
 	}
 	free(w->items);
-	ns_free(w->ns);
-	http_client_free(w->http);	/* before the cache: fetches settle into it */
-	cache_close(w->cache);
-	source_free(w->src);
+	stack_release(&w->stack);
 	pthread_cond_destroy(&w->wake);
 	pthread_mutex_destroy(&w->lock);
 }
@@ -723,8 +717,7 @@ int warm_main(int argc, char **argv)
 	pthread_cond_init(&w.wake, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &w.started);
 
-	struct source_options so = options_source(&o);
-	int err = source_open(o.source, &so, &w.src, err_text, sizeof(err_text));
+	int err = stack_init(&w.stack, &o, err_text, sizeof(err_text));
 	if (err) {
 		fprintf(stderr, "tilefs: %s\n", err_text);
 		status = err == -EINVAL ? EXIT_USAGE : 1;
@@ -732,34 +725,17 @@ int warm_main(int argc, char **argv)
 	}
 	if (options_make_cache_dir(o.cache_dir) != 0)
 		goto out;
-	struct http_config hc;
-	options_http(&o, o.jobs, &hc);
-	w.http = http_client_new(&hc);
-	if (!w.http) {
-		fprintf(stderr, "tilefs: cannot start the fetch thread\n");
-		goto out;
-	}
-	uint64_t limit = o.cache_size ? o.cache_size : options_default_cache_size(o.cache_dir);
-	struct cache_config cc = {
-		.dir = o.cache_dir,
-		.size_limit = limit,
-		.block_size = o.block_size,
-		.header_len = o.header_size,
+	struct stack_tuning tuning = {
+		.connections = o.jobs,
 		.max_request = CHUNK_MAX,
 		.merge_gap = 0,			/* never a byte not selected */
 		.readahead_max = 0,
 		.prefetch = PREFETCH_NONE,
-		.claim_wait_s = 30,
+		.listing_ttl_s = 86400,
 	};
-	err = cache_open(&cc, w.src, w.http, &w.cache);
-	if (err) {
-		fprintf(stderr, "tilefs: cannot open the cache in %s: %s\n", o.cache_dir,
-			strerror(-err));
-		goto out;
-	}
-	err = ns_new(w.src, w.http, w.cache, 86400, &w.ns);
+	err = stack_start(&w.stack, &o, &tuning, err_text, sizeof(err_text));
 	if (!err && o.from_file)
-		err = ns_load_manifest(w.ns, o.from_file, err_text, sizeof(err_text));
+		err = ns_load_manifest(w.stack.ns, o.from_file, err_text, sizeof(err_text));
 	if (err) {
 		fprintf(stderr, "tilefs: %s\n", err_text[0] ? err_text : strerror(-err));
 		goto out;
@@ -780,7 +756,7 @@ int warm_main(int argc, char **argv)
 	w.planning = false;
 	pthread_mutex_unlock(&w.lock);
 
-	int refused = atomic_load(&interrupted) ? 0 : check_size(&w, limit);
+	int refused = atomic_load(&interrupted) ? 0 : check_size(&w, w.stack.cache_size);
 	if (!refused && !o.dry_run && !atomic_load(&interrupted)) {
 		pthread_mutex_lock(&w.lock);
 		for (size_t i = 0; i < w.n; i++) {
