@@ -2,11 +2,12 @@
  * warm.c - `tilefs warm [OPTIONS] SOURCE [PATH_OR_GLOB...]`: fill the cache
  * dir a mount uses, without a mount.
  *
- * Three steps. List: SOURCE's listings (or --from-file) give the files,
- * the patterns and --shard keep some. Plan: each file is opened as a mount
- * opens it (its header fetched and its tile map parsed, or both read from
- * the index), the selection names the units wanted and the index says
- * which of them are cached already. Fetch: --jobs workers take the missing
+ * Three steps. List (tools/warm_list.c): SOURCE's listings (or
+ * --from-file) give the files, the patterns and --shard keep some. Plan:
+ * each file is opened as a mount opens it (its header fetched and its tile
+ * map parsed, or both read from the index), the selection names the units
+ * wanted (cache/tiff/select.c) and the index says which of them are cached
+ * already. Fetch: --jobs workers take the missing
  * units in chunks and fetch them through the cache (cache_warm()), which
  * claims each unit first: a mount fetching on the same cache dir and this
  * warm never fetch one unit twice, and what is stored is a hit for the
@@ -23,9 +24,9 @@
 #include "cache/tiff/tiff.h"
 #include "tools/options.h"
 #include "tools/stack.h"
+#include "tools/warm_list.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -77,8 +78,8 @@ static void usage(FILE *out)
 
 /* One file to warm. */
 struct item {
-	char *path;			/* relative to SOURCE: what messages call it */
-	char *url;
+	const char *path;		/* borrowed from warm->files */
+	const char *url;
 	struct cache_object *obj;	/* once planned */
 	struct extent *units;		/* the missing units wanted, by offset */
 	size_t nunits;
@@ -94,9 +95,10 @@ struct warm {
 	struct options *o;
 	struct selection sel;
 	struct stack stack;		/* source, fetch thread, cache, namespace */
-	struct item *items;
-	size_t n, cap;
-	long shard, shards;		/* 1-based shard of shards; 0: all */
+	struct warm_shard shard;
+	struct warm_list files;
+	struct item *items;		/* one per file */
+	size_t n;
 	uint64_t chunk;			/* see choose_chunk() */
 
 	pthread_mutex_t lock;
@@ -190,182 +192,28 @@ static int parse_selection(struct warm *w, char *err, size_t err_size)
 		s->w = v[2];
 		s->h = v[3];
 	}
-	if (o->shard) {
-		long i, n;
-		char tail;
-		if (sscanf(o->shard, "%ld/%ld%c", &i, &n, &tail) != 2 || n < 1 || i < 1 || i > n ||
-		    n > 1000000) {
-			snprintf(err, err_size, "--shard: '%s' is not I/N with 1 <= I <= N "
-				 "(e.g. 1/4 .. 4/4)", o->shard);
-			return -EINVAL;
-		}
-		w->shard = i;
-		w->shards = n;
-	}
+	if (o->shard)
+		return warm_shard_parse(o->shard, &w->shard, err, err_size);
 	return 0;
 }
 
 /* ---- listing ---- */
 
-static bool has_glob(const char *s)
-{
-	return strpbrk(s, "*?[") != NULL;
-}
-
-/* Deterministic shard of PATH: FNV-1a, so every machine agrees. */
-static bool in_shard(const struct warm *w, const char *path)
-{
-	if (!w->shards)
-		return true;
-	uint64_t h = 1469598103934665603ull;
-	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
-		h = (h ^ *p) * 1099511628211ull;
-	return (long)(h % (uint64_t)w->shards) == w->shard - 1;
-}
-
-static int item_add(struct warm *w, const char *path)
-{
-	if (!in_shard(w, path))
-		return 0;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 64;
-		struct item *grown = realloc(w->items, cap * sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		w->items = grown;
-		w->cap = cap;
-	}
-	struct item *it = &w->items[w->n];
-	memset(it, 0, sizeof(*it));
-	it->path = strdup(path);	/* its URL once listing is over (ns->lock) */
-	if (!it->path)
-		return -ENOMEM;
-	w->n++;
-	return 0;
-}
-
-struct walk {
-	struct warm *w;
-	const char *dir;		/* being listed, "" for the root */
-	const char *pattern;		/* NULL: take every file */
-	char **subdirs;
-	size_t nsubdirs;
-	int err;
-};
-
-static int walk_entry(void *arg, const char *name, const struct ns_attr *attr)
-{
-	struct walk *k = arg;
-	char path[4096];
-	snprintf(path, sizeof(path), "%s%s%s", k->dir, k->dir[0] ? "/" : "", name);
-	if (attr->is_dir) {
-		char **grown = realloc(k->subdirs, (k->nsubdirs + 1) * sizeof(*grown));
-		char *copy = strdup(path);
-		if (!grown || !copy) {
-			free(copy);
-			if (grown)
-				k->subdirs = grown;
-			k->err = -ENOMEM;
-			return 1;
-		}
-		k->subdirs = grown;
-		k->subdirs[k->nsubdirs++] = copy;
-		return 0;
-	}
-	if (!k->pattern || fnmatch(k->pattern, path, FNM_PATHNAME) == 0)
-		k->err = item_add(k->w, path);
-	return k->err != 0;
-}
-
-/* Add the files under DIR (matching PATTERN, if any), depth first. */
-static int walk(struct warm *w, const char *dir, const char *pattern)
-{
-	struct walk k = { .w = w, .dir = dir, .pattern = pattern };
-	int err = ns_readdir(w->stack.ns, dir, walk_entry, &k);
-	if (!err)
-		err = k.err;
-	for (size_t i = 0; i < k.nsubdirs; i++) {
-		if (!err)
-			err = walk(w, k.subdirs[i], pattern);
-		free(k.subdirs[i]);
-	}
-	free(k.subdirs);
-	return err;
-}
-
-static int item_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct item *)a)->path, ((const struct item *)b)->path);
-}
-
-/* Fill w->items from the patterns; a pattern naming nothing is an error. */
+/* The files to warm, one item each. 0, or 1 after saying why on stderr
+ * (out of memory: silently, as when a URL cannot be made). */
 static int list_files(struct warm *w)
 {
-	char msg[1024];
-	size_t npat = w->o->npaths;
-	const char *all = "";
-	char **pats = npat ? w->o->paths : (char **)&all;
-
-	for (size_t i = 0; i < (npat ? npat : 1); i++) {
-		const char *pat = pats[i];
-		while (*pat == '/')
-			pat++;
-		size_t before = w->n;
-		int err;
-		if (has_glob(pat)) {
-			/* list from the last directory before the first wildcard */
-			char dir[4096];
-			size_t lit = strcspn(pat, "*?[");
-			snprintf(dir, sizeof(dir), "%.*s", (int)lit, pat);
-			char *slash = strrchr(dir, '/');
-			if (slash)
-				*slash = '\0';
-			else
-				dir[0] = '\0';
-			err = walk(w, dir, pat);
-		} else {
-			struct ns_attr attr;
-			char path[4096];
-			snprintf(path, sizeof(path), "%s", pat);
-			while (path[0] && path[strlen(path) - 1] == '/')
-				path[strlen(path) - 1] = '\0';
-			err = ns_getattr(w->stack.ns, path, &attr);
-			if (!err && attr.is_dir)
-				err = walk(w, path, NULL);
-			else if (!err)
-				err = item_add(w, path);
-		}
-		if (err == -ENOENT || err == -ENOTDIR) {
-			fprintf(stderr, "tilefs: warm: '%s': no such file or directory under %s\n",
-				pat, w->stack.src->display);
-			return 1;
-		}
-		if (err) {
-			ns_list_error(w->stack.src, err, msg, sizeof(msg));
-			fprintf(stderr, "tilefs: %s\n", msg);
-			return 1;
-		}
-		if (w->n == before && has_glob(pat) && !w->shards) {
-			fprintf(stderr, "tilefs: warm: '%s' matches no file under %s\n", pat,
-				w->stack.src->display);
-			return 1;
-		}
-	}
-	/* a file two patterns name is warmed once */
-	qsort(w->items, w->n, sizeof(*w->items), item_cmp);
-	size_t kept = 0;
+	if (warm_list_files(&w->files, w->stack.ns, w->stack.src, w->o->paths, w->o->npaths,
+			    &w->shard) != 0)
+		return 1;
+	w->items = calloc(w->files.n ? w->files.n : 1, sizeof(*w->items));
+	if (!w->items)
+		return 1;
+	w->n = w->files.n;
 	for (size_t i = 0; i < w->n; i++) {
-		if (kept && strcmp(w->items[kept - 1].path, w->items[i].path) == 0) {
-			free(w->items[i].path);
-			free(w->items[i].url);
-			continue;
-		}
-		w->items[kept++] = w->items[i];
+		w->items[i].path = w->files.files[i].path;
+		w->items[i].url = w->files.files[i].url;
 	}
-	w->n = kept;
-	for (size_t i = 0; i < w->n; i++)
-		if (!(w->items[i].url = ns_url(w->stack.ns, w->items[i].path)))
-			return 1;
 	return 0;
 }
 
@@ -678,12 +526,11 @@ static void print_summary(struct warm *w)
 static void warm_release(struct warm *w)
 {
 	for (size_t i = 0; i < w->n; i++) {
-		free(w->items[i].path);
-		free(w->items[i].url);
 		free(w->items[i].units);
 		cache_object_unref(w->items[i].obj);
 	}
 	free(w->items);
+	warm_list_release(&w->files);
 	stack_release(&w->stack);
 	pthread_cond_destroy(&w->wake);
 	pthread_mutex_destroy(&w->lock);
