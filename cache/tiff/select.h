@@ -4,8 +4,9 @@
  * whole object). Pure, like the rest of the TIFF layer: a layout and a
  * selection in, sorted distinct extents out; no I/O, no messages.
  *
- * Part of cache/tiff: never include anything of tilefs but cache/tiff and
- * cache/base (tests/check-layers).
+ * Layer: the TIFF layer, pure. Includes cache/base/ and its own folder
+ * only; never the store, the origin, the engine or FUSE
+ * (tests/check-layers).
  */
 #ifndef TILEFS_SELECT_H
 #define TILEFS_SELECT_H
