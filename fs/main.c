@@ -4,8 +4,6 @@
  * origin answering), mounts, and only then returns (or stays in the
  * foreground with -f). The daemon exits 0 when unmounted.
  */
-#include "cache/engine/cache.h"
-#include "cache/origin/http.h"
 #include "cache/base/log.h"
 #include "cache/namespace/namespace.h"
 #include "cache/origin/provider.h"
@@ -14,6 +12,7 @@
 #include "tools/options.h"
 #include "tools/cache_admin.h"
 #include "tools/inspect.h"
+#include "tools/stack.h"
 #include "tools/warm.h"
 
 #include <errno.h>
@@ -170,10 +169,7 @@ static int cmd_mount(int argc, char **argv)
 {
 	struct options o;
 	char err_text[1024] = "";
-	struct source *src = NULL;
-	struct http_client *http = NULL;
-	struct cache *cache = NULL;
-	struct namespace *ns = NULL;
+	struct stack stack = { 0 };
 	struct mount *m = NULL;
 	struct metrics *metrics = NULL;
 	int status = 1, ready_fd = -1;
@@ -188,22 +184,19 @@ static int cmd_mount(int argc, char **argv)
 		return 0;
 	}
 	log_set_level(o.log_level);
-	struct source_options so = options_source(&o);
 	if (mount_check_options(o.fuse_opts) != 0) {
 		snprintf(err_text, sizeof(err_text), "-o %s: FUSE does not know one of these options",
 			 o.fuse_opts);
 		options_release(&o);
 		return fail_usage(err_text);
 	}
-	int open_err = source_open(o.source, &so, &src, err_text, sizeof(err_text));
-	if (open_err == -EINVAL) {
-		options_release(&o);
-		return fail_usage(err_text);
-	}
+	int open_err = stack_init(&stack, &o, err_text, sizeof(err_text));
 	if (open_err) {
-		fprintf(stderr, "tilefs: %s\n", err_text);
+		if (open_err != -EINVAL)
+			fprintf(stderr, "tilefs: %s\n", err_text);
+		stack_release(&stack);
 		options_release(&o);
-		return 1;
+		return open_err == -EINVAL ? fail_usage(err_text) : 1;
 	}
 	if (check_local(&o) != 0)
 		goto out;
@@ -223,39 +216,26 @@ static int cmd_mount(int argc, char **argv)
 	}
 	if (!o.foreground)
 		ready_fd = daemonize();
-	if (src->credentials[0])
-		log_info("%s: credentials from %s", src->display, src->credentials);
+	if (stack.src->credentials[0])
+		log_info("%s: credentials from %s", stack.src->display, stack.src->credentials);
 
 	/* from here on, errors go to stderr (still the terminal) and the log */
-	struct http_config hc;
-	options_http(&o, o.max_connections, &hc);
-	http = http_client_new(&hc);
-	if (!http) {
-		fprintf(stderr, "tilefs: cannot start the fetch thread\n");
-		goto out;
-	}
-	struct cache_config cc = {
-		.dir = o.cache_dir,
-		.size_limit = o.cache_size ? o.cache_size : options_default_cache_size(o.cache_dir),
-		.block_size = o.block_size,
-		.header_len = o.header_size,
+	struct stack_tuning tuning = {
+		.connections = o.max_connections,
 		.max_request = 16u << 20,
 		.merge_gap = o.merge_gap,
 		.readahead_max = o.readahead,
 		.prefetch = o.prefetch,
-		.claim_wait_s = 30,
+		.listing_ttl_s = (int)o.ttl,
 	};
-	int err = cache_open(&cc, src, http, &cache);
+	int err = stack_start(&stack, &o, &tuning, err_text, sizeof(err_text));
 	if (err) {
-		fprintf(stderr, "tilefs: cannot open the cache in %s: %s\n", o.cache_dir,
-			strerror(-err));
+		if (err_text[0])
+			fprintf(stderr, "tilefs: %s\n", err_text);
 		goto out;
 	}
-	err = ns_new(src, http, cache, (int)o.ttl, &ns);
-	if (err)
-		goto out;
 	if (o.list_file) {
-		err = ns_load_manifest(ns, o.list_file, err_text, sizeof(err_text));
+		err = ns_load_manifest(stack.ns, o.list_file, err_text, sizeof(err_text));
 		if (err) {
 			fprintf(stderr, "tilefs: %s\n", err_text);
 			goto out;
@@ -263,11 +243,11 @@ static int cmd_mount(int argc, char **argv)
 	} else {
 		/* the root listing shows the origin answers (and is kept) */
 		struct ns_attr root;
-		err = ns_getattr(ns, "", &root);
+		err = ns_getattr(stack.ns, "", &root);
 		if (!err)
-			err = ns_readdir(ns, "", NULL, NULL);
+			err = ns_readdir(stack.ns, "", NULL, NULL);
 		if (err) {
-			ns_list_error(src, err, err_text, sizeof(err_text));
+			ns_list_error(stack.src, err, err_text, sizeof(err_text));
 			fprintf(stderr, "tilefs: %s\n", err_text);
 			goto out;
 		}
@@ -277,16 +257,16 @@ static int cmd_mount(int argc, char **argv)
 		.cache_dir = o.cache_dir,
 		.file = o.metrics_file,
 		.port = (int)o.metrics_port,
-		.source = src->display,
+		.source = stack.src->display,
 		.mountpoint = o.mountpoint,
 	};
-	if (metrics_start(&mec, cache, http, &metrics, err_text, sizeof(err_text)) != 0) {
+	if (metrics_start(&mec, stack.cache, stack.http, &metrics, err_text, sizeof(err_text)) != 0) {
 		fprintf(stderr, "tilefs: %s\n", err_text);
 		goto out;
 	}
 
 	char fsname[512];
-	snprintf(fsname, sizeof(fsname), "tilefs:%s", src->display);
+	snprintf(fsname, sizeof(fsname), "tilefs:%s", stack.src->display);
 	for (char *p = fsname; *p; p++)
 		if (*p == ',')
 			*p = '_';
@@ -296,13 +276,13 @@ static int cmd_mount(int argc, char **argv)
 		.fuse_opts = o.fuse_opts,
 		.ttl_s = (int)o.ttl,
 	};
-	if (mount_new(&mc, ns, cache, &m) != 0) {
+	if (mount_new(&mc, stack.ns, stack.cache, &m) != 0) {
 		fprintf(stderr, "tilefs: cannot mount on %s (see %s)\n", o.mountpoint,
 			o.foreground && !o.log_file ? "the messages above" : log_path);
 		goto out;
 	}
-	log_info("mounted %s on %s (cache %s, %llu MiB)", src->display, o.mountpoint,
-		 o.cache_dir, (unsigned long long)(cc.size_limit >> 20));
+	log_info("mounted %s on %s (cache %s, %llu MiB)", stack.src->display, o.mountpoint,
+		 o.cache_dir, (unsigned long long)(stack.cache_size >> 20));
 	report_ready(ready_fd, 0, true);
 	ready_fd = -1;
 	status = mount_run(m) == 0 ? 0 : 1;
@@ -311,10 +291,7 @@ out:
 	report_ready(ready_fd, (char)status, false);
 	mount_free(m);
 	metrics_stop(metrics);
-	http_client_free(http);		/* before the cache: fetches settle into it */
-	ns_free(ns);
-	cache_close(cache);
-	source_free(src);
+	stack_release(&stack);
 	options_release(&o);
 	return status;
 }

@@ -9,6 +9,7 @@
 #include "cache/engine/cache.h"
 #include "cache/base/log.h"
 #include "cache/namespace/namespace.h"
+#include "tools/inspect.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -166,14 +167,14 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
-/* "user.tilefs.object": "ID<TAB>CACHE_DIR", for tilefs inspect. */
+/* INSPECT_XATTR_OBJECT: "ID<TAB>CACHE_DIR", for tilefs inspect. */
 static int op_getxattr(const char *path, const char *name, char *value, size_t size)
 {
 	struct cache_object *obj;
 	bool unchanged, older_open;
 	char text[4200];
 
-	if (strcmp(name, MOUNT_XATTR_OBJECT) != 0)
+	if (strcmp(name, INSPECT_XATTR_OBJECT) != 0)
 		return -ENODATA;
 	int err = ns_open(current()->ns, path, &obj, &unchanged, &older_open);
 	if (err)

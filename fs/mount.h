@@ -8,10 +8,6 @@
 struct cache;
 struct namespace;
 
-/* Extended attribute of every file in a mount: "ID<TAB>CACHE_DIR", the
- * object's id in the index of that cache dir (tilefs inspect reads it). */
-#define MOUNT_XATTR_OBJECT "user.tilefs.object"
-
 struct mount_config {
 	const char *mountpoint;
 	const char *fsname;		/* shown in /proc/mounts */

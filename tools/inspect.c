@@ -10,7 +10,6 @@
 #include "cache/store/index.h"
 #include "cache/tiff/layout.h"
 #include "cache/tiff/tiff.h"
-#include "fs/mount.h"
 #include "tools/options.h"
 
 #include <errno.h>
@@ -208,7 +207,7 @@ static int inspect_mounted(const char *path, const char *xattr, bool blocks)
 	long long id;
 
 	if (sscanf(xattr, "%lld\t%4199[^\n]", &id, dir) != 2) {
-		fprintf(stderr, "tilefs: %s: unexpected %s '%s'\n", path, MOUNT_XATTR_OBJECT, xattr);
+		fprintf(stderr, "tilefs: %s: unexpected %s '%s'\n", path, INSPECT_XATTR_OBJECT, xattr);
 		return 1;
 	}
 	if (id < 0) {
@@ -252,7 +251,7 @@ int inspect_main(int argc, char **argv)
 		return status;
 	}
 	char xattr[4300];
-	ssize_t n = getxattr(path, MOUNT_XATTR_OBJECT, xattr, sizeof(xattr) - 1);
+	ssize_t n = getxattr(path, INSPECT_XATTR_OBJECT, xattr, sizeof(xattr) - 1);
 	if (n > 0) {
 		xattr[n] = '\0';
 		return inspect_mounted(path, xattr, blocks);

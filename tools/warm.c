@@ -2,11 +2,12 @@
  * warm.c - `tilefs warm [OPTIONS] SOURCE [PATH_OR_GLOB...]`: fill the cache
  * dir a mount uses, without a mount.
  *
- * Three steps. List: SOURCE's listings (or --from-file) give the files,
- * the patterns and --shard keep some. Plan: each file is opened as a mount
- * opens it (its header fetched and its tile map parsed, or both read from
- * the index), the selection names the units wanted and the index says
- * which of them are cached already. Fetch: --jobs workers take the missing
+ * Three steps. List (tools/warm_list.c): SOURCE's listings (or
+ * --from-file) give the files, the patterns and --shard keep some. Plan:
+ * each file is opened as a mount opens it (its header fetched and its tile
+ * map parsed, or both read from the index), the selection names the units
+ * wanted (cache/tiff/select.c) and the index says which of them are cached
+ * already. Fetch: --jobs workers take the missing
  * units in chunks and fetch them through the cache (cache_warm()), which
  * claims each unit first: a mount fetching on the same cache dir and this
  * warm never fetch one unit twice, and what is stored is a hit for the
@@ -15,16 +16,17 @@
  */
 #include "tools/warm.h"
 #include "cache/engine/cache.h"
-#include "cache/origin/http.h"
 #include "cache/tiff/layout.h"
+#include "cache/tiff/select.h"
 #include "cache/base/log.h"
 #include "cache/namespace/namespace.h"
 #include "cache/origin/provider.h"
 #include "cache/tiff/tiff.h"
 #include "tools/options.h"
+#include "tools/stack.h"
+#include "tools/warm_list.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -76,8 +78,8 @@ static void usage(FILE *out)
 
 /* One file to warm. */
 struct item {
-	char *path;			/* relative to SOURCE: what messages call it */
-	char *url;
+	const char *path;		/* borrowed from warm->files */
+	const char *url;
 	struct cache_object *obj;	/* once planned */
 	struct extent *units;		/* the missing units wanted, by offset */
 	size_t nunits;
@@ -89,23 +91,14 @@ struct item {
 	size_t chunks_left;		/* taken and not finished (warm->lock) */
 };
 
-struct selection {
-	bool whole, header, overviews;
-	long ifd;			/* -1: none */
-	bool window;
-	uint64_t x, y, w, h;
-};
-
 struct warm {
 	struct options *o;
 	struct selection sel;
-	struct source *src;
-	struct http_client *http;
-	struct cache *cache;
-	struct namespace *ns;
-	struct item *items;
-	size_t n, cap;
-	long shard, shards;		/* 1-based shard of shards; 0: all */
+	struct stack stack;		/* source, fetch thread, cache, namespace */
+	struct warm_shard shard;
+	struct warm_list files;
+	struct item *items;		/* one per file */
+	size_t n;
 	uint64_t chunk;			/* see choose_chunk() */
 
 	pthread_mutex_t lock;
@@ -180,7 +173,7 @@ static int parse_selection(struct warm *w, char *err, size_t err_size)
 	struct options *o = w->o;
 	struct selection *s = &w->sel;
 
-	s->header = o->header_only;
+	s->header_only = o->header_only;
 	s->overviews = o->overviews;
 	s->ifd = o->ifd;
 	if (o->window) {
@@ -199,303 +192,45 @@ static int parse_selection(struct warm *w, char *err, size_t err_size)
 		s->w = v[2];
 		s->h = v[3];
 	}
-	s->whole = !s->header && !s->overviews && s->ifd < 0 && !s->window;
-	if (o->shard) {
-		long i, n;
-		char tail;
-		if (sscanf(o->shard, "%ld/%ld%c", &i, &n, &tail) != 2 || n < 1 || i < 1 || i > n ||
-		    n > 1000000) {
-			snprintf(err, err_size, "--shard: '%s' is not I/N with 1 <= I <= N "
-				 "(e.g. 1/4 .. 4/4)", o->shard);
-			return -EINVAL;
-		}
-		w->shard = i;
-		w->shards = n;
-	}
+	if (o->shard)
+		return warm_shard_parse(o->shard, &w->shard, err, err_size);
 	return 0;
 }
 
 /* ---- listing ---- */
 
-static bool has_glob(const char *s)
-{
-	return strpbrk(s, "*?[") != NULL;
-}
-
-/* Deterministic shard of PATH: FNV-1a, so every machine agrees. */
-static bool in_shard(const struct warm *w, const char *path)
-{
-	if (!w->shards)
-		return true;
-	uint64_t h = 1469598103934665603ull;
-	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
-		h = (h ^ *p) * 1099511628211ull;
-	return (long)(h % (uint64_t)w->shards) == w->shard - 1;
-}
-
-static int item_add(struct warm *w, const char *path)
-{
-	if (!in_shard(w, path))
-		return 0;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 64;
-		struct item *grown = realloc(w->items, cap * sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		w->items = grown;
-		w->cap = cap;
-	}
-	struct item *it = &w->items[w->n];
-	memset(it, 0, sizeof(*it));
-	it->path = strdup(path);	/* its URL once listing is over (ns->lock) */
-	if (!it->path)
-		return -ENOMEM;
-	w->n++;
-	return 0;
-}
-
-struct walk {
-	struct warm *w;
-	const char *dir;		/* being listed, "" for the root */
-	const char *pattern;		/* NULL: take every file */
-	char **subdirs;
-	size_t nsubdirs;
-	int err;
-};
-
-static int walk_entry(void *arg, const char *name, const struct ns_attr *attr)
-{
-	struct walk *k = arg;
-	char path[4096];
-	snprintf(path, sizeof(path), "%s%s%s", k->dir, k->dir[0] ? "/" : "", name);
-	if (attr->is_dir) {
-		char **grown = realloc(k->subdirs, (k->nsubdirs + 1) * sizeof(*grown));
-		char *copy = strdup(path);
-		if (!grown || !copy) {
-			free(copy);
-			if (grown)
-				k->subdirs = grown;
-			k->err = -ENOMEM;
-			return 1;
-		}
-		k->subdirs = grown;
-		k->subdirs[k->nsubdirs++] = copy;
-		return 0;
-	}
-	if (!k->pattern || fnmatch(k->pattern, path, FNM_PATHNAME) == 0)
-		k->err = item_add(k->w, path);
-	return k->err != 0;
-}
-
-/* Add the files under DIR (matching PATTERN, if any), depth first. */
-static int walk(struct warm *w, const char *dir, const char *pattern)
-{
-	struct walk k = { .w = w, .dir = dir, .pattern = pattern };
-	int err = ns_readdir(w->ns, dir, walk_entry, &k);
-	if (!err)
-		err = k.err;
-	for (size_t i = 0; i < k.nsubdirs; i++) {
-		if (!err)
-			err = walk(w, k.subdirs[i], pattern);
-		free(k.subdirs[i]);
-	}
-	free(k.subdirs);
-	return err;
-}
-
-static int item_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct item *)a)->path, ((const struct item *)b)->path);
-}
-
-/* Fill w->items from the patterns; a pattern naming nothing is an error. */
+/* The files to warm, one item each. 0, or 1 after saying why on stderr
+ * (out of memory: silently, as when a URL cannot be made). */
 static int list_files(struct warm *w)
 {
-	char msg[1024];
-	size_t npat = w->o->npaths;
-	const char *all = "";
-	char **pats = npat ? w->o->paths : (char **)&all;
-
-	for (size_t i = 0; i < (npat ? npat : 1); i++) {
-		const char *pat = pats[i];
-		while (*pat == '/')
-			pat++;
-		size_t before = w->n;
-		int err;
-		if (has_glob(pat)) {
-			/* list from the last directory before the first wildcard */
-			char dir[4096];
-			size_t lit = strcspn(pat, "*?[");
-			snprintf(dir, sizeof(dir), "%.*s", (int)lit, pat);
-			char *slash = strrchr(dir, '/');
-			if (slash)
-				*slash = '\0';
-			else
-				dir[0] = '\0';
-			err = walk(w, dir, pat);
-		} else {
-			struct ns_attr attr;
-			char path[4096];
-			snprintf(path, sizeof(path), "%s", pat);
-			while (path[0] && path[strlen(path) - 1] == '/')
-				path[strlen(path) - 1] = '\0';
-			err = ns_getattr(w->ns, path, &attr);
-			if (!err && attr.is_dir)
-				err = walk(w, path, NULL);
-			else if (!err)
-				err = item_add(w, path);
-		}
-		if (err == -ENOENT || err == -ENOTDIR) {
-			fprintf(stderr, "tilefs: warm: '%s': no such file or directory under %s\n",
-				pat, w->src->display);
-			return 1;
-		}
-		if (err) {
-			ns_list_error(w->src, err, msg, sizeof(msg));
-			fprintf(stderr, "tilefs: %s\n", msg);
-			return 1;
-		}
-		if (w->n == before && has_glob(pat) && !w->shards) {
-			fprintf(stderr, "tilefs: warm: '%s' matches no file under %s\n", pat,
-				w->src->display);
-			return 1;
-		}
-	}
-	/* a file two patterns name is warmed once */
-	qsort(w->items, w->n, sizeof(*w->items), item_cmp);
-	size_t kept = 0;
+	if (warm_list_files(&w->files, w->stack.ns, w->stack.src, w->o->paths, w->o->npaths,
+			    &w->shard) != 0)
+		return 1;
+	w->items = calloc(w->files.n ? w->files.n : 1, sizeof(*w->items));
+	if (!w->items)
+		return 1;
+	w->n = w->files.n;
 	for (size_t i = 0; i < w->n; i++) {
-		if (kept && strcmp(w->items[kept - 1].path, w->items[i].path) == 0) {
-			free(w->items[i].path);
-			free(w->items[i].url);
-			continue;
-		}
-		w->items[kept++] = w->items[i];
+		w->items[i].path = w->files.files[i].path;
+		w->items[i].url = w->files.files[i].url;
 	}
-	w->n = kept;
-	for (size_t i = 0; i < w->n; i++)
-		if (!(w->items[i].url = ns_url(w->ns, w->items[i].path)))
-			return 1;
 	return 0;
 }
 
 /* ---- planning ---- */
 
-struct unit_list {
-	struct extent *v;
-	size_t n, cap;
-	int err;
-};
-
-/* Add the units holding [off, end) of L. */
-static void want_range(struct unit_list *u, const struct layout *l, uint64_t off, uint64_t end)
-{
-	if (end > l->object_size)
-		end = l->object_size;
-	while (off < end && !u->err) {
-		struct extent e = layout_unit_at(l, off);
-		if (u->n == u->cap) {
-			size_t cap = u->cap ? 2 * u->cap : 64;
-			struct extent *grown = realloc(u->v, cap * sizeof(*grown));
-			if (!grown) {
-				u->err = -ENOMEM;
-				return;
-			}
-			u->v = grown;
-			u->cap = cap;
-		}
-		u->v[u->n++] = e;
-		off = e.off + e.len;
-	}
-}
-
-/* Add block K of L's tile map, with its leader and trailer. */
-static void want_block(struct unit_list *u, const struct layout *l, uint64_t k)
-{
-	const struct tiff_map *m = l->map;
-	const struct tiff_block *b = &m->blocks[k];
-	if (b->len == 0)
-		return;
-	uint64_t off = b->off >= m->leader ? b->off - m->leader : 0;
-	want_range(u, l, off, b->off + b->len + m->trailer);
-}
-
-static void want_ifd(struct unit_list *u, const struct layout *l, uint32_t i)
-{
-	const struct tiff_ifd *d = &l->map->ifds[i];
-	for (uint64_t k = d->first; k < d->first + d->n; k++)
-		want_block(u, l, k);
-}
-
-/* Add the blocks of IFD I under the pixel window of S. */
-static void want_window(struct unit_list *u, const struct layout *l, uint32_t i,
-			const struct selection *s)
-{
-	const struct tiff_ifd *d = &l->map->ifds[i];
-	if (s->x >= d->width || s->y >= d->height || !d->block_w || !d->block_h)
-		return;
-	uint64_t x1 = s->x + s->w < d->width ? s->x + s->w : d->width;
-	uint64_t y1 = s->y + s->h < d->height ? s->y + s->h : d->height;
-	uint64_t c0 = s->x / d->block_w, c1 = (x1 - 1) / d->block_w;
-	uint64_t r0 = s->y / d->block_h, r1 = (y1 - 1) / d->block_h;
-	if (c1 >= d->across)
-		c1 = d->across - 1;
-	if (r1 >= d->down)
-		r1 = d->down - 1;
-	for (uint64_t p = 0; p < d->planes; p++)
-		for (uint64_t r = r0; r <= r1; r++)
-			for (uint64_t c = c0; c <= c1; c++)
-				want_block(u, l, d->first + (p * d->down + r) * d->across + c);
-}
-
-static int extent_cmp(const void *a, const void *b)
-{
-	const struct extent *x = a, *y = b;
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
-/* The units of IT's object the selection wants, sorted and distinct. */
-static int select_units(const struct warm *w, struct item *it, struct unit_list *u)
+/* The units of IT's object the selection wants, sorted and distinct:
+ * *units (caller frees) and *n. */
+static int select_units(const struct warm *w, struct item *it, struct extent **units, size_t *n)
 {
 	const struct layout *l = cache_object_layout(it->obj);
 	const struct selection *s = &w->sel;
 	const struct tiff_map *m = l->map;
 
-	if (s->whole) {
-		want_range(u, l, 0, l->object_size);
-		return u->err;
-	}
-	want_range(u, l, 0, 1);		/* the header, always */
 	if (s->ifd >= 0 && m && (uint32_t)s->ifd >= m->nifd)
 		fprintf(stderr, "tilefs: warm: %s has no IFD %ld (it has %u): warming the rest\n",
 			it->path, s->ifd, m->nifd);
-	for (uint32_t i = 0; m && i < m->nifd; i++) {
-		const struct tiff_ifd *d = &m->ifds[i];
-		if ((s->overviews && (d->subfile_type & 1)) || s->ifd == (long)i)
-			want_ifd(u, l, i);
-	}
-	if (s->window && m) {
-		/* the full-resolution image: the first main IFD that is neither
-		   an overview nor a mask; and its masks */
-		uint32_t full = 0;
-		while (full < m->nifd && (m->ifds[full].sub || (m->ifds[full].subfile_type & 5)))
-			full++;
-		for (uint32_t i = full; i < m->nifd; i++) {
-			const struct tiff_ifd *d = &m->ifds[i];
-			if (i == full || (d->subfile_type == 4 && d->width == m->ifds[full].width &&
-					  d->height == m->ifds[full].height))
-				want_window(u, l, i, s);
-		}
-	}
-	if (u->err)
-		return u->err;
-	qsort(u->v, u->n, sizeof(*u->v), extent_cmp);
-	size_t kept = 0;
-	for (size_t i = 0; i < u->n; i++)
-		if (!kept || u->v[kept - 1].off != u->v[i].off)
-			u->v[kept++] = u->v[i];
-	u->n = kept;
-	return 0;
+	return selection_units(l, s, units, n);
 }
 
 /* Note IT failed (named once, on stderr) unless it already had. */
@@ -518,33 +253,34 @@ static void item_fail(struct warm *w, struct item *it, int err)
 /* Open IT and find the units it still needs. */
 static void plan_item(struct warm *w, struct item *it)
 {
-	struct unit_list u = { 0 };
+	struct extent *units = NULL;
+	size_t n = 0;
 	bool *missing = NULL;
-	int err = cache_object_open(w->cache, it->url, it->path, &it->obj);
+	int err = cache_object_open(w->stack.cache, it->url, it->path, &it->obj);
 
 	if (!err)
-		err = select_units(w, it, &u);
-	if (!err && !(missing = calloc(u.n ? u.n : 1, sizeof(*missing))))
+		err = select_units(w, it, &units, &n);
+	if (!err && !(missing = calloc(n ? n : 1, sizeof(*missing))))
 		err = -ENOMEM;
 	if (!err)
 		err = cache_object_id(it->obj) < 0 ? -ENOTSUP :
-		      cache_units_missing(w->cache, it->obj, u.v, u.n, missing);
+		      cache_units_missing(w->stack.cache, it->obj, units, n, missing);
 	if (err) {
-		free(u.v);
+		free(units);
 		free(missing);
 		item_fail(w, it, err);
 		return;
 	}
 	size_t kept = 0;
-	for (size_t i = 0; i < u.n; i++) {
-		it->want += u.v[i].len;
+	for (size_t i = 0; i < n; i++) {
+		it->want += units[i].len;
 		if (missing[i])
-			u.v[kept++] = u.v[i];
+			units[kept++] = units[i];
 		else
-			it->cached += u.v[i].len;
+			it->cached += units[i].len;
 	}
 	free(missing);
-	it->units = u.v;
+	it->units = units;
 	it->nunits = kept;
 	if (cache_object_added(it->obj))
 		it->opened = it->cached;	/* nothing was cached before this open */
@@ -602,7 +338,7 @@ static void *fetch_worker(void *arg)
 
 	while (!atomic_load(&interrupted) && take_chunk(w, &it, &first, &n)) {
 		struct cache_warm_counts got = { 0 };
-		int err = cache_warm(w->cache, it->obj, it->units + first, n, &got);
+		int err = cache_warm(w->stack.cache, it->obj, it->units + first, n, &got);
 		if (err)
 			item_fail(w, it, err);
 		pthread_mutex_lock(&w->lock);
@@ -790,16 +526,12 @@ static void print_summary(struct warm *w)
 static void warm_release(struct warm *w)
 {
 	for (size_t i = 0; i < w->n; i++) {
-		free(w->items[i].path);
-		free(w->items[i].url);
 		free(w->items[i].units);
 		cache_object_unref(w->items[i].obj);
 	}
 	free(w->items);
-	ns_free(w->ns);
-	http_client_free(w->http);	/* before the cache: fetches settle into it */
-	cache_close(w->cache);
-	source_free(w->src);
+	warm_list_release(&w->files);
+	stack_release(&w->stack);
 	pthread_cond_destroy(&w->wake);
 	pthread_mutex_destroy(&w->lock);
 }
@@ -832,8 +564,7 @@ int warm_main(int argc, char **argv)
 	pthread_cond_init(&w.wake, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &w.started);
 
-	struct source_options so = options_source(&o);
-	int err = source_open(o.source, &so, &w.src, err_text, sizeof(err_text));
+	int err = stack_init(&w.stack, &o, err_text, sizeof(err_text));
 	if (err) {
 		fprintf(stderr, "tilefs: %s\n", err_text);
 		status = err == -EINVAL ? EXIT_USAGE : 1;
@@ -841,34 +572,17 @@ int warm_main(int argc, char **argv)
 	}
 	if (options_make_cache_dir(o.cache_dir) != 0)
 		goto out;
-	struct http_config hc;
-	options_http(&o, o.jobs, &hc);
-	w.http = http_client_new(&hc);
-	if (!w.http) {
-		fprintf(stderr, "tilefs: cannot start the fetch thread\n");
-		goto out;
-	}
-	uint64_t limit = o.cache_size ? o.cache_size : options_default_cache_size(o.cache_dir);
-	struct cache_config cc = {
-		.dir = o.cache_dir,
-		.size_limit = limit,
-		.block_size = o.block_size,
-		.header_len = o.header_size,
+	struct stack_tuning tuning = {
+		.connections = o.jobs,
 		.max_request = CHUNK_MAX,
 		.merge_gap = 0,			/* never a byte not selected */
 		.readahead_max = 0,
 		.prefetch = PREFETCH_NONE,
-		.claim_wait_s = 30,
+		.listing_ttl_s = 86400,
 	};
-	err = cache_open(&cc, w.src, w.http, &w.cache);
-	if (err) {
-		fprintf(stderr, "tilefs: cannot open the cache in %s: %s\n", o.cache_dir,
-			strerror(-err));
-		goto out;
-	}
-	err = ns_new(w.src, w.http, w.cache, 86400, &w.ns);
+	err = stack_start(&w.stack, &o, &tuning, err_text, sizeof(err_text));
 	if (!err && o.from_file)
-		err = ns_load_manifest(w.ns, o.from_file, err_text, sizeof(err_text));
+		err = ns_load_manifest(w.stack.ns, o.from_file, err_text, sizeof(err_text));
 	if (err) {
 		fprintf(stderr, "tilefs: %s\n", err_text[0] ? err_text : strerror(-err));
 		goto out;
@@ -889,7 +603,7 @@ int warm_main(int argc, char **argv)
 	w.planning = false;
 	pthread_mutex_unlock(&w.lock);
 
-	int refused = atomic_load(&interrupted) ? 0 : check_size(&w, limit);
+	int refused = atomic_load(&interrupted) ? 0 : check_size(&w, w.stack.cache_size);
 	if (!refused && !o.dry_run && !atomic_load(&interrupted)) {
 		pthread_mutex_lock(&w.lock);
 		for (size_t i = 0; i < w.n; i++) {

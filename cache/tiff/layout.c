@@ -68,13 +68,10 @@ int layout_init(struct layout *l, uint64_t object_size, uint64_t block_size,
 	l->map = map;
 	size_t n = 1;		/* units[0]: the header, filled in below */
 	for (uint64_t k = 0; map && k < map->nblocks; k++) {
-		const struct tiff_block *b = &map->blocks[k];
-		if (b->len == 0)
+		struct extent e = layout_block_extent(l, k);
+		if (e.len == 0)
 			continue;
-		uint64_t start = b->off > map->leader ? b->off - map->leader : 0;
-		uint64_t end = b->off + b->len;
-		end = object_size - end > map->trailer ? end + map->trailer : object_size;
-		l->units[n++] = (struct layout_unit){ start, end - start, k };
+		l->units[n++] = (struct layout_unit){ e.off, e.len, k };
 	}
 	qsort(l->units + 1, n - 1, sizeof(*l->units), unit_cmp);
 	n = 1 + merge_units(l->units + 1, n - 1);
@@ -124,6 +121,23 @@ void layout_release(struct layout *l)
 	l->units = NULL;
 	l->map = NULL;
 	l->nunits = 0;
+}
+
+struct extent layout_block_extent(const struct layout *l, uint64_t k)
+{
+	const struct tiff_map *m = l->map;
+	const struct tiff_block *b = &m->blocks[k];
+	if (b->len == 0)
+		return (struct extent){ b->off, 0 };
+	uint64_t start = b->off > m->leader ? b->off - m->leader : 0;
+	uint64_t end = b->off + b->len;
+	end = l->object_size - end > m->trailer ? end + m->trailer : l->object_size;
+	return (struct extent){ start, end - start };
+}
+
+uint64_t layout_block_index(const struct tiff_ifd *d, uint64_t plane, uint64_t row, uint64_t col)
+{
+	return d->first + (plane * d->down + row) * d->across + col;
 }
 
 /* Index of the last unit starting at or before OFF, or -1. */
@@ -210,12 +224,11 @@ size_t layout_related(const struct layout *l, uint64_t off, enum prefetch_policy
 	uint64_t per_plane = (uint64_t)d->across * d->down;
 	uint64_t rel = k - d->first, plane = rel / per_plane;
 	uint64_t row = rel % per_plane / d->across, col = rel % d->across;
-	uint64_t base = d->first + plane * per_plane;
 	size_t n = 0;
 
 	if (policy == PREFETCH_ROW) {
 		for (uint64_t c = col + 1; c < d->across; c++)
-			n = add_block_unit(l, base + row * d->across + c, own, out, n, max);
+			n = add_block_unit(l, layout_block_index(d, plane, row, c), own, out, n, max);
 		return n;
 	}
 	for (int dr = -1; dr <= 1; dr++)
@@ -224,7 +237,7 @@ size_t layout_related(const struct layout *l, uint64_t off, enum prefetch_policy
 			    (dr > 0 && row + 1 >= d->down) || (dc > 0 && col + 1 >= d->across))
 				continue;
 			uint64_t r = row + (uint64_t)(int64_t)dr, c = col + (uint64_t)(int64_t)dc;
-			n = add_block_unit(l, base + r * d->across + c, own, out, n, max);
+			n = add_block_unit(l, layout_block_index(d, plane, r, c), own, out, n, max);
 		}
 	return n;
 }

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct tiff_ifd;
 struct tiff_map;
 
 #define LAYOUT_UNIT_MAX (32ull << 20)	/* tiles larger than this go in blocks */
@@ -62,6 +63,16 @@ void layout_release(struct layout *l);
 struct extent layout_unit_at(const struct layout *l, uint64_t off);
 /* Is the unit holding OFF a tile (or strip)? */
 bool layout_is_tile(const struct layout *l, uint64_t off);
+
+/*
+ * TIFF block geometry, for layouts with a tile map. Block K's bytes with
+ * GDAL's leader before and trailer after it (the trailer clipped to the
+ * object); len 0 if the block is sparse.
+ */
+struct extent layout_block_extent(const struct layout *l, uint64_t k);
+/* The index in the tile map of IFD D's block at PLANE, ROW, COL. */
+uint64_t layout_block_index(const struct tiff_ifd *d, uint64_t plane, uint64_t row,
+			    uint64_t col);
 
 /*
  * The units POLICY adds to a read of the tile unit holding OFF: its

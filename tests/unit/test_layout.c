@@ -1,6 +1,7 @@
 /* test_layout.c - how objects are cut into units: fixed blocks, a TIFF's
  * header and tiles (leader/trailer, overlaps, sparse and oversized tiles),
- * the blocks between them, and what the prefetch policies add. */
+ * the blocks between them, a block's extent and index, and what the
+ * prefetch policies add. */
 #include "cache/tiff/layout.h"
 #include "cache/tiff/tiff.h"
 #include "check.h"
@@ -79,6 +80,12 @@ static void tiles(void)
 	e = layout_unit_at(&l, 32287);
 	CHECK(e.off == 28672 && e.len == 3616, "the last block ends with the object");
 
+	e = layout_block_extent(&l, 0);
+	CHECK(e.off == 16384 && e.len == 1000, "a block's extent: with its leader and trailer");
+	CHECK(layout_block_extent(&l, 4).len == 0, "a sparse block's is empty");
+	CHECK(layout_block_index(&l.map->ifds[0], 0, 1, 2) == 5 &&
+	      layout_block_index(&l.map->ifds[0], 0, 0, 1) == 1, "block of row 1, column 2; of 0, 1");
+
 	struct extent rel[16];
 	size_t n = layout_related(&l, 16788, PREFETCH_NEIGHBORS, rel, 16);
 	CHECK(n == 2 && rel[0].off == 17384 && rel[1].off == 26288,
@@ -91,6 +98,14 @@ static void tiles(void)
 	CHECK(n == 1, "at most MAX units");
 	CHECK(layout_related(&l, 500, PREFETCH_NEIGHBORS, rel, 16) == 0, "the header has none");
 	CHECK(layout_related(&l, 16788, PREFETCH_NONE, rel, 16) == 0, "none adds none");
+	layout_release(&l);
+
+	/* a trailer past the end of the object is clipped to it */
+	CHECK(layout_init(&l, 28286, 4096, 65536, grid_map()) == 0, "layout");
+	e = layout_block_extent(&l, 5);
+	CHECK(e.off == 27288 && e.len == 998, "the last block's trailer ends with the object");
+	struct tiff_ifd planar = { .across = 3, .down = 2, .planes = 2, .first = 10 };
+	CHECK(layout_block_index(&planar, 1, 1, 0) == 10 + 6 + 3, "plane 1's blocks follow plane 0's");
 	layout_release(&l);
 
 	/* a first tile reaching into the header's last 16 KiB gives them up */

@@ -1,0 +1,60 @@
+/*
+ * stack.c - see stack.h.
+ */
+#include "tools/stack.h"
+#include "cache/engine/cache.h"
+#include "cache/namespace/namespace.h"
+#include "cache/origin/http.h"
+#include "cache/origin/provider.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+int stack_init(struct stack *s, const struct options *o, char *err, size_t err_size)
+{
+	memset(s, 0, sizeof(*s));
+	struct source_options so = options_source(o);
+	return source_open(o->source, &so, &s->src, err, err_size);
+}
+
+int stack_start(struct stack *s, const struct options *o, const struct stack_tuning *t,
+		char *err, size_t err_size)
+{
+	err[0] = '\0';
+	struct http_config hc;
+	options_http(o, t->connections, &hc);
+	s->http = http_client_new(&hc);
+	if (!s->http) {
+		snprintf(err, err_size, "cannot start the fetch thread");
+		return -EAGAIN;
+	}
+	s->cache_size = o->cache_size ? o->cache_size : options_default_cache_size(o->cache_dir);
+	struct cache_config cc = {
+		.dir = o->cache_dir,
+		.size_limit = s->cache_size,
+		.block_size = o->block_size,
+		.header_len = o->header_size,
+		.max_request = t->max_request,
+		.merge_gap = t->merge_gap,
+		.readahead_max = t->readahead_max,
+		.prefetch = t->prefetch,
+		.claim_wait_s = 30,
+	};
+	int rc = cache_open(&cc, s->src, s->http, &s->cache);
+	if (rc) {
+		snprintf(err, err_size, "cannot open the cache in %s: %s", o->cache_dir,
+			 strerror(-rc));
+		return rc;
+	}
+	return ns_new(s->src, s->http, s->cache, t->listing_ttl_s, &s->ns);
+}
+
+void stack_release(struct stack *s)
+{
+	http_client_free(s->http);	/* before the cache: fetches settle into it */
+	ns_free(s->ns);
+	cache_close(s->cache);
+	source_free(s->src);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,212 @@
+/*
+ * warm_list.c - see warm_list.h. Globs are listed from the last directory
+ * before their first wildcard, depth first, through the namespace (so
+ * with a mount's listing cache and --from-file manifests alike).
+ */
+#include "tools/warm_list.h"
+#include "cache/namespace/namespace.h"
+#include "cache/origin/provider.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int warm_shard_parse(const char *text, struct warm_shard *out, char *err, size_t err_size)
+{
+	long i, n;
+	char tail;
+	if (sscanf(text, "%ld/%ld%c", &i, &n, &tail) != 2 || n < 1 || i < 1 || i > n ||
+	    n > 1000000) {
+		snprintf(err, err_size, "--shard: '%s' is not I/N with 1 <= I <= N "
+			 "(e.g. 1/4 .. 4/4)", text);
+		return -EINVAL;
+	}
+	out->index = i;
+	out->count = n;
+	return 0;
+}
+
+static bool has_glob(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+/* Deterministic shard of PATH: FNV-1a, so every machine agrees. */
+static bool in_shard(const struct warm_shard *shard, const char *path)
+{
+	if (!shard->count)
+		return true;
+	uint64_t h = 1469598103934665603ull;
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return (long)(h % (uint64_t)shard->count) == shard->index - 1;
+}
+
+/* What one listing adds to. */
+struct listing {
+	struct warm_list *list;
+	struct namespace *ns;
+	const struct warm_shard *shard;
+};
+
+static int file_add(struct listing *g, const char *path)
+{
+	struct warm_list *l = g->list;
+	if (!in_shard(g->shard, path))
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		struct warm_file *grown = realloc(l->files, cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		l->files = grown;
+		l->cap = cap;
+	}
+	struct warm_file *f = &l->files[l->n];
+	memset(f, 0, sizeof(*f));
+	f->path = strdup(path);		/* its URL once listing is over (ns->lock) */
+	if (!f->path)
+		return -ENOMEM;
+	l->n++;
+	return 0;
+}
+
+struct walk {
+	struct listing *g;
+	const char *dir;		/* being listed, "" for the root */
+	const char *pattern;		/* NULL: take every file */
+	char **subdirs;
+	size_t nsubdirs;
+	int err;
+};
+
+static int walk_entry(void *arg, const char *name, const struct ns_attr *attr)
+{
+	struct walk *k = arg;
+	char path[4096];
+	snprintf(path, sizeof(path), "%s%s%s", k->dir, k->dir[0] ? "/" : "", name);
+	if (attr->is_dir) {
+		char **grown = realloc(k->subdirs, (k->nsubdirs + 1) * sizeof(*grown));
+		char *copy = strdup(path);
+		if (!grown || !copy) {
+			free(copy);
+			if (grown)
+				k->subdirs = grown;
+			k->err = -ENOMEM;
+			return 1;
+		}
+		k->subdirs = grown;
+		k->subdirs[k->nsubdirs++] = copy;
+		return 0;
+	}
+	if (!k->pattern || fnmatch(k->pattern, path, FNM_PATHNAME) == 0)
+		k->err = file_add(k->g, path);
+	return k->err != 0;
+}
+
+/* Add the files under DIR (matching PATTERN, if any), depth first. */
+static int walk(struct listing *g, const char *dir, const char *pattern)
+{
+	struct walk k = { .g = g, .dir = dir, .pattern = pattern };
+	int err = ns_readdir(g->ns, dir, walk_entry, &k);
+	if (!err)
+		err = k.err;
+	for (size_t i = 0; i < k.nsubdirs; i++) {
+		if (!err)
+			err = walk(g, k.subdirs[i], pattern);
+		free(k.subdirs[i]);
+	}
+	free(k.subdirs);
+	return err;
+}
+
+static int file_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct warm_file *)a)->path, ((const struct warm_file *)b)->path);
+}
+
+int warm_list_files(struct warm_list *l, struct namespace *ns, const struct source *src,
+		    char *const *patterns, size_t npatterns, const struct warm_shard *shard)
+{
+	struct listing g = { .list = l, .ns = ns, .shard = shard };
+	char msg[1024];
+	const char *all = "";
+	const char *const *pats = npatterns ? (const char *const *)patterns : &all;
+
+	for (size_t i = 0; i < (npatterns ? npatterns : 1); i++) {
+		const char *pat = pats[i];
+		while (*pat == '/')
+			pat++;
+		size_t before = l->n;
+		int err;
+		if (has_glob(pat)) {
+			/* list from the last directory before the first wildcard */
+			char dir[4096];
+			size_t lit = strcspn(pat, "*?[");
+			snprintf(dir, sizeof(dir), "%.*s", (int)lit, pat);
+			char *slash = strrchr(dir, '/');
+			if (slash)
+				*slash = '\0';
+			else
+				dir[0] = '\0';
+			err = walk(&g, dir, pat);
+		} else {
+			struct ns_attr attr;
+			char path[4096];
+			snprintf(path, sizeof(path), "%s", pat);
+			while (path[0] && path[strlen(path) - 1] == '/')
+				path[strlen(path) - 1] = '\0';
+			err = ns_getattr(ns, path, &attr);
+			if (!err && attr.is_dir)
+				err = walk(&g, path, NULL);
+			else if (!err)
+				err = file_add(&g, path);
+		}
+		if (err == -ENOENT || err == -ENOTDIR) {
+			fprintf(stderr, "tilefs: warm: '%s': no such file or directory under %s\n",
+				pat, src->display);
+			return 1;
+		}
+		if (err) {
+			ns_list_error(src, err, msg, sizeof(msg));
+			fprintf(stderr, "tilefs: %s\n", msg);
+			return 1;
+		}
+		if (l->n == before && has_glob(pat) && !shard->count) {
+			fprintf(stderr, "tilefs: warm: '%s' matches no file under %s\n", pat,
+				src->display);
+			return 1;
+		}
+	}
+	/* a file two patterns name is warmed once */
+	if (l->n)
+		qsort(l->files, l->n, sizeof(*l->files), file_cmp);
+	size_t kept = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		if (kept && strcmp(l->files[kept - 1].path, l->files[i].path) == 0) {
+			free(l->files[i].path);
+			free(l->files[i].url);
+			continue;
+		}
+		l->files[kept++] = l->files[i];
+	}
+	l->n = kept;
+	for (size_t i = 0; i < l->n; i++)
+		if (!(l->files[i].url = ns_url(ns, l->files[i].path)))
+			return 1;
+	return 0;
+}
+
+void warm_list_release(struct warm_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->files[i].path);
+		free(l->files[i].url);
+	}
+	free(l->files);
+	memset(l, 0, sizeof(*l));
+}
