@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "cache/origin/http.h"
+#include "cache/origin/url.h"	/* for callers that log URLs */
 
 struct source;
 
@@ -71,17 +72,6 @@ void source_prepare(struct source *src, struct http_request *req);
 
 /* Is NAME usable as one path component (not empty, ".", "..", no '/')? */
 bool source_name_valid(const char *name);
-
-/* Percent-encode S for a URL: everything but the unreserved characters
- * (and '/' when keep_slash), as Signature V4 also wants; caller frees. */
-char *url_encode(const char *s, bool keep_slash);
-/* Decode %XX in place; returns -EINVAL on a bad escape or an encoded NUL. */
-int url_decode(char *s);
-/* The path of URL (from the first '/' after the host, "/" if none) into
- * PATH, and a pointer to its query (after '?') or NULL. */
-void url_split(const char *url, char *path, size_t path_size, const char **query);
-/* URL without its query string and credentials, for log lines; caller frees. */
-char *url_for_log(const char *url);
 
 extern const struct provider provider_http;
 extern const struct provider provider_s3;
