@@ -1,7 +1,7 @@
 /*
  * provider.c - the provider table and helpers every provider shares.
  */
-#include "cache/origin/provider.h"
+#include "cache/origin/provider_int.h"
 
 #include <errno.h>
 #include <stdio.h>

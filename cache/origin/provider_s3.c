@@ -13,7 +13,7 @@
  * credentials are refreshed before they expire, on the fetch thread (the
  * only thread that signs once the source is open).
  */
-#include "cache/origin/provider.h"
+#include "cache/origin/provider_int.h"
 #include "cache/origin/bucket.h"
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
