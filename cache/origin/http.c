@@ -712,3 +712,11 @@ void http_client_stats(struct http_client *c, struct http_stats *out)
 	*out = c->stats;
 	pthread_mutex_unlock(&c->lock);
 }
+
+time_t http_date_parse(const char *text)
+{
+	if (!text || !text[0])
+		return 0;
+	time_t t = curl_getdate(text, NULL);
+	return t < 0 ? 0 : t;
+}

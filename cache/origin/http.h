@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 struct curl_slist;
 struct http_client;
@@ -116,6 +117,10 @@ void http_client_free(struct http_client *client);
 void http_submit(struct http_client *client, struct http_request *req);
 /* Submit and wait; returns req->err. req->done and req->arg are overwritten. */
 int http_run(struct http_client *client, struct http_request *req);
+
+/* An HTTP date (Last-Modified: "Sun, 06 Nov 1994 08:49:37 GMT", or the
+ * older forms) as time_t; 0 when TEXT is NULL, empty or not a date. */
+time_t http_date_parse(const char *text);
 
 /* Upper bounds (seconds) of the request latency histogram's buckets; the
  * last bucket counts the rest. */
