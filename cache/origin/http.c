@@ -13,7 +13,6 @@
  */
 #include "cache/origin/http.h"
 #include "cache/base/log.h"
-#include "cache/origin/xml.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -373,16 +372,19 @@ static int attempt_verdict(struct http_request *req, CURLcode code)
 		return curl_code_retryable(code) ? -EAGAIN : -EIO;
 	}
 	if (status >= 300 || status < 200) {
-		/* cloud stores say why in XML: <Code>, <Message> */
-		struct xml_span body = { req->error_body, req->error_len };
-		char err_code[64], message[96];
-		if (xml_text(body, "Code", err_code, sizeof(err_code))) {
-			if (!xml_text(body, "Message", message, sizeof(message)))
-				message[0] = '\0';
-			snprintf(req->error, sizeof(req->error), "HTTP %ld (%s%s%s)", status, err_code,
-				 message[0] ? ": " : "", message);
+		/* "HTTP 403", or "HTTP 403 (REASON)" when the provider reads why
+		   from the body; cut to fit */
+		size_t n = (size_t)snprintf(req->error, sizeof(req->error), "HTTP %ld", status);
+		char *reason = req->error + n + 2;
+		if (req->describe_error && n + 2 < sizeof(req->error) &&
+		    req->describe_error(req->error_body, req->error_len, reason,
+					sizeof(req->error) - n - 2)) {
+			memcpy(req->error + n, " (", 2);
+			size_t end = n + 2 + strlen(reason);
+			if (end + 1 < sizeof(req->error))
+				memcpy(req->error + end, ")", 2);
 		} else {
-			snprintf(req->error, sizeof(req->error), "HTTP %ld", status);
+			req->error[n] = '\0';
 		}
 		if (status == 404 || status == 410)
 			return -ENOENT;

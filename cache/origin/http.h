@@ -56,6 +56,15 @@ typedef int (*http_sign_fn)(void *signer, const struct http_attempt *a,
 			    struct curl_slist **headers);
 
 /*
+ * Say why an error response failed, from the start of its body (LEN bytes
+ * at BODY, NUL-terminated, at most sizeof(error_body) - 1): true with a
+ * short reason in REASON (cut to SIZE), which the message shows as
+ * "HTTP 403 (REASON)"; false when the body does not say. Only the provider
+ * knows how its origin words errors. Called on the fetch thread.
+ */
+typedef bool (*http_describe_fn)(const char *body, size_t len, char *reason, size_t size);
+
+/*
  * One request. The caller owns it and keeps it alive until done() runs (on
  * the fetch thread: done() must be quick and must not submit-and-wait).
  */
@@ -75,6 +84,7 @@ struct http_request {
 				   have, when it has no ETag (or NULL) */
 	http_sign_fn sign;		/* NULL: anonymous */
 	void *signer;
+	http_describe_fn describe_error; /* NULL: an error is its status alone */
 	char *body;
 	http_done_fn done;
 	void *arg;

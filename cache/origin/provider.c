@@ -1,7 +1,9 @@
 /*
- * provider.c - the provider table and helpers every provider shares.
+ * provider.c - source_open() picks the provider; source_*() call through
+ * its table (provider_int.h); and what more than one provider shares.
  */
 #include "cache/origin/provider_int.h"
+#include "cache/origin/xml.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -56,6 +58,20 @@ void source_prepare(struct source *src, struct http_request *req)
 {
 	req->sign = src->provider->sign;
 	req->signer = src;
+	req->describe_error = src->provider->describe_error;
+}
+
+bool provider_xml_error(const char *body, size_t len, char *reason, size_t size)
+{
+	struct xml_span doc = { body, len };
+	char code[64], message[96];
+
+	if (!xml_text(doc, "Code", code, sizeof(code)))
+		return false;
+	if (!xml_text(doc, "Message", message, sizeof(message)))
+		message[0] = '\0';
+	snprintf(reason, size, "%s%s%s", code, message[0] ? ": " : "", message);
+	return true;
 }
 
 bool source_name_valid(const char *name)

@@ -662,4 +662,5 @@ const struct provider provider_azure = {
 	.listing_url = azure_listing_url,
 	.parse_listing = azure_parse_listing,
 	.sign = azure_sign,
+	.describe_error = provider_xml_error,
 };

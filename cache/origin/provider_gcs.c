@@ -198,4 +198,5 @@ const struct provider provider_gcs = {
 	.listing_url = gcs_listing_url,
 	.parse_listing = gcs_parse_listing,
 	.sign = gcs_sign,
+	.describe_error = provider_xml_error,
 };

@@ -265,4 +265,6 @@ const struct provider provider_http = {
 	.listing_url = http_listing_url,
 	.parse_listing = http_parse_listing,
 	.sign = NULL,
+	/* a plain URL may well be a public bucket's object */
+	.describe_error = provider_xml_error,
 };

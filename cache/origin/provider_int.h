@@ -30,7 +30,17 @@ struct provider {
 			     listing_entry_fn add, void *arg, char **next_cursor);
 	/* Sign each attempt of a request (see http.h); NULL: anonymous. */
 	http_sign_fn sign;
+	/* Read why a request failed from an error body (see http.h); NULL:
+	 * the status alone. */
+	http_describe_fn describe_error;
 };
+
+/*
+ * The clouds' error bodies: <Error><Code>C</Code><Message>M</Message>
+ * (S3, GCS's XML API, Azure Blob) give the reason "C: M" (or "C"). A
+ * describe_error for every provider whose origin may answer so.
+ */
+bool provider_xml_error(const char *body, size_t len, char *reason, size_t size);
 
 /* In the order source_open() tries them (see provider.c). */
 extern const struct provider provider_http;

@@ -448,4 +448,5 @@ const struct provider provider_s3 = {
 	.listing_url = s3_listing_url,
 	.parse_listing = s3_parse_listing,
 	.sign = s3_sign,
+	.describe_error = provider_xml_error,
 };
