@@ -160,6 +160,11 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 		req->error_body[req->error_len] = '\0';
 		return n;
 	}
+	if (req->len == 0 && req->body_len + n > req->max_body) {
+		snprintf(req->error, sizeof(req->error),
+			 "response larger than %zu bytes", req->max_body);
+		return 0;
+	}
 	if (n > req->body_cap - req->body_len) {
 		if (req->len > 0 && status == 200 && req->off == 0) {
 			/* the whole object for a range from 0: keep what was asked
@@ -175,14 +180,11 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 				 "origin sent more than the %" PRIu64 " bytes asked for", req->len);
 			return 0;
 		}
-		if (req->body_len + n > req->max_body) {
-			snprintf(req->error, sizeof(req->error),
-				 "response larger than %zu bytes", req->max_body);
-			return 0;
-		}
 		size_t cap = req->body_cap ? req->body_cap : 65536;
 		while (cap < req->body_len + n)
 			cap *= 2;
+		if (cap > req->max_body)
+			cap = req->max_body;	/* checked above: the body fits */
 		char *grown = realloc(req->body, cap);
 		if (!grown)
 			return 0;
