@@ -50,6 +50,7 @@ void http_config_defaults(struct http_config *cfg)
 	cfg->backoff_base_ms = 100;
 	cfg->backoff_max_ms = 10000;
 	cfg->max_body = 64u << 20;
+	cfg->total_timeout_ms = 0;
 }
 
 const double http_latency_bounds[HTTP_LATENCY_BUCKETS - 1] = {
@@ -196,8 +197,12 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-/* Configure a fresh easy handle for the next attempt of req. */
-static int attempt_start(struct http_client *c, struct http_request *req)
+/*
+ * A fresh easy handle for the next attempt of REQ under CFG, configured and
+ * signed: in req->easy, its header list in req->sent_headers (both undone
+ * by attempt_release()).
+ */
+static int attempt_prepare(const struct http_config *cfg, struct http_request *req)
 {
 	CURL *easy = curl_easy_init();
 	if (!easy)
@@ -217,17 +222,21 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 5L);
 	curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
-	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, (long)c->cfg.connect_timeout_s);
+	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, (long)cfg->connect_timeout_s);
 	curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, (long)c->cfg.stall_timeout_s);
+	curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, (long)cfg->stall_timeout_s);
 	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(easy, CURLOPT_HEADERDATA, req);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, req);
 	curl_easy_setopt(easy, CURLOPT_USERAGENT, "tilefs/" TILEFS_VERSION);
-	if (c->cfg.ca_file)
-		curl_easy_setopt(easy, CURLOPT_CAINFO, c->cfg.ca_file);
+	if (cfg->ca_file)
+		curl_easy_setopt(easy, CURLOPT_CAINFO, cfg->ca_file);
 	struct http_attempt a = { .method = req->head ? "HEAD" : "GET", .url = req->url };
+	if (req->method) {
+		a.method = req->method;
+		curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, req->method);
+	}
 	struct curl_slist *h = NULL;
 	char line[192];
 	if (req->head) {
@@ -242,7 +251,9 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	} else {
 		req->body_len = 0;	/* unranged (a listing): start over */
 		/* and a trickle must not hold it for ever */
-		curl_easy_setopt(easy, CURLOPT_TIMEOUT, (long)c->cfg.stall_timeout_s * 10);
+		long timeout_ms = cfg->total_timeout_ms > 0 ? (long)cfg->total_timeout_ms :
+							       (long)cfg->stall_timeout_s * 10000;
+		curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
 	}
 	req->attempt_start = req->body_len;
 	const char *match = req->if_match;
@@ -271,7 +282,24 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	}
 	req->sent_headers = h;
 	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, h);
-	curl_multi_add_handle(c->multi, easy);
+	return 0;
+}
+
+static void attempt_release(struct http_request *req)
+{
+	curl_easy_cleanup(req->easy);
+	req->easy = NULL;
+	curl_slist_free_all(req->sent_headers);
+	req->sent_headers = NULL;
+}
+
+/* Start the next attempt of REQ on the multi handle. */
+static int attempt_start(struct http_client *c, struct http_request *req)
+{
+	int err = attempt_prepare(&c->cfg, req);
+	if (err)
+		return err;
+	curl_multi_add_handle(c->multi, req->easy);
 	req->next = c->active;
 	c->active = req;
 	c->nactive++;
@@ -282,10 +310,7 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 static void attempt_end(struct http_client *c, struct http_request *req)
 {
 	curl_multi_remove_handle(c->multi, req->easy);
-	curl_easy_cleanup(req->easy);
-	req->easy = NULL;
-	curl_slist_free_all(req->sent_headers);
-	req->sent_headers = NULL;
+	attempt_release(req);
 	for (struct http_request **link = &c->active; *link; link = &(*link)->next) {
 		if (*link == req) {
 			*link = req->next;
@@ -604,6 +629,8 @@ static void *fetch_thread(void *arg)
 	return NULL;
 }
 
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+
 static void curl_global_once(void)
 {
 	curl_global_init(CURL_GLOBAL_ALL);
@@ -611,7 +638,6 @@ static void curl_global_once(void)
 
 struct http_client *http_client_new(const struct http_config *cfg)
 {
-	static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 	struct http_client *c = calloc(1, sizeof(*c));
 
 	if (!c)
@@ -653,7 +679,8 @@ void http_client_free(struct http_client *c)
 	free(c);
 }
 
-void http_submit(struct http_client *c, struct http_request *req)
+/* Clear REQ's results and private fields for a first attempt. */
+static void request_reset(struct http_request *req, size_t max_body)
 {
 	req->err = 0;
 	req->status = 0;
@@ -663,7 +690,7 @@ void http_submit(struct http_client *c, struct http_request *req)
 	req->first_etag[0] = '\0';
 	req->easy = NULL;
 	req->sent_headers = NULL;
-	req->max_body = c->cfg.max_body;
+	req->max_body = max_body;
 	if (req->len > 0) {
 		req->body_cap = req->len;
 	} else {
@@ -672,6 +699,11 @@ void http_submit(struct http_client *c, struct http_request *req)
 	}
 	req->body_len = 0;
 	req->submitted_us = now_us();
+}
+
+void http_submit(struct http_client *c, struct http_request *req)
+{
+	request_reset(req, c->cfg.max_body);
 	pthread_mutex_lock(&c->lock);
 	c->stats.in_flight++;
 	req->next = c->submitted;
@@ -708,6 +740,21 @@ int http_run(struct http_client *c, struct http_request *req)
 		pthread_cond_wait(&w.cond, &w.lock);
 	pthread_mutex_unlock(&w.lock);
 	return req->err;
+}
+
+int http_fetch_once(const struct http_config *cfg, struct http_request *req)
+{
+	pthread_once(&global_once, curl_global_once);
+	request_reset(req, cfg->max_body);
+	int err = attempt_prepare(cfg, req);
+	if (!err) {
+		err = attempt_verdict(req, curl_easy_perform(req->easy));
+		if (err == -EAGAIN)
+			err = -EIO;	/* no second attempt here */
+		attempt_release(req);
+	}
+	req->err = err;
+	return err;
 }
 
 void http_client_stats(struct http_client *c, struct http_stats *out)

@@ -9,6 +9,10 @@
  * with the bytes still missing. 404 maps to -ENOENT, 401/403 to -EACCES,
  * 412 and a changed ETag during a resume to -ESTALE, everything else to -EIO.
  * This is the one place where curl codes and HTTP statuses become errno.
+ *
+ * The one exception to the fetch thread is http_fetch_once(): a single
+ * attempt on the calling thread, for credential endpoints asked while
+ * opening a source or from a signer (on the fetch thread itself).
  */
 #ifndef TILEFS_HTTP_H
 #define TILEFS_HTTP_H
@@ -31,6 +35,8 @@ struct http_config {
 	int backoff_base_ms;		/* first retry delay before jitter */
 	int backoff_max_ms;
 	size_t max_body;		/* bound for unranged bodies (listings) */
+	int total_timeout_ms;		/* bound on a whole unranged transfer;
+					   0: 10 * stall_timeout_s */
 };
 
 void http_config_defaults(struct http_config *cfg);
@@ -39,7 +45,7 @@ typedef void (*http_done_fn)(struct http_request *req, void *arg);
 
 /* What one attempt of a request sends, for a signer. */
 struct http_attempt {
-	const char *method;		/* "GET" or "HEAD" */
+	const char *method;		/* "GET", "HEAD", or req->method */
 	const char *url;
 	bool ranged;			/* sends Range: bytes=first-last */
 	uint64_t first, last;
@@ -73,6 +79,8 @@ struct http_request {
 	const char *url;		/* full URL, may hold a query: never logged */
 	const char *log_name;		/* what log lines call it */
 	bool head;			/* HEAD instead of GET */
+	const char *method;		/* NULL: GET (or HEAD); else sent with
+					   no body (a metadata token's PUT) */
 	bool background;		/* prefetch: yields to other requests */
 	uint64_t off, len;		/* len > 0: GET bytes off..off+len-1 into
 					   body, which holds len bytes (caller's);
@@ -131,6 +139,15 @@ int http_run(struct http_client *client, struct http_request *req);
 /* An HTTP date (Last-Modified: "Sun, 06 Nov 1994 08:49:37 GMT", or the
  * older forms) as time_t; 0 when TEXT is NULL, empty or not a date. */
 time_t http_date_parse(const char *text);
+
+/*
+ * One attempt of REQ now, on the calling thread, on a connection of its
+ * own: no retries, no log lines (the caller says what a failure means),
+ * done() is not called. For the few requests made outside the fetch
+ * thread's work, such as credentials from a metadata service while a
+ * source opens or while a signer runs. Returns req->err.
+ */
+int http_fetch_once(const struct http_config *cfg, struct http_request *req);
 
 /* Upper bounds (seconds) of the request latency histogram's buckets; the
  * last bucket counts the rest. */
