@@ -4,6 +4,7 @@
  * GCS's XML API: <Contents><Key>/<Size>, <CommonPrefixes><Prefix>, a
  * NextContinuationToken or NextMarker cursor), and V4 signing of one
  * attempt. Providers keep what differs: hosts, credentials, flavours.
+ * Private to cache/origin: used by provider_s3.c and provider_gcs.c.
  */
 #ifndef TILEFS_BUCKET_H
 #define TILEFS_BUCKET_H

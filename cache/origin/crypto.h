@@ -1,6 +1,7 @@
 /*
  * crypto.h - the few primitives request signing needs (S3 and GCS V4,
  * Azure Shared Key), on OpenSSL: SHA-256, HMAC-SHA256, hex and base64.
+ * Private to cache/origin: the only user of OpenSSL.
  */
 #ifndef TILEFS_CRYPTO_H
 #define TILEFS_CRYPTO_H

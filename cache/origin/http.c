@@ -13,7 +13,6 @@
  */
 #include "cache/origin/http.h"
 #include "cache/base/log.h"
-#include "cache/origin/xml.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -51,6 +50,7 @@ void http_config_defaults(struct http_config *cfg)
 	cfg->backoff_base_ms = 100;
 	cfg->backoff_max_ms = 10000;
 	cfg->max_body = 64u << 20;
+	cfg->total_timeout_ms = 0;
 }
 
 const double http_latency_bounds[HTTP_LATENCY_BUCKETS - 1] = {
@@ -161,6 +161,11 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 		req->error_body[req->error_len] = '\0';
 		return n;
 	}
+	if (req->len == 0 && req->body_len + n > req->max_body) {
+		snprintf(req->error, sizeof(req->error),
+			 "response larger than %zu bytes", req->max_body);
+		return 0;
+	}
 	if (n > req->body_cap - req->body_len) {
 		if (req->len > 0 && status == 200 && req->off == 0) {
 			/* the whole object for a range from 0: keep what was asked
@@ -176,14 +181,11 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 				 "origin sent more than the %" PRIu64 " bytes asked for", req->len);
 			return 0;
 		}
-		if (req->body_len + n > req->max_body) {
-			snprintf(req->error, sizeof(req->error),
-				 "response larger than %zu bytes", req->max_body);
-			return 0;
-		}
 		size_t cap = req->body_cap ? req->body_cap : 65536;
 		while (cap < req->body_len + n)
 			cap *= 2;
+		if (cap > req->max_body)
+			cap = req->max_body;	/* checked above: the body fits */
 		char *grown = realloc(req->body, cap);
 		if (!grown)
 			return 0;
@@ -195,8 +197,12 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-/* Configure a fresh easy handle for the next attempt of req. */
-static int attempt_start(struct http_client *c, struct http_request *req)
+/*
+ * A fresh easy handle for the next attempt of REQ under CFG, configured and
+ * signed: in req->easy, its header list in req->sent_headers (both undone
+ * by attempt_release()).
+ */
+static int attempt_prepare(const struct http_config *cfg, struct http_request *req)
 {
 	CURL *easy = curl_easy_init();
 	if (!easy)
@@ -216,17 +222,21 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 5L);
 	curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
-	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, (long)c->cfg.connect_timeout_s);
+	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, (long)cfg->connect_timeout_s);
 	curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, (long)c->cfg.stall_timeout_s);
+	curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, (long)cfg->stall_timeout_s);
 	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(easy, CURLOPT_HEADERDATA, req);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, req);
 	curl_easy_setopt(easy, CURLOPT_USERAGENT, "tilefs/" TILEFS_VERSION);
-	if (c->cfg.ca_file)
-		curl_easy_setopt(easy, CURLOPT_CAINFO, c->cfg.ca_file);
+	if (cfg->ca_file)
+		curl_easy_setopt(easy, CURLOPT_CAINFO, cfg->ca_file);
 	struct http_attempt a = { .method = req->head ? "HEAD" : "GET", .url = req->url };
+	if (req->method) {
+		a.method = req->method;
+		curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, req->method);
+	}
 	struct curl_slist *h = NULL;
 	char line[192];
 	if (req->head) {
@@ -241,7 +251,9 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	} else {
 		req->body_len = 0;	/* unranged (a listing): start over */
 		/* and a trickle must not hold it for ever */
-		curl_easy_setopt(easy, CURLOPT_TIMEOUT, (long)c->cfg.stall_timeout_s * 10);
+		long timeout_ms = cfg->total_timeout_ms > 0 ? (long)cfg->total_timeout_ms :
+							       (long)cfg->stall_timeout_s * 10000;
+		curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
 	}
 	req->attempt_start = req->body_len;
 	const char *match = req->if_match;
@@ -270,7 +282,24 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	}
 	req->sent_headers = h;
 	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, h);
-	curl_multi_add_handle(c->multi, easy);
+	return 0;
+}
+
+static void attempt_release(struct http_request *req)
+{
+	curl_easy_cleanup(req->easy);
+	req->easy = NULL;
+	curl_slist_free_all(req->sent_headers);
+	req->sent_headers = NULL;
+}
+
+/* Start the next attempt of REQ on the multi handle. */
+static int attempt_start(struct http_client *c, struct http_request *req)
+{
+	int err = attempt_prepare(&c->cfg, req);
+	if (err)
+		return err;
+	curl_multi_add_handle(c->multi, req->easy);
 	req->next = c->active;
 	c->active = req;
 	c->nactive++;
@@ -281,10 +310,7 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 static void attempt_end(struct http_client *c, struct http_request *req)
 {
 	curl_multi_remove_handle(c->multi, req->easy);
-	curl_easy_cleanup(req->easy);
-	req->easy = NULL;
-	curl_slist_free_all(req->sent_headers);
-	req->sent_headers = NULL;
+	attempt_release(req);
 	for (struct http_request **link = &c->active; *link; link = &(*link)->next) {
 		if (*link == req) {
 			*link = req->next;
@@ -373,16 +399,19 @@ static int attempt_verdict(struct http_request *req, CURLcode code)
 		return curl_code_retryable(code) ? -EAGAIN : -EIO;
 	}
 	if (status >= 300 || status < 200) {
-		/* cloud stores say why in XML: <Code>, <Message> */
-		struct xml_span body = { req->error_body, req->error_len };
-		char err_code[64], message[96];
-		if (xml_text(body, "Code", err_code, sizeof(err_code))) {
-			if (!xml_text(body, "Message", message, sizeof(message)))
-				message[0] = '\0';
-			snprintf(req->error, sizeof(req->error), "HTTP %ld (%s%s%s)", status, err_code,
-				 message[0] ? ": " : "", message);
+		/* "HTTP 403", or "HTTP 403 (REASON)" when the provider reads why
+		   from the body; cut to fit */
+		size_t n = (size_t)snprintf(req->error, sizeof(req->error), "HTTP %ld", status);
+		char *reason = req->error + n + 2;
+		if (req->describe_error && n + 2 < sizeof(req->error) &&
+		    req->describe_error(req->error_body, req->error_len, reason,
+					sizeof(req->error) - n - 2)) {
+			memcpy(req->error + n, " (", 2);
+			size_t end = n + 2 + strlen(reason);
+			if (end + 1 < sizeof(req->error))
+				memcpy(req->error + end, ")", 2);
 		} else {
-			snprintf(req->error, sizeof(req->error), "HTTP %ld", status);
+			req->error[n] = '\0';
 		}
 		if (status == 404 || status == 410)
 			return -ENOENT;
@@ -600,6 +629,8 @@ static void *fetch_thread(void *arg)
 	return NULL;
 }
 
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+
 static void curl_global_once(void)
 {
 	curl_global_init(CURL_GLOBAL_ALL);
@@ -607,7 +638,6 @@ static void curl_global_once(void)
 
 struct http_client *http_client_new(const struct http_config *cfg)
 {
-	static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 	struct http_client *c = calloc(1, sizeof(*c));
 
 	if (!c)
@@ -649,7 +679,8 @@ void http_client_free(struct http_client *c)
 	free(c);
 }
 
-void http_submit(struct http_client *c, struct http_request *req)
+/* Clear REQ's results and private fields for a first attempt. */
+static void request_reset(struct http_request *req, size_t max_body)
 {
 	req->err = 0;
 	req->status = 0;
@@ -659,7 +690,7 @@ void http_submit(struct http_client *c, struct http_request *req)
 	req->first_etag[0] = '\0';
 	req->easy = NULL;
 	req->sent_headers = NULL;
-	req->max_body = c->cfg.max_body;
+	req->max_body = max_body;
 	if (req->len > 0) {
 		req->body_cap = req->len;
 	} else {
@@ -668,6 +699,11 @@ void http_submit(struct http_client *c, struct http_request *req)
 	}
 	req->body_len = 0;
 	req->submitted_us = now_us();
+}
+
+void http_submit(struct http_client *c, struct http_request *req)
+{
+	request_reset(req, c->cfg.max_body);
 	pthread_mutex_lock(&c->lock);
 	c->stats.in_flight++;
 	req->next = c->submitted;
@@ -706,6 +742,21 @@ int http_run(struct http_client *c, struct http_request *req)
 	return req->err;
 }
 
+int http_fetch_once(const struct http_config *cfg, struct http_request *req)
+{
+	pthread_once(&global_once, curl_global_once);
+	request_reset(req, cfg->max_body);
+	int err = attempt_prepare(cfg, req);
+	if (!err) {
+		err = attempt_verdict(req, curl_easy_perform(req->easy));
+		if (err == -EAGAIN)
+			err = -EIO;	/* no second attempt here */
+		attempt_release(req);
+	}
+	req->err = err;
+	return err;
+}
+
 void http_client_stats(struct http_client *c, struct http_stats *out)
 {
 	pthread_mutex_lock(&c->lock);
@@ -715,6 +766,8 @@ void http_client_stats(struct http_client *c, struct http_stats *out)
 
 time_t http_date_parse(const char *text)
 {
-	time_t t = text && text[0] ? curl_getdate(text, NULL) : 0;
+	if (!text || !text[0])
+		return 0;
+	time_t t = curl_getdate(text, NULL);
 	return t < 0 ? 0 : t;
 }

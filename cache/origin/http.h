@@ -9,6 +9,10 @@
  * with the bytes still missing. 404 maps to -ENOENT, 401/403 to -EACCES,
  * 412 and a changed ETag during a resume to -ESTALE, everything else to -EIO.
  * This is the one place where curl codes and HTTP statuses become errno.
+ *
+ * The one exception to the fetch thread is http_fetch_once(): a single
+ * attempt on the calling thread, for credential endpoints asked while
+ * opening a source or from a signer (on the fetch thread itself).
  */
 #ifndef TILEFS_HTTP_H
 #define TILEFS_HTTP_H
@@ -31,6 +35,8 @@ struct http_config {
 	int backoff_base_ms;		/* first retry delay before jitter */
 	int backoff_max_ms;
 	size_t max_body;		/* bound for unranged bodies (listings) */
+	int total_timeout_ms;		/* bound on a whole unranged transfer;
+					   0: 10 * stall_timeout_s */
 };
 
 void http_config_defaults(struct http_config *cfg);
@@ -39,7 +45,7 @@ typedef void (*http_done_fn)(struct http_request *req, void *arg);
 
 /* What one attempt of a request sends, for a signer. */
 struct http_attempt {
-	const char *method;		/* "GET" or "HEAD" */
+	const char *method;		/* "GET", "HEAD", or req->method */
 	const char *url;
 	bool ranged;			/* sends Range: bytes=first-last */
 	uint64_t first, last;
@@ -56,6 +62,15 @@ typedef int (*http_sign_fn)(void *signer, const struct http_attempt *a,
 			    struct curl_slist **headers);
 
 /*
+ * Say why an error response failed, from the start of its body (LEN bytes
+ * at BODY, NUL-terminated, at most sizeof(error_body) - 1): true with a
+ * short reason in REASON (cut to SIZE), which the message shows as
+ * "HTTP 403 (REASON)"; false when the body does not say. Only the provider
+ * knows how its origin words errors. Called on the fetch thread.
+ */
+typedef bool (*http_describe_fn)(const char *body, size_t len, char *reason, size_t size);
+
+/*
  * One request. The caller owns it and keeps it alive until done() runs (on
  * the fetch thread: done() must be quick and must not submit-and-wait).
  */
@@ -64,6 +79,8 @@ struct http_request {
 	const char *url;		/* full URL, may hold a query: never logged */
 	const char *log_name;		/* what log lines call it */
 	bool head;			/* HEAD instead of GET */
+	const char *method;		/* NULL: GET (or HEAD); else sent with
+					   no body (a metadata token's PUT) */
 	bool background;		/* prefetch: yields to other requests */
 	uint64_t off, len;		/* len > 0: GET bytes off..off+len-1 into
 					   body, which holds len bytes (caller's);
@@ -75,6 +92,7 @@ struct http_request {
 				   have, when it has no ETag (or NULL) */
 	http_sign_fn sign;		/* NULL: anonymous */
 	void *signer;
+	http_describe_fn describe_error; /* NULL: an error is its status alone */
 	char *body;
 	http_done_fn done;
 	void *arg;
@@ -118,13 +136,23 @@ void http_submit(struct http_client *client, struct http_request *req);
 /* Submit and wait; returns req->err. req->done and req->arg are overwritten. */
 int http_run(struct http_client *client, struct http_request *req);
 
+/* An HTTP date (Last-Modified: "Sun, 06 Nov 1994 08:49:37 GMT", or the
+ * older forms) as time_t; 0 when TEXT is NULL, empty or not a date. */
+time_t http_date_parse(const char *text);
+
+/*
+ * One attempt of REQ now, on the calling thread, on a connection of its
+ * own: no retries, no log lines (the caller says what a failure means),
+ * done() is not called. For the few requests made outside the fetch
+ * thread's work, such as credentials from a metadata service while a
+ * source opens or while a signer runs. Returns req->err.
+ */
+int http_fetch_once(const struct http_config *cfg, struct http_request *req);
+
 /* Upper bounds (seconds) of the request latency histogram's buckets; the
  * last bucket counts the rest. */
 #define HTTP_LATENCY_BUCKETS 14
 extern const double http_latency_bounds[HTTP_LATENCY_BUCKETS - 1];
-
-/* An HTTP date (Last-Modified) as time_t; 0 when empty or not a date. */
-time_t http_date_parse(const char *text);
 
 /* Counters since start, for logs and metrics. */
 struct http_stats {

@@ -1,8 +1,12 @@
 /*
- * provider.h - the table every origin kind (HTTP(S) now; S3, Azure, GCS
- * later) fills in. Nothing outside a provider's own file knows which
- * provider is in use: callers parse SOURCE with source_open() and then only
- * call through struct source.
+ * provider.h - an origin, whatever kind it is (plain HTTP(S), S3, Azure
+ * Blob, GCS): the public contract of the providers. Callers parse SOURCE
+ * with source_open() and then only call source_*(); nothing outside
+ * cache/origin knows which provider is in use. The providers' table and
+ * what they share is in provider_int.h, private to this folder.
+ *
+ * Includes only cache/origin's public headers (http.h, url.h); never curl,
+ * OpenSSL, or the signing helpers (sigv4.h, bucket.h, xml.h, crypto.h).
  */
 #ifndef TILEFS_PROVIDER_H
 #define TILEFS_PROVIDER_H
@@ -12,7 +16,9 @@
 #include <stdint.h>
 
 #include "cache/origin/http.h"
+#include "cache/origin/url.h"	/* for callers that log URLs */
 
+struct provider;
 struct source;
 
 /* What the command line says about the origin beyond SOURCE. */
@@ -28,28 +34,6 @@ struct source_options {
 /* One listing entry; size is -1 when the listing does not give it exactly. */
 typedef int (*listing_entry_fn)(void *arg, const char *name, bool is_dir, int64_t size);
 
-struct provider {
-	const char *name;
-	/* Does SOURCE belong to this provider? */
-	bool (*matches)(const char *source);
-	/* Parse SOURCE and find credentials; on error return -EINVAL (or
-	 * -EACCES for credentials) and write what to fix into err. */
-	int (*open)(const char *source, const struct source_options *opts, struct source **out,
-		    char *err, size_t err_size);
-	void (*free)(struct source *src);
-	/* URL of the object at PATH ("a/b.tif", no leading slash); caller frees. */
-	char *(*object_url)(struct source *src, const char *path);
-	/* URL of the listing of directory DIR ("" for the root, else "a/b"),
-	 * continuing at CURSOR (NULL for the first page); caller frees. */
-	char *(*listing_url)(struct source *src, const char *dir, const char *cursor);
-	/* Parse one listing page; call add() for each entry; set *next_cursor
-	 * (caller frees) when more pages follow. */
-	int (*parse_listing)(struct source *src, const char *dir, const char *body, size_t len,
-			     listing_entry_fn add, void *arg, char **next_cursor);
-	/* Sign each attempt of a request (see http.h); NULL: anonymous. */
-	http_sign_fn sign;
-};
-
 /* Fields every provider's source starts with. */
 struct source {
 	const struct provider *provider;
@@ -58,12 +42,18 @@ struct source {
 					   messages ("" when anonymous) */
 };
 
-/* Find the provider for SOURCE and open it. err gets a message on failure. */
+/* Find the provider for SOURCE and open it into *out (caller frees with
+ * source_free()). On failure err gets a message naming what to fix. */
 int source_open(const char *source, const struct source_options *opts, struct source **out,
 		char *err, size_t err_size);
 void source_free(struct source *src);
+/* URL of the object at PATH ("a/b.tif", no leading slash); caller frees. */
 char *source_object_url(struct source *src, const char *path);
+/* URL of the listing of directory DIR ("" for the root, else "a/b"),
+ * continuing at CURSOR (NULL for the first page); caller frees. */
 char *source_listing_url(struct source *src, const char *dir, const char *cursor);
+/* Parse one listing page; call add() for each entry; set *next_cursor
+ * (caller frees) when more pages follow. */
 int source_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
 			 listing_entry_fn add, void *arg, char **next_cursor);
 /* Make REQ carry SRC's credentials (sets req->sign and req->signer). */
@@ -71,21 +61,5 @@ void source_prepare(struct source *src, struct http_request *req);
 
 /* Is NAME usable as one path component (not empty, ".", "..", no '/')? */
 bool source_name_valid(const char *name);
-
-/* Percent-encode S for a URL: everything but the unreserved characters
- * (and '/' when keep_slash), as Signature V4 also wants; caller frees. */
-char *url_encode(const char *s, bool keep_slash);
-/* Decode %XX in place; returns -EINVAL on a bad escape or an encoded NUL. */
-int url_decode(char *s);
-/* The path of URL (from the first '/' after the host, "/" if none) into
- * PATH, and a pointer to its query (after '?') or NULL. */
-void url_split(const char *url, char *path, size_t path_size, const char **query);
-/* URL without its query string and credentials, for log lines; caller frees. */
-char *url_for_log(const char *url);
-
-extern const struct provider provider_http;
-extern const struct provider provider_s3;
-extern const struct provider provider_azure;
-extern const struct provider provider_gcs;
 
 #endif

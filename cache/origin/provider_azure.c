@@ -13,7 +13,7 @@
  * Neither the key, a signature nor a SAS is ever logged: URLs go to the log
  * through url_for_log() only, and error messages use src->display.
  */
-#include "cache/origin/provider.h"
+#include "cache/origin/provider_int.h"
 #include "cache/origin/crypto.h"
 #include "cache/base/log.h"
 #include "cache/origin/xml.h"
@@ -662,4 +662,5 @@ const struct provider provider_azure = {
 	.listing_url = azure_listing_url,
 	.parse_listing = azure_parse_listing,
 	.sign = azure_sign,
+	.describe_error = provider_xml_error,
 };

@@ -7,7 +7,7 @@
  * GOOGLE_OAUTH_ACCESS_TOKEN (sent as a bearer token); an HMAC key in
  * GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY (V4 signing, GOOG4-HMAC-SHA256).
  */
-#include "cache/origin/provider.h"
+#include "cache/origin/provider_int.h"
 #include "cache/origin/bucket.h"
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
@@ -198,4 +198,5 @@ const struct provider provider_gcs = {
 	.listing_url = gcs_listing_url,
 	.parse_listing = gcs_parse_listing,
 	.sign = gcs_sign,
+	.describe_error = provider_xml_error,
 };

@@ -3,7 +3,7 @@
  * are URLs below it; directories are listed from the HTML index pages that
  * nginx (autoindex) and Apache (mod_autoindex) serve.
  */
-#include "cache/origin/provider.h"
+#include "cache/origin/provider_int.h"
 #include "cache/base/log.h"
 
 #include <ctype.h>
@@ -265,4 +265,6 @@ const struct provider provider_http = {
 	.listing_url = http_listing_url,
 	.parse_listing = http_parse_listing,
 	.sign = NULL,
+	/* a plain URL may well be a public bucket's object */
+	.describe_error = provider_xml_error,
 };

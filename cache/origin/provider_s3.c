@@ -9,11 +9,12 @@
  * environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN);
  * the profile AWS_PROFILE (or "default") in AWS_SHARED_CREDENTIALS_FILE
  * (~/.aws/credentials) or AWS_CONFIG_FILE (~/.aws/config); the instance
- * metadata service (IMDSv2) unless AWS_EC2_METADATA_DISABLED=true. Role
+ * metadata service (IMDSv2, asked with http_fetch_once(): no curl handle
+ * of its own) unless AWS_EC2_METADATA_DISABLED=true. Role
  * credentials are refreshed before they expire, on the fetch thread (the
  * only thread that signs once the source is open).
  */
-#include "cache/origin/provider.h"
+#include "cache/origin/provider_int.h"
 #include "cache/origin/bucket.h"
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
@@ -129,56 +130,65 @@ static int from_profile(struct s3_source *s, const char *profile, bool *region_f
 	return 0;
 }
 
+/* What the metadata service answers: its bodies are small. */
 struct imds_body {
 	char text[8192];
 	size_t len;
 };
 
-static size_t imds_write(char *data, size_t size, size_t nmemb, void *arg)
+/* The one header an IMDSv2 request adds (see imds_call). */
+static int imds_header(void *line, const struct http_attempt *a, struct curl_slist **headers)
 {
-	struct imds_body *b = arg;
-	size_t n = size * nmemb;
-	if (n > sizeof(b->text) - 1 - b->len)
-		return 0;
-	memcpy(b->text + b->len, data, n);
-	b->len += n;
-	b->text[b->len] = '\0';
-	return n;
+	struct curl_slist *grown = curl_slist_append(*headers, line);
+	if (!grown)
+		return -ENOMEM;
+	*headers = grown;
+	return 0;
 }
 
-/* One request to the metadata service; 0 and the body, or -errno. */
+/*
+ * One request to the metadata service, through http_fetch_once(): a PUT
+ * for a session token, or a GET with TOKEN; one attempt, 1 s to connect,
+ * 3 s in all. 0 and the body (NUL-terminated) when it answers 200, else
+ * -errno.
+ */
 static int imds_call(const char *url, const char *token, bool put, struct imds_body *out)
 {
-	CURL *easy = curl_easy_init();
-	struct curl_slist *h = NULL;
+	struct http_config cfg;
 	char line[256];
-	long status = 0;
+	struct http_request req = { .url = url, .log_name = "the instance metadata service",
+				    .method = put ? "PUT" : NULL, .sign = imds_header,
+				    .signer = line };
+	int err;
 
-	if (!easy)
-		return -ENOMEM;
 	out->len = 0;
 	out->text[0] = '\0';
-	if (put) {
-		h = curl_slist_append(h, "X-aws-ec2-metadata-token-ttl-seconds: 21600");
-		curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, "PUT");
-	} else {
+	http_config_defaults(&cfg);
+	cfg.retries = 0;
+	cfg.connect_timeout_s = 1;
+	cfg.stall_timeout_s = 3;
+	cfg.total_timeout_ms = 3000;
+	cfg.max_body = sizeof(out->text) - 1;
+	if (put)
+		snprintf(line, sizeof(line), "X-aws-ec2-metadata-token-ttl-seconds: 21600");
+	else
 		snprintf(line, sizeof(line), "X-aws-ec2-metadata-token: %s", token);
-		h = curl_slist_append(h, line);
+	err = http_fetch_once(&cfg, &req);
+	if (!err && req.status != 200)
+		err = -EACCES;
+	if (!err && req.body_len >= sizeof(out->text))
+		err = -EIO;	/* http.c holds it to cfg.max_body: never */
+	if (!err && req.body_len > 0) {
+		memcpy(out->text, req.body, req.body_len);
+		out->len = req.body_len;
+		out->text[out->len] = '\0';
 	}
-	curl_easy_setopt(easy, CURLOPT_URL, url);
-	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
-	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 3000L);
-	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, imds_write);
-	curl_easy_setopt(easy, CURLOPT_WRITEDATA, out);
-	CURLcode rc = curl_easy_perform(easy);
-	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(easy);
-	if (rc != CURLE_OK)
-		return -EHOSTUNREACH;
-	return status == 200 ? 0 : -EACCES;
+	if (req.body) {
+		memset(req.body, 0, req.body_len);
+		free(req.body);
+	}
+	memset(line, 0, sizeof(line));
+	return err;
 }
 
 /* The string value of "key" in a flat JSON object, into out. */
@@ -448,4 +458,5 @@ const struct provider provider_s3 = {
 	.listing_url = s3_listing_url,
 	.parse_listing = s3_parse_listing,
 	.sign = s3_sign,
+	.describe_error = provider_xml_error,
 };

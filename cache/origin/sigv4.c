@@ -4,7 +4,7 @@
  */
 #include "cache/origin/sigv4.h"
 #include "cache/origin/crypto.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/url.h"
 
 #include <ctype.h>
 #include <errno.h>

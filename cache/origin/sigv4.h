@@ -2,6 +2,7 @@
  * sigv4.h - Signature Version 4 request signing (AWS4-HMAC-SHA256), used
  * by S3 and, with its own names (GOOG4-HMAC-SHA256, x-goog-, goog4_request),
  * by Google Cloud Storage's HMAC keys. Pure computation: no I/O, no clock.
+ * Private to cache/origin: only the providers (through bucket.c) sign.
  */
 #ifndef TILEFS_SIGV4_H
 #define TILEFS_SIGV4_H

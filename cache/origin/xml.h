@@ -4,6 +4,7 @@
  * Not a general parser: no attributes, namespaces are ignored by matching
  * local names, CDATA is not expected. Works on a bounded buffer, never
  * reads past it, and never allocates.
+ * Private to cache/origin: the providers' listings and error bodies.
  */
 #ifndef TILEFS_XML_H
 #define TILEFS_XML_H

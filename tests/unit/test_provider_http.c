@@ -76,5 +76,11 @@ int main(void)
 	CHECK(url_decode(bad) != 0, "bad escape refused");
 	CHECK(!source_name_valid("..") && !source_name_valid("") && !source_name_valid("a/b") &&
 	      source_name_valid("a b.tif"), "name validity");
+
+	/* the transport's date parser, which the engine uses for Last-Modified */
+	CHECK(http_date_parse("Sun, 06 Nov 1994 08:49:37 GMT") == 784111777, "RFC 1123 date");
+	CHECK(http_date_parse("Sunday, 06-Nov-94 08:49:37 GMT") == 784111777, "RFC 850 date");
+	CHECK(http_date_parse("") == 0 && http_date_parse(NULL) == 0 &&
+	      http_date_parse("not a date") == 0, "no date is 0");
 	return check_done();
 }

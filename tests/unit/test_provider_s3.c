@@ -8,7 +8,7 @@
  * botocore cross-check in tests/bats/60-s3.bats drives it.
  */
 #include "cache/origin/http.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/provider_int.h"
 #include "check.h"
 
 #include <curl/curl.h>
@@ -195,5 +195,19 @@ int main(int argc, char **argv)
 	      strstr(h->data, "/auto/storage/goog4_request"), "HMAC signing: %s", h ? h->data : "");
 	curl_slist_free_all(h);
 	source_free(src);
+
+	/* what an S3 error body adds to "HTTP 403" */
+	static const char denied[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error>"
+		"<Code>InvalidAccessKeyId</Code><Message>The AWS Access Key Id you provided does "
+		"not exist in our records.</Message><RequestId>x</RequestId></Error>";
+	char reason[160];
+	CHECK(provider_xml_error(denied, strlen(denied), reason, sizeof(reason)) &&
+	      strcmp(reason, "InvalidAccessKeyId: The AWS Access Key Id you provided does not "
+		     "exist in our records.") == 0, "error body: %s", reason);
+	CHECK(provider_xml_error("<Error><Code>NoSuchKey</Code></Error>", 37, reason,
+				 sizeof(reason)) && strcmp(reason, "NoSuchKey") == 0,
+	      "error body without a message: %s", reason);
+	CHECK(!provider_xml_error("<html>503</html>", 16, reason, sizeof(reason)),
+	      "a page without <Code> says nothing");
 	return check_done();
 }

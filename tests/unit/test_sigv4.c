@@ -4,7 +4,7 @@
  * canonical request, string to sign and signature, header signing.
  */
 #include "cache/origin/crypto.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/url.h"
 #include "cache/origin/sigv4.h"
 #include "check.h"
 

@@ -1,0 +1,51 @@
+/*
+ * provider_int.h - private to cache/origin: the table every provider fills
+ * in, and the providers themselves. The public side is provider.h; the
+ * helpers providers share for signing and listings are in sigv4.h,
+ * bucket.h, xml.h and crypto.h, included by the providers that use them.
+ *
+ * A provider's file (provider_<name>.c) defines its struct source subtype
+ * (starting with struct source) and one const struct provider; nothing else
+ * in it is visible outside the file.
+ */
+#ifndef TILEFS_PROVIDER_INT_H
+#define TILEFS_PROVIDER_INT_H
+
+#include "cache/origin/provider.h"
+
+struct provider {
+	const char *name;
+	/* Does SOURCE belong to this provider? */
+	bool (*matches)(const char *source);
+	/* Parse SOURCE and find credentials; on error return -EINVAL (or
+	 * -EACCES for credentials) and write what to fix into err. */
+	int (*open)(const char *source, const struct source_options *opts, struct source **out,
+		    char *err, size_t err_size);
+	void (*free)(struct source *src);
+	/* See source_object_url(), source_listing_url() and
+	 * source_parse_listing() in provider.h. */
+	char *(*object_url)(struct source *src, const char *path);
+	char *(*listing_url)(struct source *src, const char *dir, const char *cursor);
+	int (*parse_listing)(struct source *src, const char *dir, const char *body, size_t len,
+			     listing_entry_fn add, void *arg, char **next_cursor);
+	/* Sign each attempt of a request (see http.h); NULL: anonymous. */
+	http_sign_fn sign;
+	/* Read why a request failed from an error body (see http.h); NULL:
+	 * the status alone. */
+	http_describe_fn describe_error;
+};
+
+/*
+ * The clouds' error bodies: <Error><Code>C</Code><Message>M</Message>
+ * (S3, GCS's XML API, Azure Blob) give the reason "C: M" (or "C"). A
+ * describe_error for every provider whose origin may answer so.
+ */
+bool provider_xml_error(const char *body, size_t len, char *reason, size_t size);
+
+/* In the order source_open() tries them (see provider.c). */
+extern const struct provider provider_http;
+extern const struct provider provider_s3;
+extern const struct provider provider_azure;
+extern const struct provider provider_gcs;
+
+#endif
