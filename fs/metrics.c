@@ -11,6 +11,7 @@
 #include "cache/engine/cache.h"
 #include "cache/origin/http.h"
 #include "cache/base/log.h"
+#include "cache/base/proc.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -20,7 +21,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,11 +297,6 @@ static int listen_on(int port, char *err, size_t err_size)
 	return fd;
 }
 
-static bool pid_alive(long pid)
-{
-	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
-}
-
 /* Remove the files of mounts long gone. */
 static void prune(const char *dir)
 {
@@ -312,7 +307,7 @@ static void prune(const char *dir)
 		struct stat st;
 		long pid = strtol(e->d_name, NULL, 10);
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (pid > 0 && !pid_alive(pid) && stat(path, &st) == 0 &&
+		if (pid > 0 && !proc_alive((pid_t)pid) && stat(path, &st) == 0 &&
 		    time(NULL) - st.st_mtime > STALE_FILE_S)
 			unlink(path);
 	}
@@ -458,7 +453,7 @@ static int read_mount(const char *path, struct metrics_mount *out)
 		}
 	}
 	fclose(f);
-	out->running = up && pid_alive(out->pid);
+	out->running = up && proc_alive((pid_t)out->pid);
 	return out->pid > 0 ? 0 : -EINVAL;
 }
 

@@ -48,10 +48,10 @@
  */
 #include "cache/store/index.h"
 #include "cache/base/log.h"
+#include "cache/base/proc.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -818,11 +818,6 @@ int index_units_touch(struct index *ix, const int64_t *unit_ids, size_t n)
 	return err;
 }
 
-static bool pid_alive(pid_t pid)
-{
-	return kill(pid, 0) == 0 || errno == EPERM;
-}
-
 int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, pid_t *holder)
 {
 	struct index_conn *c = conn_get(ix);
@@ -850,7 +845,7 @@ int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, 
 	if (rc == SQLITE_ROW) {
 		pid_t pid = (pid_t)sqlite3_column_int64(s, 0);
 		int64_t since = sqlite3_column_int64(s, 1);
-		if (pid != getpid() && pid_alive(pid) && now_s() - since < stale_s) {
+		if (pid != getpid() && proc_alive(pid) && now_s() - since < stale_s) {
 			*holder = pid;
 			err = -EBUSY;
 		}

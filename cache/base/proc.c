@@ -1,0 +1,12 @@
+/*
+ * proc.c - see proc.h.
+ */
+#include "cache/base/proc.h"
+
+#include <errno.h>
+#include <signal.h>
+
+bool proc_alive(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
