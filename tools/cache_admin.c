@@ -10,9 +10,9 @@
 #include "tools/cache_admin.h"
 #include "cache/store/crc32c.h"
 #include "cache/store/index.h"
+#include "cache/store/mounts.h"
 #include "cache/origin/provider.h"
 #include "cache/store/store.h"
-#include "fs/metrics.h"
 #include "tools/options.h"
 
 #include <errno.h>
@@ -108,17 +108,17 @@ static int cmd_stat(struct admin *a)
 	printf("cache dir: %s\nobjects: %" PRIu64 "\nunits: %" PRIu64 "\nbytes: %" PRIu64 "\n",
 	       a->dir, objects, units, bytes);
 
-	struct metrics_mount recent[RECENT_MOUNTS];
+	struct mount_record recent[RECENT_MOUNTS];
 	size_t n = 0;
 	uint64_t hits = 0, misses = 0;
-	metrics_recent(a->dir, recent, RECENT_MOUNTS, &n);
+	mounts_recent(a->dir, recent, RECENT_MOUNTS, &n);
 	for (size_t i = 0; i < n; i++) {
 		hits += recent[i].hits;
 		misses += recent[i].misses;
 	}
 	printf("recent mounts: %zu\nhits: %" PRIu64 "\nmisses: %" PRIu64 "\n", n, hits, misses);
 	for (size_t i = 0; i < n; i++) {
-		const struct metrics_mount *m = &recent[i];
+		const struct mount_record *m = &recent[i];
 		char when[32];
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&m->updated));
 		printf("mount %ld (%s, counted %s): %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
