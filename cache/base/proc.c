@@ -1,5 +1,6 @@
 /*
- * proc.c - see proc.h.
+ * proc.c - see proc.h: whether a process named in the cache dir (a claim,
+ * a mount's file) is still alive.
  */
 #include "cache/base/proc.h"
 
