@@ -21,11 +21,11 @@ endif
 
 # The library: every layer of cache/, plus what the tools share with the
 # mount (tools/options.c). The daemon, every tool and every unit test link it.
-LIB_SRC := $(wildcard cache/*/*.c) tools/options.c fs/metrics.c
+LIB_SRC := $(wildcard cache/*/*.c) tools/options.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libtilefs.a
 
-DAEMON_SRC := fs/main.c fs/mount.c $(filter-out $(LIB_SRC),$(wildcard tools/*.c))
+DAEMON_SRC := fs/main.c fs/mount.c fs/metrics.c $(filter-out $(LIB_SRC),$(wildcard tools/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

@@ -11,16 +11,15 @@
 #include "cache/engine/cache.h"
 #include "cache/origin/http.h"
 #include "cache/base/log.h"
+#include "cache/store/mounts.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +27,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define STALE_FILE_S (7 * 86400)	/* a dead mount's file is kept this long */
 #define REQUEST_MAX 4096
 
 struct metrics {
@@ -86,6 +84,9 @@ static void counter(FILE *f, const char *name, const char *type, const char *hel
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", name, help, name, type, name, v);
 }
 
+/* The text of the counters. `tilefs cache stat` reads some of these lines
+ * back from CACHE_DIR/mounts/PID.prom: see cache/store/mounts.h before
+ * changing a name or a label. */
 static void format(struct metrics *m, FILE *f, bool up)
 {
 	struct cache_stats cs;
@@ -297,29 +298,6 @@ static int listen_on(int port, char *err, size_t err_size)
 	return fd;
 }
 
-static bool pid_alive(long pid)
-{
-	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
-}
-
-/* Remove the files of mounts long gone. */
-static void prune(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		char path[4500];
-		struct stat st;
-		long pid = strtol(e->d_name, NULL, 10);
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (pid > 0 && !pid_alive(pid) && stat(path, &st) == 0 &&
-		    time(NULL) - st.st_mtime > STALE_FILE_S)
-			unlink(path);
-	}
-	if (d)
-		closedir(d);
-}
-
 int metrics_start(const struct metrics_config *cfg, struct cache *cache, struct http_client *http,
 		  struct metrics **out, char *err, size_t err_size)
 {
@@ -334,14 +312,16 @@ int metrics_start(const struct metrics_config *cfg, struct cache *cache, struct 
 	m->http = http;
 	m->started = time(NULL);
 	m->listen_fd = -1;
-	snprintf(dir, sizeof(dir), "%s/mounts", cfg->cache_dir);
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+	rc = mounts_dir(cfg->cache_dir, dir, sizeof(dir));
+	if (!rc && mkdir(dir, 0755) != 0 && errno != EEXIST)
 		rc = -errno;
+	if (!rc)
+		rc = mounts_file(cfg->cache_dir, getpid(), m->mount_file, sizeof(m->mount_file));
+	if (rc) {
 		snprintf(err, err_size, "cannot create %s: %s", dir, strerror(-rc));
 		goto fail;
 	}
-	prune(dir);
-	snprintf(m->mount_file, sizeof(m->mount_file), "%s/%ld.prom", dir, (long)getpid());
+	mounts_prune(cfg->cache_dir);
 	if (cfg->port && (m->listen_fd = listen_on(cfg->port, err, err_size)) < 0) {
 		rc = m->listen_fd;
 		goto fail;
@@ -390,118 +370,4 @@ void metrics_stop(struct metrics *m)
 	if (m->listen_fd >= 0)
 		close(m->listen_fd);
 	free(m);
-}
-
-/* ---- reading mounts' files back ---- */
-
-/* Undo label(): the value of LABEL="..." in LINE into BUF. */
-static void label_value(const char *line, const char *name, char *buf, size_t len)
-{
-	char key[64];
-	snprintf(key, sizeof(key), "%s=\"", name);
-	const char *p = strstr(line, key);
-	size_t o = 0;
-	buf[0] = '\0';
-	if (!p)
-		return;
-	for (p += strlen(key); *p && *p != '"' && o + 1 < len; p++) {
-		if (*p == '\\' && p[1]) {
-			p++;
-			buf[o++] = *p == 'n' ? '\n' : *p;
-		} else {
-			buf[o++] = *p;
-		}
-	}
-	buf[o] = '\0';
-}
-
-static int read_mount(const char *path, struct metrics_mount *out)
-{
-	FILE *f = fopen(path, "re");
-	char line[8192];
-	struct stat st;
-	bool up = false;
-
-	if (!f)
-		return -errno;
-	memset(out, 0, sizeof(*out));
-	if (fstat(fileno(f), &st) == 0)
-		out->updated = st.st_mtime;
-	static const struct {
-		const char *name;
-		size_t offset;
-	} fields[] = {
-		{ "tilefs_requests_total ", offsetof(struct metrics_mount, requests) },
-		{ "tilefs_cache_hits_total ", offsetof(struct metrics_mount, hits) },
-		{ "tilefs_cache_misses_total ", offsetof(struct metrics_mount, misses) },
-		{ "tilefs_served_bytes_total ", offsetof(struct metrics_mount, bytes_served) },
-		{ "tilefs_fetched_bytes_total ", offsetof(struct metrics_mount, bytes_fetched) },
-		{ "tilefs_errors_total ", offsetof(struct metrics_mount, errors) },
-	};
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "tilefs_mount_info{", 18) == 0) {
-			char pid[32];
-			label_value(line, "source", out->source, sizeof(out->source));
-			label_value(line, "mountpoint", out->mountpoint, sizeof(out->mountpoint));
-			label_value(line, "pid", pid, sizeof(pid));
-			out->pid = strtol(pid, NULL, 10);
-		} else if (strncmp(line, "tilefs_up ", 10) == 0) {
-			up = strtol(line + 10, NULL, 10) == 1;
-		} else if (strncmp(line, "tilefs_start_time_seconds ", 26) == 0) {
-			out->started = (time_t)strtoll(line + 26, NULL, 10);
-		}
-		for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-			size_t n = strlen(fields[i].name);
-			if (strncmp(line, fields[i].name, n) == 0)
-				*(uint64_t *)((char *)out + fields[i].offset) =
-					strtoull(line + n, NULL, 10);
-		}
-	}
-	fclose(f);
-	out->running = up && pid_alive(out->pid);
-	return out->pid > 0 ? 0 : -EINVAL;
-}
-
-static int by_updated(const void *a, const void *b)
-{
-	const struct metrics_mount *x = a, *y = b;
-	return x->updated > y->updated ? -1 : x->updated < y->updated;
-}
-
-int metrics_recent(const char *dir, struct metrics_mount *out, size_t max, size_t *n)
-{
-	char mounts[4200];
-	snprintf(mounts, sizeof(mounts), "%s/mounts", dir);
-	DIR *d = opendir(mounts);
-	struct dirent *e;
-	struct metrics_mount *all = NULL;
-	size_t count = 0, cap = 0;
-
-	*n = 0;
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	while ((e = readdir(d))) {
-		size_t len = strlen(e->d_name);
-		if (len < 6 || strcmp(e->d_name + len - 5, ".prom") != 0)
-			continue;
-		if (count == cap) {
-			cap = cap ? 2 * cap : 16;
-			struct metrics_mount *grown = realloc(all, cap * sizeof(*grown));
-			if (!grown)
-				break;
-			all = grown;
-		}
-		char path[4500];
-		snprintf(path, sizeof(path), "%s/%s", mounts, e->d_name);
-		if (read_mount(path, &all[count]) == 0)
-			count++;
-	}
-	closedir(d);
-	if (count)
-		qsort(all, count, sizeof(*all), by_updated);
-	*n = count < max ? count : max;
-	if (*n)
-		memcpy(out, all, *n * sizeof(*out));
-	free(all);
-	return 0;
 }

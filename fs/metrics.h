@@ -2,17 +2,15 @@
  * metrics.h - a running mount's counters (requests, bytes, hits, misses,
  * errors, retries, in-flight requests, request latency) in Prometheus text
  * format. A thread rewrites them every few seconds into
- * CACHE_DIR/mounts/PID.prom, which `tilefs cache stat` reads to show what
- * recent mounts of a cache dir did, and into --metrics-file; with
+ * CACHE_DIR/mounts/PID.prom (a part of the cache dir's format, described
+ * and read back in cache/store/mounts.h, for `tilefs cache stat`), and
+ * into --metrics-file; with
  * --metrics-port it also answers GET /metrics on 127.0.0.1.
  */
 #ifndef TILEFS_METRICS_H
 #define TILEFS_METRICS_H
 
-#include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
-#include <time.h>
 
 struct cache;
 struct http_client;
@@ -34,18 +32,5 @@ int metrics_start(const struct metrics_config *cfg, struct cache *cache, struct 
 		  struct metrics **out, char *err, size_t err_size);
 /* Write the counters a last time (marked as stopped), then free. */
 void metrics_stop(struct metrics *m);
-
-/* What a mount's file says, for `tilefs cache stat`. */
-struct metrics_mount {
-	long pid;
-	bool running;
-	time_t started, updated;
-	char source[1024], mountpoint[1024];
-	uint64_t requests, hits, misses, bytes_served, bytes_fetched, errors;
-};
-
-/* The mounts that have used DIR, most recently updated first: at most MAX
- * into OUT, *n of them. 0 or -errno. */
-int metrics_recent(const char *dir, struct metrics_mount *out, size_t max, size_t *n);
 
 #endif

@@ -1,18 +1,19 @@
 /*
  * cache_admin.c - `tilefs cache COMMAND [--cache-dir DIR] [ARGS]`.
  *
- * These work on the index and the data files directly, by the same rules
- * as a mount (index.h): a unit is dropped by deleting its row under a
- * claim, then punching its bytes, so a mount using the same cache dir at
+ * These work on the index and the data files directly, through the same
+ * unit protocol as a mount (cache/store/unit.h): unit_verify() checks a
+ * unit and unit_evict() drops one, so a mount using the same cache dir at
  * the same time never reads bytes that change under a row, and simply
- * fetches again what was dropped.
+ * fetches again what was dropped. `stat` also reads the mounts' files
+ * (cache/store/mounts.h).
  */
 #include "tools/cache_admin.h"
-#include "cache/store/crc32c.h"
 #include "cache/store/index.h"
+#include "cache/store/mounts.h"
 #include "cache/origin/provider.h"
 #include "cache/store/store.h"
-#include "fs/metrics.h"
+#include "cache/store/unit.h"
 #include "tools/options.h"
 
 #include <errno.h>
@@ -67,27 +68,17 @@ static bool matches(const char *shown, const char *pattern)
 	return fnmatch(pattern, shown, 0) == 0;
 }
 
-/* Drop unit U (the mount's eviction protocol); 0, or -errno. */
-static int drop_unit(struct admin *a, const struct index_unit *u)
-{
-	int err = index_unit_evict(a->ix, u);
-	if (err == -ENOENT)
-		return 0;	/* gone already */
-	if (err)
-		return err;
-	store_punch(a->store, u->object_id, u->off, u->len);
-	index_unclaim(a->ix, u->object_id, u->off);
-	return 0;
-}
-
-/* Drop every unit of OBJECT_ID; adds what was dropped to *units, *bytes. */
+/* Drop every unit of OBJECT_ID; adds what was dropped to *units, *bytes
+ * (a unit a mount evicted meanwhile counts as dropped). */
 static int drop_object(struct admin *a, int64_t object_id, uint64_t *units, uint64_t *bytes)
 {
 	struct index_unit *v;
 	size_t n;
 	int err = index_units_of(a->ix, object_id, &v, &n);
 	for (size_t i = 0; !err && i < n; i++) {
-		err = drop_unit(a, &v[i]);
+		err = unit_evict(a->ix, a->store, &v[i]);
+		if (err == -ENOENT)
+			err = 0;	/* gone already */
 		if (!err) {
 			(*units)++;
 			*bytes += v[i].len;
@@ -108,17 +99,17 @@ static int cmd_stat(struct admin *a)
 	printf("cache dir: %s\nobjects: %" PRIu64 "\nunits: %" PRIu64 "\nbytes: %" PRIu64 "\n",
 	       a->dir, objects, units, bytes);
 
-	struct metrics_mount recent[RECENT_MOUNTS];
+	struct mount_record recent[RECENT_MOUNTS];
 	size_t n = 0;
 	uint64_t hits = 0, misses = 0;
-	metrics_recent(a->dir, recent, RECENT_MOUNTS, &n);
+	mounts_recent(a->dir, recent, RECENT_MOUNTS, &n);
 	for (size_t i = 0; i < n; i++) {
 		hits += recent[i].hits;
 		misses += recent[i].misses;
 	}
 	printf("recent mounts: %zu\nhits: %" PRIu64 "\nmisses: %" PRIu64 "\n", n, hits, misses);
 	for (size_t i = 0; i < n; i++) {
-		const struct metrics_mount *m = &recent[i];
+		const struct mount_record *m = &recent[i];
 		char when[32];
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&m->updated));
 		printf("mount %ld (%s, counted %s): %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
@@ -163,26 +154,23 @@ static int cmd_verify(struct admin *a)
 			continue;
 		for (size_t j = 0; j < nu; j++) {
 			char *buf = malloc(u[j].len ? u[j].len : 1);
-			struct index_unit now;
+			bool dropped;
 			if (!buf) {
 				err = -ENOMEM;
 				break;
 			}
-			int rerr = store_read(a->store, u[j].object_id, buf, u[j].len, u[j].off);
-			bool ok = !rerr && crc32c(0, buf, u[j].len) == u[j].crc;
+			int verr = unit_verify(a->ix, a->store, &u[j], buf, &dropped);
 			free(buf);
 			checked++;
 			/* evicted meanwhile by a mount (row gone first)? then not bad */
-			if (ok || index_unit_find(a->ix, u[j].object_id, u[j].off, &now) != 0 ||
-			    now.id != u[j].id)
+			if (!verr || !dropped)
 				continue;
 			bad++;
 			char *shown = url_for_log(v[i].url);
 			printf("dropped: %s at %" PRIu64 " (%" PRIu64 " bytes): %s\n",
 			       shown ? shown : "?", u[j].off, u[j].len,
-			       rerr ? "unreadable" : "checksum mismatch");
+			       verr == -EIO ? "unreadable" : "checksum mismatch");
 			free(shown);
-			drop_unit(a, &u[j]);
 		}
 		free(u);
 	}

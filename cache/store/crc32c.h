@@ -1,5 +1,8 @@
 /*
  * crc32c.h - CRC32C (Castagnoli), the checksum stored with every cached unit.
+ *
+ * Layer: the store. Includes cache/base/ and its own folder only; never the
+ * origin, the engine or FUSE (tests/check-layers).
  */
 #ifndef TILEFS_CRC32C_H
 #define TILEFS_CRC32C_H

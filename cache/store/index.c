@@ -1,5 +1,5 @@
 /*
- * index.c - see index.h.
+ * index.c - see index.h: the index's database and its objects.
  *
  * ON DISK: DIR/index.db, SQLite in WAL mode, synchronous=NORMAL (a power cut
  * may lose the last commits, never corrupt; units lost that way are simply
@@ -42,18 +42,17 @@
  * corrupt database aside takes it exclusively, so a database some process
  * still has open is never pulled from under it.
  *
- * DESIGN: a fixed pool of connections, each with its prepared statements;
- * a caller borrows one for the duration of one function (pool->lock, a
- * leaf lock).
+ * This file opens the database (schema, migrations, setting a broken one
+ * aside), keeps the connection pool and the statements, maps SQLite's
+ * errors, and holds the objects; index_units.c holds the units, claims and
+ * eviction. DESIGN of the pool: index_int.h.
  */
 #include "cache/store/index.h"
+#include "cache/store/index_int.h"
 #include "cache/base/log.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,19 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define POOL_SIZE 6
 #define SCHEMA_VERSION 3
-
-enum stmt_id {
-	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
-	ST_OBJECT_LATEST, ST_OBJECT_INSERT, ST_OBJECT_ID,
-	ST_OBJECT_DROP_UNITS, ST_OBJECT_DROP_CLAIMS, ST_OBJECT_DROP,
-	ST_UNIT_FIND, ST_UNIT_INSERT, ST_UNIT_DROP, ST_UNIT_TOUCH,
-	ST_CLAIM_GET, ST_CLAIM_PUT, ST_CLAIM_DROP, ST_UNIT_DROP_CHANGES,
-	ST_USAGE, ST_EVICT, ST_COUNTS, ST_MAP_INSERT, ST_MAP_GET, ST_OBJECT_DROP_MAP,
-	ST_OBJECT_GET, ST_OBJECT_USAGE, ST_OBJECTS_ALL, ST_UNITS_OF,
-	ST_COUNT
-};
 
 static const char *const stmt_sql[ST_COUNT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -141,29 +128,13 @@ static const char schema_sql[] =
 	"INSERT OR IGNORE INTO meta VALUES ('usage', 0);"
 	"INSERT OR IGNORE INTO meta VALUES ('instance', lower(hex(randomblob(8))));";
 
-struct index_conn {
-	sqlite3 *db;
-	sqlite3_stmt *stmt[ST_COUNT];
-	struct index_conn *next_free;
-};
-
-struct index {
-	char *path;
-	int lock_fd;			/* index.lock, held shared */
-	char instance[40];
-	pthread_mutex_t lock;
-	pthread_cond_t available;
-	struct index_conn conns[POOL_SIZE];
-	struct index_conn *free_conns;	/* protected by lock */
-};
-
-static int64_t now_s(void)
+int64_t index_now(void)
 {
 	return (int64_t)time(NULL);
 }
 
-/* Map a SQLite result to errno and log it; the one place that does. */
-static int sql_error(sqlite3 *db, int rc, const char *what)
+/* The one place that maps a SQLite result to errno (and logs it). */
+int index_sql_error(sqlite3 *db, int rc, const char *what)
 {
 	static atomic_llong last_logged;	/* at most one line a second */
 	int primary = rc & 0xff;
@@ -190,7 +161,7 @@ static int sql_error(sqlite3 *db, int rc, const char *what)
 	}
 }
 
-static struct index_conn *conn_get(struct index *ix)
+struct index_conn *index_conn_get(struct index *ix)
 {
 	pthread_mutex_lock(&ix->lock);
 	while (!ix->free_conns)
@@ -201,7 +172,7 @@ static struct index_conn *conn_get(struct index *ix)
 	return c;
 }
 
-static void conn_put(struct index *ix, struct index_conn *c)
+void index_conn_put(struct index *ix, struct index_conn *c)
 {
 	pthread_mutex_lock(&ix->lock);
 	c->next_free = ix->free_conns;
@@ -210,14 +181,13 @@ static void conn_put(struct index *ix, struct index_conn *c)
 	pthread_mutex_unlock(&ix->lock);
 }
 
-/* The prepared statement ID of C, reset and with bindings cleared. */
-static sqlite3_stmt *stmt(struct index_conn *c, enum stmt_id id)
+sqlite3_stmt *index_stmt(struct index_conn *c, enum stmt_id id)
 {
 	if (!c->stmt[id]) {
 		int rc = sqlite3_prepare_v3(c->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
 					    &c->stmt[id], NULL);
 		if (rc != SQLITE_OK) {
-			sql_error(c->db, rc, "prepare");
+			index_sql_error(c->db, rc, "prepare");
 			return NULL;
 		}
 	}
@@ -226,31 +196,41 @@ static sqlite3_stmt *stmt(struct index_conn *c, enum stmt_id id)
 	return c->stmt[id];
 }
 
-/* Run a statement that returns no rows. */
-static int exec_stmt(struct index_conn *c, sqlite3_stmt *s, const char *what)
+int index_exec(struct index_conn *c, sqlite3_stmt *s, const char *what)
 {
 	if (!s)
 		return -EIO;
 	int rc = sqlite3_step(s);
 	sqlite3_reset(s);
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : sql_error(c->db, rc, what);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : index_sql_error(c->db, rc, what);
 }
 
-static int begin(struct index_conn *c)
+int index_begin(struct index_conn *c)
 {
-	return exec_stmt(c, stmt(c, ST_BEGIN), "begin");
+	return index_exec(c, index_stmt(c, ST_BEGIN), "begin");
 }
 
-static int commit(struct index_conn *c, int err)
+int index_commit(struct index_conn *c, int err)
 {
 	if (err) {
-		exec_stmt(c, stmt(c, ST_ROLLBACK), "rollback");
+		index_exec(c, index_stmt(c, ST_ROLLBACK), "rollback");
 		return err;
 	}
-	err = exec_stmt(c, stmt(c, ST_COMMIT), "commit");
+	err = index_exec(c, index_stmt(c, ST_COMMIT), "commit");
 	if (err)
-		exec_stmt(c, stmt(c, ST_ROLLBACK), "rollback");
+		index_exec(c, index_stmt(c, ST_ROLLBACK), "rollback");
 	return err;
+}
+
+int index_exec_keyed(struct index_conn *c, enum stmt_id id, int64_t a, int64_t b,
+		     const char *what)
+{
+	sqlite3_stmt *s = index_stmt(c, id);
+	if (s) {
+		sqlite3_bind_int64(s, 1, a);
+		sqlite3_bind_int64(s, 2, b);
+	}
+	return index_exec(c, s, what);
 }
 
 static int conn_open(struct index *ix, struct index_conn *c)
@@ -259,12 +239,12 @@ static int conn_open(struct index *ix, struct index_conn *c)
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
 				 NULL);
 	if (rc != SQLITE_OK)
-		return sql_error(c->db, rc, "open");
+		return index_sql_error(c->db, rc, "open");
 	sqlite3_busy_timeout(c->db, 5000);
 	sqlite3_extended_result_codes(c->db, 1);
 	rc = sqlite3_exec(c->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 			  NULL, NULL, NULL);
-	return rc == SQLITE_OK ? 0 : sql_error(c->db, rc, "configure");
+	return rc == SQLITE_OK ? 0 : index_sql_error(c->db, rc, "configure");
 }
 
 static void conn_close(struct index_conn *c)
@@ -287,7 +267,7 @@ static int setup(struct index *ix, struct index_conn *c)
 	if (rc != SQLITE_OK) {
 		sqlite3_free(msg);
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-		return sql_error(c->db, rc, "set up");
+		return index_sql_error(c->db, rc, "set up");
 	}
 
 	sqlite3_stmt *s = NULL;
@@ -321,7 +301,7 @@ static int setup(struct index *ix, struct index_conn *c)
 		rc = sqlite3_exec(c->db, "UPDATE meta SET value = 3 WHERE key = 'schema'", NULL,
 				  NULL, NULL);
 		if (rc != SQLITE_OK)
-			return sql_error(c->db, rc, "upgrade schema 2 to 3");
+			return index_sql_error(c->db, rc, "upgrade schema 2 to 3");
 		log_info("cache index %s upgraded to schema 3", ix->path);
 		schema = 3;
 	}
@@ -393,12 +373,12 @@ int index_open(const char *dir, struct index **out, bool *rebuilt)
 		flock(ix->lock_fd, LOCK_SH);
 		*rebuilt = true;
 	}
-	for (int i = 1; i < POOL_SIZE; i++) {
+	for (int i = 1; i < INDEX_POOL_SIZE; i++) {
 		err = conn_open(ix, &ix->conns[i]);
 		if (err)
 			goto fail;
 	}
-	for (int i = 0; i < POOL_SIZE; i++) {
+	for (int i = 0; i < INDEX_POOL_SIZE; i++) {
 		ix->conns[i].next_free = ix->free_conns;
 		ix->free_conns = &ix->conns[i];
 	}
@@ -414,7 +394,7 @@ void index_close(struct index *ix)
 {
 	if (!ix)
 		return;
-	for (int i = 0; i < POOL_SIZE; i++)
+	for (int i = 0; i < INDEX_POOL_SIZE; i++)
 		if (ix->conns[i].db)
 			conn_close(&ix->conns[i]);
 	if (ix->lock_fd > 0)
@@ -434,8 +414,8 @@ const char *index_instance(struct index *ix)
 static int object_row(struct index *ix, enum stmt_id id, const char *url, int64_t object_id,
 		      struct index_object *out)
 {
-	struct index_conn *c = conn_get(ix);
-	sqlite3_stmt *s = stmt(c, id);
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = index_stmt(c, id);
 	int err = -EIO;
 
 	if (s) {
@@ -451,11 +431,11 @@ static int object_row(struct index *ix, enum stmt_id id, const char *url, int64_
 			out->block_size = (uint64_t)sqlite3_column_int64(s, 3);
 			err = 0;
 		} else {
-			err = rc == SQLITE_DONE ? -ENOENT : sql_error(c->db, rc, "find object");
+			err = rc == SQLITE_DONE ? -ENOENT : index_sql_error(c->db, rc, "find object");
 		}
 		sqlite3_reset(s);
 	}
-	conn_put(ix, c);
+	index_conn_put(ix, c);
 	return err;
 }
 
@@ -471,8 +451,8 @@ int index_object_get(struct index *ix, int64_t id, struct index_object *out)
 
 int index_object_usage(struct index *ix, int64_t id, uint64_t *units, uint64_t *bytes)
 {
-	struct index_conn *c = conn_get(ix);
-	sqlite3_stmt *s = stmt(c, ST_OBJECT_USAGE);
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = index_stmt(c, ST_OBJECT_USAGE);
 	int err = -EIO;
 
 	if (s) {
@@ -483,45 +463,32 @@ int index_object_usage(struct index *ix, int64_t id, uint64_t *units, uint64_t *
 			*bytes = (uint64_t)sqlite3_column_int64(s, 1);
 			err = 0;
 		} else {
-			err = sql_error(c->db, rc, "object usage");
+			err = index_sql_error(c->db, rc, "object usage");
 		}
 		sqlite3_reset(s);
 	}
-	conn_put(ix, c);
+	index_conn_put(ix, c);
 	return err;
 }
-
-/* Bind (object_id, off) as ?1, ?2 and run; for the keyed statements. */
-static int exec_keyed(struct index_conn *c, enum stmt_id id, int64_t a, int64_t b,
-		      const char *what)
-{
-	sqlite3_stmt *s = stmt(c, id);
-	if (s) {
-		sqlite3_bind_int64(s, 1, a);
-		sqlite3_bind_int64(s, 2, b);
-	}
-	return exec_stmt(c, s, what);
-}
-
 int index_object_add(struct index *ix, const char *url, struct index_object *obj,
 		     const void *map, size_t map_len, bool *created)
 {
-	struct index_conn *c = conn_get(ix);
-	int err = begin(c);
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_begin(c);
 
 	if (err)
 		goto out;
-	sqlite3_stmt *s = stmt(c, ST_OBJECT_INSERT);
+	sqlite3_stmt *s = index_stmt(c, ST_OBJECT_INSERT);
 	if (s) {
 		sqlite3_bind_text(s, 1, url, -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 2, obj->version, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 3, (int64_t)obj->size);
-		sqlite3_bind_int64(s, 4, now_s());
+		sqlite3_bind_int64(s, 4, index_now());
 		sqlite3_bind_int64(s, 5, (int64_t)obj->block_size);
 	}
-	err = exec_stmt(c, s, "add object");
+	err = index_exec(c, s, "add object");
 	*created = !err && sqlite3_changes(c->db) == 1;
-	s = err ? NULL : stmt(c, ST_OBJECT_ID);
+	s = err ? NULL : index_stmt(c, ST_OBJECT_ID);
 	if (s) {
 		sqlite3_bind_text(s, 1, url, -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 2, obj->version, -1, SQLITE_STATIC);
@@ -531,33 +498,33 @@ int index_object_add(struct index *ix, const char *url, struct index_object *obj
 			obj->id = sqlite3_column_int64(s, 0);
 			obj->block_size = (uint64_t)sqlite3_column_int64(s, 1);
 		} else {
-			err = sql_error(c->db, rc, "find added object");
+			err = index_sql_error(c->db, rc, "find added object");
 		}
 		sqlite3_reset(s);
 	} else if (!err) {
 		err = -EIO;
 	}
-	s = err || !*created ? NULL : stmt(c, ST_MAP_INSERT);
+	s = err || !*created ? NULL : index_stmt(c, ST_MAP_INSERT);
 	if (s) {
 		sqlite3_bind_int64(s, 1, obj->id);
 		sqlite3_bind_int64(s, 2, (int64_t)obj->header_len);
 		if (map)
 			sqlite3_bind_blob64(s, 3, map, map_len, SQLITE_STATIC);
-		err = exec_stmt(c, s, "add tile map");
+		err = index_exec(c, s, "add tile map");
 	}
-	err = commit(c, err);
+	err = index_commit(c, err);
 	if (err)
 		*created = false;
 out:
-	conn_put(ix, c);
+	index_conn_put(ix, c);
 	return err;
 }
 
 int index_object_map(struct index *ix, int64_t id, uint64_t *header_len, void **map,
 		     size_t *map_len)
 {
-	struct index_conn *c = conn_get(ix);
-	sqlite3_stmt *s = stmt(c, ST_MAP_GET);
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = index_stmt(c, ST_MAP_GET);
 	int err = -EIO;
 
 	*map = NULL;
@@ -580,18 +547,18 @@ int index_object_map(struct index *ix, int64_t id, uint64_t *header_len, void **
 				}
 			}
 		} else {
-			err = rc == SQLITE_DONE ? -ENOENT : sql_error(c->db, rc, "find tile map");
+			err = rc == SQLITE_DONE ? -ENOENT : index_sql_error(c->db, rc, "find tile map");
 		}
 		sqlite3_reset(s);
 	}
-	conn_put(ix, c);
+	index_conn_put(ix, c);
 	return err;
 }
 
 int index_objects_all(struct index *ix, struct index_listed **out, size_t *n)
 {
-	struct index_conn *c = conn_get(ix);
-	sqlite3_stmt *s = stmt(c, ST_OBJECTS_ALL);
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = index_stmt(c, ST_OBJECTS_ALL);
 	struct index_listed *v = NULL;
 	size_t cap = 0;
 	int err = s ? 0 : -EIO, rc = SQLITE_DONE;
@@ -622,10 +589,10 @@ int index_objects_all(struct index *ix, struct index_listed **out, size_t *n)
 			(*n)++;
 	}
 	if (!err && rc != SQLITE_DONE)
-		err = sql_error(c->db, rc, "list objects");
+		err = index_sql_error(c->db, rc, "list objects");
 	if (s)
 		sqlite3_reset(s);
-	conn_put(ix, c);
+	index_conn_put(ix, c);
 	if (err) {
 		index_listed_free(v, *n);
 		v = NULL;
@@ -641,303 +608,28 @@ void index_listed_free(struct index_listed *v, size_t n)
 		free(v[i].url);
 	free(v);
 }
-
-int index_units_of(struct index *ix, int64_t object_id, struct index_unit **out, size_t *n)
-{
-	struct index_conn *c = conn_get(ix);
-	sqlite3_stmt *s = stmt(c, ST_UNITS_OF);
-	struct index_unit *v = NULL;
-	size_t cap = 0;
-	int err = s ? 0 : -EIO, rc = SQLITE_DONE;
-
-	*n = 0;
-	if (s)
-		sqlite3_bind_int64(s, 1, object_id);
-	while (!err && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 256;
-			struct index_unit *grown = realloc(v, cap * sizeof(*v));
-			if (!grown) {
-				err = -ENOMEM;
-				break;
-			}
-			v = grown;
-		}
-		v[*n] = (struct index_unit){
-			.id = sqlite3_column_int64(s, 0), .object_id = object_id,
-			.off = (uint64_t)sqlite3_column_int64(s, 1),
-			.len = (uint64_t)sqlite3_column_int64(s, 2),
-			.crc = (uint32_t)sqlite3_column_int64(s, 3),
-		};
-		(*n)++;
-	}
-	if (!err && rc != SQLITE_DONE)
-		err = sql_error(c->db, rc, "list units");
-	if (s)
-		sqlite3_reset(s);
-	conn_put(ix, c);
-	if (err) {
-		free(v);
-		v = NULL;
-		*n = 0;
-	}
-	*out = v;
-	return err;
-}
-
 int index_object_drop(struct index *ix, int64_t id)
 {
-	struct index_conn *c = conn_get(ix);
-	int err = begin(c);
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_begin(c);
 
 	if (!err) {
-		err = exec_keyed(c, ST_OBJECT_DROP_UNITS, id, 0, "drop units");
+		err = index_exec_keyed(c, ST_OBJECT_DROP_UNITS, id, 0, "drop units");
 		if (!err)
-			err = exec_keyed(c, ST_OBJECT_DROP_CLAIMS, id, 0, "drop claims");
+			err = index_exec_keyed(c, ST_OBJECT_DROP_CLAIMS, id, 0, "drop claims");
 		if (!err)
-			err = exec_keyed(c, ST_OBJECT_DROP_MAP, id, 0, "drop tile map");
+			err = index_exec_keyed(c, ST_OBJECT_DROP_MAP, id, 0, "drop tile map");
 		if (!err)
-			err = exec_keyed(c, ST_OBJECT_DROP, id, 0, "drop object");
-		err = commit(c, err);
+			err = index_exec_keyed(c, ST_OBJECT_DROP, id, 0, "drop object");
+		err = index_commit(c, err);
 	}
-	conn_put(ix, c);
+	index_conn_put(ix, c);
 	return err;
 }
-
-int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct index_unit *out)
-{
-	struct index_conn *c = conn_get(ix);
-	sqlite3_stmt *s = stmt(c, ST_UNIT_FIND);
-	int err = -EIO;
-
-	if (s) {
-		sqlite3_bind_int64(s, 1, object_id);
-		sqlite3_bind_int64(s, 2, (int64_t)off);
-		int rc = sqlite3_step(s);
-		if (rc == SQLITE_ROW) {
-			out->id = sqlite3_column_int64(s, 0);
-			out->object_id = object_id;
-			out->off = off;
-			out->len = (uint64_t)sqlite3_column_int64(s, 1);
-			out->crc = (uint32_t)sqlite3_column_int64(s, 2);
-			err = 0;
-		} else {
-			err = rc == SQLITE_DONE ? -ENOENT : sql_error(c->db, rc, "find unit");
-		}
-		sqlite3_reset(s);
-	}
-	conn_put(ix, c);
-	return err;
-}
-
-int index_unit_add(struct index *ix, int64_t object_id, uint64_t off, uint64_t len, uint32_t crc)
-{
-	struct index_conn *c = conn_get(ix);
-	int err = begin(c);
-
-	if (!err) {
-		/* a claim of another process: it is fetching or evicting this unit */
-		sqlite3_stmt *s = stmt(c, ST_CLAIM_GET);
-		if (s) {
-			sqlite3_bind_int64(s, 1, object_id);
-			sqlite3_bind_int64(s, 2, (int64_t)off);
-			if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int64(s, 0) != getpid())
-				err = -EBUSY;
-			sqlite3_reset(s);
-		}
-		if (err) {
-			commit(c, err);		/* rolls back */
-			conn_put(ix, c);
-			return err;
-		}
-		s = stmt(c, ST_UNIT_INSERT);
-		if (s) {
-			sqlite3_bind_int64(s, 1, object_id);
-			sqlite3_bind_int64(s, 2, (int64_t)off);
-			sqlite3_bind_int64(s, 3, (int64_t)len);
-			sqlite3_bind_int64(s, 4, crc);
-			sqlite3_bind_int64(s, 5, now_s());
-		}
-		err = exec_stmt(c, s, "add unit");
-		if (!err)
-			err = exec_keyed(c, ST_CLAIM_DROP, object_id, (int64_t)off, "release claim");
-		err = commit(c, err);
-	}
-	conn_put(ix, c);
-	return err;
-}
-
-int index_unit_drop(struct index *ix, int64_t unit_id)
-{
-	struct index_conn *c = conn_get(ix);
-	int err = exec_keyed(c, ST_UNIT_DROP, unit_id, 0, "drop unit");
-	conn_put(ix, c);
-	return err;
-}
-
-int index_unit_evict(struct index *ix, const struct index_unit *u)
-{
-	struct index_conn *c = conn_get(ix);
-	int err = begin(c);
-
-	if (err)
-		goto out;
-	err = exec_keyed(c, ST_UNIT_DROP, u->id, 0, "evict unit");
-	sqlite3_stmt *s = err ? NULL : stmt(c, ST_UNIT_DROP_CHANGES);
-	if (s) {
-		if (sqlite3_step(s) != SQLITE_ROW || sqlite3_column_int64(s, 0) == 0)
-			err = -ENOENT;	/* gone already: another process evicted it */
-		sqlite3_reset(s);
-	}
-	s = err ? NULL : stmt(c, ST_CLAIM_PUT);
-	if (s) {
-		sqlite3_bind_int64(s, 1, u->object_id);
-		sqlite3_bind_int64(s, 2, (int64_t)u->off);
-		sqlite3_bind_int64(s, 3, getpid());
-		sqlite3_bind_int64(s, 4, now_s());
-		err = exec_stmt(c, s, "claim evicted unit");
-	}
-	err = commit(c, err);
-out:
-	conn_put(ix, c);
-	return err;
-}
-
-int index_units_touch(struct index *ix, const int64_t *unit_ids, size_t n)
-{
-	struct index_conn *c = conn_get(ix);
-	int err = begin(c);
-
-	if (!err) {
-		int64_t now = now_s();
-		for (size_t i = 0; i < n && !err; i++)
-			err = exec_keyed(c, ST_UNIT_TOUCH, now, unit_ids[i], "touch unit");
-		err = commit(c, err);
-	}
-	conn_put(ix, c);
-	return err;
-}
-
-static bool pid_alive(pid_t pid)
-{
-	return kill(pid, 0) == 0 || errno == EPERM;
-}
-
-int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, pid_t *holder)
-{
-	struct index_conn *c = conn_get(ix);
-	int err = begin(c);
-
-	if (err)
-		goto out;
-	sqlite3_stmt *s = stmt(c, ST_CLAIM_GET);
-	if (!s) {
-		err = commit(c, -EIO);
-		goto out;
-	}
-	sqlite3_bind_int64(s, 1, object_id);
-	sqlite3_bind_int64(s, 2, (int64_t)off);
-	int rc = sqlite3_step(s);
-	sqlite3_stmt *cached = stmt(c, ST_UNIT_FIND);
-	if (rc == SQLITE_DONE && cached) {
-		/* landed between the caller's lookup and this claim? */
-		sqlite3_bind_int64(cached, 1, object_id);
-		sqlite3_bind_int64(cached, 2, (int64_t)off);
-		if (sqlite3_step(cached) == SQLITE_ROW)
-			err = -EEXIST;
-		sqlite3_reset(cached);
-	}
-	if (rc == SQLITE_ROW) {
-		pid_t pid = (pid_t)sqlite3_column_int64(s, 0);
-		int64_t since = sqlite3_column_int64(s, 1);
-		if (pid != getpid() && pid_alive(pid) && now_s() - since < stale_s) {
-			*holder = pid;
-			err = -EBUSY;
-		}
-	} else if (rc != SQLITE_DONE) {
-		err = sql_error(c->db, rc, "read claim");
-	}
-	sqlite3_reset(s);
-	if (!err) {
-		s = stmt(c, ST_CLAIM_PUT);
-		if (s) {
-			sqlite3_bind_int64(s, 1, object_id);
-			sqlite3_bind_int64(s, 2, (int64_t)off);
-			sqlite3_bind_int64(s, 3, getpid());
-			sqlite3_bind_int64(s, 4, now_s());
-		}
-		err = exec_stmt(c, s, "claim unit");
-	}
-	if (err == -EBUSY || err == -EEXIST) {
-		commit(c, err);		/* rolls back */
-	} else {
-		err = commit(c, err);
-	}
-out:
-	conn_put(ix, c);
-	return err;
-}
-
-int index_unclaim(struct index *ix, int64_t object_id, uint64_t off)
-{
-	struct index_conn *c = conn_get(ix);
-	int err = exec_keyed(c, ST_CLAIM_DROP, object_id, (int64_t)off, "release claim");
-	conn_put(ix, c);
-	return err;
-}
-
-int index_usage(struct index *ix, uint64_t *bytes)
-{
-	struct index_conn *c = conn_get(ix);
-	sqlite3_stmt *s = stmt(c, ST_USAGE);
-	int err = -EIO;
-
-	if (s) {
-		int rc = sqlite3_step(s);
-		if (rc == SQLITE_ROW) {
-			int64_t v = sqlite3_column_int64(s, 0);
-			*bytes = v > 0 ? (uint64_t)v : 0;
-			err = 0;
-		} else {
-			err = sql_error(c->db, rc, "read usage");
-		}
-		sqlite3_reset(s);
-	}
-	conn_put(ix, c);
-	return err;
-}
-
-int index_eviction_candidates(struct index *ix, struct index_unit *out, size_t max, size_t *n)
-{
-	struct index_conn *c = conn_get(ix);
-	sqlite3_stmt *s = stmt(c, ST_EVICT);
-	int err = 0, rc;
-
-	*n = 0;
-	if (!s) {
-		conn_put(ix, c);
-		return -EIO;
-	}
-	sqlite3_bind_int64(s, 1, (int64_t)max);
-	while (*n < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct index_unit *u = &out[(*n)++];
-		u->id = sqlite3_column_int64(s, 0);
-		u->object_id = sqlite3_column_int64(s, 1);
-		u->off = (uint64_t)sqlite3_column_int64(s, 2);
-		u->len = (uint64_t)sqlite3_column_int64(s, 3);
-		u->crc = (uint32_t)sqlite3_column_int64(s, 4);
-	}
-	if (*n < max && rc != SQLITE_DONE)
-		err = sql_error(c->db, rc, "list eviction candidates");
-	sqlite3_reset(s);
-	conn_put(ix, c);
-	return err;
-}
-
 int index_counts(struct index *ix, uint64_t *objects, uint64_t *units, uint64_t *bytes)
 {
-	struct index_conn *c = conn_get(ix);
-	sqlite3_stmt *s = stmt(c, ST_COUNTS);
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = index_stmt(c, ST_COUNTS);
 	int err = -EIO;
 
 	if (s) {
@@ -948,10 +640,10 @@ int index_counts(struct index *ix, uint64_t *objects, uint64_t *units, uint64_t 
 			*bytes = (uint64_t)sqlite3_column_int64(s, 2);
 			err = 0;
 		} else {
-			err = sql_error(c->db, rc, "count");
+			err = index_sql_error(c->db, rc, "count");
 		}
 		sqlite3_reset(s);
 	}
-	conn_put(ix, c);
+	index_conn_put(ix, c);
 	return err;
 }

@@ -8,6 +8,10 @@
  * are mapped here and logged: -EAGAIN the database is busy (another
  * process holds a write lock too long), -EBADMSG corrupt, -ENOSPC full,
  * -EIO the rest.
+ *
+ * Layer: the store. Includes cache/base/ and its own folder only; never the
+ * origin, the engine or FUSE (tests/check-layers). Only cache/store uses
+ * sqlite3.h: SQLite stays behind this header.
  */
 #ifndef TILEFS_INDEX_H
 #define TILEFS_INDEX_H

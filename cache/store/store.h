@@ -13,6 +13,9 @@
  *
  * Thread-safe. Open files are kept in a small table (closed least recently
  * used first), so any number of objects costs a bounded number of fds.
+ *
+ * Layer: the store. Includes cache/base/ and its own folder only; never the
+ * origin, the engine or FUSE (tests/check-layers).
  */
 #ifndef TILEFS_STORE_H
 #define TILEFS_STORE_H

@@ -1,5 +1,7 @@
 /*
- * unit.c - see unit.h.
+ * unit.c - see unit.h: the unit protocol's three steps (put, verify,
+ * evict), each the one place that changes a unit's bytes and its index row
+ * together; the invariants they keep are numbered in unit.h.
  */
 #include "cache/store/unit.h"
 #include "cache/store/crc32c.h"

@@ -1,0 +1,80 @@
+/*
+ * index_int.h - private to cache/store/index.c and index_units.c: the
+ * connection pool and the prepared statements both use. Everyone else uses
+ * index.h.
+ *
+ * DESIGN: a fixed pool of INDEX_POOL_SIZE connections, each with its
+ * prepared statements (prepared on first use from the table in index.c); a
+ * caller borrows one for the duration of one function
+ * (index_conn_get/index_conn_put; ix->lock is a leaf lock).
+ *
+ * Layer: the store. Includes cache/base/ and its own folder only; never the
+ * origin, the engine or FUSE (tests/check-layers). Only cache/store uses
+ * sqlite3.h.
+ */
+#ifndef TILEFS_INDEX_INT_H
+#define TILEFS_INDEX_INT_H
+
+#include "cache/store/index.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdint.h>
+
+#define INDEX_POOL_SIZE 6
+
+/* The prepared statements; their SQL is stmt_sql in index.c. */
+enum stmt_id {
+	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
+	ST_OBJECT_LATEST, ST_OBJECT_INSERT, ST_OBJECT_ID,
+	ST_OBJECT_DROP_UNITS, ST_OBJECT_DROP_CLAIMS, ST_OBJECT_DROP,
+	ST_UNIT_FIND, ST_UNIT_INSERT, ST_UNIT_DROP, ST_UNIT_TOUCH,
+	ST_CLAIM_GET, ST_CLAIM_PUT, ST_CLAIM_DROP, ST_UNIT_DROP_CHANGES,
+	ST_USAGE, ST_EVICT, ST_COUNTS, ST_MAP_INSERT, ST_MAP_GET, ST_OBJECT_DROP_MAP,
+	ST_OBJECT_GET, ST_OBJECT_USAGE, ST_OBJECTS_ALL, ST_UNITS_OF,
+	ST_COUNT
+};
+
+struct index_conn {
+	sqlite3 *db;
+	sqlite3_stmt *stmt[ST_COUNT];
+	struct index_conn *next_free;
+};
+
+struct index {
+	char *path;
+	int lock_fd;			/* index.lock, held shared */
+	char instance[40];
+	pthread_mutex_t lock;
+	pthread_cond_t available;
+	struct index_conn conns[INDEX_POOL_SIZE];
+	struct index_conn *free_conns;	/* protected by lock */
+};
+
+/* Now, in seconds (Unix time): what last_access and claims.since hold. */
+int64_t index_now(void);
+/* Map the SQLite result RC of WHAT to a negative errno, logging it (at most
+ * a line a second); DB for its message, or NULL. */
+int index_sql_error(sqlite3 *db, int rc, const char *what);
+
+/* Borrow a connection of IX (waits for one); give it back with
+ * index_conn_put() before returning. */
+struct index_conn *index_conn_get(struct index *ix);
+void index_conn_put(struct index *ix, struct index_conn *c);
+
+/* C's prepared statement ID, reset and its bindings cleared; NULL if it
+ * cannot be prepared (logged). Borrowed with C. */
+sqlite3_stmt *index_stmt(struct index_conn *c, enum stmt_id id);
+/* Run S (from index_stmt(); NULL gives -EIO), a statement that returns no
+ * rows. */
+int index_exec(struct index_conn *c, sqlite3_stmt *s, const char *what);
+/* Bind A, B as ?1, ?2 of statement ID and run it; for the keyed ones. */
+int index_exec_keyed(struct index_conn *c, enum stmt_id id, int64_t a, int64_t b,
+		     const char *what);
+/* BEGIN IMMEDIATE. */
+int index_begin(struct index_conn *c);
+/* End the transaction begun: commit if ERR is 0, else roll back and return
+ * ERR. A failed commit is rolled back too. */
+int index_commit(struct index_conn *c, int err);
+
+#endif

@@ -1,0 +1,280 @@
+/*
+ * index_units.c - see index.h: the units of the index, the claims on them,
+ * eviction order and usage. The schema and the rules these statements keep
+ * are described in index.c (ON DISK); the unit protocol built on them, in
+ * unit.h.
+ */
+#include "cache/store/index.h"
+#include "cache/store/index_int.h"
+#include "cache/base/proc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int index_units_of(struct index *ix, int64_t object_id, struct index_unit **out, size_t *n)
+{
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = index_stmt(c, ST_UNITS_OF);
+	struct index_unit *v = NULL;
+	size_t cap = 0;
+	int err = s ? 0 : -EIO, rc = SQLITE_DONE;
+
+	*n = 0;
+	if (s)
+		sqlite3_bind_int64(s, 1, object_id);
+	while (!err && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 256;
+			struct index_unit *grown = realloc(v, cap * sizeof(*v));
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			v = grown;
+		}
+		v[*n] = (struct index_unit){
+			.id = sqlite3_column_int64(s, 0), .object_id = object_id,
+			.off = (uint64_t)sqlite3_column_int64(s, 1),
+			.len = (uint64_t)sqlite3_column_int64(s, 2),
+			.crc = (uint32_t)sqlite3_column_int64(s, 3),
+		};
+		(*n)++;
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = index_sql_error(c->db, rc, "list units");
+	if (s)
+		sqlite3_reset(s);
+	index_conn_put(ix, c);
+	if (err) {
+		free(v);
+		v = NULL;
+		*n = 0;
+	}
+	*out = v;
+	return err;
+}
+int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct index_unit *out)
+{
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = index_stmt(c, ST_UNIT_FIND);
+	int err = -EIO;
+
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_int64(s, 2, (int64_t)off);
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			out->id = sqlite3_column_int64(s, 0);
+			out->object_id = object_id;
+			out->off = off;
+			out->len = (uint64_t)sqlite3_column_int64(s, 1);
+			out->crc = (uint32_t)sqlite3_column_int64(s, 2);
+			err = 0;
+		} else {
+			err = rc == SQLITE_DONE ? -ENOENT : index_sql_error(c->db, rc, "find unit");
+		}
+		sqlite3_reset(s);
+	}
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_unit_add(struct index *ix, int64_t object_id, uint64_t off, uint64_t len, uint32_t crc)
+{
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_begin(c);
+
+	if (!err) {
+		/* a claim of another process: it is fetching or evicting this unit */
+		sqlite3_stmt *s = index_stmt(c, ST_CLAIM_GET);
+		if (s) {
+			sqlite3_bind_int64(s, 1, object_id);
+			sqlite3_bind_int64(s, 2, (int64_t)off);
+			if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int64(s, 0) != getpid())
+				err = -EBUSY;
+			sqlite3_reset(s);
+		}
+		if (err) {
+			index_commit(c, err);		/* rolls back */
+			index_conn_put(ix, c);
+			return err;
+		}
+		s = index_stmt(c, ST_UNIT_INSERT);
+		if (s) {
+			sqlite3_bind_int64(s, 1, object_id);
+			sqlite3_bind_int64(s, 2, (int64_t)off);
+			sqlite3_bind_int64(s, 3, (int64_t)len);
+			sqlite3_bind_int64(s, 4, crc);
+			sqlite3_bind_int64(s, 5, index_now());
+		}
+		err = index_exec(c, s, "add unit");
+		if (!err)
+			err = index_exec_keyed(c, ST_CLAIM_DROP, object_id, (int64_t)off, "release claim");
+		err = index_commit(c, err);
+	}
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_unit_drop(struct index *ix, int64_t unit_id)
+{
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_exec_keyed(c, ST_UNIT_DROP, unit_id, 0, "drop unit");
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_unit_evict(struct index *ix, const struct index_unit *u)
+{
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_begin(c);
+
+	if (err)
+		goto out;
+	err = index_exec_keyed(c, ST_UNIT_DROP, u->id, 0, "evict unit");
+	sqlite3_stmt *s = err ? NULL : index_stmt(c, ST_UNIT_DROP_CHANGES);
+	if (s) {
+		if (sqlite3_step(s) != SQLITE_ROW || sqlite3_column_int64(s, 0) == 0)
+			err = -ENOENT;	/* gone already: another process evicted it */
+		sqlite3_reset(s);
+	}
+	s = err ? NULL : index_stmt(c, ST_CLAIM_PUT);
+	if (s) {
+		sqlite3_bind_int64(s, 1, u->object_id);
+		sqlite3_bind_int64(s, 2, (int64_t)u->off);
+		sqlite3_bind_int64(s, 3, getpid());
+		sqlite3_bind_int64(s, 4, index_now());
+		err = index_exec(c, s, "claim evicted unit");
+	}
+	err = index_commit(c, err);
+out:
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_units_touch(struct index *ix, const int64_t *unit_ids, size_t n)
+{
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_begin(c);
+
+	if (!err) {
+		int64_t now = index_now();
+		for (size_t i = 0; i < n && !err; i++)
+			err = index_exec_keyed(c, ST_UNIT_TOUCH, now, unit_ids[i], "touch unit");
+		err = index_commit(c, err);
+	}
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, pid_t *holder)
+{
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_begin(c);
+
+	if (err)
+		goto out;
+	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_GET);
+	if (!s) {
+		err = index_commit(c, -EIO);
+		goto out;
+	}
+	sqlite3_bind_int64(s, 1, object_id);
+	sqlite3_bind_int64(s, 2, (int64_t)off);
+	int rc = sqlite3_step(s);
+	sqlite3_stmt *cached = index_stmt(c, ST_UNIT_FIND);
+	if (rc == SQLITE_DONE && cached) {
+		/* landed between the caller's lookup and this claim? */
+		sqlite3_bind_int64(cached, 1, object_id);
+		sqlite3_bind_int64(cached, 2, (int64_t)off);
+		if (sqlite3_step(cached) == SQLITE_ROW)
+			err = -EEXIST;
+		sqlite3_reset(cached);
+	}
+	if (rc == SQLITE_ROW) {
+		pid_t pid = (pid_t)sqlite3_column_int64(s, 0);
+		int64_t since = sqlite3_column_int64(s, 1);
+		if (pid != getpid() && proc_alive(pid) && index_now() - since < stale_s) {
+			*holder = pid;
+			err = -EBUSY;
+		}
+	} else if (rc != SQLITE_DONE) {
+		err = index_sql_error(c->db, rc, "read claim");
+	}
+	sqlite3_reset(s);
+	if (!err) {
+		s = index_stmt(c, ST_CLAIM_PUT);
+		if (s) {
+			sqlite3_bind_int64(s, 1, object_id);
+			sqlite3_bind_int64(s, 2, (int64_t)off);
+			sqlite3_bind_int64(s, 3, getpid());
+			sqlite3_bind_int64(s, 4, index_now());
+		}
+		err = index_exec(c, s, "claim unit");
+	}
+	if (err == -EBUSY || err == -EEXIST) {
+		index_commit(c, err);		/* rolls back */
+	} else {
+		err = index_commit(c, err);
+	}
+out:
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_unclaim(struct index *ix, int64_t object_id, uint64_t off)
+{
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_exec_keyed(c, ST_CLAIM_DROP, object_id, (int64_t)off, "release claim");
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_usage(struct index *ix, uint64_t *bytes)
+{
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = index_stmt(c, ST_USAGE);
+	int err = -EIO;
+
+	if (s) {
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			int64_t v = sqlite3_column_int64(s, 0);
+			*bytes = v > 0 ? (uint64_t)v : 0;
+			err = 0;
+		} else {
+			err = index_sql_error(c->db, rc, "read usage");
+		}
+		sqlite3_reset(s);
+	}
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_eviction_candidates(struct index *ix, struct index_unit *out, size_t max, size_t *n)
+{
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = index_stmt(c, ST_EVICT);
+	int err = 0, rc;
+
+	*n = 0;
+	if (!s) {
+		index_conn_put(ix, c);
+		return -EIO;
+	}
+	sqlite3_bind_int64(s, 1, (int64_t)max);
+	while (*n < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct index_unit *u = &out[(*n)++];
+		u->id = sqlite3_column_int64(s, 0);
+		u->object_id = sqlite3_column_int64(s, 1);
+		u->off = (uint64_t)sqlite3_column_int64(s, 2);
+		u->len = (uint64_t)sqlite3_column_int64(s, 3);
+		u->crc = (uint32_t)sqlite3_column_int64(s, 4);
+	}
+	if (*n < max && rc != SQLITE_DONE)
+		err = index_sql_error(c->db, rc, "list eviction candidates");
+	sqlite3_reset(s);
+	index_conn_put(ix, c);
+	return err;
+}

@@ -1,0 +1,145 @@
+/* test_unit.c - the unit protocol (unit.h) against a real index and store
+ * in a temp dir: put, verify, evict, and what another process sees. */
+#include "cache/store/unit.h"
+#include "cache/store/crc32c.h"
+#include "cache/store/index.h"
+#include "cache/store/store.h"
+#include "check.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define UNIT_LEN 4096
+
+static char dir[] = "/tmp/tilefs-test-unit-XXXXXX";
+
+/* In a child process: index_claim (object, off) and release it; what the
+ * claim gave (0, -EBUSY, -EEXIST, or -EIO if the child failed). */
+static int claim_elsewhere(int64_t object_id, uint64_t off)
+{
+	pid_t child = fork();
+	if (child == 0) {
+		struct index *other;
+		bool r;
+		pid_t h;
+		int rc = index_open(dir, &other, &r) ? -EIO : index_claim(other, object_id, off, 30, &h);
+		if (rc == 0)
+			index_unclaim(other, object_id, off);
+		index_close(other);
+		_exit(-rc);
+	}
+	int st;
+	waitpid(child, &st, 0);
+	return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+}
+
+int main(void)
+{
+	struct index *ix;
+	struct store *st;
+	struct index_unit u, now;
+	bool rebuilt, created, dropped;
+	uint64_t usage;
+	pid_t holder;
+	static unsigned char bytes[UNIT_LEN], other[UNIT_LEN], got[UNIT_LEN];
+
+	for (size_t i = 0; i < UNIT_LEN; i++) {
+		bytes[i] = (unsigned char)(i * 7 + 1);
+		other[i] = (unsigned char)(i * 13 + 5);
+	}
+	CHECK(mkdtemp(dir) != NULL, "temp dir");
+	CHECK(index_open(dir, &ix, &rebuilt) == 0, "open the index");
+	CHECK(store_open(dir, index_instance(ix), &st) == 0, "open the store");
+	struct index_object obj = { .size = 1 << 20, .block_size = UNIT_LEN, .version = "\"v1\"" };
+	CHECK(index_object_add(ix, "http://h/a.tif", &obj, NULL, 0, &created) == 0 && created,
+	      "add an object");
+
+	/* put, then find and verify */
+	CHECK(index_claim(ix, obj.id, 0, 30, &holder) == 0, "claim a unit");
+	CHECK(unit_put(ix, st, obj.id, 0, UNIT_LEN, bytes) == 0, "put it");
+	CHECK(index_unit_find(ix, obj.id, 0, &u) == 0 && u.len == UNIT_LEN &&
+	      u.crc == crc32c(0, bytes, UNIT_LEN), "its row, with the bytes' checksum");
+	CHECK(claim_elsewhere(obj.id, 0) == -EEXIST,
+	      "its claim is released: another process sees it cached, not claimed");
+	dropped = true;
+	CHECK(unit_verify(ix, st, &u, got, &dropped) == 0 && !dropped &&
+	      memcmp(got, bytes, UNIT_LEN) == 0, "verify: good, the bytes read back");
+
+	/* a damaged byte: -EBADMSG, evicted, its bytes punched out */
+	CHECK(store_write(st, obj.id, "\xff", 1, 100) == 0, "damage a byte in the data file");
+	CHECK(unit_verify(ix, st, &u, got, &dropped) == -EBADMSG && dropped,
+	      "verify: checksum mismatch, dropped");
+	CHECK(index_unit_find(ix, obj.id, 0, &now) == -ENOENT, "the row is gone");
+	CHECK(index_usage(ix, &usage) == 0 && usage == 0, "usage back to 0 (%llu)",
+	      (unsigned long long)usage);
+	memset(got, 0xaa, sizeof(got));
+	CHECK(store_read(st, obj.id, got, UNIT_LEN, 0) == 0 && got[0] == 0 && got[100] == 0 &&
+	      got[UNIT_LEN - 1] == 0, "the bytes are punched out");
+	CHECK(claim_elsewhere(obj.id, 0) == 0, "the eviction's claim is released");
+	CHECK(unit_evict(ix, st, &u) == -ENOENT, "evicting it again: -ENOENT");
+
+	/* unreadable: a row whose bytes are not in the data file */
+	CHECK(index_unit_add(ix, obj.id, 8 * UNIT_LEN, UNIT_LEN, 1234) == 0 &&
+	      index_unit_find(ix, obj.id, 8 * UNIT_LEN, &u) == 0, "a row past the file's end");
+	CHECK(unit_verify(ix, st, &u, got, &dropped) == -EIO && dropped,
+	      "verify: unreadable (-EIO), dropped");
+	CHECK(index_unit_find(ix, obj.id, 8 * UNIT_LEN, &now) == -ENOENT, "that row is gone too");
+
+	/* evicted while being verified, and put again with other bytes: not
+	   ours to drop, the new row stays */
+	CHECK(index_claim(ix, obj.id, 0, 30, &holder) == 0 &&
+	      unit_put(ix, st, obj.id, 0, UNIT_LEN, bytes) == 0 &&
+	      index_unit_find(ix, obj.id, 0, &u) == 0, "put the unit again");
+	CHECK(unit_evict(ix, st, &u) == 0, "evict it (as a mount would)");
+	CHECK(index_claim(ix, obj.id, 0, 30, &holder) == 0 &&
+	      unit_put(ix, st, obj.id, 0, UNIT_LEN, other) == 0 &&
+	      index_unit_find(ix, obj.id, 0, &now) == 0 && now.id != u.id,
+	      "and put again with other bytes: a new row");
+	CHECK(unit_verify(ix, st, &u, got, &dropped) == -EBADMSG && !dropped,
+	      "verify of the old row: mismatch, but not dropped");
+	CHECK(index_unit_find(ix, obj.id, 0, &now) == 0 && now.crc == crc32c(0, other, UNIT_LEN),
+	      "the new row stands");
+	CHECK(unit_verify(ix, st, &now, got, &dropped) == 0 && memcmp(got, other, UNIT_LEN) == 0,
+	      "and verifies");
+
+	/* a put while another process claims the unit: -EBUSY, nothing recorded */
+	int go[2], ready[2];
+	CHECK(pipe(go) == 0 && pipe(ready) == 0, "pipes");
+	pid_t child = fork();
+	if (child == 0) {
+		struct index *oix;
+		bool r;
+		pid_t h;
+		char c = index_open(dir, &oix, &r) == 0 &&
+			 index_claim(oix, obj.id, 2 * UNIT_LEN, 30, &h) == 0;
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(2);
+		index_close(oix);
+		_exit(0);
+	}
+	char c = 0;
+	CHECK(read(ready[0], &c, 1) == 1 && c == 1, "another process claims a unit");
+	CHECK(unit_put(ix, st, obj.id, 2 * UNIT_LEN, UNIT_LEN, bytes) == -EBUSY,
+	      "put without its claim: -EBUSY");
+	CHECK(index_unit_find(ix, obj.id, 2 * UNIT_LEN, &now) == -ENOENT, "no row recorded");
+	holder = 0;
+	CHECK(index_claim(ix, obj.id, 2 * UNIT_LEN, 30, &holder) == -EBUSY && holder == child,
+	      "the claim is still the other process's");
+	int wst;
+	CHECK(write(go[1], &c, 1) == 1 && waitpid(child, &wst, 0) == child && WIFEXITED(wst) &&
+	      WEXITSTATUS(wst) == 0, "it exits");
+	CHECK(index_claim(ix, obj.id, 2 * UNIT_LEN, 30, &holder) == 0 &&
+	      unit_put(ix, st, obj.id, 2 * UNIT_LEN, UNIT_LEN, bytes) == 0,
+	      "a dead process's claim is taken over, and the put goes in");
+
+	store_close(st);
+	index_close(ix);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(system(cmd) == 0, "cleanup");
+	return check_done();
+}
