@@ -48,8 +48,9 @@ int unit_put(struct index *ix, struct store *st, int64_t object_id, uint64_t off
 /*
  * Read all of unit U into DST (u->len bytes) and check it against U's
  * checksum. 0: good. -EIO: unreadable, -EBADMSG: damaged; then, if U's row
- * still stands (it was not evicted while we read), U is evicted and
- * *dropped is set, so the caller can say so.
+ * still stands (it was not evicted while we read), *dropped is set, so the
+ * caller can say so, and U is evicted (if the index is too busy for that
+ * now, its bytes stay damaged and are found so again next time).
  */
 int unit_verify(struct index *ix, struct store *st, const struct index_unit *u, void *dst,
 		bool *dropped);
