@@ -134,9 +134,12 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	 * the kernel would round each read out to pages and read ahead of
 	 * it, into tiles nobody asked for; its units are on local disk
 	 * anyway. (Such a file can be mmap'ed MAP_PRIVATE; MAP_SHARED needs a
-	 * kernel and libfuse that allow mmap with direct I/O.) */
+	 * kernel and libfuse that allow mmap with direct I/O.) Once every unit
+	 * of it is cached, though, readahead costs no request and the page
+	 * cache makes hits nearly free: it is read through the page cache. */
 	fi->keep_cache = unchanged && !older_open;
-	fi->direct_io = older_open || cache_object_tiled(obj);
+	fi->direct_io = older_open ||
+			(cache_object_tiled(obj) && !cache_object_complete(m->cache, obj));
 	return 0;
 }
 

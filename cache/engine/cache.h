@@ -80,6 +80,11 @@ bool cache_object_stale(const struct cache_object *obj);
 /* Is it a TIFF cut into tiles? (Reads of those should reach cache_read()
  * as the reader asked, not rounded out to pages: see fs/mount.c.) */
 bool cache_object_tiled(const struct cache_object *obj);
+/* Is every unit of OBJ cached? (Then no read of it makes a request, and the
+ * kernel's page cache may serve it: see fs/mount.c.) Once true for an
+ * object, it is remembered; eviction may make it false again later, which
+ * only costs requests. */
+bool cache_object_complete(struct cache *c, struct cache_object *obj);
 /* Its id in the cache index (tilefs inspect); < 0: never cached. */
 int64_t cache_object_id(const struct cache_object *obj);
 /* The cache directory C was opened on. */

@@ -24,9 +24,10 @@
  *   (7) An entry that holds the unit's claim (e->claimed) releases it
  *       exactly once: by its row (unit_put()) or by index_unclaim() on the
  *       persist thread when it is not persisted.
- *   (8) A sliver (part of a unit, for one read) is never persisted nor
- *       put in the table; the bytes kept of it (edges) are served only for
- *       the object id and version they came from (edge_get()).
+ *   (8) A sliver (part of a unit, for one read) is never stored as a unit
+ *       nor put in the table; the bytes kept of it (edges, in memory and
+ *       in the index) are served only for the object id, so the version,
+ *       they came from (edge_read()).
  *   (9) Every byte served for an object comes from its pinned version:
  *       cached units are keyed by its index id (one id per version), and
  *       every GET carries If-Match or If-Unmodified-Since and its answer
@@ -64,13 +65,17 @@ struct store;
 #define BACKGROUND_BUDGET (64u << 20)	/* whole-object prefetch bytes in flight */
 #define STREAMS 8			/* readers of one object told apart */
 
-/* Bytes of a tile a reader's aligned buffer touched, kept (see plan.h). */
+/* Bytes of a tile a reader's aligned buffer touched, kept (see plan.h):
+ * in memory, in a ring, and in the index (index_edge_put()), where the
+ * persist thread writes them. */
 struct edge {
+	struct edge *next;		/* c->lock: in c->edges_to_keep */
 	int64_t object_id;
 	uint64_t off;
 	size_t len;			/* 0: empty slot */
 	char buf[PLAN_SLIVER_MAX];
 };
+#define EDGES_TO_KEEP_MAX 256		/* edges waiting for the persist thread */
 
 struct cache_object {
 	atomic_int refs;
@@ -83,6 +88,7 @@ struct cache_object {
 	struct layout layout;		/* read-only once opened */
 	atomic_bool stale;
 	atomic_bool whole_queued;	/* PREFETCH_OBJECT has started on it */
+	atomic_bool complete;		/* every unit was found cached once */
 	bool added;			/* this open put it in the index */
 	struct stream streams[STREAMS];	/* c->lock */
 	uint64_t stream_clock;		/* c->lock */
@@ -138,6 +144,8 @@ struct cache {
 	struct object_job *jobs;	/* c->lock: PREFETCH_OBJECT queue */
 	struct edge *edges;		/* c->lock: EDGE_SLOTS, round robin */
 	size_t next_edge;		/* c->lock */
+	struct edge *edges_to_keep;	/* c->lock: for the index, newest first */
+	size_t nedges_to_keep;		/* c->lock */
 	struct inflight *slivers;	/* c->lock: being fetched, to join */
 	uint64_t background_bytes;	/* c->lock: in background GETs */
 	struct cache_stats stats;	/* c->lock */
@@ -171,10 +179,15 @@ void entry_unref(struct inflight *e);
 void entry_settle(struct cache *c, struct inflight *e, int err, bool persist);
 bool edge_get(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len,
 	      char *dst);
-void edge_put(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len,
-	      const char *src);
+/* Keep LEN bytes at OFF of OBJ as an edge: in memory, and (for an object in
+ * the index) queued for the persist thread to write to the index. */
+void edge_keep(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len,
+	       const char *src);
 
 /* read.c */
+/* Copy PART of OBJ from a kept edge (in memory, else in the index) into
+ * DST; 0, or -ENOENT. Takes c->lock. */
+int edge_read(struct cache *c, const struct cache_object *obj, struct extent part, char *dst);
 /* Read all of unit U of OBJ into DST and check it (unit_verify()); 0 or
  * -EIO. Remembers a good unit as verified. */
 int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit *u, char *dst);

@@ -64,12 +64,12 @@ static void run_done(struct http_request *req, void *arg)
 		if (!err)
 			memcpy(e->buf, req->body + (e->unit.off - req->off), e->unit.len);
 		if (!err && e->sliver)
-			edge_put(c, obj, e->unit.off, e->unit.len, e->buf);
+			edge_keep(c, obj, e->unit.off, e->unit.len, e->buf);
 		entry_settle(c, e, err, obj->id > 0);
 		entry_unref(e);		/* the run's ref */
 	}
 	if (!err && run->spill)
-		edge_put(c, obj, req->off + req->len - run->spill, run->spill,
+		edge_keep(c, obj, req->off + req->len - run->spill, run->spill,
 			 req->body + req->len - run->spill);
 	if (!err)
 		c->stats.bytes_fetched += req->body_len;

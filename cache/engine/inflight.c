@@ -113,6 +113,7 @@ void entry_settle(struct cache *c, struct inflight *e, int err, bool persist)
 	pthread_cond_signal(&c->work);
 }
 
+/* Copy [off, off+len) of OBJ from the edges in memory; false if none has it. */
 bool edge_get(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len, char *dst)
 {
 	for (size_t i = 0; i < EDGE_SLOTS; i++) {
@@ -126,16 +127,35 @@ bool edge_get(struct cache *c, const struct cache_object *obj, uint64_t off, siz
 	return false;
 }
 
-/* Keep LEN bytes at OFF of OBJ (at most PLAN_SLIVER_MAX), in place of the
- * oldest kept. */
-void edge_put(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len,
-	      const char *src)
+/* Keep LEN bytes at OFF of OBJ (at most PLAN_SLIVER_MAX) in memory, in
+ * place of the oldest kept. */
+static void edge_put(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len,
+		     const char *src)
 {
-	if (len == 0 || len > PLAN_SLIVER_MAX)
-		return;
 	struct edge *s = &c->edges[c->next_edge++ % EDGE_SLOTS];
 	s->object_id = obj->id;
 	s->off = off;
 	s->len = len;
 	memcpy(s->buf, src, len);
+}
+
+void edge_keep(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len,
+	       const char *src)
+{
+	if (len == 0 || len > PLAN_SLIVER_MAX)
+		return;
+	edge_put(c, obj, off, len, src);
+	if (obj->id <= 0 || c->nedges_to_keep >= EDGES_TO_KEEP_MAX)
+		return;		/* nowhere to keep it, or the index is behind: memory only */
+	struct edge *e = malloc(sizeof(*e));
+	if (!e)
+		return;
+	e->object_id = obj->id;
+	e->off = off;
+	e->len = len;
+	memcpy(e->buf, src, len);
+	e->next = c->edges_to_keep;
+	c->edges_to_keep = e;
+	c->nedges_to_keep++;
+	pthread_cond_signal(&c->work);
 }

@@ -26,6 +26,7 @@ struct cache_object *object_new(struct cache *c, int64_t id, const char *url,
 	atomic_init(&obj->refs, 1);
 	atomic_init(&obj->stale, false);
 	atomic_init(&obj->whole_queued, false);
+	atomic_init(&obj->complete, false);
 	obj->cache = c;
 	obj->id = id;
 	version_of_answer(&obj->version, answer);

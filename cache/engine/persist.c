@@ -90,6 +90,22 @@ static void persist(struct cache *c, struct inflight *e)
 	}
 }
 
+/* Write the edges waiting for the index. */
+static void keep_edges(struct cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	struct edge *e = c->edges_to_keep;
+	c->edges_to_keep = NULL;
+	c->nedges_to_keep = 0;
+	pthread_mutex_unlock(&c->lock);
+	while (e) {
+		struct edge *next = e->next;
+		index_edge_put(c->index, e->object_id, e->off, e->buf, e->len);
+		free(e);
+		e = next;
+	}
+}
+
 static void flush_touched(struct cache *c)
 {
 	int64_t ids[TOUCH_MAX];
@@ -192,6 +208,12 @@ void *persist_thread(void *arg)
 				job_done(c);
 			break;
 		}
+		if (c->edges_to_keep) {
+			pthread_mutex_unlock(&c->lock);
+			keep_edges(c);
+			pthread_mutex_lock(&c->lock);
+			continue;
+		}
 		if (!e && c->jobs && c->background_bytes < BACKGROUND_BUDGET) {
 			pthread_mutex_unlock(&c->lock);
 			job_step(c);
@@ -215,6 +237,7 @@ void *persist_thread(void *arg)
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
+	keep_edges(c);
 	flush_touched(c);
 	return NULL;
 }

@@ -38,6 +38,22 @@ int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit
 	return 0;
 }
 
+int edge_read(struct cache *c, const struct cache_object *obj, struct extent part, char *dst)
+{
+	pthread_mutex_lock(&c->lock);
+	bool found = edge_get(c, obj, part.off, (size_t)part.len, dst);
+	pthread_mutex_unlock(&c->lock);
+	if (found)
+		return 0;
+	if (obj->id < 0 || index_edge_get(c->index, obj->id, part.off, (size_t)part.len, dst) != 0)
+		return -ENOENT;
+	pthread_mutex_lock(&c->lock);
+	c->stats.hits++;
+	c->stats.bytes_served += part.len;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
 /*
  * Copy [part_off, part_off+part_len) of UNIT from the cache into DST.
  * 0 on a hit; -ENOENT (or another error, logged) means: fetch it.
@@ -129,14 +145,11 @@ static int read_lookup(struct read_op *r)
 					  layout_is_tile(&obj->layout, p), goes_on, reading);
 		reading |= !sliver;
 		p = end;
-		if (read_cached(c, obj, unit, dst, part.off, (size_t)part.len) == 0)
+		if (read_cached(c, obj, unit, dst, part.off, (size_t)part.len) == 0 ||
+		    (sliver && edge_read(c, obj, part, dst) == 0))
 			continue;
 		pthread_mutex_lock(&c->lock);
 		struct inflight *e = table_find(c, obj->id, unit.off);
-		if (!e && sliver && edge_get(c, obj, part.off, (size_t)part.len, dst)) {
-			pthread_mutex_unlock(&c->lock);
-			continue;
-		}
 		if (!e && sliver)
 			e = sliver_find(c, obj, part);
 		if (e) {

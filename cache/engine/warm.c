@@ -29,6 +29,31 @@ int cache_units_missing(struct cache *c, const struct cache_object *obj,
 	return 0;
 }
 
+bool cache_object_complete(struct cache *c, struct cache_object *obj)
+{
+	struct index_unit *have = NULL;
+	size_t nhave = 0, i = 0;
+
+	if (atomic_load(&obj->complete))
+		return true;
+	if (obj->id < 0 || index_units_of(c->index, obj->id, &have, &nhave) != 0)
+		return false;
+	uint64_t p = 0;
+	while (p < obj->version.size) {
+		struct extent unit = layout_unit_at(&obj->layout, p);
+		while (i < nhave && have[i].off < unit.off)
+			i++;
+		if (!(i < nhave && have[i].off == unit.off && have[i].len == unit.len))
+			break;
+		p = unit.off + unit.len;
+	}
+	free(have);
+	if (p < obj->version.size)
+		return false;
+	atomic_store(&obj->complete, true);
+	return true;
+}
+
 /*
  * GET UNITS[0..n) of OBJ (adjacent, all claimed by us) and store them.
  * Every claim is released (by the unit's row, or here on failure).

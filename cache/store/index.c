@@ -6,8 +6,9 @@
  * fetched again, and data files are checked against `crc` on first read).
  *
  *   meta(key PRIMARY KEY, value)
- *       'schema' = 3; 'instance' = 16 hex digits, random per database;
- *       'usage'  = sum(units.len), kept by the triggers below.
+ *       'schema' = 4; 'instance' = 16 hex digits, random per database;
+ *       'usage'  = sum(units.len) + sum(edges.len), kept by the triggers
+ *       below.
  *   objects(id AUTOINCREMENT, url, version, size, block_size, added)
  *       one row per (url, version, size); version is the ETag, or
  *       "lm:<Last-Modified>" when the origin sends no ETag. Ids are never
@@ -26,12 +27,20 @@
  *       the object cuts it the same way: header_len is the first fetch of
  *       a plain file; map is tiff_map_encode()'s blob, NULL when the
  *       object is not a usable TIFF. No row: fixed blocks (schema 2).
+ *   edges(object_id, off, len, crc, bytes)
+ *       the few bytes of a tile that a reader's aligned buffer touched
+ *       while reading the tile beside it (at most 16 KiB each, kept in the
+ *       index itself, not in data files: no claim is needed to write them,
+ *       since any process writes the same bytes of the same version). A
+ *       unit's eviction drops the edges within 16 KiB of it, in the same
+ *       transaction; an object's drop drops all of its edges. crc is CRC32C
+ *       of bytes, checked at every read.
  *   claims(object_id, off, pid, since)
  *       a process fetching a unit (others wait for it instead of fetching
  *       the same bytes), or evicting one (nobody writes it meanwhile).
  *
  * MIGRATIONS: 2 -> 3 adds tile_maps (objects of schema 2 keep their
- * blocks). Any other schema is set aside and rebuilt.
+ * blocks); 3 -> 4 adds edges. Any other schema is set aside and rebuilt.
  *
  * A row in `units` is written only after its bytes are in the data file,
  * and only while no other process claims the unit. Eviction deletes the
@@ -62,7 +71,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 
 static const char *const stmt_sql[ST_COUNT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -103,6 +112,13 @@ static const char *const stmt_sql[ST_COUNT] = {
 			   "coalesce(sum(u.len), 0) FROM objects o LEFT JOIN units u "
 			   "ON u.object_id = o.id GROUP BY o.id ORDER BY o.url, o.id",
 	[ST_UNITS_OF] = "SELECT id, off, len, crc FROM units WHERE object_id = ?1 ORDER BY off",
+	[ST_EDGE_PUT] = "INSERT INTO edges(object_id, off, len, crc, bytes) VALUES (?1, ?2, ?3, ?4, ?5) "
+			"ON CONFLICT(object_id, off) DO UPDATE SET len = excluded.len, "
+			"crc = excluded.crc, bytes = excluded.bytes WHERE excluded.len > edges.len",
+	[ST_EDGE_FIND] = "SELECT off, len, crc, bytes FROM edges WHERE object_id = ?1 AND off <= ?2 "
+			 "ORDER BY off DESC LIMIT 1",
+	[ST_EDGES_DROP_NEAR] = "DELETE FROM edges WHERE object_id = ?1 AND off >= ?2 AND off < ?3",
+	[ST_OBJECT_DROP_EDGES] = "DELETE FROM edges WHERE object_id = ?1",
 };
 
 static const char schema_sql[] =
@@ -124,7 +140,16 @@ static const char schema_sql[] =
 	"  UPDATE meta SET value = value - OLD.len WHERE key = 'usage'; END;"
 	"CREATE TABLE IF NOT EXISTS tile_maps(object_id INTEGER PRIMARY KEY,"
 	"  header_len INTEGER NOT NULL, map BLOB);"
-	"INSERT OR IGNORE INTO meta VALUES ('schema', 3);"
+	"CREATE TABLE IF NOT EXISTS edges(object_id INTEGER NOT NULL, off INTEGER NOT NULL,"
+	"  len INTEGER NOT NULL, crc INTEGER NOT NULL, bytes BLOB NOT NULL,"
+	"  PRIMARY KEY(object_id, off)) WITHOUT ROWID;"
+	"CREATE TRIGGER IF NOT EXISTS edges_added AFTER INSERT ON edges BEGIN"
+	"  UPDATE meta SET value = value + NEW.len WHERE key = 'usage'; END;"
+	"CREATE TRIGGER IF NOT EXISTS edges_changed AFTER UPDATE OF len ON edges BEGIN"
+	"  UPDATE meta SET value = value + NEW.len - OLD.len WHERE key = 'usage'; END;"
+	"CREATE TRIGGER IF NOT EXISTS edges_dropped AFTER DELETE ON edges BEGIN"
+	"  UPDATE meta SET value = value - OLD.len WHERE key = 'usage'; END;"
+	"INSERT OR IGNORE INTO meta VALUES ('schema', 4);"
 	"INSERT OR IGNORE INTO meta VALUES ('usage', 0);"
 	"INSERT OR IGNORE INTO meta VALUES ('instance', lower(hex(randomblob(8))));";
 
@@ -296,14 +321,15 @@ static int setup(struct index *ix, struct index_conn *c)
 			       NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
 		schema = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
-	if (schema == 2) {
-		/* tile_maps was just created by schema_sql */
-		rc = sqlite3_exec(c->db, "UPDATE meta SET value = 3 WHERE key = 'schema'", NULL,
+	if (schema == 2 || schema == 3) {
+		/* tile_maps (3) and edges (4) were just created by schema_sql */
+		rc = sqlite3_exec(c->db, "UPDATE meta SET value = 4 WHERE key = 'schema'", NULL,
 				  NULL, NULL);
 		if (rc != SQLITE_OK)
-			return index_sql_error(c->db, rc, "upgrade schema 2 to 3");
-		log_info("cache index %s upgraded to schema 3", ix->path);
-		schema = 3;
+			return index_sql_error(c->db, rc, "upgrade the schema to 4");
+		log_info("cache index %s upgraded from schema %lld to 4", ix->path,
+			 (long long)schema);
+		schema = 4;
 	}
 	if (schema != SCHEMA_VERSION || !ix->instance[0]) {
 		log_warn("cache index %s has schema %lld, this tilefs needs %d", ix->path,
@@ -619,6 +645,8 @@ int index_object_drop(struct index *ix, int64_t id)
 			err = index_exec_keyed(c, ST_OBJECT_DROP_CLAIMS, id, 0, "drop claims");
 		if (!err)
 			err = index_exec_keyed(c, ST_OBJECT_DROP_MAP, id, 0, "drop tile map");
+		if (!err)
+			err = index_exec_keyed(c, ST_OBJECT_DROP_EDGES, id, 0, "drop edges");
 		if (!err)
 			err = index_exec_keyed(c, ST_OBJECT_DROP, id, 0, "drop object");
 		err = index_commit(c, err);

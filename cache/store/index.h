@@ -96,6 +96,21 @@ int index_unit_drop(struct index *ix, int64_t unit_id);
  * row was gone already (leave the bytes alone).
  */
 int index_unit_evict(struct index *ix, const struct index_unit *u);
+/*
+ * Edges: the few bytes of a unit not cached whole that a reader's aligned
+ * buffer touched (a sliver), kept in the index itself so that a later read
+ * of them, in any process, costs no request. At most INDEX_EDGE_MAX bytes;
+ * a longer edge at the same offset replaces a shorter one. Evicting a unit
+ * drops the edges within INDEX_EDGE_MAX bytes of it.
+ */
+#define INDEX_EDGE_MAX 16384
+int index_edge_put(struct index *ix, int64_t object_id, uint64_t off, const void *bytes,
+		   size_t len);
+/* Copy [off, off+len) of OBJECT_ID from a kept edge into DST. -ENOENT if no
+ * edge holds it all, or if the one that does fails its checksum (it is
+ * dropped). */
+int index_edge_get(struct index *ix, int64_t object_id, uint64_t off, size_t len, void *dst);
+
 /* Note that these units were read now (for eviction order). */
 int index_units_touch(struct index *ix, const int64_t *unit_ids, size_t n);
 

@@ -274,3 +274,71 @@ with rasterio.open(sys.argv[1]) as ds:
 		"block lines of inspect URL vs inspect MNT/cog256.tif"
 	tilefs_umount "$MNT"
 }
+
+# read_windows MNT N SEED [CHECK_DIR]: N random 256x256 windows of band 1 of
+# cog256/512/1024.tif under MNT, opened afresh for each window (GDAL reads
+# through the mount in 8 KiB-aligned buffers, so tile edges are read too);
+# with CHECK_DIR, each window is compared with the same window there.
+read_windows() {
+	run_to 120 "$PY" - "$@" <<'PYEOF'
+import random, sys
+import numpy as np
+import rasterio
+from rasterio.windows import Window
+mnt, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+check = sys.argv[4] if len(sys.argv) > 4 else None
+rng = random.Random(seed)
+for i in range(n):
+    name = ("cog256.tif", "cog512.tif", "cog1024.tif")[i % 3]
+    w = Window(rng.randrange(0, 4096 - 256), rng.randrange(0, 4096 - 256), 256, 256)
+    with rasterio.open(f"{mnt}/{name}") as ds:
+        got = ds.read(1, window=w)
+    if check:
+        with rasterio.open(f"{check}/{name}") as ds:
+            if not np.array_equal(got, ds.read(1, window=w)):
+                sys.exit(f"{name} {w}: pixels differ")
+PYEOF
+}
+
+@test "random GDAL windows read again, in another process and after a remount, send no GET" {
+	make_tile_cogs "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	ls -l "$MNT" >/dev/null
+	read_windows "$MNT" 30 12 "$T/web" || fail "cold windows differ"
+	origin_log_reset
+	read_windows "$MNT" 30 12 "$T/web" || fail "warm windows differ"
+	local gets
+	gets=$(origin_select 'm == "GET"')
+	[ -z "$gets" ] || fail "the same windows again, in a new process, sent GETs:" "$gets"
+	tilefs_umount "$MNT"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	ls -l "$MNT" >/dev/null
+	origin_log_reset
+	read_windows "$MNT" 30 12 "$T/web" || fail "windows after the remount differ"
+	gets=$(origin_select 'm == "GET"')
+	[ -z "$gets" ] || fail "the same windows after a remount sent GETs:" "$gets"
+	local b
+	for b in 256 512 1024; do
+		[ "$(origin_count HEAD "/cog$b.tif")" -le 1 ] || fail "more than one HEAD:" "$(origin_lines)"
+	done
+	tilefs_umount "$MNT"
+}
+
+@test "a file warmed whole is read through the page cache: exact bytes, windows and preads, no GET" {
+	make_tile_cogs "$T/web"
+	origin_start "$T/web"
+	run_to 120 "$TILEFS" warm --cache-dir "$T/cache" "$ORIGIN_URL" cog512.tif cog256.tif ||
+		fail "warm failed"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$T/cache"
+	ls -l "$MNT" >/dev/null
+	origin_log_reset
+	cmp "$MNT/cog512.tif" "$T/web/cog512.tif" || fail "cog512.tif differs"
+	read_windows "$MNT" 20 5 "$T/web" || fail "windows differ"
+	run_to 120 "$PY" "$TESTS_LIB/pread_check.py" --seed 4 --procs 2 --threads 2 --reads 200 \
+		"$MNT" "$T/web" || fail "random preads differ"
+	local gets
+	gets=$(origin_select 'm == "GET" && (u == "/cog512.tif" || u == "/cog256.tif")')
+	[ -z "$gets" ] || fail "reads of warmed files sent GETs:" "$gets"
+	tilefs_umount "$MNT"
+}

@@ -1,0 +1,85 @@
+/* test_edges.c - edges kept in the index: what a read finds, the usage
+ * they count, a longer edge replacing a shorter one, a damaged one dropped,
+ * and their going with a unit evicted beside them or with their object. */
+#include "cache/store/index.h"
+#include "check.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(void)
+{
+	char dir[] = "/tmp/tilefs-test-edges-XXXXXX";
+	struct index *ix;
+	bool rebuilt, created;
+	uint64_t usage = 0;
+	char bytes[INDEX_EDGE_MAX], got[INDEX_EDGE_MAX];
+
+	for (size_t i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (char)(i * 7 + 3);
+	CHECK(mkdtemp(dir) != NULL, "temp dir");
+	CHECK(index_open(dir, &ix, &rebuilt) == 0, "open");
+	struct index_object o = { .size = 1 << 20, .block_size = 65536, .version = "\"v\"" };
+	CHECK(index_object_add(ix, "http://h/a.tif", &o, NULL, 0, &created) == 0, "an object");
+
+	CHECK(index_edge_get(ix, o.id, 100000, 10, got) == -ENOENT, "nothing kept yet");
+	CHECK(index_edge_put(ix, o.id, 100000, bytes, 5000) == 0, "keep 5000 bytes at 100000");
+	CHECK(index_edge_get(ix, o.id, 101000, 3000, got) == 0 && memcmp(got, bytes + 1000, 3000) == 0,
+	      "a part of it is found, with its bytes");
+	CHECK(index_edge_get(ix, o.id, 104000, 2000, got) == -ENOENT, "not past its end");
+	CHECK(index_edge_get(ix, o.id, 99999, 10, got) == -ENOENT, "nor before its start");
+	CHECK(index_edge_get(ix, o.id + 1, 101000, 10, got) == -ENOENT,
+	      "nor for another object (version)");
+	CHECK(index_usage(ix, &usage) == 0 && usage == 5000, "counted in the usage (%llu)",
+	      (unsigned long long)usage);
+	CHECK(index_edge_put(ix, o.id, 100000, bytes, 3000) == 0 &&
+	      index_edge_get(ix, o.id, 104000, 900, got) == 0, "a shorter one does not replace it");
+	CHECK(index_edge_put(ix, o.id, 100000, bytes, 8000) == 0 &&
+	      index_edge_get(ix, o.id, 107000, 900, got) == 0 &&
+	      memcmp(got, bytes + 7000, 900) == 0, "a longer one does");
+	CHECK(index_usage(ix, &usage) == 0 && usage == 8000, "usage follows (%llu)",
+	      (unsigned long long)usage);
+	CHECK(index_edge_put(ix, o.id, 0, bytes, INDEX_EDGE_MAX + 1) == -EINVAL,
+	      "an edge is at most INDEX_EDGE_MAX bytes");
+
+	/* a damaged edge is dropped, never served */
+	sqlite3 *db;
+	char path[256];
+	snprintf(path, sizeof(path), "%s/index.db", dir);
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK &&
+	      sqlite3_exec(db, "UPDATE edges SET crc = crc + 1", NULL, NULL, NULL) == SQLITE_OK,
+	      "damage the edge's checksum");
+	sqlite3_close(db);
+	CHECK(index_edge_get(ix, o.id, 101000, 10, got) == -ENOENT, "a damaged edge is not served");
+	CHECK(index_usage(ix, &usage) == 0 && usage == 0, "and is dropped (usage %llu)",
+	      (unsigned long long)usage);
+
+	/* evicting a unit drops the edges read beside it */
+	pid_t holder;
+	CHECK(index_edge_put(ix, o.id, 200000 - 3000, bytes, 3000) == 0 &&
+	      index_edge_put(ix, o.id, 300000, bytes, 4000) == 0 &&
+	      index_edge_put(ix, o.id, 600000, bytes, 4000) == 0, "three edges");
+	CHECK(index_claim(ix, o.id, 200000, 30, &holder) == 0 &&
+	      index_unit_add(ix, o.id, 200000, 100000, 0) == 0, "a unit between the first two");
+	struct index_unit u;
+	CHECK(index_unit_find(ix, o.id, 200000, &u) == 0 && index_unit_evict(ix, &u) == 0,
+	      "evict it");
+	index_unclaim(ix, o.id, 200000);
+	CHECK(index_edge_get(ix, o.id, 197000, 100, got) == -ENOENT &&
+	      index_edge_get(ix, o.id, 300000, 100, got) == -ENOENT,
+	      "the edges beside it went with it");
+	CHECK(index_edge_get(ix, o.id, 600000, 100, got) == 0, "an edge far from it stays");
+	CHECK(index_object_drop(ix, o.id) == 0 &&
+	      index_edge_get(ix, o.id, 600000, 100, got) == -ENOENT,
+	      "dropping the object drops its edges");
+	CHECK(index_usage(ix, &usage) == 0 && usage == 0, "usage back to 0 (%llu)",
+	      (unsigned long long)usage);
+	index_close(ix);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(system(cmd) == 0, "clean up");
+	return check_done();
+}
