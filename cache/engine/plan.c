@@ -65,6 +65,14 @@ uint64_t plan_spill(uint64_t end, uint64_t object_size)
 	return spill > object_size - end ? object_size - end : spill;
 }
 
+size_t plan_prefetch_fit(const struct extent *v, size_t n, uint64_t *budget)
+{
+	size_t k = 0;
+	while (k < n && v[k].len <= *budget)
+		*budget -= v[k++].len;
+	return k;
+}
+
 size_t plan_run(const struct plan_unit *v, size_t i, size_t n, uint64_t merge_gap,
 		uint64_t max_request, plan_gap_fn gap_busy, void *arg, bool *demand)
 {

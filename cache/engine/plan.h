@@ -79,6 +79,14 @@ bool plan_sliver(size_t n, size_t i, uint64_t part_len, uint64_t unit_len, bool 
  * it: to the next PLAN_SLIVER_MAX boundary, within OBJECT_SIZE. */
 uint64_t plan_spill(uint64_t end, uint64_t object_size);
 
+/* Bytes of units a prefetch policy may add to one read: with units of up
+ * to 32 MiB, 512 of them would otherwise be a few GiB in flight. */
+#define PLAN_PREFETCH_BYTES_MAX (16u << 20)
+
+/* How many of the N units V a prefetch policy named fit within *BUDGET
+ * bytes, taking them in order; their bytes are taken off *BUDGET. */
+size_t plan_prefetch_fit(const struct extent *v, size_t n, uint64_t *budget);
+
 /* A unit to fetch, as run merging sees it. */
 struct plan_unit {
 	uint64_t off, len;

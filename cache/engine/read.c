@@ -195,6 +195,7 @@ static void read_prefetch(struct read_op *r)
 	struct cache *c = r->c;
 	struct cache_object *obj = r->obj;
 	size_t cap = r->n + PREFETCH_MAX, nmiss = r->nfetch;
+	uint64_t budget = PLAN_PREFETCH_BYTES_MAX;
 
 	for (size_t i = 0; i < nmiss && c->cfg.prefetch != PREFETCH_NONE; i++) {
 		if (r->fetch[i]->sliver)
@@ -207,6 +208,7 @@ static void read_prefetch(struct read_op *r)
 		size_t room = cap - r->nfetch;
 		size_t k = layout_related(&obj->layout, r->fetch[i]->unit.off, c->cfg.prefetch,
 					  related, room < PREFETCH_MAX ? room : PREFETCH_MAX);
+		k = plan_prefetch_fit(related, k, &budget);
 		for (size_t j = 0; j < k; j++) {
 			struct inflight *e = prefetch_entry(c, obj, related[j]);
 			if (e)

@@ -110,6 +110,18 @@ static void spill(void)
 	CHECK(plan_spill(10000, 12000) == 2000, "within the object");
 }
 
+static void prefetch_budget(void)
+{
+	struct extent v[] = { { 0, 6 * MiB }, { 6 * MiB, 6 * MiB }, { 12 * MiB, 6 * MiB } };
+	uint64_t budget = PLAN_PREFETCH_BYTES_MAX;
+	CHECK(plan_prefetch_fit(v, 3, &budget) == 2 && budget == 4 * MiB,
+	      "a read adds the neighbours that fit in 16 MiB, in order");
+	CHECK(plan_prefetch_fit(v, 3, &budget) == 0, "and nothing once the budget is spent");
+	struct extent big = { 0, 32 * MiB };
+	budget = PLAN_PREFETCH_BYTES_MAX;
+	CHECK(plan_prefetch_fit(&big, 1, &budget) == 0, "a unit larger than the budget is not added");
+}
+
 static bool gap_busy_at(void *arg, uint64_t from, uint64_t to)
 {
 	uint64_t busy = *(uint64_t *)arg;
@@ -151,6 +163,7 @@ int main(void)
 	readahead_tiles();
 	slivers();
 	spill();
+	prefetch_budget();
 	runs();
 	return check_done();
 }
