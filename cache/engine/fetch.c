@@ -15,13 +15,25 @@
 #include <string.h>
 #include <time.h>
 
-/* One ranged GET of adjacent entries. */
-struct fetch_run {
+/* One GET of a run, or one of the parallel parts it is split into. */
+struct fetch_part {
 	struct http_request req;
+	struct fetch_run *run;
+};
+
+/* Adjacent entries fetched together: one ranged GET, or a few parallel
+ * ones over consecutive parts of the range (plan_parts()). */
+struct fetch_run {
 	struct cache *cache;
 	struct cache_object *obj;	/* holds a ref */
 	bool background;
+	uint64_t off, len;		/* the range, spill included */
 	uint64_t spill;			/* bytes after the last unit, for edges */
+	char *body;			/* len bytes; the parts write into it */
+	size_t parts_left;		/* fetch thread only, like err and fetched */
+	int err;			/* the first part's error */
+	uint64_t fetched;
+	struct fetch_part *parts;
 	size_t n;
 	struct inflight *units[];	/* each holds a ref */
 };
@@ -49,12 +61,12 @@ int entry_claim(struct cache *c, struct cache_object *obj, struct inflight *e)
 	return 0;
 }
 
-static void run_done(struct http_request *req, void *arg)
+/* Every part of RUN has come back: settle its entries. */
+static void run_finish(struct fetch_run *run)
 {
-	struct fetch_run *run = arg;
 	struct cache *c = run->cache;
 	struct cache_object *obj = run->obj;
-	int err = version_verdict(&obj->version, req);
+	int err = run->err;
 
 	if (err == -ESTALE)
 		object_mark_stale(obj);
@@ -62,29 +74,51 @@ static void run_done(struct http_request *req, void *arg)
 	for (size_t i = 0; i < run->n; i++) {
 		struct inflight *e = run->units[i];
 		if (!err)
-			memcpy(e->buf, req->body + (e->unit.off - req->off), e->unit.len);
+			memcpy(e->buf, run->body + (e->unit.off - run->off), e->unit.len);
 		if (!err && e->sliver)
 			edge_keep(c, obj, e->unit.off, e->unit.len, e->buf);
 		entry_settle(c, e, err, obj->id > 0);
 		entry_unref(e);		/* the run's ref */
 	}
 	if (!err && run->spill)
-		edge_keep(c, obj, req->off + req->len - run->spill, run->spill,
-			 req->body + req->len - run->spill);
-	if (!err)
-		c->stats.bytes_fetched += req->body_len;
+		edge_keep(c, obj, run->off + run->len - run->spill, run->spill,
+			  run->body + run->len - run->spill);
+	c->stats.bytes_fetched += run->fetched;
 	if (run->background) {
-		c->background_bytes -= req->len;
+		c->background_bytes -= run->len;
 		pthread_cond_signal(&c->work);	/* room for more */
 	}
 	pthread_mutex_unlock(&c->lock);
-	free(req->body);
+	free(run->body);
+	free(run->parts);
 	cache_object_unref(obj);
 	free(run);
 }
 
+/* http_done_fn of each part, on the fetch thread. */
+static void part_done(struct http_request *req, void *arg)
+{
+	struct fetch_run *run = ((struct fetch_part *)arg)->run;
+	int err = version_verdict(&run->obj->version, req);
+
+	if (!err)
+		run->fetched += req->body_len;
+	if (err && (!run->err || err == -ESTALE))
+		run->err = err;
+	if (--run->parts_left == 0)
+		run_finish(run);
+}
+
+static void run_fail(struct cache *c, struct inflight **units, size_t n, int err)
+{
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < n; i++)
+		entry_settle(c, units[i], err, false);
+	pthread_mutex_unlock(&c->lock);
+}
+
 /* Fetch UNITS[0..n), in order in the object, with one GET (of the gaps
- * between them too). */
+ * between them too), or with a few parallel GETs of consecutive parts. */
 static void run_submit(struct cache *c, struct cache_object *obj, struct inflight **units,
 		       size_t n, bool background, bool for_reader)
 {
@@ -96,21 +130,37 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 			 !layout_is_tile(&obj->layout, last->unit.off) ? 0 :
 			 plan_spill(end, obj->version.size);
 	end += spill;
-
-	char *body = run ? malloc(end - off) : NULL;
-	if (!body) {
-		free(run);
-		pthread_mutex_lock(&c->lock);
+	uint64_t *unit_ends = malloc(n * sizeof(*unit_ends)), part_ends[PLAN_PARTS_MAX];
+	size_t nparts = 1;
+	part_ends[0] = end;
+	if (unit_ends) {
 		for (size_t i = 0; i < n; i++)
-			entry_settle(c, units[i], -ENOMEM, false);
-		pthread_mutex_unlock(&c->lock);
+			unit_ends[i] = units[i]->unit.off + units[i]->unit.len;
+		nparts = plan_parts(unit_ends, n, off, end - off, background, part_ends);
+		free(unit_ends);
+	}
+
+	if (run) {
+		run->body = malloc(end - off);
+		run->parts = calloc(nparts, sizeof(*run->parts));
+	}
+	if (!run || !run->body || !run->parts) {
+		if (run) {
+			free(run->body);
+			free(run->parts);
+		}
+		free(run);
+		run_fail(c, units, n, -ENOMEM);
 		return;
 	}
 	run->cache = c;
 	run->obj = cache_object_ref(obj);
 	run->n = n;
 	run->background = background;
+	run->off = off;
+	run->len = end - off;
 	run->spill = spill;
+	run->parts_left = nparts;
 	pthread_mutex_lock(&c->lock);
 	if (background)
 		c->background_bytes += end - off;
@@ -119,12 +169,20 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 		units[i]->refs++;
 	}
 	pthread_mutex_unlock(&c->lock);
-	pinned_get(c, obj->url, obj->log_name, &obj->version, off, end - off, &run->req);
-	run->req.body = body;
-	run->req.background = background;
-	run->req.done = run_done;
-	run->req.arg = run;
-	http_submit(c->http, &run->req);
+	/* parts_left is the fetch thread's once the first part is submitted */
+	for (size_t k = 0, done = 0; k < nparts; k++) {
+		uint64_t len = part_ends[k] - off - done;
+		struct fetch_part *part = &run->parts[k];
+		part->run = run;
+		pinned_get(c, obj->url, obj->log_name, &obj->version, off + done, len, &part->req);
+		part->req.body = run->body + done;
+		part->req.background = background;
+		part->req.done = part_done;
+		part->req.arg = part;
+		done += len;
+	}
+	for (size_t k = 0; k < nparts; k++)
+		http_submit(c->http, &run->parts[k].req);
 }
 
 /*

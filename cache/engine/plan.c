@@ -65,6 +65,37 @@ uint64_t plan_spill(uint64_t end, uint64_t object_size)
 	return spill > object_size - end ? object_size - end : spill;
 }
 
+size_t plan_parts(const uint64_t *unit_ends, size_t n, uint64_t off, uint64_t len,
+		  bool background, uint64_t *part_ends)
+{
+	uint64_t want = len / PLAN_PART_MIN, end = off + len;
+	size_t parts = background || want < 2 ? 1 : want < PLAN_PARTS_MAX ? (size_t)want :
+									    PLAN_PARTS_MAX;
+	uint64_t slack = len / parts / 2;
+	size_t k = 0, j = 0;
+
+	for (size_t i = 1; i < parts; i++) {
+		uint64_t target = off + len / parts * i, at = target & ~(uint64_t)4095;
+		while (j + 1 < n && unit_ends[j] < target)
+			j++;
+		/* of the unit ends on either side of the target, the nearer one,
+		   if it is near enough */
+		uint64_t best = slack + 1;
+		for (size_t m = j ? j - 1 : 0; m <= j && m + 1 < n; m++) {
+			uint64_t d = unit_ends[m] > target ? unit_ends[m] - target :
+							     target - unit_ends[m];
+			if (d < best) {
+				best = d;
+				at = unit_ends[m];
+			}
+		}
+		if (at > (k ? part_ends[k - 1] : off) && at < end)
+			part_ends[k++] = at;
+	}
+	part_ends[k++] = end;
+	return k;
+}
+
 size_t plan_prefetch_fit(const struct extent *v, size_t n, uint64_t *budget)
 {
 	size_t k = 0;
