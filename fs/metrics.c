@@ -164,16 +164,24 @@ static int render(struct metrics *m, bool up, char **text, size_t *len)
 	return fclose(f) == 0 ? 0 : -EIO;
 }
 
-/* Replace PATH with the counters, atomically. */
+/* Replace PATH with the counters, atomically. The mount's file in the
+ * cache dir is 0600 like all of the cache dir (--metrics-file stays 0644,
+ * for a collector run as another user). */
 static int write_file(struct metrics *m, const char *path, bool up)
 {
 	char tmp[4400], *text = NULL;
 	size_t len = 0;
+	bool private = path == m->mount_file;
 	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
 	int err = render(m, up, &text, &len);
-	FILE *f = err ? NULL : fopen(tmp, "we");
-	if (!err && !f)
+	int fd = err ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+				 (private ? O_NOFOLLOW : 0), private ? 0600 : 0644);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!err && !f) {
 		err = -errno;
+		if (fd >= 0)
+			close(fd);
+	}
 	if (f) {
 		if (fwrite(text, 1, len, f) != len)
 			err = -EIO;
@@ -313,7 +321,7 @@ int metrics_start(const struct metrics_config *cfg, struct cache *cache, struct 
 	m->started = time(NULL);
 	m->listen_fd = -1;
 	rc = mounts_dir(cfg->cache_dir, dir, sizeof(dir));
-	if (!rc && mkdir(dir, 0755) != 0 && errno != EEXIST)
+	if (!rc && mkdir(dir, 0700) != 0 && errno != EEXIST)
 		rc = -errno;
 	if (!rc)
 		rc = mounts_file(cfg->cache_dir, getpid(), m->mount_file, sizeof(m->mount_file));

@@ -264,7 +264,11 @@ int cache_admin_main(int argc, char **argv)
 	char *dir = cache_dir ? strdup(cache_dir) : options_default_cache_dir();
 	a.dir = dir;
 	status = 1;
-	int err = dir ? index_open(dir, &a.ix, &rebuilt) : -ENOMEM;
+	int err = dir ? 0 : -ENOMEM;
+	if (dir && options_check_cache_dir(dir) == -EPERM)
+		goto close;	/* said what to fix */
+	if (!err)
+		err = index_open(dir, &a.ix, &rebuilt);
 	if (!err)
 		err = store_open(dir, index_instance(a.ix), &a.store);
 	if (err) {
@@ -279,6 +283,7 @@ int cache_admin_main(int argc, char **argv)
 	} else {
 		status = cmd_evict(&a, args, nargs, strcmp(cmd, "clear") == 0);
 	}
+close:
 	if (a.store)
 		store_close(a.store);
 	if (a.ix)

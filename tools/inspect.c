@@ -5,6 +5,11 @@
  * object's URL as a mount reads it, looked up in DIR's index. It prints
  * the IFDs, the tile map and, from an index, how much of the object is
  * cached; --blocks adds one line per tile or strip.
+ *
+ * The cache dir of a file in a mount comes from a user.* xattr, which
+ * anyone may set on their own files: it is believed only when the file is
+ * on a tilefs mount (FUSE, mounted with subtype tilefs), and the dir must
+ * pass options_check_cache_dir() like any other.
  */
 #include "tools/inspect.h"
 #include "cache/store/index.h"
@@ -20,10 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #define EXIT_USAGE 2
+#define FUSE_SUPER_MAGIC 0x65735546
 
 static void usage(FILE *out)
 {
@@ -154,6 +162,8 @@ static int inspect_indexed(const char *path, const char *dir, int64_t id, const 
 	struct tiff_map *map = NULL;
 	int status = 1;
 
+	if (options_check_cache_dir(dir) == -EPERM)
+		return 1;	/* said what to fix */
 	int err = index_open(dir, &ix, &rebuilt);
 	if (err) {
 		fprintf(stderr, "tilefs: cannot open the cache index in %s: %s\n", dir,
@@ -199,6 +209,29 @@ out:
 	free(blob);
 	index_close(ix);
 	return status;
+}
+
+/* Is PATH on a tilefs mount: FUSE, and its line of /proc/self/mountinfo
+ * (found by device number) says fuse.tilefs? */
+static bool on_tilefs_mount(const char *path)
+{
+	struct statfs fs;
+	struct stat st;
+	char line[8192], dev[64];
+	bool found = false;
+
+	if (statfs(path, &fs) != 0 || fs.f_type != FUSE_SUPER_MAGIC || stat(path, &st) != 0)
+		return false;
+	snprintf(dev, sizeof(dev), " %u:%u ", major(st.st_dev), minor(st.st_dev));
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... - FSTYPE SOURCE ... */
+		char *at = strstr(line, dev), *sep = strstr(line, " - ");
+		found = at && sep && at < sep && strncmp(sep + 3, "fuse.tilefs ", 12) == 0;
+	}
+	if (f)
+		fclose(f);
+	return found;
 }
 
 static int inspect_mounted(const char *path, const char *xattr, bool blocks)
@@ -252,7 +285,7 @@ int inspect_main(int argc, char **argv)
 	}
 	char xattr[4300];
 	ssize_t n = getxattr(path, INSPECT_XATTR_OBJECT, xattr, sizeof(xattr) - 1);
-	if (n > 0) {
+	if (n > 0 && on_tilefs_mount(path)) {
 		xattr[n] = '\0';
 		return inspect_mounted(path, xattr, blocks);
 	}

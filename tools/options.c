@@ -4,9 +4,12 @@
 #include "tools/options.h"
 #include "cache/tiff/layout.h"
 #include "cache/base/log.h"
+#include "cache/base/private_dir.h"
+#include "cache/store/index.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,9 +42,11 @@ static const struct option_def defs[] = {
 	  "$XDG_CACHE_HOME/tilefs otherwise); shared by every tilefs using it" },
 	{ "cache-size", M | W, 0, OPT_SIZE, OFF(cache_size), "SIZE", NULL, 1 << 20, INT64_MAX,
 	  "most data to keep, e.g. 500M, 200G (default: half the free space)" },
-	{ "block-size", M | W, 0, OPT_SIZE, OFF(block_size), "SIZE", "256K", 4096, 64 << 20,
+	{ "block-size", M | W, 0, OPT_SIZE, OFF(block_size), "SIZE", "256K",
+	  INDEX_BLOCK_SIZE_MIN, INDEX_BLOCK_SIZE_MAX,
 	  "unit of caching and fetching" },
-	{ "header-size", M | W, 0, OPT_SIZE, OFF(header_size), "SIZE", "64K", 4096, 16 << 20,
+	{ "header-size", M | W, 0, OPT_SIZE, OFF(header_size), "SIZE", "64K",
+	  INDEX_HEADER_LEN_MIN, INDEX_HEADER_LEN_MAX,
 	  "bytes fetched when a file is first opened: a COG's IFDs and tile\n"
 	  "index usually fit, so opening costs one request" },
 	{ "prefetch", M, 0, OPT_PREFETCH, OFF(prefetch), "POLICY", "none", 0, 0,
@@ -291,8 +296,63 @@ static int add_positional(struct options *o, unsigned cmd, const char *a, char *
 	return 0;
 }
 
+/*
+ * Blank, in place, what of the URL in WORD (LEN bytes) is a secret: its
+ * query string (after '?') and the password of user:password@. The bytes
+ * become NULs, so /proc/PID/cmdline (ps) no longer shows them.
+ */
+static void scrub_url(char *word, size_t len)
+{
+	char *scheme = memmem(word, len, "://", 3);
+	if (!scheme)
+		return;
+	char *host = scheme + 3, *end = word + len;
+	char *path = host + strcspn(host, "/?#");
+	if (path > end)
+		path = end;
+	char *at = memchr(host, '@', (size_t)(path - host));
+	char *colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
+	if (colon)
+		memset(colon + 1, 0, (size_t)(at - colon - 1));
+	char *query = memchr(path, '?', (size_t)(end - path));
+	if (query)
+		memset(query + 1, 0, (size_t)(end - query - 1));
+}
+
+/* Scrub the URLs of ARGV once parsed (copies are in the options): SOURCE,
+ * option values, and each word of a -o list. */
+static void scrub_argv(unsigned cmd, int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++) {
+		char *a = argv[i];
+		bool o_list = cmd == OPTIONS_MOUNT && strncmp(a, "-o", 2) == 0;
+		if (o_list) {
+			a = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+			for (char *p = a; p && *p;) {
+				size_t len = strcspn(p, ",");
+				scrub_url(p, len);
+				p += len;
+				p += *p == ',';
+			}
+		} else if (strstr(a, "://")) {
+			scrub_url(a, strlen(a));
+		}
+	}
+}
+
+static int parse_args(struct options *o, unsigned cmd, int argc, char **argv, char *err,
+		      size_t err_size);
+
 int options_parse(struct options *o, unsigned cmd, int argc, char **argv, char *err,
 		  size_t err_size)
+{
+	int rc = parse_args(o, cmd, argc, argv, err, err_size);
+	scrub_argv(cmd, argc, argv);
+	return rc;
+}
+
+static int parse_args(struct options *o, unsigned cmd, int argc, char **argv, char *err,
+		      size_t err_size)
 {
 	int rc;
 
@@ -397,6 +457,7 @@ uint64_t options_default_cache_size(const char *dir)
 	return half > (64ull << 20) ? half : 64ull << 20;
 }
 
+/* Make PATH and its parents: the parents 0755, PATH itself 0700. */
 static int mkdir_parents(const char *path)
 {
 	char buf[4096];
@@ -409,8 +470,24 @@ static int mkdir_parents(const char *path)
 			return -errno;
 		*p = '/';
 	}
-	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+	if (mkdir(buf, 0700) != 0 && errno != EEXIST)
 		return -errno;
+	return 0;
+}
+
+int options_check_cache_dir(const char *dir)
+{
+	char why[256];
+	int fd = private_dir_open(dir, why, sizeof(why));
+	if (fd == -EPERM)
+		fprintf(stderr, "tilefs: cache dir %s %s\n", dir, why);
+	if (fd < 0)
+		return fd;
+	/* an older tilefs made it 0755 (and index.db 0644): close it to others */
+	struct stat st;
+	if (fstat(fd, &st) == 0 && (st.st_mode & 077))
+		fchmod(fd, st.st_mode & 07700);
+	close(fd);
 	return 0;
 }
 
@@ -419,7 +496,13 @@ int options_make_cache_dir(const char *dir)
 	int err = mkdir_parents(dir);
 	if (!err && access(dir, R_OK | W_OK | X_OK) != 0)
 		err = -errno;
-	if (err)
+	if (err) {
+		fprintf(stderr, "tilefs: cache dir %s is not usable: %s (choose another with "
+			"--cache-dir)\n", dir, strerror(-err));
+		return err;
+	}
+	err = options_check_cache_dir(dir);
+	if (err && err != -EPERM)
 		fprintf(stderr, "tilefs: cache dir %s is not usable: %s (choose another with "
 			"--cache-dir)\n", dir, strerror(-err));
 	return err;

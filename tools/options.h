@@ -59,7 +59,9 @@ struct options {
 
 /* Fill defaults, then parse ARGV (after "mount" or "warm": CMD says which
  * options apply). 0, or -EINVAL with a message for the user in err.
- * Caller frees with options_release(). */
+ * Then, parsed or not, the secrets of the URLs in ARGV (query strings,
+ * passwords) are overwritten in place with NULs, so `ps` does not show
+ * them: ARGV must be writable. Caller frees with options_release(). */
 int options_parse(struct options *o, unsigned cmd, int argc, char **argv, char *err,
 		  size_t err_size);
 void options_release(struct options *o);
@@ -74,9 +76,20 @@ void options_http(const struct options *o, long connections, struct http_config 
 char *options_default_cache_dir(void);
 /* The --cache-size when none is given: half the free space of DIR. */
 uint64_t options_default_cache_size(const char *dir);
-/* Create DIR (and its parents) if needed and check it is usable; on
- * failure say what to fix on stderr and return -errno. */
+/*
+ * Create DIR (and its parents) if needed, DIR itself 0700, and check it
+ * is usable: see options_check_cache_dir(). On failure say what to fix on
+ * stderr and return -errno.
+ */
 int options_make_cache_dir(const char *dir);
+/*
+ * Check an existing cache dir: owned by the caller and not writable by
+ * group or others (cache/base/private_dir.h: a cache dir shared by a group
+ * is not supported), else -EPERM. One that others may read (made 0755 by an
+ * older tilefs) is made 0700. -EPERM: what to fix is said on stderr; other
+ * errors (-errno: no such dir, ...) are the caller's to report.
+ */
+int options_check_cache_dir(const char *dir);
 
 /* "500M", "2G", "1048576" (binary multiples); -EINVAL if not a size. */
 int parse_size(const char *text, uint64_t *out);

@@ -4,6 +4,7 @@
 #include "cache/base/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,10 +37,17 @@ void log_set_level(enum log_level level)
 
 int log_set_file(const char *path)
 {
-	FILE *f = fopen(path, "ae");
+	/* 0600: the log names what was read; a link is followed (--log-file
+	   may be one its user chose; a cache dir is private to its owner) */
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "a");
 
-	if (!f)
-		return -errno;
+	if (!f) {
+		int err = -errno;
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
 	setvbuf(f, NULL, _IOLBF, 0);
 	pthread_mutex_lock(&log_lock);
 	if (log_file)

@@ -10,6 +10,12 @@
  *
  * Only one process probes an object nobody has cached: it holds a claim
  * keyed by the URL (probe_claim()); the others wait and find its row.
+ *
+ * The index keys an object by its URL without the query (index.h), so the
+ * full URL (a SAS, a token) is passed to it and used for every request,
+ * but never stored; cache entries of a tilefs that stored the query are
+ * missed once. A damaged row (index_object_*() -EBADMSG, logged by the
+ * index) makes the object read uncached.
  */
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"
@@ -27,11 +33,12 @@
 #define PARSE_FETCHES_MAX 16		/* GETs the TIFF parser may cause */
 #define PARSE_CHUNK (1u << 20)		/* bytes each of them asks for */
 
-/* The claims-table key of "probing URL": negative, so never an object id. */
+/* The claims-table key of "probing URL": negative, so never an object id;
+ * of the URL without its query, as the index keys it. */
 static int64_t url_claim_key(const char *url)
 {
 	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
-	for (const unsigned char *p = (const unsigned char *)url; *p; p++)
+	for (const unsigned char *p = (const unsigned char *)url; *p && *p != '?' && *p != '#'; p++)
 		h = (h ^ *p) * 1099511628211ull;
 	return -(int64_t)(h >> 1) - 1;
 }
@@ -343,6 +350,12 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 			blob = NULL;
 			err = index_object_map(c->index, found.id, &found.header_len, &blob, &blob_len);
 			legacy = err == -ENOENT;
+			if (err && !legacy) {
+				log_warn("%s: cannot read how the cache index cuts it; reading it "
+					 "uncached", log_name);
+				found.id = atomic_fetch_sub(&next_uncached_id, 1);
+				legacy = true;
+			}
 		}
 		/* an older version's units are left to eviction: open files of
 		   this or another process may still read them */

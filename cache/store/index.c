@@ -10,7 +10,8 @@
  *       'usage'  = sum(units.len) + sum(edges.len), kept by the triggers
  *       below.
  *   objects(id AUTOINCREMENT, url, version, size, block_size, added)
- *       one row per (url, version, size); version is the ETag, or
+ *       one row per (url, version, size); url has no query string or
+ *       fragment (url_key()); version is the ETag, or
  *       "lm:<Last-Modified>" when the origin sends no ETag. Ids are never
  *       reused, so a data file named by id can never hold another object.
  *       block_size is the unit size the object was first cut with; every
@@ -47,6 +48,17 @@
  * row and claims the unit in one transaction, then punches the hole, then
  * releases the claim; so no unit's bytes change while a row points at them.
  *
+ * PERMISSIONS: the cache dir passes private_dir_open() (owned by us, not
+ * writable by others), index.db is created 0600 before SQLite opens it (its
+ * -wal and -shm take its mode), and index.db, its -wal and -shm and
+ * index.lock are opened without following links. Files an older tilefs
+ * made 0644 are set to 0600 here.
+ *
+ * ROWS ARE CHECKED when read: a block_size or header_len outside the
+ * limits in index.h (header_len: above them), or a negative size, is a damaged row (-EBADMSG,
+ * logged; the object is read uncached); a malformed meta.instance is a
+ * damaged database (rebuilt).
+ *
  * index.lock beside the database: every process holds it shared; moving a
  * corrupt database aside takes it exclusively, so a database some process
  * still has open is never pulled from under it.
@@ -59,7 +71,9 @@
 #include "cache/store/index.h"
 #include "cache/store/index_int.h"
 #include "cache/base/log.h"
+#include "cache/base/private_dir.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -261,8 +275,8 @@ int index_exec_keyed(struct index_conn *c, enum stmt_id id, int64_t a, int64_t b
 static int conn_open(struct index *ix, struct index_conn *c)
 {
 	int rc = sqlite3_open_v2(ix->path, &c->db,
-				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-				 NULL);
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
+				 SQLITE_OPEN_NOFOLLOW, NULL);
 	if (rc != SQLITE_OK)
 		return index_sql_error(c->db, rc, "open");
 	sqlite3_busy_timeout(c->db, 5000);
@@ -278,6 +292,53 @@ static void conn_close(struct index_conn *c)
 		sqlite3_finalize(c->stmt[i]);
 	sqlite3_close(c->db);
 	memset(c, 0, sizeof(*c));
+}
+
+/* 16 lowercase hex digits, as schema_sql makes it. */
+static bool instance_ok(const char *instance)
+{
+	size_t n = 0;
+	for (; instance[n]; n++)
+		if (!isxdigit((unsigned char)instance[n]) || isupper((unsigned char)instance[n]))
+			return false;
+	return n == 16;
+}
+
+/*
+ * Create index.db (0600) if missing, so SQLite does not create it with
+ * its default mode; its -wal and -shm then take that mode. Files of an
+ * older tilefs that made them 0644 are set to 0600. None is followed if a
+ * link, and none but a regular file is accepted.
+ */
+static int db_files_private(int dir_fd, const char *path)
+{
+	static const char *const names[] = { "index.db", "index.db-wal", "index.db-shm" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (i == 0 ? O_CREAT : 0);
+		int fd = openat(dir_fd, names[i], flags, 0600);
+		struct stat st;
+		if (fd < 0 && errno == ENOENT && i > 0)
+			continue;
+		if (fd < 0 || fstat(fd, &st) != 0) {
+			int err = -errno;
+			log_error("cannot open the cache index %s%s: %s", path, names[i] + 8,
+				  strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return err;
+		}
+		int err = 0;
+		if (!S_ISREG(st.st_mode)) {
+			log_error("cache index %s%s is not a regular file", path, names[i] + 8);
+			err = -EPERM;
+		} else if ((st.st_mode & 077) && fchmod(fd, 0600) != 0) {
+			err = -errno;
+		}
+		close(fd);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 /* Create the schema if missing and check the database is sound. */
@@ -315,6 +376,11 @@ static int setup(struct index *ix, struct index_conn *c)
 	if (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
 		snprintf(ix->instance, sizeof(ix->instance), "%s", sqlite3_column_text(s, 0));
 	sqlite3_finalize(s);
+	if (!instance_ok(ix->instance)) {
+		/* it names the data directory: never a path of someone's choosing */
+		log_warn("cache index %s has a malformed instance id", ix->path);
+		return -EBADMSG;
+	}
 	s = NULL;
 	int64_t schema = 0;
 	if (sqlite3_prepare_v2(c->db, "SELECT value FROM meta WHERE key = 'schema'", -1, &s,
@@ -371,9 +437,17 @@ int index_open(const char *dir, struct index **out, bool *rebuilt)
 	snprintf(ix->path, n, "%s/index.db", dir);
 	pthread_mutex_init(&ix->lock, NULL);
 	pthread_cond_init(&ix->available, NULL);
+	ix->lock_fd = -1;
+	char why[256];
+	int dir_fd = private_dir_open(dir, why, sizeof(why));
+	if (dir_fd < 0) {
+		err = dir_fd;
+		log_error("cache dir %s %s", dir, why);
+		goto fail;
+	}
 	char lock_path[4200];
 	snprintf(lock_path, sizeof(lock_path), "%s/index.lock", dir);
-	ix->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ix->lock_fd = openat(dir_fd, "index.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (ix->lock_fd < 0 || flock(ix->lock_fd, LOCK_SH) != 0) {
 		err = -errno;
 		log_error("cannot lock %s: %s", lock_path, strerror(errno));
@@ -381,7 +455,9 @@ int index_open(const char *dir, struct index **out, bool *rebuilt)
 	}
 
 	for (int attempt = 0;; attempt++) {
-		err = conn_open(ix, &ix->conns[0]);
+		err = db_files_private(dir_fd, ix->path);
+		if (!err)
+			err = conn_open(ix, &ix->conns[0]);
 		if (!err)
 			err = setup(ix, &ix->conns[0]);
 		if (!err)
@@ -408,10 +484,13 @@ int index_open(const char *dir, struct index **out, bool *rebuilt)
 		ix->conns[i].next_free = ix->free_conns;
 		ix->free_conns = &ix->conns[i];
 	}
+	close(dir_fd);
 	*out = ix;
 	return 0;
 
 fail:
+	if (dir_fd >= 0)
+		close(dir_fd);
 	index_close(ix);
 	return err;
 }
@@ -423,7 +502,7 @@ void index_close(struct index *ix)
 	for (int i = 0; i < INDEX_POOL_SIZE; i++)
 		if (ix->conns[i].db)
 			conn_close(&ix->conns[i]);
-	if (ix->lock_fd > 0)
+	if (ix->lock_fd >= 0)
 		close(ix->lock_fd);	/* releases the shared lock */
 	pthread_mutex_destroy(&ix->lock);
 	pthread_cond_destroy(&ix->available);
@@ -436,6 +515,31 @@ const char *index_instance(struct index *ix)
 	return ix->instance;
 }
 
+/*
+ * The key of URL: its length without the query string and fragment, so a
+ * token in it is never stored and a renewed one keys the same object.
+ */
+static int url_key_len(const char *url)
+{
+	return (int)strcspn(url, "?#");
+}
+
+/* Is the row read into O within the limits (index.h)? Logs it if not. */
+static int object_checked(const struct index_object *o, uint64_t header_len, bool with_header)
+{
+	bool ok = o->block_size >= INDEX_BLOCK_SIZE_MIN && o->block_size <= INDEX_BLOCK_SIZE_MAX &&
+		  o->size <= INT64_MAX;
+	if (with_header)
+		ok = ok && header_len <= INDEX_HEADER_LEN_MAX;
+	if (ok)
+		return 0;
+	log_warn("cache index: object %lld has a damaged row (size %llu, block size %llu%s%llu)",
+		 (long long)o->id, (unsigned long long)o->size,
+		 (unsigned long long)o->block_size, with_header ? ", header " : "",
+		 with_header ? (unsigned long long)header_len : 0ull);
+	return -EBADMSG;
+}
+
 /* Run ST_OBJECT_LATEST (by URL) or ST_OBJECT_GET (by ID) into OUT. */
 static int object_row(struct index *ix, enum stmt_id id, const char *url, int64_t object_id,
 		      struct index_object *out)
@@ -446,7 +550,7 @@ static int object_row(struct index *ix, enum stmt_id id, const char *url, int64_
 
 	if (s) {
 		if (url)
-			sqlite3_bind_text(s, 1, url, -1, SQLITE_STATIC);
+			sqlite3_bind_text(s, 1, url, url_key_len(url), SQLITE_STATIC);
 		else
 			sqlite3_bind_int64(s, 1, object_id);
 		int rc = sqlite3_step(s);
@@ -455,7 +559,7 @@ static int object_row(struct index *ix, enum stmt_id id, const char *url, int64_
 			out->size = (uint64_t)sqlite3_column_int64(s, 1);
 			snprintf(out->version, sizeof(out->version), "%s", sqlite3_column_text(s, 2));
 			out->block_size = (uint64_t)sqlite3_column_int64(s, 3);
-			err = 0;
+			err = object_checked(out, 0, false);
 		} else {
 			err = rc == SQLITE_DONE ? -ENOENT : index_sql_error(c->db, rc, "find object");
 		}
@@ -506,7 +610,7 @@ int index_object_add(struct index *ix, const char *url, struct index_object *obj
 		goto out;
 	sqlite3_stmt *s = index_stmt(c, ST_OBJECT_INSERT);
 	if (s) {
-		sqlite3_bind_text(s, 1, url, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 1, url, url_key_len(url), SQLITE_STATIC);
 		sqlite3_bind_text(s, 2, obj->version, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 3, (int64_t)obj->size);
 		sqlite3_bind_int64(s, 4, index_now());
@@ -516,13 +620,19 @@ int index_object_add(struct index *ix, const char *url, struct index_object *obj
 	*created = !err && sqlite3_changes(c->db) == 1;
 	s = err ? NULL : index_stmt(c, ST_OBJECT_ID);
 	if (s) {
-		sqlite3_bind_text(s, 1, url, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 1, url, url_key_len(url), SQLITE_STATIC);
 		sqlite3_bind_text(s, 2, obj->version, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 3, (int64_t)obj->size);
 		int rc = sqlite3_step(s);
 		if (rc == SQLITE_ROW) {
-			obj->id = sqlite3_column_int64(s, 0);
-			obj->block_size = (uint64_t)sqlite3_column_int64(s, 1);
+			struct index_object row = *obj;
+			row.id = sqlite3_column_int64(s, 0);
+			row.block_size = (uint64_t)sqlite3_column_int64(s, 1);
+			err = object_checked(&row, 0, false);
+			if (!err) {
+				obj->id = row.id;
+				obj->block_size = row.block_size;
+			}
 		} else {
 			err = index_sql_error(c->db, rc, "find added object");
 		}
@@ -559,11 +669,14 @@ int index_object_map(struct index *ix, int64_t id, uint64_t *header_len, void **
 		sqlite3_bind_int64(s, 1, id);
 		int rc = sqlite3_step(s);
 		if (rc == SQLITE_ROW) {
-			*header_len = (uint64_t)sqlite3_column_int64(s, 0);
+			struct index_object row = { .id = id, .block_size = INDEX_BLOCK_SIZE_MIN };
+			uint64_t len = (uint64_t)sqlite3_column_int64(s, 0);
 			const void *blob = sqlite3_column_blob(s, 1);
 			size_t n = (size_t)sqlite3_column_bytes(s, 1);
-			err = 0;
-			if (blob && n) {
+			err = object_checked(&row, len, true);
+			if (!err)
+				*header_len = len;
+			if (!err && blob && n) {
 				*map = malloc(n);
 				if (*map) {
 					memcpy(*map, blob, n);

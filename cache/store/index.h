@@ -23,6 +23,17 @@
 
 struct index;
 
+/*
+ * What a row may hold: the limits of --block-size and --header-size
+ * (tools/options.c takes them from here). A row outside them (a damaged or
+ * hostile index) is refused with -EBADMSG and a log line; the caller reads
+ * that object uncached.
+ */
+#define INDEX_BLOCK_SIZE_MIN 4096
+#define INDEX_BLOCK_SIZE_MAX (64u << 20)
+#define INDEX_HEADER_LEN_MIN 4096
+#define INDEX_HEADER_LEN_MAX (16u << 20)
+
 struct index_object {
 	int64_t id;
 	uint64_t size;
@@ -39,11 +50,13 @@ struct index_unit {
 };
 
 /*
- * Open (creating if needed) DIR/index.db. A database that is not SQLite,
- * fails its integrity check or has another schema is moved aside and
- * rebuilt, and *rebuilt is set (unless another process has it open:
- * -EBUSY). A busy or full database is an error, never rebuilt. Caller frees
- * with index_close().
+ * Open (creating if needed) DIR/index.db. DIR must pass private_dir_open()
+ * (else -EPERM, logged); the database, its -wal and -shm, and index.lock are
+ * 0600 and opened without following links. A database that is not SQLite,
+ * fails its integrity check, has another schema or a malformed instance is
+ * moved aside and rebuilt, and *rebuilt is set (unless another process has
+ * it open: -EBUSY). A busy or full database is an error, never rebuilt.
+ * Caller frees with index_close().
  */
 int index_open(const char *dir, struct index **out, bool *rebuilt);
 void index_close(struct index *ix);
@@ -51,7 +64,15 @@ void index_close(struct index *ix);
  * "data-<instance>", so files from an older database are never trusted. */
 const char *index_instance(struct index *ix);
 
-/* The newest cached version of URL; -ENOENT if none. */
+/*
+ * Objects are keyed by their URL without its query string and fragment
+ * (index_object_latest() and index_object_add() cut them off): a SAS or
+ * token is never stored, and a renewed one finds the same objects. (Rows
+ * written before this keep their query and are simply missed once.)
+ *
+ * The newest cached version of URL; -ENOENT if none, -EBADMSG if its row is
+ * damaged (logged).
+ */
 int index_object_latest(struct index *ix, const char *url, struct index_object *out);
 /* The object with index id ID; -ENOENT if none. */
 int index_object_get(struct index *ix, int64_t id, struct index_object *out);
@@ -66,13 +87,15 @@ int index_object_usage(struct index *ix, int64_t id, uint64_t *units, uint64_t *
 int index_object_add(struct index *ix, const char *url, struct index_object *obj,
 		     const void *map, size_t map_len, bool *created);
 /* How object ID is cut: *map (caller frees; NULL: not a usable TIFF).
- * -ENOENT: added before tile maps existed, so plain blocks. */
+ * -ENOENT: added before tile maps existed, so plain blocks. -EBADMSG: the
+ * row is damaged (logged). */
 int index_object_map(struct index *ix, int64_t id, uint64_t *header_len, void **map,
 		     size_t *map_len);
 /* Every object, with the units and bytes cached of it. */
 struct index_listed {
 	struct index_object object;
-	char *url;			/* may hold a query: never print it whole */
+	char *url;			/* rows of older caches may hold a query:
+					   never print it whole */
 	uint64_t units, bytes;
 };
 /* *out: caller frees with index_listed_free(). */

@@ -5,6 +5,11 @@
  * takes a slot (busy++) for one pread/pwrite/fallocate and gives it back;
  * a slot is closed and reused only when idle. When every slot is busy the
  * caller uses a file of its own for that one operation.
+ *
+ * Every file is opened under a directory fd (the cache dir, the data
+ * directory, its xx/ subdirectory), never following a link: data
+ * directories and their subdirectories are 0700, data files and the
+ * reserve 0600. The cache dir itself was checked by index_open().
  */
 #include "cache/store/store.h"
 #include "cache/base/log.h"
@@ -33,8 +38,9 @@ struct fd_slot {
 };
 
 struct store {
-	char *root;		/* DIR/data-<instance> */
-	char *reserve;		/* DIR/reserve */
+	char *root;		/* DIR/data-<instance>, for messages */
+	int dir_fd;		/* DIR */
+	int root_fd;		/* DIR/data-<instance> */
 	pthread_mutex_t lock;
 	struct fd_slot slots[FD_SLOTS];	/* protected by lock */
 	uint64_t clock;		/* protected by lock */
@@ -84,19 +90,21 @@ int store_open(const char *dir, const char *instance, struct store **out)
 
 	if (!st)
 		return -ENOMEM;
+	st->dir_fd = st->root_fd = -1;
 	snprintf(name, sizeof(name), "data-%s", instance);
 	size_t n = strlen(dir) + strlen(name) + 16;
 	st->root = malloc(n);
-	st->reserve = malloc(n);
-	if (!st->root || !st->reserve) {
+	if (!st->root) {
 		store_close(st);
 		return -ENOMEM;
 	}
 	snprintf(st->root, n, "%s/%s", dir, name);
-	snprintf(st->reserve, n, "%s/reserve", dir);
 	pthread_mutex_init(&st->lock, NULL);
 	remove_other_generations(dir, name);
-	if (mkdir(st->root, 0700) != 0 && errno != EEXIST) {
+	st->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (st->dir_fd < 0 || (mkdirat(st->dir_fd, name, 0700) != 0 && errno != EEXIST) ||
+	    (st->root_fd = openat(st->dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+				  O_CLOEXEC)) < 0) {
 		int err = -errno;
 		log_error("cannot create %s: %s", st->root, strerror(errno));
 		store_close(st);
@@ -116,34 +124,35 @@ void store_close(struct store *st)
 			close(st->slots[i].fd);
 	if (st->root)
 		pthread_mutex_destroy(&st->lock);
+	if (st->root_fd >= 0)
+		close(st->root_fd);
+	if (st->dir_fd >= 0)
+		close(st->dir_fd);
 	free(st->root);
-	free(st->reserve);
 	free(st);
 }
 
-static void object_path(struct store *st, int64_t id, char *out, size_t size, bool dir_only)
-{
-	if (dir_only)
-		snprintf(out, size, "%s/%02x", st->root, (unsigned)(id & 0xff));
-	else
-		snprintf(out, size, "%s/%02x/%" PRId64, st->root, (unsigned)(id & 0xff), id);
-}
-
+/* OBJECT_ID's file, data-<instance>/<xx>/<id>, links not followed. */
 static int open_object(struct store *st, int64_t id, bool create)
 {
-	char path[4200];
-	int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
+	char sub[8], name[32];
+	int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0);
+	int dir_flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
-	object_path(st, id, path, sizeof(path), false);
-	int fd = open(path, flags, 0600);
-	if (fd < 0 && errno == ENOENT && create) {
-		char dir[4200];
-		object_path(st, id, dir, sizeof(dir), true);
-		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+	snprintf(sub, sizeof(sub), "%02x", (unsigned)(id & 0xff));
+	snprintf(name, sizeof(name), "%" PRId64, id);
+	int sub_fd = openat(st->root_fd, sub, dir_flags);
+	if (sub_fd < 0 && errno == ENOENT && create) {
+		if (mkdirat(st->root_fd, sub, 0700) != 0 && errno != EEXIST)
 			return -errno;
-		fd = open(path, flags, 0600);
+		sub_fd = openat(st->root_fd, sub, dir_flags);
 	}
-	return fd < 0 ? -errno : fd;
+	if (sub_fd < 0)
+		return -errno;
+	int fd = openat(sub_fd, name, flags, 0600);
+	int err = fd < 0 ? -errno : 0;
+	close(sub_fd);
+	return err ? err : fd;
 }
 
 /* A slot holding ID's fd, busy for the caller; NULL with *own set to a
@@ -269,7 +278,7 @@ bool store_reserve_release(struct store *st)
 	st->reserve_held = false;
 	pthread_mutex_unlock(&st->lock);
 	if (held)
-		unlink(st->reserve);
+		unlinkat(st->dir_fd, "reserve", 0);
 	return held;
 }
 
@@ -280,13 +289,20 @@ void store_reserve_restore(struct store *st)
 	pthread_mutex_unlock(&st->lock);
 	if (held)
 		return;
-	int fd = open(st->reserve, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+	int fd = openat(st->dir_fd, "reserve", flags, 0600);
+	if (fd < 0 && errno == ELOOP && unlinkat(st->dir_fd, "reserve", 0) == 0)
+		fd = openat(st->dir_fd, "reserve", flags, 0600);	/* was a link */
 	if (fd < 0)
 		return;
-	bool ok = fallocate(fd, 0, 0, RESERVE_BYTES) == 0;
+	/* a link to another file (hard: O_NOFOLLOW stops symbolic ones) is
+	   never grown; removing the name leaves that file alone */
+	struct stat sb;
+	bool ok = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_nlink == 1 &&
+		  fallocate(fd, 0, 0, RESERVE_BYTES) == 0;
 	close(fd);
 	if (!ok) {
-		unlink(st->reserve);
+		unlinkat(st->dir_fd, "reserve", 0);
 		return;
 	}
 	pthread_mutex_lock(&st->lock);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,14 +25,14 @@ int main(void)
 	CHECK(mkdtemp(dir) != NULL, "temp dir");
 	CHECK(index_open(dir, &ix, &rebuilt) == 0 && !rebuilt, "creates a new index");
 	CHECK(strlen(index_instance(ix)) == 16, "instance id: %s", index_instance(ix));
-	struct index_object o1 = { .size = 1000, .block_size = 256, .version = "\"e1\"" };
+	struct index_object o1 = { .size = 1000, .block_size = 4096, .version = "\"e1\"" };
 	struct index_object o2 = { .size = 1000, .block_size = 65536, .version = "\"e1\"" };
 	struct index_object o3 = { .size = 1200, .block_size = 65536, .version = "\"e2\"" };
 	CHECK(index_object_add(ix, "http://h/a.tif", &o1, NULL, 0, &created) == 0, "add object");
 	a = o1.id;
 	CHECK(index_object_add(ix, "http://h/a.tif", &o2, NULL, 0, &created) == 0 && o2.id == a,
 	      "adding again finds the same id");
-	CHECK(o2.block_size == 256, "and the block size it was first cut with (%llu)",
+	CHECK(o2.block_size == 4096, "and the block size it was first cut with (%llu)",
 	      (unsigned long long)o2.block_size);
 	CHECK(index_object_add(ix, "http://h/a.tif", &o3, NULL, 0, &created) == 0 && o3.id != a,
 	      "a new version is a new object");
@@ -121,7 +122,7 @@ int main(void)
 	index_close(ix);
 
 	/* a corrupt database is set aside and rebuilt */
-	char path[256];
+	char path[256], cmd[600];
 	snprintf(path, sizeof(path), "%s/index.db", dir);
 	FILE *f = fopen(path, "r+");
 	fseek(f, 0, SEEK_SET);
@@ -131,7 +132,70 @@ int main(void)
 	CHECK(index_object_latest(ix, "http://h/a.tif", &latest) == -ENOENT, "and starts empty");
 	index_close(ix);
 
-	char cmd[300];
+	/* the key is the URL without its query: no token stored, a renewed one hits */
+	CHECK(index_open(dir, &ix, &rebuilt) == 0, "reopen");
+	struct index_object q = { .size = 900, .block_size = 4096, .version = "\"q\"" };
+	CHECK(index_object_add(ix, "http://h/q.tif?sv=1&sig=SEKRIT-idx", &q, NULL, 0, &created) == 0,
+	      "add an object by a signed URL");
+	CHECK(index_object_latest(ix, "http://h/q.tif?sv=2&sig=RENEWED", &latest) == 0 &&
+	      latest.id == q.id, "a renewed query finds it");
+	CHECK(index_object_latest(ix, "http://h/q.tif", &latest) == 0 && latest.id == q.id,
+	      "so does the URL without a query");
+	index_close(ix);
+	char grep[600];
+	snprintf(grep, sizeof(grep), "! grep -rq -e SEKRIT -e 'sig=' %s", dir);
+	CHECK(system(grep) == 0, "no query string in index.db or its WAL");
+	const char *const files[] = { "", "index.db", "index.db-wal", "index.db-shm", "index.lock" };
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		struct stat sb;
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		CHECK(stat(path, &sb) != 0 || (sb.st_mode & 077) == 0, "%s/%s is private (%o)", dir,
+		      files[i], (unsigned)sb.st_mode & 0777);
+	}
+
+	/* hostile rows: refused when read, never a zero block size or a huge header */
+	snprintf(cmd, sizeof(cmd), "sqlite3 %s/index.db \"UPDATE objects SET block_size = 0 "
+		 "WHERE id = %lld; INSERT OR REPLACE INTO tile_maps VALUES (%lld, 1099511627776, "
+		 "NULL)\"", dir, (long long)q.id, (long long)b);
+	CHECK(system(cmd) == 0, "damage two rows");
+	CHECK(index_open(dir, &ix, &rebuilt) == 0 && !rebuilt, "reopen");
+	CHECK(index_object_latest(ix, "http://h/q.tif", &latest) == -EBADMSG,
+	      "block_size 0: the row is refused");
+	CHECK(index_object_get(ix, q.id, &latest) == -EBADMSG, "by id too");
+	struct index_object again = q;
+	CHECK(index_object_add(ix, "http://h/q.tif", &again, NULL, 0, &created) == -EBADMSG &&
+	      again.block_size == 4096, "adding it again fails, leaving our block size");
+	uint64_t hl = 7;
+	void *map = NULL;
+	size_t map_len;
+	CHECK(index_object_map(ix, b, &hl, &map, &map_len) == -EBADMSG && hl == 7 && !map,
+	      "a 1 TiB header_len is refused");
+	index_close(ix);
+	snprintf(cmd, sizeof(cmd), "sqlite3 %s/index.db \"UPDATE meta SET value = '../../etc' "
+		 "WHERE key = 'instance'\"", dir);
+	CHECK(system(cmd) == 0, "a path in meta.instance");
+	CHECK(index_open(dir, &ix, &rebuilt) == 0 && rebuilt &&
+	      strspn(index_instance(ix), "0123456789abcdef") == 16, "the index is rebuilt (%s)",
+	      index_instance(ix));
+	index_close(ix);
+
+	/* the cache dir: ours, not writable by others; links not followed */
+	CHECK(chmod(dir, 0777) == 0 && index_open(dir, &ix, &rebuilt) == -EPERM,
+	      "a cache dir writable by others is refused");
+	CHECK(chmod(dir, 0700) == 0 && (geteuid() != 0 || (chown(dir, 65534, 65534) == 0 &&
+	      index_open(dir, &ix, &rebuilt) == -EPERM && chown(dir, 0, 0) == 0)),
+	      "one owned by someone else too");
+	snprintf(path, sizeof(path), "%s/index.lock", dir);
+	char victim_path[300];
+	snprintf(victim_path, sizeof(victim_path), "%s/victim", dir);
+	CHECK(unlink(path) == 0 && symlink(victim_path, path) == 0 &&
+	      index_open(dir, &ix, &rebuilt) == -ELOOP && access(victim_path, F_OK) != 0,
+	      "an index.lock link is not followed");
+	CHECK(unlink(path) == 0, "remove it");
+	snprintf(path, sizeof(path), "%s/index.db", dir);
+	snprintf(cmd, sizeof(cmd), "mv %s/index.db %s/real.db && ln -s real.db %s", dir, dir, path);
+	CHECK(system(cmd) == 0 && index_open(dir, &ix, &rebuilt) != 0, "nor an index.db link");
+
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	CHECK(system(cmd) == 0, "cleanup");
 	return check_done();

@@ -60,5 +60,20 @@ int main(void)
 	char *a8[] = { "s", "m", "--cache-dir" };
 	CHECK(parse(&o, err, 3, a8) != 0 && strstr(err, "needs a value"), "value missing: %s", err);
 	options_release(&o);
+	/* secrets in URLs are blanked in argv once parsed (ps shows argv) */
+	char src[] = "https://acct.blob.core.windows.net/c/p?sv=1&sig=SEKRIT";
+	char list[] = "allow_other,endpoint=http://u:PASSWD@h:1/?token=TOK,ttl=5";
+	char mnt[] = "/mnt", o_flag[] = "-o";
+	char *a9[] = { src, mnt, o_flag, list };
+	CHECK(parse(&o, err, 4, a9) == 0 && strstr(o.source, "sig=SEKRIT") &&
+	      strstr(o.endpoint, "token=TOK") && o.ttl == 5, "parsed with the secrets");
+	CHECK(strcmp(src, "https://acct.blob.core.windows.net/c/p?") == 0 &&
+	      !memmem(src, sizeof(src), "SEKRIT", 6), "SOURCE's query is blanked: %s", src);
+	CHECK(!memmem(list, sizeof(list), "TOK", 3) && !memmem(list, sizeof(list), "PASSWD", 6) &&
+	      strcmp(list, "allow_other,endpoint=http://u:") == 0 &&
+	      memmem(list, sizeof(list), "@h:1/?", 6) && memmem(list, sizeof(list), ",ttl=5", 6),
+	      "and a -o URL's query and password, the other words kept");
+	options_release(&o);
+
 	return check_done();
 }

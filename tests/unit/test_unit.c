@@ -7,9 +7,11 @@
 #include "check.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -138,6 +140,35 @@ int main(void)
 
 	store_close(st);
 	index_close(ix);
+
+	/* a reserve that is a link to another file: that file is never grown */
+	char reserve[300], victim[300], data[400];
+	struct stat sb;
+	snprintf(reserve, sizeof(reserve), "%s/reserve", dir);
+	snprintf(victim, sizeof(victim), "%s.victim", dir);
+	snprintf(data, sizeof(data), "%s/data-%s", dir, "x");
+	int vfd = open(victim, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(vfd >= 0 && close(vfd) == 0 && unlink(reserve) == 0 && symlink(victim, reserve) == 0,
+	      "reserve -> victim (symbolic)");
+	CHECK(index_open(dir, &ix, &rebuilt) == 0 && store_open(dir, index_instance(ix), &st) == 0,
+	      "open the store again");
+	CHECK(stat(victim, &sb) == 0 && sb.st_size == 0 && sb.st_blocks == 0,
+	      "the victim is not grown (%lld bytes)", (long long)sb.st_size);
+	store_close(st);
+	CHECK(lstat(reserve, &sb) == 0 && S_ISREG(sb.st_mode) && unlink(reserve) == 0 &&
+	      link(victim, reserve) == 0, "the link was replaced by a file; reserve = victim (hard)");
+	CHECK(store_open(dir, index_instance(ix), &st) == 0 && stat(victim, &sb) == 0 &&
+	      sb.st_size == 0 && sb.st_blocks == 0, "nor through a hard link");
+	snprintf(data, sizeof(data), "%s/data-%s/%02x/%lld", dir, index_instance(ix),
+		 (unsigned)(obj.id & 0xff), (long long)obj.id);
+	CHECK(stat(data, &sb) == 0 && (sb.st_mode & 0777) == 0600, "data files are 0600 (%o)",
+	      (unsigned)sb.st_mode & 0777);
+	*strrchr(data, '/') = '\0';
+	CHECK(stat(data, &sb) == 0 && (sb.st_mode & 0777) == 0700, "their dirs 0700 (%o)",
+	      (unsigned)sb.st_mode & 0777);
+	store_close(st);
+	index_close(ix);
+	unlink(victim);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	CHECK(system(cmd) == 0, "cleanup");
