@@ -115,7 +115,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_EVICT] = "SELECT id, object_id, off, len, crc FROM units "
 		     "ORDER BY hits > 1, last_access LIMIT ?1",
 	[ST_COUNTS] = "SELECT (SELECT count(*) FROM objects), (SELECT count(*) FROM units), "
-		      "(SELECT value FROM meta WHERE key = 'usage')",
+		      "(SELECT value FROM meta WHERE key = 'usage') - "
+		      "(SELECT coalesce(sum(len), 0) FROM edges)",
 	[ST_MAP_INSERT] = "INSERT OR REPLACE INTO tile_maps(object_id, header_len, map) "
 			  "VALUES (?1, ?2, ?3)",
 	[ST_MAP_GET] = "SELECT header_len, map FROM tile_maps WHERE object_id = ?1",

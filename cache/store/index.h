@@ -152,7 +152,8 @@ int index_usage(struct index *ix, uint64_t *bytes);
  * least recently read first. */
 int index_eviction_candidates(struct index *ix, struct index_unit *out, size_t max, size_t *n);
 
-/* Totals for `cache stat`-like reporting. */
+/* Totals for `cache stat`-like reporting: objects, units and the bytes of
+ * the units (the usage less the edges). */
 int index_counts(struct index *ix, uint64_t *objects, uint64_t *units, uint64_t *bytes);
 
 #endif
