@@ -532,6 +532,32 @@ static int manifest_add(struct namespace *ns, char *path, const char *url)
 	return 0;
 }
 
+/* Manifest LINE as a message may show it, into BUF: without a query string
+ * (a URL's credentials too: url_for_log()) and with control characters
+ * escaped (\n, \x1b), so a line can neither leak a token nor forge output. */
+static const char *line_for_log(const char *line, char *buf, size_t size)
+{
+	bool is_url = strstr(line, "://") != NULL;
+	char *url = is_url ? url_for_log(line) : NULL;
+	const char *s = url ? url : is_url ? "" : line;
+	size_t len = strcspn(s, url ? "" : "?"), o = 0;
+
+	for (size_t i = 0; i < len && o + 5 < size; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\n' || c == '\r' || c == '\t' || c == '\\') {
+			buf[o++] = '\\';
+			buf[o++] = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : '\\';
+		} else if (c < 0x20 || c == 0x7f) {
+			o += (size_t)snprintf(buf + o, size - o, "\\x%02x", c);
+		} else {
+			buf[o++] = (char)c;
+		}
+	}
+	buf[o] = '\0';
+	free(url);
+	return buf;
+}
+
 int ns_load_manifest(struct namespace *ns, const char *path, char *err_text, size_t err_size)
 {
 	FILE *f = fopen(path, "re");
@@ -581,9 +607,11 @@ int ns_load_manifest(struct namespace *ns, const char *path, char *err_text, siz
 		}
 		if (!err)
 			err = manifest_add(ns, rel, url);
-		if (err)
+		if (err) {
+			char shown[1024];
 			snprintf(err_text, err_size, "%s line %d: '%s' is not a usable file path (%s)",
-				 path, lineno, s, strerror(-err));
+				 path, lineno, line_for_log(s, shown, sizeof(shown)), strerror(-err));
+		}
 	}
 	pthread_mutex_unlock(&ns->lock);
 	free(prefix);
