@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # Hostile names: listings and manifests that name files with control
 # characters (a newline forges a log line, ESC drives the terminal of
-# `ls`) are refused, and each refused name is logged once, escaped.
+# `ls`) are refused, and each refused name is logged once, escaped. And
+# a hostile metrics client: one that trickles its request.
 
 bats_require_minimum_version 1.5.0
 load ../lib/tilefs
@@ -65,3 +66,40 @@ hostile_samples() {
 	! grep -n -e SEKRIT -e 'sig=' <<<"$err" || fail "the query string on stderr"
 }
 
+
+# trickle PORT SECONDS: a client sending its request one byte a second
+trickle() {
+	"$PY" -c 'import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+for i in range(int(sys.argv[2])):
+    try:
+        s.send(b"G")
+    except OSError:
+        break
+    time.sleep(1)' "$1" "$2" </dev/null >/dev/null 2>&1 &
+	TRICKLE_PID=$!
+}
+
+@test "metrics: a client trickling its request holds neither other scrapes nor unmount" {
+	origin_start "$SAMPLES"
+	local port
+	port=$("$PY" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
+	tilefs_mount "$ORIGIN_URL" "$MNT" --metrics-port "$port"
+	trickle "$port" 30
+	sleep 0.5
+	local t0=$SECONDS body
+	body=$(curl -fsS --max-time 10 "http://127.0.0.1:$port/metrics") || fail "scrape failed"
+	grep -q '^tilefs_up 1$' <<<"$body" || fail "scrape: $body"
+	[ $((SECONDS - t0)) -le 4 ] || fail "the scrape waited $((SECONDS - t0)) s behind a slow client"
+	kill "$TRICKLE_PID" 2>/dev/null || true
+
+	trickle "$port" 30
+	sleep 0.5
+	t0=$SECONDS
+	tilefs_umount "$MNT"
+	[ $((SECONDS - t0)) -le 3 ] || fail "unmount took $((SECONDS - t0)) s behind a slow client"
+	kill "$TRICKLE_PID" 2>/dev/null || true
+}
