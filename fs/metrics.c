@@ -4,8 +4,10 @@
  * One thread does it all: it waits (poll) for a scrape on the listening
  * socket or for the next period, rewrites the files (a temporary file
  * renamed over the old, so a reader never sees half of one), and answers
- * one scrape at a time. The counters are read from the cache and the
- * fetcher under their own locks, so a scrape never waits on a read.
+ * one scrape at a time, each within REQUEST_DEADLINE_MS and never past
+ * metrics_stop(), so a slow client holds neither. The counters are read
+ * from the cache and the fetcher under their own locks, so a scrape never
+ * waits on a read.
  */
 #include "fs/metrics.h"
 #include "cache/engine/cache.h"
@@ -25,9 +27,11 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define REQUEST_MAX 4096
+#define REQUEST_DEADLINE_MS 2000	/* a whole request, however it trickles */
 
 struct metrics {
 	struct metrics_config cfg;
@@ -209,10 +213,12 @@ static void write_files(struct metrics *m, bool up)
 
 /* ---- the scrape endpoint ---- */
 
+/* Never blocks: the answer (a few KiB) fits in a loopback socket's buffer;
+ * a client that does not read loses the rest. */
 static void send_all(int fd, const char *p, size_t len)
 {
 	while (len > 0) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n <= 0)
 			return;
 		p += n;
@@ -220,14 +226,30 @@ static void send_all(int fd, const char *p, size_t len)
 	}
 }
 
-static void answer(struct metrics *m, int fd)
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Read a request and answer it: REQUEST_DEADLINE_MS for the whole request
+ * (a client sending a byte a second gets no more), and not at all once
+ * metrics_stop() asks (returns false then: stop). */
+static bool answer(struct metrics *m, int fd)
 {
 	char req[REQUEST_MAX + 1], head[256];
 	size_t got = 0;
-	struct timeval tv = { 2, 0 };
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	int64_t deadline = now_ms() + REQUEST_DEADLINE_MS;
 	while (got < REQUEST_MAX) {
-		ssize_t n = recv(fd, req + got, REQUEST_MAX - got, 0);
+		int64_t left = deadline - now_ms();
+		struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
+				       { .fd = m->wake[0], .events = POLLIN } };
+		if (left <= 0 || poll(p, 2, (int)left) <= 0)
+			break;	/* too slow: answer what came */
+		if (p[1].revents)
+			return false;
+		ssize_t n = recv(fd, req + got, REQUEST_MAX - got, MSG_DONTWAIT);
 		if (n <= 0)
 			break;
 		got += (size_t)n;
@@ -259,6 +281,7 @@ static void answer(struct metrics *m, int fd)
 	if (!head_only && text)
 		send_all(fd, text, len);
 	free(text);
+	return true;
 }
 
 static void *metrics_thread(void *arg)
@@ -277,8 +300,10 @@ static void *metrics_thread(void *arg)
 		if (n > 0 && (p[1].revents & POLLIN)) {
 			int fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 			if (fd >= 0) {
-				answer(m, fd);
+				bool go_on = answer(m, fd);
 				close(fd);
+				if (!go_on)
+					return NULL;
 			}
 		}
 		if (time(NULL) >= next) {

@@ -4,8 +4,16 @@
  * DESIGN: a tree of nodes under ns->lock. Network work (listing a
  * directory, validating a file's version) runs without the lock, with a
  * per-node flag so one thread does it while others wait on ns->done.
- * Nodes that disappear from a listing move to a retired list and are freed
- * with the namespace, so a pointer taken under the lock stays valid.
+ *
+ * Nodes that disappear from a listing leave the tree for a retired list
+ * and are freed, with their subtree and their pinned versions, by ns_reap()
+ * at the end of the call that retired them, or of a later call. A pointer
+ * to a node is only used while ns->lock is held, with one exception: the
+ * node a thread refreshes or validates (dir_refresh(), file_validate())
+ * stays in use across the lock drop, so those take a hold on it and on
+ * each of its ancestors (node_hold()); a retired node is freed only once
+ * it has no hold. Open files keep their versions through their own
+ * references (cache_object_ref()), not through the node.
  */
 #include "cache/namespace/namespace.h"
 #include "cache/engine/cache.h"
@@ -26,6 +34,8 @@ struct ns_node {
 	char *name;
 	struct ns_node *parent;
 	struct ns_node *retired_next;
+	unsigned holds;			/* threads using it or a descendant across
+					 * a drop of ns->lock: see node_hold() */
 	bool is_dir;
 	int64_t listed_size;		/* -1: unknown until a probe */
 	char *url;			/* from a manifest; NULL: built from the path */
@@ -51,7 +61,7 @@ struct namespace {
 	pthread_mutex_t lock;
 	pthread_cond_t done;		/* a busy node finished */
 	struct ns_node *root;
-	struct ns_node *retired;
+	struct ns_node *retired;	/* out of the tree, not yet freed */
 };
 
 static struct ns_node *node_new(const char *name, bool is_dir, struct ns_node *parent)
@@ -117,6 +127,30 @@ void ns_free(struct namespace *ns)
 	pthread_mutex_destroy(&ns->lock);
 	pthread_cond_destroy(&ns->done);
 	free(ns);
+}
+
+/* Take (DELTA 1) or give back (-1) a hold on N and every ancestor, so none
+ * of them is freed while the lock is dropped; ns->lock held. */
+static void node_hold(struct ns_node *n, int delta)
+{
+	for (; n; n = n->parent)
+		n->holds = (unsigned)((int)n->holds + delta);
+}
+
+/* Free the retired nodes no thread holds. The caller uses no pointer to a
+ * node after this (it is called just before ns->lock is released). */
+static void ns_reap(struct namespace *ns)
+{
+	struct ns_node **link = &ns->retired;
+	while (*link) {
+		struct ns_node *n = *link;
+		if (n->holds) {
+			link = &n->retired_next;
+			continue;
+		}
+		*link = n->retired_next;
+		node_free(n);	/* with its subtree: no hold there either */
+	}
 }
 
 /* ns->lock held */
@@ -259,8 +293,8 @@ static int fetch_listing(struct namespace *ns, const char *dir_path, struct list
 	return err;
 }
 
-/* Make DIR's children current; ns->lock held (dropped while fetching). */
-static int dir_refresh(struct namespace *ns, struct ns_node *dir)
+/* dir_refresh() with DIR held. */
+static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 {
 	for (;;) {
 		if (dir->fixed)
@@ -331,6 +365,16 @@ static int dir_refresh(struct namespace *ns, struct ns_node *dir)
 	return err;
 }
 
+/* Make DIR's children current; ns->lock held (dropped while fetching).
+ * Children that are gone go to ns->retired. */
+static int dir_refresh(struct namespace *ns, struct ns_node *dir)
+{
+	node_hold(dir, 1);
+	int err = dir_refresh_held(ns, dir);
+	node_hold(dir, -1);
+	return err;
+}
+
 /* The node at PATH, listing directories on the way; ns->lock held. */
 static int resolve(struct namespace *ns, const char *path, struct ns_node **out)
 {
@@ -363,8 +407,8 @@ static int resolve(struct namespace *ns, const char *path, struct ns_node **out)
 
 /* ---- files ---- */
 
-/* Make N's pinned version current; ns->lock held (dropped while asking). */
-static int file_validate(struct namespace *ns, struct ns_node *n, bool *unchanged)
+/* file_validate() with N held. */
+static int file_validate_held(struct namespace *ns, struct ns_node *n, bool *unchanged)
 {
 	for (;;) {
 		if (n->obj && !cache_object_stale(n->obj) && !n->outdated &&
@@ -404,6 +448,15 @@ static int file_validate(struct namespace *ns, struct ns_node *n, bool *unchange
 	return err;
 }
 
+/* Make N's pinned version current; ns->lock held (dropped while asking). */
+static int file_validate(struct namespace *ns, struct ns_node *n, bool *unchanged)
+{
+	node_hold(n, 1);
+	int err = file_validate_held(ns, n, unchanged);
+	node_hold(n, -1);
+	return err;
+}
+
 static void attr_of(struct namespace *ns, const struct ns_node *n, struct ns_attr *out)
 {
 	out->is_dir = n->is_dir;
@@ -431,6 +484,7 @@ int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out)
 		err = file_validate(ns, n, &unchanged);	/* only a probe tells the size */
 	if (!err)
 		attr_of(ns, n, out);
+	ns_reap(ns);
 	pthread_mutex_unlock(&ns->lock);
 	return err;
 }
@@ -451,6 +505,7 @@ int ns_readdir(struct namespace *ns, const char *path, ns_fill_fn fill, void *ar
 		if (fill(arg, dir->children[i]->name, &attr))
 			break;
 	}
+	ns_reap(ns);
 	pthread_mutex_unlock(&ns->lock);
 	return err;
 }
@@ -474,6 +529,7 @@ int ns_open(struct namespace *ns, const char *path, struct cache_object **out, b
 		*older_open = n->older != NULL;
 		*out = cache_object_ref(n->obj);
 	}
+	ns_reap(ns);
 	pthread_mutex_unlock(&ns->lock);
 	return err;
 }
@@ -489,6 +545,7 @@ char *ns_url(struct namespace *ns, const char *path)
 	pthread_mutex_lock(&ns->lock);
 	if (resolve(ns, path, &n) == 0 && !n->is_dir)
 		url = n->url ? strdup(n->url) : source_object_url(ns->src, path);
+	ns_reap(ns);
 	pthread_mutex_unlock(&ns->lock);
 	return url;
 }
@@ -530,6 +587,32 @@ static int manifest_add(struct namespace *ns, char *path, const char *url)
 		dir = n;
 	}
 	return 0;
+}
+
+/* Manifest LINE as a message may show it, into BUF: without a query string
+ * (a URL's credentials too: url_for_log()) and with control characters
+ * escaped (\n, \x1b), so a line can neither leak a token nor forge output. */
+static const char *line_for_log(const char *line, char *buf, size_t size)
+{
+	bool is_url = strstr(line, "://") != NULL;
+	char *url = is_url ? url_for_log(line) : NULL;
+	const char *s = url ? url : is_url ? "" : line;
+	size_t len = strcspn(s, url ? "" : "?"), o = 0;
+
+	for (size_t i = 0; i < len && o + 5 < size; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\n' || c == '\r' || c == '\t' || c == '\\') {
+			buf[o++] = '\\';
+			buf[o++] = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : '\\';
+		} else if (c < 0x20 || c == 0x7f) {
+			o += (size_t)snprintf(buf + o, size - o, "\\x%02x", c);
+		} else {
+			buf[o++] = (char)c;
+		}
+	}
+	buf[o] = '\0';
+	free(url);
+	return buf;
 }
 
 int ns_load_manifest(struct namespace *ns, const char *path, char *err_text, size_t err_size)
@@ -581,9 +664,11 @@ int ns_load_manifest(struct namespace *ns, const char *path, char *err_text, siz
 		}
 		if (!err)
 			err = manifest_add(ns, rel, url);
-		if (err)
+		if (err) {
+			char shown[1024];
 			snprintf(err_text, err_size, "%s line %d: '%s' is not a usable file path (%s)",
-				 path, lineno, s, strerror(-err));
+				 path, lineno, line_for_log(s, shown, sizeof(shown)), strerror(-err));
+		}
 	}
 	pthread_mutex_unlock(&ns->lock);
 	free(prefix);

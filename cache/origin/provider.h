@@ -59,7 +59,9 @@ int source_parse_listing(struct source *src, const char *dir, const char *body, 
 /* Make REQ carry SRC's credentials (sets req->sign and req->signer). */
 void source_prepare(struct source *src, struct http_request *req);
 
-/* Is NAME usable as one path component (not empty, ".", "..", no '/')? */
+/* Is NAME usable as one path component (not empty, ".", "..", no '/', no
+ * control character: bytes below 0x20 and 0x7f)? A name refused for its
+ * control characters is logged once, escaped (\n, \x1b). */
 bool source_name_valid(const char *name);
 
 #endif

@@ -225,6 +225,19 @@ startup_error() {
 	without=$(grep -v 'sig=SEKRIT-q1w2' "$ORIGIN_LOG_FULL" | head -n 5)
 	[ -z "$without" ] || fail "requests without the query string: $without"
 	! grep -n -e SEKRIT -e 'sig=' "$TILEFS_LOG" || fail "the log contains the query string"
+
+	# a SOURCE with a token that fails: neither stderr nor the log shows it
+	local bad
+	for bad in "${ORIGIN_URL}nope/?sv=2024-01-01&sig=SEKRIT-q1w2" \
+		"http://user:SEKRIT-pw@127.0.0.1:1/x/?sig=SEKRIT-q1w2"; do
+		tilefs_run mount --cache-dir "$T/cache" --log-file "$T/fail.log" --log-level debug \
+			--retries 0 "$bad" "$MNT"
+		assert_eq "$status" 1 "exit of a failing mount"
+		[[ $err == "tilefs: cannot list "* ]] || fail "message: $err"
+		! grep -n -e SEKRIT -e 'sig=' <<<"$err" || fail "stderr contains the query string"
+		! grep -n -e SEKRIT -e 'sig=' "$T/fail.log" || fail "the log contains the query string"
+	done
+	[ -s "$T/fail.log" ] || fail "debug log of the failing mounts is empty"
 }
 
 @test "-o block-size=64K works like --block-size 64K" {

@@ -200,6 +200,18 @@ copy_corpus() {
 	local without
 	without=$(grep ' /t256.tif' "$ORIGIN_LOG_FULL" | grep -v 'sig=SEKRIT-7f3a' | head -n 3)
 	[ -z "$without" ] || fail "requests for t256.tif without its query string: $without"
+
+	# a bad line with a token: the message names the line, not the token
+	local line
+	for line in "${ORIGIN_URL}a/../b.tif?sig=SEKRIT-7f3a&X-Amz-Credential=KEYID-99" \
+		"https://other.example/%00.tif?sig=SEKRIT-7f3a&X-Amz-Credential=KEYID-99" \
+		"https://user:SEKRIT-pw@other.example/../x.tif" "../x.tif?sig=SEKRIT-7f3a"; do
+		printf '%s\n' "${ORIGIN_URL}t256.tif" "$line" >"$T/manifest"
+		tilefs_run mount --cache-dir "$T/cache" --list "$T/manifest" "$ORIGIN_URL" "$MNT"
+		assert_eq "$status" 1 "exit with a bad line"
+		[[ $err == *"manifest line 2: '"*"' is not a usable file path"* ]] || fail "message: $err"
+		! grep -n -e SEKRIT -e KEYID -e 'sig=' <<<"$err" || fail "stderr contains the query string"
+	done
 }
 
 @test "odd file names (space, +, %, #, ?, ;, UTF-8) list and read correctly" {

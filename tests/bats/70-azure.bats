@@ -129,6 +129,17 @@ no_secret_in() {
 	log=$TILEFS_LOG
 	tilefs_umount "$MNT"
 	no_secret_in "$log" "$sig" "sig=" "$WRONG_KEY"
+	unset AZURE_STORAGE_SAS_TOKEN AZURE_STORAGE_KEY
+
+	# a SOURCE with a SAS that fails (no such container): not on stderr either
+	mkdir -p "$T/mnt-fail"
+	tilefs_run mount --cache-dir "$T/cache-fail" --log-file "$T/fail.log" --log-level debug \
+		--endpoint "$AZURITE_ENDPOINT" --retries 0 \
+		"https://$AZURITE_ACCOUNT.blob.core.windows.net/nosuch/eo?$sas" "$T/mnt-fail"
+	assert_eq "$status" 1 "exit of a failing mount"
+	printf '%s\n' "$err" >"$T/fail.err"
+	no_secret_in "$T/fail.err" "$sig" "$(printf '%b' "${sig//%/\\x}")" "sig=" "$sas"
+	no_secret_in "$T/fail.log" "$sig" "$(printf '%b' "${sig//%/\\x}")" "sig=" "$sas"
 }
 
 @test "--page-size 2: a directory of more than 2 blobs lists them all" {

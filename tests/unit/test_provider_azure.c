@@ -64,8 +64,9 @@ static void clear_env(void)
 
 /*
  * A page as Azurite answers List Blobs (prefix eo/, delimiter /), with the
- * directory's own marker blob, an entity, an Encoded name, a name that is
- * not a file name, and a continuation marker.
+ * directory's own marker blob, an entity, Encoded names (one decodes to a
+ * control character, so it is not a file name), a name that is not a file
+ * name, and a continuation marker.
  */
 static const char list_page[] =
 	"<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>"
@@ -81,6 +82,8 @@ static const char list_page[] =
 	"<Content-Type>image/tiff</Content-Type><BlobType>BlockBlob</BlobType></Properties></Blob>\n"
 	"<Blob>\n  <Name Encoded=\"true\">eo/x%0Dy.tif</Name>\n  <Properties>\n"
 	"    <Content-Length>7</Content-Length>\n  </Properties>\n</Blob>\n"
+	"<Blob><Name Encoded=\"true\">eo/x%2By%25z.tif</Name><Properties>"
+	"<Content-Length>8</Content-Length></Properties></Blob>"
 	"<Blob><Name>eo/..</Name><Properties><Content-Length>1</Content-Length></Properties></Blob>"
 	"<BlobPrefix><Name>eo/with space/</Name></BlobPrefix>"
 	"</Blobs><NextMarker>2!84!MDAwMDI0IWVvL3pfbGFzdC50aWYh</NextMarker></EnumerationResults>";
@@ -239,7 +242,7 @@ static void test_listing(void)
 	CHECK(source_open("az://acct/cogs", &opts, &src, err, sizeof(err)) == 0, "opens anonymously");
 	CHECK(source_parse_listing(src, "eo", list_page, strlen(list_page), collect, &s, &next) == 0,
 	      "List Blobs page parses");
-	CHECK(s.n == 4, "four entries: marker blob and '..' skipped (%d)", s.n);
+	CHECK(s.n == 4, "four entries: marker blob, a name with CR and '..' skipped (%d)", s.n);
 	int i = find(&s, "sub");
 	CHECK(i >= 0 && s.dirs[i] && s.sizes[i] == -1, "BlobPrefix eo/sub/ is directory sub");
 	i = find(&s, "with space");
@@ -247,8 +250,9 @@ static void test_listing(void)
 	i = find(&s, "a b&c.tif");
 	CHECK(i >= 0 && !s.dirs[i] && s.sizes[i] == 123456789012LL,
 	      "blob, entity decoded, 64-bit Content-Length (%lld)", i >= 0 ? (long long)s.sizes[i] : -1LL);
-	i = find(&s, "x\ry.tif");
-	CHECK(i >= 0 && !s.dirs[i] && s.sizes[i] == 7, "Encoded=\"true\" name decoded");
+	i = find(&s, "x+y%z.tif");
+	CHECK(i >= 0 && !s.dirs[i] && s.sizes[i] == 8, "Encoded=\"true\" name decoded");
+	CHECK(find(&s, "x\ry.tif") < 0, "an Encoded name decoding to a control character is refused");
 	CHECK(next && strcmp(next, "2!84!MDAwMDI0IWVvL3pfbGFzdC50aWYh") == 0, "NextMarker: %s",
 	      next ? next : "(none)");
 	free(next);
