@@ -218,7 +218,9 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 	curl_easy_setopt(easy, CURLOPT_URL, req->url);
 	curl_easy_setopt(easy, CURLOPT_PRIVATE, req);
 	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR,
+			 strncasecmp(req->url, "https:", 6) == 0 ? "https" : "http,https");
 	curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 5L);
 	curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
@@ -269,6 +271,9 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 		snprintf(line, sizeof(line), "If-Unmodified-Since: %s", req->if_unmodified_since);
 		h = curl_slist_append(h, line);
 	}
+	struct curl_slist *unsigned_tail = h;
+	while (unsigned_tail && unsigned_tail->next)
+		unsigned_tail = unsigned_tail->next;
 	if (req->sign) {
 		int err = req->sign(req->signer, &a, &h);
 		if (err) {
@@ -280,6 +285,9 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 			return err;
 		}
 	}
+	/* credentials never follow a redirect (see http.h) */
+	req->signed_attempt = unsigned_tail ? unsigned_tail->next != NULL : h != NULL;
+	curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, req->signed_attempt ? 0L : 1L);
 	req->sent_headers = h;
 	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, h);
 	return 0;
@@ -394,6 +402,11 @@ static int attempt_verdict(struct http_request *req, CURLcode code)
 				 curl_easy_strerror(code),
 				 curl_code_is_tls_trust(code) ?
 				 " (is the server's CA trusted? see --ca-file)" : "");
+		if (code == CURLE_UNSUPPORTED_PROTOCOL)
+			snprintf(req->error, sizeof(req->error), "%s",
+				 strncasecmp(req->url, "https:", 6) == 0 ?
+				 "refused a redirect: https redirects only to https" :
+				 "refused: only http:// and https:// URLs are fetched");
 		if (curl_code_is_tls_trust(code))
 			return -EPERM;
 		return curl_code_retryable(code) ? -EAGAIN : -EIO;
@@ -410,6 +423,9 @@ static int attempt_verdict(struct http_request *req, CURLcode code)
 			size_t end = n + 2 + strlen(reason);
 			if (end + 1 < sizeof(req->error))
 				memcpy(req->error + end, ")", 2);
+		} else if (status < 400 && req->signed_attempt) {
+			snprintf(req->error + n, sizeof(req->error) - n,
+				 " (a redirect of a signed request: not followed)");
 		} else {
 			req->error[n] = '\0';
 		}
