@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,8 @@ void http_config_defaults(struct http_config *cfg)
 	cfg->backoff_max_ms = 10000;
 	cfg->max_body = 64u << 20;
 	cfg->total_timeout_ms = 0;
+	cfg->deadline_floor_ms = 15000;
+	cfg->min_rate = 16384;
 }
 
 const double http_latency_bounds[HTTP_LATENCY_BUCKETS - 1] = {
@@ -243,6 +246,7 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 	char line[192];
 	if (req->head) {
 		curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+		curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)cfg->deadline_floor_ms);
 	} else if (req->len > 0) {
 		/* resume after the bytes a dropped attempt already delivered */
 		a.ranged = true;
@@ -250,6 +254,11 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 		a.last = req->off + req->len - 1;
 		snprintf(line, sizeof(line), "Range: bytes=%" PRIu64 "-%" PRIu64, a.first, a.last);
 		h = curl_slist_append(h, line);
+		/* a trickle ends, and is retried from where it got to */
+		uint64_t at_rate = (a.last - a.first + 1) * 1000 / (uint64_t)cfg->min_rate;
+		curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
+				 (long)(cfg->deadline_floor_ms + (at_rate < LONG_MAX / 2 ? at_rate :
+								  LONG_MAX / 2)));
 	} else {
 		req->body_len = 0;	/* unranged (a listing): start over */
 		/* and a trickle must not hold it for ever */

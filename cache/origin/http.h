@@ -9,6 +9,9 @@
  * with the bytes still missing. 404 maps to -ENOENT, 401/403 to -EACCES,
  * 412 and a changed ETag during a resume to -ESTALE, everything else to -EIO.
  * This is the one place where curl codes and HTTP statuses become errno.
+ * A trickle ends too: each attempt of a ranged GET has a deadline of
+ * config.deadline_floor_ms plus its bytes at config.min_rate, and is then
+ * retried (resuming) like any timeout.
  *
  * Schemes and redirects: curl speaks http and https only. A request whose
  * signer added headers (credentials) follows no redirect: the 3xx is an
@@ -45,6 +48,8 @@ struct http_config {
 	size_t max_body;		/* bound for unranged bodies (listings) */
 	int total_timeout_ms;		/* bound on a whole unranged transfer;
 					   0: 10 * stall_timeout_s */
+	int deadline_floor_ms;		/* a ranged GET or a HEAD must end within */
+	int min_rate;			/* this + its bytes / min_rate (bytes/s) */
 };
 
 void http_config_defaults(struct http_config *cfg);
