@@ -158,9 +158,12 @@ static int64_t size_after_link(const char *p, const char *end)
 	const char *digits = q;
 	while (digits > p && isdigit((unsigned char)digits[-1]))
 		digits--;
-	if (digits == q || (digits > p && !isspace((unsigned char)digits[-1])))
+	if (digits == q || (digits > p && !isspace((unsigned char)digits[-1])) || q - digits > 18)
 		return -1;
-	return strtoll(digits, NULL, 10);
+	int64_t size = 0;	/* not strtoll: the body need not end in a NUL */
+	for (const char *d = digits; d < q; d++)
+		size = size * 10 + (*d - '0');
+	return size;
 }
 
 /*
