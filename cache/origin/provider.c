@@ -26,9 +26,9 @@ static const struct provider *const providers[] = {
  * "scheme://host:port" of URL as curl will connect to it (curl's own parser,
  * so "https://bucket.s3.amazonaws.com@evil/" is evil's; the scheme's default
  * port spelled out; lowercase); caller frees. NULL when URL does not parse,
- * is not http or https, or names a user (which nothing of ours does).
+ * is not http or https, or names a user and ALLOW_USER is false.
  */
-static char *url_origin(const char *url)
+static char *url_origin(const char *url, bool allow_user)
 {
 	CURLU *u = curl_url();
 	char *scheme = NULL, *host = NULL, *port = NULL, *user = NULL, *out = NULL;
@@ -39,7 +39,7 @@ static char *url_origin(const char *url)
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_USER, &user, 0) != CURLUE_NO_USER)
+	    (!allow_user && curl_url_get(u, CURLUPART_USER, &user, 0) != CURLUE_NO_USER))
 		goto out;
 	if (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0)
 		goto out;
@@ -70,7 +70,7 @@ int source_open(const char *text, const struct source_options *opts, struct sour
 			return rc;
 		/* the origin of the source's own URLs: where credentials may go */
 		char *own = source_object_url(*out, "");
-		(*out)->origin = own ? url_origin(own) : NULL;
+		(*out)->origin = own ? url_origin(own, true) : NULL;
 		free(own);
 		if (!(*out)->origin) {
 			snprintf(err, err_size, "source '%s' gives no http:// or https:// URL",
@@ -113,7 +113,8 @@ int source_parse_listing(struct source *src, const char *dir, const char *body, 
 
 void source_prepare(struct source *src, struct http_request *req)
 {
-	char *origin = url_origin(req->url);
+	/* a request naming a user (a manifest's, not ours) goes unsigned */
+	char *origin = url_origin(req->url, false);
 	bool own = origin && strcmp(origin, src->origin) == 0;
 
 	free(origin);
