@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,8 @@ void http_config_defaults(struct http_config *cfg)
 	cfg->backoff_max_ms = 10000;
 	cfg->max_body = 64u << 20;
 	cfg->total_timeout_ms = 0;
+	cfg->deadline_floor_ms = 15000;
+	cfg->min_rate = 16384;
 }
 
 const double http_latency_bounds[HTTP_LATENCY_BUCKETS - 1] = {
@@ -218,7 +221,9 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 	curl_easy_setopt(easy, CURLOPT_URL, req->url);
 	curl_easy_setopt(easy, CURLOPT_PRIVATE, req);
 	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR,
+			 strncasecmp(req->url, "https:", 6) == 0 ? "https" : "http,https");
 	curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 5L);
 	curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
@@ -241,6 +246,7 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 	char line[192];
 	if (req->head) {
 		curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+		curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)cfg->deadline_floor_ms);
 	} else if (req->len > 0) {
 		/* resume after the bytes a dropped attempt already delivered */
 		a.ranged = true;
@@ -248,6 +254,11 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 		a.last = req->off + req->len - 1;
 		snprintf(line, sizeof(line), "Range: bytes=%" PRIu64 "-%" PRIu64, a.first, a.last);
 		h = curl_slist_append(h, line);
+		/* a trickle ends, and is retried from where it got to */
+		uint64_t at_rate = (a.last - a.first + 1) * 1000 / (uint64_t)cfg->min_rate;
+		curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
+				 (long)(cfg->deadline_floor_ms + (at_rate < LONG_MAX / 2 ? at_rate :
+								  LONG_MAX / 2)));
 	} else {
 		req->body_len = 0;	/* unranged (a listing): start over */
 		/* and a trickle must not hold it for ever */
@@ -269,6 +280,9 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 		snprintf(line, sizeof(line), "If-Unmodified-Since: %s", req->if_unmodified_since);
 		h = curl_slist_append(h, line);
 	}
+	struct curl_slist *unsigned_tail = h;
+	while (unsigned_tail && unsigned_tail->next)
+		unsigned_tail = unsigned_tail->next;
 	if (req->sign) {
 		int err = req->sign(req->signer, &a, &h);
 		if (err) {
@@ -280,6 +294,9 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 			return err;
 		}
 	}
+	/* credentials never follow a redirect (see http.h) */
+	req->signed_attempt = unsigned_tail ? unsigned_tail->next != NULL : h != NULL;
+	curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, req->signed_attempt ? 0L : 1L);
 	req->sent_headers = h;
 	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, h);
 	return 0;
@@ -394,6 +411,11 @@ static int attempt_verdict(struct http_request *req, CURLcode code)
 				 curl_easy_strerror(code),
 				 curl_code_is_tls_trust(code) ?
 				 " (is the server's CA trusted? see --ca-file)" : "");
+		if (code == CURLE_UNSUPPORTED_PROTOCOL)
+			snprintf(req->error, sizeof(req->error), "%s",
+				 strncasecmp(req->url, "https:", 6) == 0 ?
+				 "refused a redirect: https redirects only to https" :
+				 "refused: only http:// and https:// URLs are fetched");
 		if (curl_code_is_tls_trust(code))
 			return -EPERM;
 		return curl_code_retryable(code) ? -EAGAIN : -EIO;
@@ -410,6 +432,9 @@ static int attempt_verdict(struct http_request *req, CURLcode code)
 			size_t end = n + 2 + strlen(reason);
 			if (end + 1 < sizeof(req->error))
 				memcpy(req->error + end, ")", 2);
+		} else if (status < 400 && req->signed_attempt) {
+			snprintf(req->error + n, sizeof(req->error) - n,
+				 " (a redirect of a signed request: not followed)");
 		} else {
 			req->error[n] = '\0';
 		}

@@ -9,6 +9,17 @@
  * with the bytes still missing. 404 maps to -ENOENT, 401/403 to -EACCES,
  * 412 and a changed ETag during a resume to -ESTALE, everything else to -EIO.
  * This is the one place where curl codes and HTTP statuses become errno.
+ * A trickle ends too: each attempt of a ranged GET has a deadline of
+ * config.deadline_floor_ms plus its bytes at config.min_rate, and is then
+ * retried (resuming) like any timeout.
+ *
+ * Schemes and redirects: curl speaks http and https only. A request whose
+ * signer added headers (credentials) follows no redirect: the 3xx is an
+ * error (-EIO). An unsigned request follows up to 5 redirects, from https
+ * only to https, from http to http or https, to any host: it carries
+ * nothing a redirect could leak (curl never carries a URL's query or
+ * user to the new location), and an http:// URL was never protected from
+ * whoever answers it.
  *
  * The one exception to the fetch thread is http_fetch_once(): a single
  * attempt on the calling thread, for credential endpoints asked while
@@ -37,6 +48,8 @@ struct http_config {
 	size_t max_body;		/* bound for unranged bodies (listings) */
 	int total_timeout_ms;		/* bound on a whole unranged transfer;
 					   0: 10 * stall_timeout_s */
+	int deadline_floor_ms;		/* a ranged GET or a HEAD must end within */
+	int min_rate;			/* this + its bytes / min_rate (bytes/s) */
 };
 
 void http_config_defaults(struct http_config *cfg);
@@ -115,6 +128,7 @@ struct http_request {
 	size_t attempt_start;		/* body_len when this attempt began */
 	bool restarted;			/* this attempt's 200 restarted the body */
 	bool cut_short;			/* we ended a 200 after the bytes asked for */
+	bool signed_attempt;		/* the signer added headers: no redirects */
 	uint64_t range_first, range_last; /* from Content-Range; UINT64_MAX none */
 	size_t body_cap;
 	size_t max_body;

@@ -6,10 +6,13 @@
 #include "cache/origin/xml.h"
 #include "cache/base/log.h"
 
+#include <curl/curl.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* First match wins: Azure's https://ACCOUNT.blob.core.windows.net goes
  * before plain https. */
@@ -20,12 +23,64 @@ static const struct provider *const providers[] = {
 	&provider_http,
 };
 
+/*
+ * "scheme://host:port" of URL as curl will connect to it (curl's own parser,
+ * so "https://bucket.s3.amazonaws.com@evil/" is evil's; the scheme's default
+ * port spelled out; lowercase); caller frees. NULL when URL does not parse,
+ * is not http or https, or names a user and ALLOW_USER is false.
+ */
+static char *url_origin(const char *url, bool allow_user)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL, *port = NULL, *user = NULL, *out = NULL;
+
+	if (!u)
+		return NULL;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+	    (!allow_user && curl_url_get(u, CURLUPART_USER, &user, 0) != CURLUE_NO_USER))
+		goto out;
+	if (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0)
+		goto out;
+	size_t n = strlen(scheme) + strlen(host) + strlen(port) + 5;
+	out = malloc(n);
+	if (!out)
+		goto out;
+	snprintf(out, n, "%s://%s:%s", scheme, host, port);
+	for (char *c = out; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_free(user);
+	curl_url_cleanup(u);
+	return out;
+}
+
 int source_open(const char *text, const struct source_options *opts, struct source **out,
 		char *err, size_t err_size)
 {
 	for (size_t i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
-		if (providers[i]->matches(text))
-			return providers[i]->open(text, opts, out, err, err_size);
+		if (!providers[i]->matches(text))
+			continue;
+		int rc = providers[i]->open(text, opts, out, err, err_size);
+		if (rc)
+			return rc;
+		/* the origin of the source's own URLs: where credentials may go */
+		char *own = source_object_url(*out, "");
+		(*out)->origin = own ? url_origin(own, true) : NULL;
+		free(own);
+		if (!(*out)->origin) {
+			snprintf(err, err_size, "source '%s' gives no http:// or https:// URL",
+				 (*out)->display);
+			source_free(*out);
+			*out = NULL;
+			return -EINVAL;
+		}
+		return 0;
 	}
 	snprintf(err, err_size, "unsupported source '%s': expected s3://, az://, gs://, http:// or https://",
 		 text);
@@ -34,8 +89,10 @@ int source_open(const char *text, const struct source_options *opts, struct sour
 
 void source_free(struct source *src)
 {
-	if (src)
+	if (src) {
+		free(src->origin);
 		src->provider->free(src);
+	}
 }
 
 char *source_object_url(struct source *src, const char *path)
@@ -57,8 +114,13 @@ int source_parse_listing(struct source *src, const char *dir, const char *body, 
 
 void source_prepare(struct source *src, struct http_request *req)
 {
-	req->sign = src->provider->sign;
-	req->signer = src;
+	/* a request naming a user (a manifest's, not ours) goes unsigned */
+	char *origin = url_origin(req->url, false);
+	bool own = origin && strcmp(origin, src->origin) == 0;
+
+	free(origin);
+	req->sign = own ? src->provider->sign : NULL;
+	req->signer = own ? src : NULL;
 	req->describe_error = src->provider->describe_error;
 }
 

@@ -40,6 +40,9 @@ struct source {
 	char *display;		/* SOURCE without secrets, for messages */
 	const char *credentials;	/* where the credentials came from, for
 					   messages ("" when anonymous) */
+	char *origin;		/* scheme://host:port of the source's own URLs,
+				   set by source_open(): the only place that
+				   gets credentials (see source_prepare()) */
 };
 
 /* Find the provider for SOURCE and open it into *out (caller frees with
@@ -56,7 +59,12 @@ char *source_listing_url(struct source *src, const char *dir, const char *cursor
  * (caller frees) when more pages follow. */
 int source_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
 			 listing_entry_fn add, void *arg, char **next_cursor);
-/* Make REQ carry SRC's credentials (sets req->sign and req->signer). */
+/*
+ * Make REQ carry SRC's credentials (sets req->sign and req->signer) when,
+ * and only when, req->url (set before) has the scheme, host and port of
+ * SRC's own URLs and no user name; any other URL (a full URL from a --list
+ * manifest, say) is fetched anonymously.
+ */
 void source_prepare(struct source *src, struct http_request *req);
 
 /* Is NAME usable as one path component (not empty, ".", "..", no '/', no

@@ -158,9 +158,12 @@ static int64_t size_after_link(const char *p, const char *end)
 	const char *digits = q;
 	while (digits > p && isdigit((unsigned char)digits[-1]))
 		digits--;
-	if (digits == q || (digits > p && !isspace((unsigned char)digits[-1])))
+	if (digits == q || (digits > p && !isspace((unsigned char)digits[-1])) || q - digits > 18)
 		return -1;
-	return strtoll(digits, NULL, 10);
+	int64_t size = 0;	/* not strtoll: the body need not end in a NUL */
+	for (const char *d = digits; d < q; d++)
+		size = size * 10 + (*d - '0');
+	return size;
 }
 
 /*
@@ -206,29 +209,48 @@ check:
 	return url_decode(href) == 0 && href[0];
 }
 
+/* The first NEEDLE in [p, end), or NULL. memchr() stops at what it finds
+ * (ASan's memmem() checks the whole haystack on every call, which would
+ * make the page quadratic again under the sanitizers). */
+static const char *find(const char *p, const char *end, const char *needle)
+{
+	size_t n = strlen(needle);
+	while (p && (size_t)(end - p) >= n) {
+		p = memchr(p, needle[0], (size_t)(end - p) - n + 1);
+		if (!p || memcmp(p, needle, n) == 0)
+			return p;
+		p++;
+	}
+	return NULL;
+}
+
+/*
+ * Every search is bounded by the next "href=", so a page is read a few
+ * times at most, however its links are broken (a link without "</a>" once
+ * made this quadratic).
+ */
 static int http_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
 			      listing_entry_fn add, void *arg, char **next_cursor)
 {
 	struct http_source *h = (struct http_source *)src;
-	const char *p = body, *end = body + len;
+	const char *end = body + len, *next = find(body, end, "href=");
 	char href[4096];
 
 	*next_cursor = NULL;
-	while (p < end) {
-		const char *a = memmem(p, (size_t)(end - p), "href=", 5);
-		if (!a)
-			break;
-		a += 5;
+	while (next) {
+		const char *a = next + 5;
+		next = find(a, end, "href=");
 		char quote = a < end ? *a : 0;
-		if (quote != '"' && quote != '\'') {
-			p = a;
+		if (quote != '"' && quote != '\'')
 			continue;
-		}
 		const char *v = a + 1;
 		const char *close = memchr(v, quote, (size_t)(end - v));
 		if (!close)
 			break;
-		p = close + 1;
+		const char *p = close + 1;
+		if (next && next < p)	/* "href=" inside the value */
+			next = find(p, end, "href=");
+		const char *entry_end = next ? next : end;
 		size_t n = (size_t)(close - v);
 		if (n == 0 || n >= sizeof(href))
 			continue;
@@ -245,10 +267,10 @@ static int http_parse_listing(struct source *src, const char *dir, const char *b
 				 dir[0] ? dir : ".");
 			continue;
 		}
-		const char *link_end = memmem(p, (size_t)(end - p), "</a>", 4);
+		const char *link_end = find(p, entry_end, "</a>");
 		int64_t size = -1;
 		if (!is_dir && link_end)
-			size = size_after_link(link_end + 4, end);
+			size = size_after_link(link_end + 4, entry_end);
 		int rc = add(arg, href, is_dir, size);
 		if (rc)
 			return rc;

@@ -150,6 +150,13 @@ static void test_sources(void)
 	url = source_listing_url(src, "", NULL);
 	CHECK(strcmp(url, "https://acct.blob.core.windows.net/cogs?restype=container&comp=list"
 			  "&prefix=eo/scenes/&delimiter=%2F") == 0, "root listing URL: %s", url);
+	struct http_request own = { .url = url }, other = { .url = "https://evil.example/x.tif" },
+			    lookalike = { .url = "https://acct.blob.core.windows.net@evil.example/x" };
+	source_prepare(src, &own);
+	source_prepare(src, &other);
+	source_prepare(src, &lookalike);
+	CHECK(own.sign && !other.sign && !other.signer && !lookalike.sign,
+	      "Shared Key signs the account's URLs only, not another host's");
 	free(url);
 	source_free(src);
 

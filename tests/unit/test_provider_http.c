@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 
 static const char nginx_page[] =
@@ -25,6 +26,13 @@ static const char apache_page[] =
 	"<tr><td><a href=\"http://elsewhere.example/x.tif\">x.tif</a></td></tr>\n"
 	"<tr><td><a href=\"bad%00name\">bad</a></td></tr>\n"
 	"</table>";
+
+/* Count entries (collect() keeps only the first 16). */
+static int count_entries(void *arg, const char *name, bool is_dir, int64_t size)
+{
+	((struct seen *)arg)->n++;
+	return 0;
+}
 
 int main(void)
 {
@@ -57,6 +65,18 @@ int main(void)
 	CHECK(strcmp(s.names[1], "a+b.tif") == 0 && !s.dirs[1] && s.sizes[1] == 12345,
 	      "file with its exact size (%lld)", (long long)(long long)s.sizes[1]);
 	CHECK(strcmp(s.names[2], "x&y.tif") == 0 && s.sizes[2] == 0, "entity decoded, size 0");
+
+	/* a body ends where it ends (no NUL): a size at its very end is read
+	   within it (found by tests/fuzz/fuzz_listing.c; ASan saw strtoll
+	   read past it) */
+	static const char tail_page[] = "<a href=\"t.tif\">t.tif</a>  22-Nov-2026 09:14  4321";
+	char *exact = malloc(strlen(tail_page));
+	memcpy(exact, tail_page, strlen(tail_page));
+	memset(&s, 0, sizeof(s));
+	CHECK(source_parse_listing(src, "", exact, strlen(tail_page), collect, &s, &next) == 0 &&
+	      s.n == 1 && s.sizes[0] == 4321, "size at the end of an unterminated body (%lld)",
+	      (long long)s.sizes[0]);
+	free(exact);
 	source_free(src);
 
 	CHECK(source_open("https://h.example/eo/sub/", &opts, &src, err, sizeof(err)) == 0, "https opens");
@@ -67,6 +87,35 @@ int main(void)
 	CHECK(strcmp(s.names[0], "scene.tif") == 0 && s.sizes[0] == -1,
 	      "inexact size is unknown (%lld)", (long long)(long long)s.sizes[0]);
 	CHECK(strcmp(s.names[1], "nested") == 0 && s.dirs[1], "absolute link under the prefix");
+
+	/* links without </a> (and no newline): each entry's search stops at
+	   the next link, so 200k of them parse in linear time */
+	size_t nlinks = 200000, cap = nlinks * 32 + 1, used = 0;
+	char *hostile = malloc(cap);
+	for (size_t i = 0; i < nlinks; i++)
+		used += (size_t)snprintf(hostile + used, cap - used, "<a href=\"f%zu.tif\">f ", i);
+	hostile[used] = '\0';
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	memset(&s, 0, sizeof(s));
+	CHECK(source_parse_listing(src, "", hostile, used, count_entries, &s, &next) == 0 &&
+	      s.n == (int)nlinks, "200k links without </a> all listed (%d)", s.n);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	CHECK(took < 5, "... in linear time (%.2f s)", took);
+	free(hostile);
+
+	/* the size still comes from after </a>, and a quote-less href or an
+	   href inside a value does not confuse the next entry */
+	static const char odd_page[] =
+		"<a href=x.tif>x</a> 1\n"
+		"<a href=\"q.tif?href=z\">q.tif</a>   22-Nov-2026 09:14   77\n"
+		"<a href=\"n.tif\">n.tif";
+	memset(&s, 0, sizeof(s));
+	CHECK(source_parse_listing(src, "", odd_page, strlen(odd_page), collect, &s, &next) == 0 &&
+	      s.n == 2 && strcmp(s.names[0], "q.tif") == 0 && s.sizes[0] == 77 &&
+	      strcmp(s.names[1], "n.tif") == 0 && s.sizes[1] == -1,
+	      "odd links: %d entries, %s %lld", s.n, s.names[0], (long long)s.sizes[0]);
 	source_free(src);
 
 	char *l = url_for_log("https://user:secret@h.example/eo/a.tif?sig=SECRET&x=1");

@@ -95,6 +95,30 @@ int main(int argc, char **argv)
 			  "&encoding-type=url&prefix=scenes%2Fsub%2F&continuation-token=tok%2Fen%3D") == 0,
 	      "virtual-hosted listing URL: %s", url);
 	free(url);
+	/* credentials go only to the source's own scheme, host and port */
+	static const struct {
+		const char *url;
+		bool signed_;
+	} targets[] = {
+		{ "https://eo.s3.us-east-1.amazonaws.com/scenes/a.tif", true },
+		{ "HTTPS://EO.S3.us-east-1.amazonaws.com/other/b.tif?x=1", true },
+		{ "https://eo.s3.us-east-1.amazonaws.com:443/a.tif", true },
+		{ "https://eo.s3.us-east-1.amazonaws.com:8443/a.tif", false },
+		{ "http://eo.s3.us-east-1.amazonaws.com/a.tif", false },
+		{ "https://eo.s3.us-east-1.amazonaws.com@evil.example/a.tif", false },
+		{ "https://eo.s3.us-east-1.amazonaws.com.evil.example/a.tif", false },
+		{ "https://evil.example/eo.s3.us-east-1.amazonaws.com/a.tif", false },
+		{ "https://user@eo.s3.us-east-1.amazonaws.com/a.tif", false },
+		{ "gopher://eo.s3.us-east-1.amazonaws.com:443/a.tif", false },
+		{ "file:///etc/passwd", false },
+		{ "not a url", false },
+	};
+	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		struct http_request req = { .url = targets[i].url };
+		source_prepare(src, &req);
+		CHECK((req.sign != NULL) == targets[i].signed_ && (req.signer != NULL) == targets[i].signed_,
+		      "%s is %s", targets[i].url, targets[i].signed_ ? "signed" : "anonymous");
+	}
 	source_free(src);
 
 	opts.endpoint = "http://127.0.0.1:9000/";
