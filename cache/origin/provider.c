@@ -82,8 +82,10 @@ int source_open(const char *text, const struct source_options *opts, struct sour
 		}
 		return 0;
 	}
+	char *shown = url_for_log(text);
 	snprintf(err, err_size, "unsupported source '%s': expected s3://, az://, gs://, http:// or https://",
-		 text);
+		 shown ? shown : "?");
+	free(shown);
 	return -EINVAL;
 }
 

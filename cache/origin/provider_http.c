@@ -48,7 +48,9 @@ static int http_open(const char *text, const struct source_options *opts, struct
 		return -ENOMEM;
 	if (curl_url_set(u, CURLUPART_URL, text, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host[0]) {
-		snprintf(err, err_size, "'%s' is not a valid URL", text);
+		char *shown = url_for_log(text);
+		snprintf(err, err_size, "'%s' is not a valid URL", shown ? shown : "?");
+		free(shown);
 		goto out;
 	}
 	curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);

@@ -238,6 +238,13 @@ startup_error() {
 		! grep -n -e SEKRIT -e 'sig=' "$T/fail.log" || fail "the log contains the query string"
 	done
 	[ -s "$T/fail.log" ] || fail "debug log of the failing mounts is empty"
+	# a SOURCE refused as it is parsed: named without its query either
+	for bad in "ftp://h/x?sig=SEKRIT-q1w2" "http://[bad/x?sig=SEKRIT-q1w2"; do
+		tilefs_run mount --cache-dir "$T/cache" "$bad" "$MNT"
+		assert_eq "$status" 2 "exit of a mount of $bad"
+		[[ $err == *"tilefs: "*"'"*"'"* ]] || fail "message: $err"
+		! grep -n -e SEKRIT -e 'sig=' <<<"$err" || fail "stderr contains the query string: $err"
+	done
 }
 
 @test "-o block-size=64K works like --block-size 64K" {
