@@ -13,6 +13,7 @@
 #include "cache/engine/cache.h"
 #include "cache/origin/http.h"
 #include "cache/base/log.h"
+#include "cache/namespace/namespace.h"
 #include "cache/store/mounts.h"
 
 #include <arpa/inet.h>
@@ -126,6 +127,8 @@ static void format(struct metrics *m, FILE *f, bool up)
 		"Opens and reads that failed (the reader got an error).", cs.errors);
 	counter(f, "tilefs_prefetched_units_total", "counter",
 		"Units fetched ahead of any read (prefetch, readahead).", cs.prefetched);
+	counter(f, "tilefs_namespace_nodes", "gauge",
+		"Files and directories the mount holds in memory.", ns_nodes_alive());
 	counter(f, "tilefs_evicted_bytes_total", "counter",
 		"Bytes this mount evicted to keep the cache within its size.", cs.evicted);
 

@@ -22,6 +22,7 @@
 #include "cache/origin/provider.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,14 @@ struct namespace {
 	struct ns_node *retired;	/* out of the tree, not yet freed */
 };
 
+/* Nodes allocated and not yet freed, in this process (ns_nodes_alive()). */
+static atomic_size_t nodes_alive;
+
+size_t ns_nodes_alive(void)
+{
+	return atomic_load(&nodes_alive);
+}
+
 static struct ns_node *node_new(const char *name, bool is_dir, struct ns_node *parent)
 {
 	struct ns_node *n = calloc(1, sizeof(*n));
@@ -74,6 +83,7 @@ static struct ns_node *node_new(const char *name, bool is_dir, struct ns_node *p
 		free(n);
 		return NULL;
 	}
+	atomic_fetch_add(&nodes_alive, 1);
 	n->is_dir = is_dir;
 	n->parent = parent;
 	n->listed_size = -1;
@@ -90,6 +100,7 @@ static void node_free(struct ns_node *n)
 	free(n->url);
 	free(n->name);
 	free(n);
+	atomic_fetch_sub(&nodes_alive, 1);
 }
 
 int ns_new(struct source *src, struct http_client *http, struct cache *cache, int ttl_s,

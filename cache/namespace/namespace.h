@@ -36,6 +36,9 @@ struct ns_attr {
 int ns_new(struct source *src, struct http_client *http, struct cache *cache, int ttl_s,
 	   struct namespace **out);
 void ns_free(struct namespace *ns);
+/* Files and directories held in memory by the namespaces of this process:
+ * names that left a listing are freed once no call uses them. */
+size_t ns_nodes_alive(void);
 
 /* Take the tree from a manifest (relative paths or URLs, one per line)
  * instead of listings. On error, err says which line is wrong. */

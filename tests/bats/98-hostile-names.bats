@@ -103,3 +103,24 @@ print(s.getsockname()[1])')
 	[ $((SECONDS - t0)) -le 3 ] || fail "unmount took $((SECONDS - t0)) s behind a slow client"
 	kill "$TRICKLE_PID" 2>/dev/null || true
 }
+
+@test "names that leave a listing are freed: 8 renamings of 300 files keep the nodes of one" {
+	local d=$T/churn r
+	mkdir -p "$d/sub"
+	"$PY" -c 'import sys; [open(f"{sys.argv[1]}/r0-{i}.tif", "w").close() for i in range(300)]' "$d/sub"
+	origin_start "$d"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --ttl 0 --metrics-file "$T/metrics.prom"
+	ls "$MNT/sub" >/dev/null
+	for ((r = 1; r <= 8; r++)); do
+		"$PY" -c 'import os, sys
+d, r = sys.argv[1], int(sys.argv[2])
+for i in range(300):
+    os.rename(f"{d}/r{r - 1}-{i}.tif", f"{d}/r{r}-{i}.tif")' "$d/sub" "$r"
+		assert_eq "$(ls "$MNT/sub" | grep -c "^r$r-")" 300 "names listed after renaming $r"
+	done
+	tilefs_umount "$MNT"
+	local nodes
+	nodes=$(awk '$1 == "tilefs_namespace_nodes" { print $2 }' "$T/metrics.prom")
+	[ -n "$nodes" ] || fail "no tilefs_namespace_nodes in the metrics:" "$(cat "$T/metrics.prom")"
+	[ "$nodes" -le 310 ] || fail "$nodes nodes held after 8 renamings of 300 files"
+}
