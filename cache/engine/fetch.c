@@ -117,10 +117,11 @@ static void run_fail(struct cache *c, struct inflight **units, size_t n, int err
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Fetch UNITS[0..n), in order in the object, with one GET (of the gaps
- * between them too), or with a few parallel GETs of consecutive parts. */
+/* Fetch UNITS[0..n) (PU: the same, as plan.h sees them), in order in the
+ * object, with one GET (of the gaps between them too), or with a few
+ * parallel GETs of consecutive parts. */
 static void run_submit(struct cache *c, struct cache_object *obj, struct inflight **units,
-		       size_t n, bool background, bool for_reader)
+		       const struct plan_unit *pu, size_t n, bool background, bool for_reader)
 {
 	struct fetch_run *run = calloc(1, sizeof(*run) + n * sizeof(run->units[0]));
 	struct inflight *last = units[n - 1];
@@ -130,15 +131,8 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 			 !layout_is_tile(&obj->layout, last->unit.off) ? 0 :
 			 plan_spill(end, obj->version.size);
 	end += spill;
-	uint64_t *unit_ends = malloc(n * sizeof(*unit_ends)), part_ends[PLAN_PARTS_MAX];
-	size_t nparts = 1;
-	part_ends[0] = end;
-	if (unit_ends) {
-		for (size_t i = 0; i < n; i++)
-			unit_ends[i] = units[i]->unit.off + units[i]->unit.len;
-		nparts = plan_parts(unit_ends, n, off, end - off, background, part_ends);
-		free(unit_ends);
-	}
+	uint64_t part_ends[PLAN_PARTS_MAX];
+	size_t nparts = plan_parts(pu, n, off, end - off, background, part_ends);
 
 	if (run) {
 		run->body = malloc(end - off);
@@ -211,7 +205,8 @@ void wait_for_other(struct cache *c, struct cache_object *obj, struct inflight *
 		if (entry_claim(c, obj, e) == 0)
 			break;	/* else still being fetched, or it just landed */
 	}
-	run_submit(c, obj, &e, 1, false, true);
+	struct plan_unit pu = { e->unit.off, e->unit.len, false, e->sliver };
+	run_submit(c, obj, &e, &pu, 1, false, true);
 }
 
 /* Start fetching UNIT of OBJ ahead of any read, unless it is cached, in
@@ -282,10 +277,7 @@ void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v,
 	struct gap_check g = { c, obj };
 
 	if (!pu) {
-		pthread_mutex_lock(&c->lock);
-		for (size_t i = 0; i < n; i++)
-			entry_settle(c, v[i], -ENOMEM, false);
-		pthread_mutex_unlock(&c->lock);
+		run_fail(c, v, n, -ENOMEM);
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -295,7 +287,7 @@ void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v,
 		bool demand;
 		size_t j = plan_run(pu, i, n, c->cfg.merge_gap, c->cfg.max_request, gap_has_units,
 				    &g, &demand);
-		run_submit(c, obj, v + i, j - i, !demand, for_reader);
+		run_submit(c, obj, v + i, pu + i, j - i, !demand, for_reader);
 		i = j;
 	}
 	free(pu);

@@ -65,7 +65,7 @@ uint64_t plan_spill(uint64_t end, uint64_t object_size)
 	return spill > object_size - end ? object_size - end : spill;
 }
 
-size_t plan_parts(const uint64_t *unit_ends, size_t n, uint64_t off, uint64_t len,
+size_t plan_parts(const struct plan_unit *units, size_t n, uint64_t off, uint64_t len,
 		  bool background, uint64_t *part_ends)
 {
 	uint64_t want = len / PLAN_PART_MIN, end = off + len;
@@ -76,17 +76,17 @@ size_t plan_parts(const uint64_t *unit_ends, size_t n, uint64_t off, uint64_t le
 
 	for (size_t i = 1; i < parts; i++) {
 		uint64_t target = off + len / parts * i, at = target & ~(uint64_t)4095;
-		while (j + 1 < n && unit_ends[j] < target)
+		while (j + 1 < n && units[j].off + units[j].len < target)
 			j++;
 		/* of the unit ends on either side of the target, the nearer one,
 		   if it is near enough */
 		uint64_t best = slack + 1;
 		for (size_t m = j ? j - 1 : 0; m <= j && m + 1 < n; m++) {
-			uint64_t d = unit_ends[m] > target ? unit_ends[m] - target :
-							     target - unit_ends[m];
+			uint64_t unit_end = units[m].off + units[m].len;
+			uint64_t d = unit_end > target ? unit_end - target : target - unit_end;
 			if (d < best) {
 				best = d;
-				at = unit_ends[m];
+				at = unit_end;
 			}
 		}
 		if (at > (k ? part_ends[k - 1] : off) && at < end)

@@ -79,6 +79,13 @@ bool plan_sliver(size_t n, size_t i, uint64_t part_len, uint64_t unit_len, bool 
  * it: to the next PLAN_SLIVER_MAX boundary, within OBJECT_SIZE. */
 uint64_t plan_spill(uint64_t end, uint64_t object_size);
 
+/* A unit to fetch, as run merging sees it. */
+struct plan_unit {
+	uint64_t off, len;
+	bool prefetch;			/* no reader waits for it */
+	bool sliver;
+};
+
 /*
  * A GET of LEN bytes for a reader is split into this many parallel GETs of
  * consecutive parts: object stores (and most servers) limit the rate of one
@@ -91,13 +98,13 @@ uint64_t plan_spill(uint64_t end, uint64_t object_size);
 #define PLAN_PARTS_MAX 4
 
 /*
- * Cut the GET of [off, off+len), which holds units ending at UNIT_ENDS[0..n)
- * (sorted; the spill may follow the last), into parts: writes the end of
+ * Cut the GET of [off, off+len), which holds UNITS[0..n) (sorted; the
+ * spill may follow the last), into parts: writes the end of
  * each part to PART_ENDS (room for PLAN_PARTS_MAX) and returns how many.
  * A part ends where a unit ends when one ends near where it should (so
  * that blocks stay whole), else at a 4 KiB boundary (inside a large tile).
  */
-size_t plan_parts(const uint64_t *unit_ends, size_t n, uint64_t off, uint64_t len,
+size_t plan_parts(const struct plan_unit *units, size_t n, uint64_t off, uint64_t len,
 		  bool background, uint64_t *part_ends);
 
 /* Bytes of units a prefetch policy may add to one read: with units of up
@@ -107,13 +114,6 @@ size_t plan_parts(const uint64_t *unit_ends, size_t n, uint64_t off, uint64_t le
 /* How many of the N units V a prefetch policy named fit within *BUDGET
  * bytes, taking them in order; their bytes are taken off *BUDGET. */
 size_t plan_prefetch_fit(const struct extent *v, size_t n, uint64_t *budget);
-
-/* A unit to fetch, as run merging sees it. */
-struct plan_unit {
-	uint64_t off, len;
-	bool prefetch;			/* no reader waits for it */
-	bool sliver;
-};
 
 /* Does [from, to) hold a unit cached or in flight (so a GET across that gap
  * would fetch it again)? */

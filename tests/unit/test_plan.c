@@ -112,33 +112,36 @@ static void spill(void)
 
 static void parts(void)
 {
-	uint64_t ends[PLAN_PARTS_MAX], one[] = { 1400000 };
+	uint64_t ends[PLAN_PARTS_MAX];
+	struct plan_unit one[] = { { 0, 1400000, false, false } };
 	size_t k = plan_parts(one, 1, 0, 1400000, false, ends);
 	CHECK(k == 2 && ends[0] == 700000 / 4096 * 4096 && ends[1] == 1400000,
 	      "a 1.4 MB tile is fetched in two parts, cut at 4 KiB (%zu: %llu)", k,
 	      (unsigned long long)ends[0]);
 	k = plan_parts(one, 1, 0, 1400000, true, ends);
 	CHECK(k == 1 && ends[0] == 1400000, "never in the background");
-	uint64_t small[] = { 400000 };
+	struct plan_unit small[] = { { 0, 400000, false, false } };
 	CHECK(plan_parts(small, 1, 0, 400000, false, ends) == 1, "nor under 1 MiB");
-	uint64_t big[] = { 8 * MiB };
+	struct plan_unit big[] = { { 0, 8 * MiB, false, false } };
 	k = plan_parts(big, 1, 0, 8 * MiB, false, ends);
 	CHECK(k == PLAN_PARTS_MAX && ends[0] == 2 * MiB && ends[3] == 8 * MiB,
 	      "at most four parts (%zu)", k);
-	uint64_t blocks[16];
+	struct plan_unit blocks[16];
 	for (int i = 0; i < 16; i++)
-		blocks[i] = (uint64_t)(i + 1) * 256 * 1024 + 100;
+		blocks[i] = (struct plan_unit){ (uint64_t)i * 256 * 1024 + 100, 256 * 1024, false,
+						false };
 	k = plan_parts(blocks, 16, 100, 4 * MiB + 16384, false, ends);
 	bool on_units = true;
 	for (size_t i = 0; i + 1 < k; i++) {
 		bool found = false;
 		for (int j = 0; j < 16; j++)
-			found |= ends[i] == blocks[j];
+			found |= ends[i] == blocks[j].off + blocks[j].len;
 		on_units &= found;
 	}
 	CHECK(k == 4 && on_units && ends[3] == 100 + 4 * MiB + 16384,
 	      "several units: parts end where units end, the last with the spill (%zu)", k);
-	uint64_t tile_sliver[] = { 100 + 3 * MiB, 100 + 3 * MiB + 8000 };
+	struct plan_unit tile_sliver[] = { { 100, 3 * MiB, false, false },
+					   { 100 + 3 * MiB, 8000, false, true } };
 	k = plan_parts(tile_sliver, 2, 100, 3 * MiB + 8000, false, ends);
 	CHECK(k == 4 && ends[0] % 4096 == 0 && ends[2] < 100 + 3 * MiB,
 	      "a large tile with a sliver after it: the tile is cut (%zu)", k);
