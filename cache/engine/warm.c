@@ -31,24 +31,14 @@ int cache_units_missing(struct cache *c, const struct cache_object *obj,
 
 bool cache_object_complete(struct cache *c, struct cache_object *obj)
 {
-	struct index_unit *have = NULL;
-	size_t nhave = 0, i = 0;
+	uint64_t units, bytes;
 
 	if (atomic_load(&obj->complete))
 		return true;
-	if (obj->id < 0 || index_units_of(c->index, obj->id, &have, &nhave) != 0)
-		return false;
-	uint64_t p = 0;
-	while (p < obj->version.size) {
-		struct extent unit = layout_unit_at(&obj->layout, p);
-		while (i < nhave && have[i].off < unit.off)
-			i++;
-		if (!(i < nhave && have[i].off == unit.off && have[i].len == unit.len))
-			break;
-		p = unit.off + unit.len;
-	}
-	free(have);
-	if (p < obj->version.size)
+	/* an object's units are disjoint and cut one way (layout.h): all of
+	   them are cached when their bytes add up to the object */
+	if (obj->id < 0 || index_object_usage(c->index, obj->id, &units, &bytes) != 0 ||
+	    bytes != obj->version.size)
 		return false;
 	atomic_store(&obj->complete, true);
 	return true;
