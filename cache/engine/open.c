@@ -38,8 +38,8 @@
 static int64_t url_claim_key(const char *url)
 {
 	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
-	for (const unsigned char *p = (const unsigned char *)url; *p && *p != '?' && *p != '#'; p++)
-		h = (h ^ *p) * 1099511628211ull;
+	for (size_t i = 0, len = index_url_key_len(url); i < len; i++)
+		h = (h ^ (unsigned char)url[i]) * 1099511628211ull;
 	return -(int64_t)(h >> 1) - 1;
 }
 
@@ -249,6 +249,31 @@ static int parse_tiles(struct cache *c, struct fetched *f, void **blob, size_t *
 	return err;
 }
 
+/* An id for an object read uncached: negative, so never an index id. */
+static int64_t uncached_id(void)
+{
+	static atomic_llong next = -1;
+	return atomic_fetch_sub(&next, 1);
+}
+
+/*
+ * How the index says object FOUND is cut: its encoded tile map into *BLOB
+ * (caller frees), or *LEGACY for plain blocks. When the index cannot say,
+ * FOUND gets an id of its own, so it is read uncached: units cut another
+ * way than other processes cut them must never be stored.
+ */
+static void indexed_cut(struct cache *c, struct index_object *found, const char *log_name,
+			void **blob, size_t *blob_len, bool *legacy)
+{
+	int err = index_object_map(c->index, found->id, &found->header_len, blob, blob_len);
+	*legacy = err != 0;
+	if (err && err != -ENOENT) {
+		log_warn("%s: cannot read how the cache index cuts it; reading it uncached",
+			 log_name);
+		found->id = uncached_id();
+	}
+}
+
 /* Cut OBJ as the index row FOUND and BLOB say (BLOB NULL: plain bytes;
  * LEGACY: plain blocks). */
 static void object_layout(struct cache_object *obj, const struct index_object *found,
@@ -285,7 +310,6 @@ static int answer_version(const struct http_request *req, const char *log_name, 
 int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		      struct cache_object **out)
 {
-	static atomic_llong next_uncached_id = -1;
 	struct index_object latest, found = { 0 };
 	struct http_request req;
 	struct fetched f = { .cache = c, .url = url, .log_name = log_name };
@@ -325,13 +349,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	snprintf(found.version, sizeof(found.version), "%s", version);
 	if (current) {
 		found = latest;
-		err = index_object_map(c->index, found.id, &found.header_len, &blob, &blob_len);
-		legacy = err == -ENOENT;
-		if (err && !legacy) {
-			/* cannot tell how others cut it: read it uncached */
-			found.id = atomic_fetch_sub(&next_uncached_id, 1);
-			legacy = true;
-		}
+		indexed_cut(c, &found, log_name, &blob, &blob_len, &legacy);
 	} else {
 		err = parse_tiles(c, &f, &blob, &blob_len);
 		if (err)
@@ -340,22 +358,15 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 			/* nothing tells one version from the next: never cache it */
 			log_warn("%s: the origin gives neither ETag nor Last-Modified; reading it uncached",
 				 log_name);
-			found.id = atomic_fetch_sub(&next_uncached_id, 1);
+			found.id = uncached_id();
 		} else if (index_object_add(c->index, url, &found, blob, blob_len, &created) != 0) {
 			log_warn("%s: the cache index cannot record it; reading it uncached", log_name);
-			found.id = atomic_fetch_sub(&next_uncached_id, 1);
+			found.id = uncached_id();
 		} else if (!created) {
 			/* another process added it first: cut it as it did */
 			free(blob);
 			blob = NULL;
-			err = index_object_map(c->index, found.id, &found.header_len, &blob, &blob_len);
-			legacy = err == -ENOENT;
-			if (err && !legacy) {
-				log_warn("%s: cannot read how the cache index cuts it; reading it "
-					 "uncached", log_name);
-				found.id = atomic_fetch_sub(&next_uncached_id, 1);
-				legacy = true;
-			}
+			indexed_cut(c, &found, log_name, &blob, &blob_len, &legacy);
 		}
 		/* an older version's units are left to eviction: open files of
 		   this or another process may still read them */

@@ -11,7 +11,7 @@
  *       below.
  *   objects(id AUTOINCREMENT, url, version, size, block_size, added)
  *       one row per (url, version, size); url has no query string or
- *       fragment (url_key()); version is the ETag, or
+ *       fragment (index_url_key_len()); version is the ETag, or
  *       "lm:<Last-Modified>" when the origin sends no ETag. Ids are never
  *       reused, so a data file named by id can never hold another object.
  *       block_size is the unit size the object was first cut with; every
@@ -516,13 +516,9 @@ const char *index_instance(struct index *ix)
 	return ix->instance;
 }
 
-/*
- * The key of URL: its length without the query string and fragment, so a
- * token in it is never stored and a renewed one keys the same object.
- */
-static int url_key_len(const char *url)
+size_t index_url_key_len(const char *url)
 {
-	return (int)strcspn(url, "?#");
+	return strcspn(url, "?#");
 }
 
 /* Is the row read into O within the limits (index.h)? Logs it if not. */
@@ -551,7 +547,7 @@ static int object_row(struct index *ix, enum stmt_id id, const char *url, int64_
 
 	if (s) {
 		if (url)
-			sqlite3_bind_text(s, 1, url, url_key_len(url), SQLITE_STATIC);
+			sqlite3_bind_text(s, 1, url, (int)index_url_key_len(url), SQLITE_STATIC);
 		else
 			sqlite3_bind_int64(s, 1, object_id);
 		int rc = sqlite3_step(s);
@@ -611,7 +607,7 @@ int index_object_add(struct index *ix, const char *url, struct index_object *obj
 		goto out;
 	sqlite3_stmt *s = index_stmt(c, ST_OBJECT_INSERT);
 	if (s) {
-		sqlite3_bind_text(s, 1, url, url_key_len(url), SQLITE_STATIC);
+		sqlite3_bind_text(s, 1, url, (int)index_url_key_len(url), SQLITE_STATIC);
 		sqlite3_bind_text(s, 2, obj->version, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 3, (int64_t)obj->size);
 		sqlite3_bind_int64(s, 4, index_now());
@@ -621,7 +617,7 @@ int index_object_add(struct index *ix, const char *url, struct index_object *obj
 	*created = !err && sqlite3_changes(c->db) == 1;
 	s = err ? NULL : index_stmt(c, ST_OBJECT_ID);
 	if (s) {
-		sqlite3_bind_text(s, 1, url, url_key_len(url), SQLITE_STATIC);
+		sqlite3_bind_text(s, 1, url, (int)index_url_key_len(url), SQLITE_STATIC);
 		sqlite3_bind_text(s, 2, obj->version, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 3, (int64_t)obj->size);
 		int rc = sqlite3_step(s);

@@ -64,11 +64,16 @@ void index_close(struct index *ix);
  * "data-<instance>", so files from an older database are never trusted. */
 const char *index_instance(struct index *ix);
 
+/* The length of the part of URL that keys its objects: all but its query
+ * string and fragment. */
+size_t index_url_key_len(const char *url);
+
 /*
  * Objects are keyed by their URL without its query string and fragment
  * (index_object_latest() and index_object_add() cut them off): a SAS or
  * token is never stored, and a renewed one finds the same objects. (Rows
  * written before this keep their query and are simply missed once.)
+ * index_url_key_len() says how much of a URL is its key.
  *
  * The newest cached version of URL; -ENOENT if none, -EBADMSG if its row is
  * damaged (logged).
