@@ -125,21 +125,6 @@ int ns_new(struct source *src, struct http_client *http, struct cache *cache, in
 	return 0;
 }
 
-void ns_free(struct namespace *ns)
-{
-	if (!ns)
-		return;
-	node_free(ns->root);
-	while (ns->retired) {
-		struct ns_node *n = ns->retired;
-		ns->retired = n->retired_next;
-		node_free(n);	/* with its subtree, which only it holds */
-	}
-	pthread_mutex_destroy(&ns->lock);
-	pthread_cond_destroy(&ns->done);
-	free(ns);
-}
-
 /* Take (DELTA 1) or give back (-1) a hold on N and every ancestor, so none
  * of them is freed while the lock is dropped; ns->lock held. */
 static void node_hold(struct ns_node *n, int delta)
@@ -162,6 +147,17 @@ static void ns_reap(struct namespace *ns)
 		*link = n->retired_next;
 		node_free(n);	/* with its subtree: no hold there either */
 	}
+}
+
+void ns_free(struct namespace *ns)
+{
+	if (!ns)
+		return;
+	node_free(ns->root);
+	ns_reap(ns);		/* nothing holds a node any more */
+	pthread_mutex_destroy(&ns->lock);
+	pthread_cond_destroy(&ns->done);
+	free(ns);
 }
 
 /* ns->lock held */
