@@ -73,8 +73,9 @@ def now():
 # ---------------------------------------------------------------- data set
 
 def ensure_data(mode):
+    from gen_data import DATA_VERSION
     base = os.path.join(REPO, "tests", ".cache", "bench")
-    dest = os.path.join(base, mode + "-v1")
+    dest = os.path.join(base, "%s-v%d" % (mode, DATA_VERSION))
     if not os.path.isdir(dest):
         os.makedirs(base, exist_ok=True)
         log("generating the %s data set in %s (once; kept for later runs)" % (mode, dest))

@@ -7,13 +7,18 @@ set has the same bytes and nginx gives it the same ETags.
 
   s2/       Sentinel-2-like: 1 band uint16, 1024x1024 tiles, DEFLATE +
             horizontal predictor, internal overviews (COG)
-  landsat/  Landsat-like: 1 band uint16, 512x512 tiles, same compression
-  naip/     NAIP-like: 4 bands uint8 (pixel interleaved), 512x512 tiles
+  landsat/  Landsat-like: 1 band uint16, 512x512 tiles, ZSTD + horizontal
+            predictor (as USGS Collection 2 cloud products), overviews
+  naip/     NAIP-like: 4 bands uint8 (pixel interleaved), 512x512 tiles,
+            DEFLATE
   striped/  plain GeoTIFF, 1 band uint16, strips, no compression, no
             overviews, IFD wherever GDAL puts it
 
-Pixels are smooth fields plus noise, so DEFLATE compresses them about as
-much as real imagery (2-3x), not the 100x of a constant image.
+Pixels are smooth fields plus noise, so DEFLATE and ZSTD compress them about
+as much as real imagery (2-3x), not the 100x of a constant image.
+
+A change here changes the data: bump DATA_VERSION (bench.ensure_data puts
+it in the cache directory's name, so the old set is not reused).
 """
 import os
 import shutil
@@ -25,19 +30,22 @@ from osgeo import gdal
 
 gdal.UseExceptions()
 
+DATA_VERSION = 2  # 1: every COG DEFLATE; 2: landsat ZSTD
+
 SETS = {
-    # name: (count, width, height, bands, dtype, block or None, cog?)
+    # name: (count, width, height, bands, dtype, block or None, COG compression
+    # or None for a striped uncompressed GeoTIFF)
     "quick": {
-        "s2": (2, 3072, 3072, 1, "uint16", 1024, True),
-        "landsat": (2, 2048, 2048, 1, "uint16", 512, True),
-        "naip": (2, 2048, 2048, 4, "uint8", 512, True),
-        "striped": (1, 2048, 2048, 1, "uint16", None, False),
+        "s2": (2, 3072, 3072, 1, "uint16", 1024, "DEFLATE"),
+        "landsat": (2, 2048, 2048, 1, "uint16", 512, "ZSTD"),
+        "naip": (2, 2048, 2048, 4, "uint8", 512, "DEFLATE"),
+        "striped": (1, 2048, 2048, 1, "uint16", None, None),
     },
     "full": {
-        "s2": (4, 10980, 10980, 1, "uint16", 1024, True),
-        "landsat": (4, 7680, 7680, 1, "uint16", 512, True),
-        "naip": (4, 6144, 6144, 4, "uint8", 512, True),
-        "striped": (2, 6144, 6144, 1, "uint16", None, False),
+        "s2": (4, 10980, 10980, 1, "uint16", 1024, "DEFLATE"),
+        "landsat": (4, 7680, 7680, 1, "uint16", 512, "ZSTD"),
+        "naip": (4, 6144, 6144, 4, "uint8", 512, "DEFLATE"),
+        "striped": (2, 6144, 6144, 1, "uint16", None, None),
     },
 }
 
@@ -61,15 +69,15 @@ def field(rng, h, w, lo, hi, noise):
     return np.clip(f, 0, None)
 
 
-def write(path, arr, dtype, block, cog):
+def write(path, arr, dtype, block, compress):
     bands, h, w = arr.shape
     mem = gdal.GetDriverByName("MEM").Create("", w, h, bands, GDT[dtype])
     mem.SetGeoTransform((500000, 10, 0, 5000000, 0, -10))
     mem.SetProjection("EPSG:32633")
     for b in range(bands):
         mem.GetRasterBand(b + 1).WriteArray(arr[b])
-    if cog:
-        opts = ["COMPRESS=DEFLATE", "PREDICTOR=YES", "BLOCKSIZE=%d" % block,
+    if compress:
+        opts = ["COMPRESS=" + compress, "PREDICTOR=YES", "BLOCKSIZE=%d" % block,
                 "OVERVIEWS=AUTO", "OVERVIEW_RESAMPLING=AVERAGE", "NUM_THREADS=ALL_CPUS",
                 "BIGTIFF=IF_SAFER"]
         gdal.GetDriverByName("COG").CreateCopy(path, mem, options=opts)
@@ -87,7 +95,7 @@ def generate(mode, dest):
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     seed = 1000
-    for kind, (count, w, h, bands, dtype, block, cog) in SETS[mode].items():
+    for kind, (count, w, h, bands, dtype, block, compress) in SETS[mode].items():
         os.makedirs(os.path.join(tmp, kind))
         for i in range(count):
             seed += 1
@@ -101,7 +109,7 @@ def generate(mode, dest):
                 arr = np.clip(np.round(arr), 0, 255).astype(np.uint8)
             name = "%s_%02d.tif" % (kind, i)
             path = os.path.join(tmp, kind, name)
-            write(path, arr, dtype, block, cog)
+            write(path, arr, dtype, block, compress)
             del arr
             print("  %s/%s: %.1f MB in %.1f s" % (kind, name, os.path.getsize(path) / 1e6,
                                                  time.time() - t0), flush=True)
