@@ -42,7 +42,9 @@ PROFILES = {"near": (10, "100m"), "region": (30, "50m"), "far": (80, "25m")}
 # name: (issue number, unit, what it does)
 WORKLOADS = {
     "chips": (1, "chips/s", "random 256x256 chips, fresh open per chip, worker pool"),
-    "chips-torch": (1, "chips/s", "the same chips through a torch DataLoader"),
+    "chips-s2": (1, "chips/s", "the same, in the S2-like files only"),
+    "chips-landsat": (1, "chips/s", "the same, in the Landsat-like files only"),
+    "chips-torch": (1, "chips/s", "the chips of chips through a torch DataLoader"),
     "aligned": (2, "chips/s", "256x256 chips inside one tile each"),
     "full": (3, "MB/s", "every band of every file at full resolution (decoded MB)"),
     "overview": (4, "MB/s", "every overview level of every COG (decoded MB)"),
@@ -50,7 +52,10 @@ WORKLOADS = {
     "opens": (6, "opens/s", "1,000 opens + metadata + sidecar probes (GDAL readdir on)"),
     "preads": (7, "tiles/s", "raw preads of whole tiles, no decoding"),
 }
-QUICK_WORKLOADS = ["chips", "chips-torch", "full", "epochs", "opens"]
+QUICK_WORKLOADS = ["chips", "chips-s2", "chips-landsat", "chips-torch", "full", "epochs",
+                   "opens", "preads"]
+# chips in one data set of gen_data.py: workload name -> its directory
+CHIP_SETS = {"chips-s2": "s2", "chips-landsat": "landsat"}
 FULL_WORKLOADS = list(WORKLOADS)
 
 SIZES = {
@@ -103,6 +108,8 @@ def scan_data(root):
             info = {"path": kind + "/" + name, "kind": kind, "w": ds.RasterXSize,
                     "h": ds.RasterYSize, "bands": ds.RasterCount, "block": [bx, by],
                     "tiled": tiled, "overviews": b.GetOverviewCount(),
+                    "compression": ds.GetMetadataItem("COMPRESSION", "IMAGE_STRUCTURE")
+                    or "NONE",
                     "size": os.path.getsize(p), "tiles": []}
             if tiled:
                 for ty in range((ds.RasterYSize + by - 1) // by):
@@ -122,9 +129,9 @@ def plan(files, mode, sizes, seed=20240601):
     tiled = [f for f in files if f["tiled"]]
     cogs = [f for f in files if f["overviews"] > 0]
 
-    def chips(n, aligned=False):
+    def chips(n, aligned=False, kind=None):
         out = []
-        pool = tiled if aligned else files
+        pool = tiled if aligned else [f for f in files if kind in (None, f["kind"])]
         for _ in range(n):
             f = rng.choice(pool)
             if aligned:
@@ -156,7 +163,23 @@ def plan(files, mode, sizes, seed=20240601):
         off, n = rng.choice(f["tiles"])
         pr.append({"op": "pread", "path": f["path"], "offset": off, "length": n})
     items["preads"] = pr
+    # last, so the items above stay what they were before these existed
+    for wl, kind in CHIP_SETS.items():
+        items[wl] = chips(sizes["chips"], kind=kind)
     return items
+
+
+def describe(wl, files):
+    """What a workload does; for a per-set chips workload, with what its files
+    are (e.g. '... in s2/ (2 files, 1024x1024 tiles, DEFLATE)'), read from
+    the files themselves."""
+    if wl not in CHIP_SETS:
+        return WORKLOADS[wl][2]
+    fs = [f for f in files if f["kind"] == CHIP_SETS[wl]]
+    if not fs:
+        return "random 256x256 chips in %s/: no such files" % CHIP_SETS[wl]
+    return "random 256x256 chips in %s/ (%d files, %dx%d tiles, %s)" % (
+        CHIP_SETS[wl], len(fs), fs[0]["block"][0], fs[0]["block"][1], fs[0]["compression"])
 
 
 # ---------------------------------------------------------------- origin
@@ -819,7 +842,8 @@ def versions(ctx):
 def main():
     ap = argparse.ArgumentParser(prog="tests/bench/run", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true",
-                    help="small data, workloads chips, full, epochs, opens (a few minutes)")
+                    help="small data; workloads " + ",".join(QUICK_WORKLOADS)
+                    + " (about 6 minutes)")
     ap.add_argument("--profile", choices=sorted(PROFILES), default="region",
                     help="origin latency/bandwidth: near 10 ms 100 MB/s, region 30 ms "
                     "50 MB/s, far 80 ms 25 MB/s (per connection) [region]")
@@ -913,6 +937,7 @@ def main():
     ctx.origin = Origin(ctx.data, delay_ms, rate, ctx.scratch)
     meta = {"timestamp": ts, "mode": mode, "profile": a.profile, "delay_ms": delay_ms,
             "rate": rate, "workers": ctx.workers, "workloads": wls,
+            "described": {wl: describe(wl, files) for wl in wls},
             "contestants": [c.name for c in contestants], "data_files": len(files),
             "data_bytes": total, "versions": versions(ctx), "notes": notes,
             "args": sys.argv[1:]}
@@ -927,7 +952,7 @@ def main():
         ctx.origin.start()
         log("origin: %s (nginx pid %d)" % (ctx.origin.url, ctx.origin.pid))
         for wl in wls:
-            log("[%s] %s: %s, %d items" % (WORKLOADS[wl][0], wl, WORKLOADS[wl][2],
+            log("[%s] %s: %s, %d items" % (WORKLOADS[wl][0], wl, describe(wl, files),
                                            len(ctx.items[wl])))
             run_workload(ctx, wl, contestants, rows)
             report.write_csv(os.path.join(ctx.results, "results.csv"), rows, meta)

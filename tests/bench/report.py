@@ -115,6 +115,9 @@ def table(rows, meta):
              if r["check"] == "ok" and r.get("note")]
     if notes:
         lines += ["", "Notes on rows:"] + ["  " + n for n in notes]
+    described = meta.get("described") or {}
+    if described:
+        lines += ["", "Workloads:"] + ["  %s: %s" % kv for kv in described.items()]
     lines.append("")
     lines.append(
         "rate: items/s (chips, opens, tiles) or MB/s of decoded pixels (full, overview); "
