@@ -230,9 +230,12 @@ class Origin:
         return os.path.getsize(self.log)
 
     def since(self, off, save=None):
-        """Requests logged since offset: (count, body bytes, {method: count}).
-        With save, those log lines are also copied to that file."""
-        n, nbytes, methods = 0, 0, {}
+        """The requests logged since offset, as {"requests": count, "bytes":
+        body bytes, "methods": {method: count}, "data_gets": count}. A data
+        GET is a GET of a file (not a listing) answered 200 or 206; the rest
+        are listings, HEADs and probes for names that do not exist. With
+        save, those log lines are also copied to that file."""
+        t = {"requests": 0, "bytes": 0, "methods": {}, "data_gets": 0}
         with open(self.log, "rb") as f:
             f.seek(off)
             lines = f.readlines()
@@ -240,16 +243,20 @@ class Origin:
             with open(save, "wb") as out:
                 out.writelines(lines)
         for line in lines:
+            # $request_method $uri "$http_range" $status $body_bytes_sent
             parts = line.decode("latin-1").split()
             if len(parts) < 5:
                 continue
-            n += 1
-            methods[parts[0]] = methods.get(parts[0], 0) + 1
+            method, uri, status = parts[0], parts[1], parts[-2]
+            t["requests"] += 1
+            t["methods"][method] = t["methods"].get(method, 0) + 1
+            if method == "GET" and not uri.endswith("/") and status in ("200", "206"):
+                t["data_gets"] += 1
             try:
-                nbytes += int(parts[-1])
+                t["bytes"] += int(parts[-1])
             except ValueError:
                 pass
-        return n, nbytes, methods
+        return t
 
     def cpu(self):
         """CPU seconds of nginx's master and workers so far."""
@@ -728,10 +735,16 @@ def run_workload(ctx, wl, contestants, rows):
                     off = ctx.origin.offset()
                 row = run_phase(ctx, wl, c, root, items_file, lab,
                                 shuffle=(k if wl == "epochs" else None), loader=loader)
-                n, nbytes, methods = ctx.origin.since(off, save=os.path.join(
+                t = ctx.origin.since(off, save=os.path.join(
                     ctx.raw, "%s-%s.access.log" % (lab, fname(c.name))))
-                row["requests"], row["fetched_bytes"] = n, nbytes
-                row["methods"] = " ".join("%s:%d" % kv for kv in sorted(methods.items()))
+                row["requests"], row["fetched_bytes"] = t["requests"], t["bytes"]
+                row["data_gets"] = t["data_gets"]
+                row["methods"] = " ".join("%s:%d" % kv for kv in sorted(t["methods"].items()))
+                if c.family == "tilefs" and c.warm_of and t["data_gets"]:
+                    # after a remount every byte this workload reads is in
+                    # the cache: a data GET means the cache was not used
+                    row["note"] = ("%d data GETs after the remount (want 0); %s" % (
+                        t["data_gets"], row.get("note", ""))).strip("; ")
                 if c.family == "local":
                     refs[lab] = row.get("_hash")
                     # every epoch reads the same chips: all compare to epoch 1

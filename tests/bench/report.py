@@ -13,8 +13,9 @@ import sys
 
 COLUMNS = ["workload", "contestant", "family", "unit", "rate", "ratio_local", "ratio_best",
            "best_other", "items", "wall_s", "items_per_s", "mb_per_s", "bytes", "requests",
-           "req_per_item", "fetched_bytes", "kb_per_item", "methods", "p50_ms", "p95_ms",
-           "daemon_cpu_s", "daemon_rss_mb", "client_cpu_s", "other_cpu", "check", "mismatches", "note",
+           "req_per_item", "data_gets", "get_per_item", "fetched_bytes", "kb_per_item",
+           "methods", "p50_ms", "p95_ms", "daemon_cpu_s", "daemon_ms_per_item",
+           "daemon_rss_mb", "client_cpu_s", "other_cpu", "check", "mismatches", "note",
            "mode", "profile", "timestamp"]
 
 
@@ -31,7 +32,11 @@ def add_ratios(rows):
         for r in rs:
             if r.get("items"):
                 r["req_per_item"] = r.get("requests", 0) / r["items"]
+                if r.get("data_gets") is not None:
+                    r["get_per_item"] = r["data_gets"] / r["items"]
                 r["kb_per_item"] = r.get("fetched_bytes", 0) / 1024.0 / r["items"]
+                if r.get("daemon_cpu_s") is not None:
+                    r["daemon_ms_per_item"] = 1000.0 * r["daemon_cpu_s"] / r["items"]
             rate = r.get("rate")
             if rate is None:
                 continue
@@ -86,9 +91,9 @@ def _f(v, fmt, width):
 
 
 def table(rows, meta):
-    hdr = ("%-9s %-15s %9s %-8s %6s %6s %7s %8s %7s %7s %7s %6s %6s %6s  %s" % (
-        "workload", "contestant", "rate", "unit", "xlocal", "xbest", "req/it", "KB/it",
-        "p50ms", "p95ms", "cliCPU", "dCPU", "dRSS", "othCPU", "check"))
+    hdr = ("%-13s %-15s %9s %-8s %6s %6s %6s %6s %8s %6s %6s %6s %6s %7s %5s %6s  %s" % (
+        "workload", "contestant", "rate", "unit", "xlocal", "xbest", "req/it", "GET/it",
+        "KB/it", "p50ms", "p95ms", "cliCPU", "dCPU", "dCPU/it", "dRSS", "othCPU", "check"))
     lines = [
         "tilefs bench, %s mode, profile %s (%s ms first byte, %sB/s per connection), "
         "%s workers, %s" % (meta.get("mode"), meta.get("profile"), meta.get("delay_ms"),
@@ -103,13 +108,14 @@ def table(rows, meta):
         chk = r["check"]
         if chk not in ("ok",):
             chk += " " + (r.get("note") or "")[:150]
-        lines.append("%-9s %-15s %s %-8s %s %s %s %s %s %s %s %s %s %s  %s" % (
+        lines.append("%-13s %-15s %s %-8s %s %s %s %s %s %s %s %s %s %s %s %s  %s" % (
             r["workload"], r["contestant"], _f(r.get("rate"), "%.1f", 9), r["unit"],
             _f(r.get("ratio_local"), "%.2f", 6), _f(r.get("ratio_best"), "%.2f", 6),
-            _f(r.get("req_per_item"), "%.2f", 7), _f(r.get("kb_per_item"), "%.0f", 8),
-            _f(r.get("p50_ms"), "%.0f", 7), _f(r.get("p95_ms"), "%.0f", 7),
-            _f(r.get("client_cpu_s"), "%.1f", 7),
-            _f(r.get("daemon_cpu_s"), "%.1f", 6), _f(r.get("daemon_rss_mb"), "%.0f", 6),
+            _f(r.get("req_per_item"), "%.2f", 6), _f(r.get("get_per_item"), "%.2f", 6),
+            _f(r.get("kb_per_item"), "%.0f", 8),
+            _f(r.get("p50_ms"), "%.0f", 6), _f(r.get("p95_ms"), "%.0f", 6),
+            _f(r.get("client_cpu_s"), "%.1f", 6), _f(r.get("daemon_cpu_s"), "%.1f", 6),
+            _f(r.get("daemon_ms_per_item"), "%.1f", 7), _f(r.get("daemon_rss_mb"), "%.0f", 5),
             _f(r.get("other_cpu"), "%.2f", 6), chk))
     notes = ["%s/%s: %s" % (r["workload"], r["contestant"], r["note"]) for r in rows
              if r["check"] == "ok" and r.get("note")]
@@ -123,10 +129,13 @@ def table(rows, meta):
         "rate: items/s (chips, opens, tiles) or MB/s of decoded pixels (full, overview); "
         "xlocal: rate / local's; xbest: rate / best other remote family's "
         "(vsicurl*, rclone*, tilefs*); req/it, KB/it: origin requests and body bytes per "
-        "item (nginx log; a mount's first phase includes its mount-time listing); "
+        "item (nginx log; a mount's first phase includes its mount-time listing); GET/it: "
+        "data GETs per item (GETs of a file answered 200 or 206: not listings, HEADs or "
+        "probes for missing names; a warm tilefs row should show 0); "
         "p50/p95: per item, open to close; cliCPU: CPU s of the reader processes; dCPU, "
-        "dRSS: CPU s in the phase and peak RSS (VmHWM, MB) of the mount daemon (tilefs, "
-        "rclone); othCPU: cores kept busy by other jobs on the machine during the phase "
+        "dCPU/it, dRSS: CPU s in the phase, CPU ms per item, and peak RSS (VmHWM, MB) of "
+        "the mount daemon (tilefs, rclone); othCPU: cores kept busy by other jobs on the "
+        "machine during the phase "
         "(all busy CPU time less the readers', the daemon's and nginx's, per second; of "
         "%s), a measure of how disturbed that row is; check: every item's bytes against "
         "local's (WRONG = differ)." % os.cpu_count())

@@ -140,7 +140,8 @@ def main():
                         bench.log("  warm: " + summary)
                     else:
                         took = run_rclone(origin, files, jobs, scratch)
-                    n, nbytes, methods = origin.since(off)
+                    t = origin.since(off)
+                    n, nbytes = t["requests"], t["bytes"]
                     if nbytes < total:
                         raise RuntimeError("%s fetched %d bytes of %d" % (name, nbytes, total))
                     runs[name].append((took, n, nbytes))
@@ -167,10 +168,7 @@ def main():
                     status = 1
         finally:
             subprocess.run(["fusermount3", "-u", mnt])
-        lines_file = os.path.join(scratch, "after-warm.log")
-        origin.since(off, save=lines_file)
-        with open(lines_file) as f:
-            data_gets = sum('"bytes=' in line for line in f)
+        data_gets = origin.since(off)["data_gets"]
         verify = "after the warm, a mount read every file (sha256 equal: %s) with %d data GETs" % (
             "yes" if status == 0 else "NO", data_gets)
     except Exception as e:
