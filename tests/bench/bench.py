@@ -900,9 +900,9 @@ def main():
     notes = []
     if "chips-torch" in wls and not have_torch():
         wls = [w for w in wls if w != "chips-torch"]
-        notes.append("chips-torch (a real torch DataLoader) not run: python3-torch is not "
-                     "installed (about 700 MB with its dependencies, so install-deps leaves "
-                     "it out; apt-get install python3-torch adds the workload)")
+        notes.append("chips-torch (a real torch DataLoader) not run: `import torch` fails "
+                     "(tests/bench/install-deps installs python3-torch; BENCH_NO_INSTALL=1 "
+                     "skips that)")
 
     contestants = [Local(), Vsicurl("vsicurl", {}), Vsicurl("vsicurl-tuned", VSI_TUNED)]
     if shutil.which("rclone"):
