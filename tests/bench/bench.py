@@ -1006,9 +1006,11 @@ def main():
     text += report.explain(meta, notes)
     with open(os.path.join(ctx.results, "table.txt"), "w") as f:
         f.write(text)
+    with open(os.path.join(ctx.results, "table.md"), "w") as f:
+        f.write(report.markdown(rows, meta))
     log("")
     log(text)
-    log("written: %s/{results.csv,chart.png,table.txt,meta.json,logs/,raw/}"
+    log("written: %s/{results.csv,chart.png,table.txt,table.md,meta.json,logs/,raw/}"
         % os.path.relpath(ctx.results, os.getcwd()))
     bad = [r for r in rows if r["check"] == "WRONG" or
            (r["family"] == "tilefs" and r["check"] in ("ERROR", "HANG"))]

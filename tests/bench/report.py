@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The bench's table, CSV and chart. Also usable alone to redraw a run:
 
-    report.py results/<timestamp>     prints the table, rewrites chart.png
+    report.py results/<timestamp>     prints the table and the README's
+                                      table, rewrites chart.png
 """
 import csv
 import json
@@ -142,6 +143,73 @@ def table(rows, meta):
     return "\n".join(lines) + "\n"
 
 
+# the README's names for the phases; a per-set chips workload is named
+# from its data set (meta["described"])
+README_LABELS = {
+    "chips": "random 256x256 chips, fresh open each (all files)",
+    "chips-torch": "the same chips through a torch DataLoader (4 workers)",
+    "aligned": "chips inside one tile each",
+    "full": "whole files",
+    "overview": "every overview level",
+    "epoch1": "3 epochs of chips: epoch 1",
+    "epoch2": "epoch 2",
+    "epoch3": "epoch 3",
+    "opens": "open storm (open, sidecar probes, readdir)",
+    "preads": "raw tile preads, no decoding",
+}
+# the per-item costs the README shows, for these workloads if they ran
+README_COSTS = ("chips-s2", "chips-landsat", "chips")
+
+
+def markdown(rows, meta):
+    """The README's table of a run: each remote contestant's rate relative
+    to local per phase, then requests, bytes and daemon CPU per chip."""
+    names = [n for n in meta.get("contestants", []) if n != "local"]
+    got = {(r["workload"], r["contestant"]): r for r in rows}
+    phases = []
+    for r in rows:
+        if r["workload"] not in phases:
+            phases.append(r["workload"])
+    described = meta.get("described") or {}
+
+    def label(ph):
+        if ph in README_LABELS:
+            return README_LABELS[ph]
+        d = described.get(ph, ph)
+        return d.replace("random 256x256 chips", "random chips", 1)
+
+    def cells(ph, fmt):
+        out = []
+        for n in names:
+            r = got.get((ph, n))
+            if r and r["check"] != "ok":
+                out.append(r["check"])
+            else:
+                v = fmt(r) if r else None
+                out.append("-" if v is None else v)
+        return out
+
+    lines = ["| workload | " + " | ".join(n.replace("-", " ") for n in names) + " |",
+             "|---" * (len(names) + 1) + "|"]
+    for ph in phases:
+        lines.append("| %s | %s |" % (label(ph), " | ".join(cells(
+            ph, lambda r: "%.2f" % r["ratio_local"] if r.get("ratio_local") else None))))
+    costs = [w for w in README_COSTS if w in phases]
+    for w in costs[:2]:
+        what = label(w).replace("random chips in ", "").replace(
+            README_LABELS["chips"], "all files")
+        lines.append("| requests (data GETs) per chip, %s | %s |" % (what, " | ".join(cells(
+            w, lambda r: "%.2f (%s)" % (r["req_per_item"], _f(r.get("get_per_item"), "%.2f", 0))
+            if r.get("req_per_item") is not None else None))))
+        lines.append("| KB fetched per chip, %s | %s |" % (what, " | ".join(cells(
+            w, lambda r: "%.0f" % r["kb_per_item"] if r.get("kb_per_item") is not None
+            else None))))
+        lines.append("| daemon CPU ms per chip, %s | %s |" % (what, " | ".join(cells(
+            w, lambda r: "%.1f" % r["daemon_ms_per_item"]
+            if r.get("daemon_ms_per_item") is not None else None))))
+    return "\n".join(lines) + "\n"
+
+
 def explain(meta, notes):
     txt = """
 What these numbers mean, and what they do not:
@@ -236,6 +304,7 @@ def main():
         meta = json.load(f)
     rows = read_csv(os.path.join(d, "results.csv"))
     print(table(rows, meta) + explain(meta, meta.get("notes", [])))
+    print(markdown(rows, meta))
     note = chart(rows, meta, os.path.join(d, "chart.png"))
     if note:
         print(note)
