@@ -6,15 +6,18 @@ data set (gen_data.py) is served by the same nginx as the main bench (first-
 byte delay and a per-connection rate limit, --profile). Each contestant
 fetches every file once, N transfers at once:
 
-  curl     one curl --parallel --parallel-max N over byte ranges of each file
-           (the ranges tilefs warm would ask for: about two per transfer
-           slot, 1 to 16 MiB), each saved to a file on the scratch disk and
-           synced: the baseline
+  curl     one curl --parallel --parallel-max N over 16 MiB byte ranges of
+           each file (the last range of a file shorter), each saved to a file
+           on the scratch disk, then sync: the baseline, as issue 12 defines
+           it
   warm     tilefs warm --jobs N into a fresh cache dir (stored on SSD)
   rclone   rclone copy --transfers N of the http remote into a fresh dir
 
 Each is run --repeat times (page cache dropped before each) and the median
-is reported, as MB/s and as a ratio to curl. The goal: warm >= 0.9 of curl.
+is reported, as MB/s and as a ratio to curl. The goal: warm >= 0.95 of curl
+at 16 jobs. With the quick data set (files of 6 to 15 MB) every file is one
+range, so curl keeps only 7 transfers busy: the goal is judged on the full
+set.
 The exit status is 1 only if something failed or fetched wrong bytes.
 """
 import argparse
@@ -45,14 +48,12 @@ def files_of(root):
     return sorted(out)
 
 
-def chunk_for(total, jobs):
-    """The chunk size tilefs warm chooses (tools/warm.c choose_chunk)."""
-    return max(MiB, min(16 * MiB, total // (2 * jobs)))
+CURL_RANGE = 16 * MiB  # the baseline's range size (issue 12)
+GOAL = 0.95            # warm / curl at --jobs 16
 
 
 def run_curl(origin, files, jobs, scratch):
-    total = sum(s for _, s in files)
-    chunk = chunk_for(total, jobs)
+    chunk = CURL_RANGE
     cfg = os.path.join(scratch, "curl.cfg")
     dest = os.path.join(scratch, "curl-parts")
     shutil.rmtree(dest, ignore_errors=True)
@@ -68,6 +69,14 @@ def run_curl(origin, files, jobs, scratch):
                     "--no-progress-meter", "-K", cfg], check=True)
     subprocess.run(["sync", "-f", dest], check=True)
     return time.monotonic() - t0
+
+
+def verdict(rows):
+    """'met: 0.97' or 'not met: 0.72', warm / curl at 16 jobs."""
+    got = [ratio for jobs, name, _, _, ratio, _ in rows if jobs == 16 and name == "warm"]
+    if not got:
+        return "not measured: no run with 16 jobs"
+    return ("met: %.2f" if got[0] >= GOAL else "not met: %.2f") % got[0]
 
 
 def run_warm(origin, files, jobs, scratch, tilefs):
@@ -187,7 +196,8 @@ def main():
                                                  "requests")]
     for jobs, name, took, mbs, ratio, n in rows:
         lines.append("%-5d %-7s %9.2f %10.1f %9.2f %9d" % (jobs, name, took, mbs, ratio, n))
-    lines += ["", verify, "goal: warm >= 0.90 x curl; every run ends with a sync of what it wrote"]
+    lines += ["", verify, "goal: warm >= %.2f x curl at 16 jobs (%s); every run ends with a "
+              "sync of what it wrote" % (GOAL, verdict(rows))]
     if state.get("note"):
         lines.append("note: " + state["note"])
     text = "\n".join(lines) + "\n"
