@@ -44,7 +44,7 @@ WORKLOADS = {
     "chips": (1, "chips/s", "random 256x256 chips, fresh open per chip, worker pool"),
     "chips-s2": (1, "chips/s", "the same, in the S2-like files only"),
     "chips-landsat": (1, "chips/s", "the same, in the Landsat-like files only"),
-    "chips-torch": (1, "chips/s", "the chips of chips through a torch DataLoader"),
+    "chips-torch": (1, "chips/s", "the chips of chips, through a torch DataLoader"),
     "aligned": (2, "chips/s", "256x256 chips inside one tile each"),
     "full": (3, "MB/s", "every band of every file at full resolution (decoded MB)"),
     "overview": (4, "MB/s", "every overview level of every COG (decoded MB)"),
@@ -54,8 +54,9 @@ WORKLOADS = {
 }
 QUICK_WORKLOADS = ["chips", "chips-s2", "chips-landsat", "chips-torch", "full", "epochs",
                    "opens", "preads"]
-# chips in one data set of gen_data.py: workload name -> its directory
-CHIP_SETS = {"chips-s2": "s2", "chips-landsat": "landsat"}
+# chips in one data set of gen_data.py: workload name -> (its directory, what
+# its files are like)
+CHIP_SETS = {"chips-s2": ("s2", "S2-like"), "chips-landsat": ("landsat", "Landsat-like")}
 FULL_WORKLOADS = list(WORKLOADS)
 
 SIZES = {
@@ -164,22 +165,23 @@ def plan(files, mode, sizes, seed=20240601):
         pr.append({"op": "pread", "path": f["path"], "offset": off, "length": n})
     items["preads"] = pr
     # last, so the items above stay what they were before these existed
-    for wl, kind in CHIP_SETS.items():
+    for wl, (kind, _) in CHIP_SETS.items():
         items[wl] = chips(sizes["chips"], kind=kind)
     return items
 
 
 def describe(wl, files):
     """What a workload does; for a per-set chips workload, with what its files
-    are (e.g. '... in s2/ (2 files, 1024x1024 tiles, DEFLATE)'), read from
-    the files themselves."""
+    are, read from the files themselves (e.g. 'random 256x256 chips, S2-like
+    (s2/: 2 files, 1024x1024 tiles, DEFLATE)')."""
     if wl not in CHIP_SETS:
         return WORKLOADS[wl][2]
-    fs = [f for f in files if f["kind"] == CHIP_SETS[wl]]
+    kind, like = CHIP_SETS[wl]
+    fs = [f for f in files if f["kind"] == kind]
     if not fs:
-        return "random 256x256 chips in %s/: no such files" % CHIP_SETS[wl]
-    return "random 256x256 chips in %s/ (%d files, %dx%d tiles, %s)" % (
-        CHIP_SETS[wl], len(fs), fs[0]["block"][0], fs[0]["block"][1], fs[0]["compression"])
+        return "random 256x256 chips, %s (%s/: no such files)" % (like, kind)
+    return "random 256x256 chips, %s (%s/: %d files, %dx%d tiles, %s)" % (
+        like, kind, len(fs), fs[0]["block"][0], fs[0]["block"][1], fs[0]["compression"])
 
 
 # ---------------------------------------------------------------- origin

@@ -147,7 +147,7 @@ def table(rows, meta):
 # from its data set (meta["described"])
 README_LABELS = {
     "chips": "random 256x256 chips, fresh open each (all files)",
-    "chips-torch": "the same chips through a torch DataLoader (4 workers)",
+    "chips-torch": "random chips, all files, through a torch DataLoader",
     "aligned": "chips inside one tile each",
     "full": "whole files",
     "overview": "every overview level",
@@ -157,13 +157,14 @@ README_LABELS = {
     "opens": "open storm (open, sidecar probes, readdir)",
     "preads": "raw tile preads, no decoding",
 }
-# the per-item costs the README shows, for these workloads if they ran
-README_COSTS = ("chips-s2", "chips-landsat", "chips")
+# the chips workloads whose costs per chip the README shows, if they ran
+README_COSTS = ("chips", "chips-s2", "chips-landsat")
 
 
 def markdown(rows, meta):
-    """The README's table of a run: each remote contestant's rate relative
-    to local per phase, then requests, bytes and daemon CPU per chip."""
+    """The README's tables of a run: each remote contestant's rate relative
+    to local per phase; then, per chips workload, what a chip cost: origin
+    requests (data GETs), KB fetched, the daemon's CPU ms."""
     names = [n for n in meta.get("contestants", []) if n != "local"]
     got = {(r["workload"], r["contestant"]): r for r in rows}
     phases = []
@@ -187,26 +188,31 @@ def markdown(rows, meta):
             else:
                 v = fmt(r) if r else None
                 out.append("-" if v is None else v)
-        return out
+        return " | ".join(out)
 
-    lines = ["| workload | " + " | ".join(n.replace("-", " ") for n in names) + " |",
-             "|---" * (len(names) + 1) + "|"]
-    for ph in phases:
-        lines.append("| %s | %s |" % (label(ph), " | ".join(cells(
-            ph, lambda r: "%.2f" % r["ratio_local"] if r.get("ratio_local") else None))))
+    def ratio(r):
+        return "%.2f" % r["ratio_local"] if r.get("ratio_local") else None
+
+    def cost(r):
+        if r.get("req_per_item") is None:
+            return None
+        s = "%.2f (%s) req, %.0f KB" % (r["req_per_item"], _f(r.get("get_per_item"), "%.2f", 0),
+                                       r.get("kb_per_item") or 0)
+        if r.get("daemon_ms_per_item") is not None:
+            s += ", %.1f ms" % r["daemon_ms_per_item"]
+        return s
+
+    head = " | ".join(n.replace("-", " ") for n in names)
+    rule = "|---" * (len(names) + 1) + "|"
+    lines = ["| workload | %s |" % head, rule]
+    lines += ["| %s | %s |" % (label(ph), cells(ph, ratio)) for ph in phases]
     costs = [w for w in README_COSTS if w in phases]
-    for w in costs[:2]:
-        what = label(w).replace("random chips in ", "").replace(
-            README_LABELS["chips"], "all files")
-        lines.append("| requests (data GETs) per chip, %s | %s |" % (what, " | ".join(cells(
-            w, lambda r: "%.2f (%s)" % (r["req_per_item"], _f(r.get("get_per_item"), "%.2f", 0))
-            if r.get("req_per_item") is not None else None))))
-        lines.append("| KB fetched per chip, %s | %s |" % (what, " | ".join(cells(
-            w, lambda r: "%.0f" % r["kb_per_item"] if r.get("kb_per_item") is not None
-            else None))))
-        lines.append("| daemon CPU ms per chip, %s | %s |" % (what, " | ".join(cells(
-            w, lambda r: "%.1f" % r["daemon_ms_per_item"]
-            if r.get("daemon_ms_per_item") is not None else None))))
+    if costs:
+        lines += ["", "Per chip: origin requests (data GETs), KB fetched, daemon CPU ms:", "",
+                  "| chips | %s |" % head, rule]
+        for w in costs:
+            what = "all files" if w == "chips" else label(w).replace("random chips, ", "")
+            lines.append("| %s | %s |" % (what, cells(w, cost)))
     return "\n".join(lines) + "\n"
 
 
