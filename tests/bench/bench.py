@@ -44,7 +44,7 @@ WORKLOADS = {
     "chips": (1, "chips/s", "random 256x256 chips, fresh open per chip, worker pool"),
     "chips-s2": (1, "chips/s", "the same, in the S2-like files only"),
     "chips-landsat": (1, "chips/s", "the same, in the Landsat-like files only"),
-    "chips-torch": (1, "chips/s", "the chips of chips, through a torch DataLoader"),
+    "chips-torch": (1, "chips/s", "the same chips as chips, through a torch DataLoader"),
     "aligned": (2, "chips/s", "256x256 chips inside one tile each"),
     "full": (3, "MB/s", "every band of every file at full resolution (decoded MB)"),
     "overview": (4, "MB/s", "every overview level of every COG (decoded MB)"),
