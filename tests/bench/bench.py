@@ -858,7 +858,7 @@ def main():
     ap = argparse.ArgumentParser(prog="tests/bench/run", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true",
                     help="small data; workloads " + ",".join(QUICK_WORKLOADS)
-                    + " (about 6 minutes)")
+                    + " (6-10 minutes)")
     ap.add_argument("--profile", choices=sorted(PROFILES), default="region",
                     help="origin latency/bandwidth: near 10 ms 100 MB/s, region 30 ms "
                     "50 MB/s, far 80 ms 25 MB/s (per connection) [region]")
