@@ -49,10 +49,11 @@ static const struct option_def defs[] = {
 	  INDEX_HEADER_LEN_MIN, INDEX_HEADER_LEN_MAX,
 	  "bytes fetched when a file is first opened: a COG's IFDs and tile\n"
 	  "index usually fit, so opening costs one request" },
-	{ "prefetch", M, 0, OPT_PREFETCH, OFF(prefetch), "POLICY", "none", 0, 0,
+	{ "prefetch", M, 0, OPT_PREFETCH, OFF(prefetch), "POLICY", "auto", 0, 0,
 	  "what a tile read also fetches: none, neighbors (the tiles around\n"
 	  "it), row (the rest of its tile row), object (the whole file, in the\n"
-	  "background)" },
+	  "background), auto (object while the listed files fit in\n"
+	  "--cache-size, none otherwise)" },
 	{ "merge-gap", M, 0, OPT_SIZE, OFF(merge_gap), "SIZE", "32K", 0, 16 << 20,
 	  "fetch units this close together with one request" },
 	{ "readahead", M, 0, OPT_SIZE, OFF(readahead), "SIZE", "16M", 0, 256 << 20,
@@ -194,7 +195,7 @@ static int set_value(struct options *o, const struct option_def *d, const char *
 	case OPT_PREFETCH:
 		if (layout_prefetch_parse(value, (enum prefetch_policy *)field) != 0) {
 			snprintf(err, err_size,
-				 "--%s: '%s' is not one of none, neighbors, row, object", d->name,
+				 "--%s: '%s' is not one of none, neighbors, row, object, auto", d->name,
 				 value);
 			return -EINVAL;
 		}

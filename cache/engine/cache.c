@@ -45,11 +45,22 @@ void cache_count_fetched(struct cache *c, uint64_t bytes)
 	pthread_mutex_unlock(&c->lock);
 }
 
+void cache_set_mounted_bytes(struct cache *c, uint64_t bytes)
+{
+	atomic_store(&c->mounted_bytes, bytes);
+}
+
+enum prefetch_policy prefetch_policy(struct cache *c)
+{
+	if (c->cfg.prefetch != PREFETCH_AUTO)
+		return c->cfg.prefetch;
+	return atomic_load(&c->mounted_bytes) <= c->size_limit ? PREFETCH_OBJECT : PREFETCH_NONE;
+}
+
 const char *cache_dir(const struct cache *c)
 {
 	return c->cfg.dir;
 }
-
 
 int cache_open(const struct cache_config *cfg, struct source *src, struct http_client *http,
 	       struct cache **out)
@@ -64,6 +75,8 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 	c->src = src;
 	c->http = http;
 	c->queue_end = &c->queue_head;
+	c->size_limit = cfg->size_limit;
+	atomic_init(&c->mounted_bytes, UINT64_MAX);
 	c->verified = calloc(VERIFIED_SLOTS, sizeof(*c->verified));
 	c->edges = calloc(EDGE_SLOTS, sizeof(*c->edges));
 	if (!c->verified || !c->edges) {

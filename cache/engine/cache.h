@@ -90,6 +90,14 @@ int64_t cache_object_id(const struct cache_object *obj);
 /* The cache directory C was opened on. */
 const char *cache_dir(const struct cache *c);
 
+/* How many bytes the mounted files hold, as far as the caller knows
+ * (UINT64_MAX, the value at open: unknown). With --prefetch auto, an object
+ * a reader misses in is fetched whole in the background while this fits in
+ * the cache size: every tile will be read in a later epoch anyway, so the
+ * first one may as well keep the connections busy. Otherwise only what is
+ * read is fetched. */
+void cache_set_mounted_bytes(struct cache *c, uint64_t bytes);
+
 /* Read up to LEN bytes at OFF into BUF; returns bytes read (short only at
  * the end of the object) or -errno. STREAM tells readers apart (the
  * reading process, say), so that each one's sequential reads are seen. */

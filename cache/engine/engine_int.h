@@ -148,8 +148,13 @@ struct cache {
 	size_t nedges_to_keep;		/* c->lock */
 	struct inflight *slivers;	/* c->lock: being fetched, to join */
 	uint64_t background_bytes;	/* c->lock: in background GETs */
+	uint64_t size_limit;		/* cfg.size_limit at open, for any thread */
+	_Atomic uint64_t mounted_bytes;	/* cache_set_mounted_bytes() */
 	struct cache_stats stats;	/* c->lock */
 };
+
+/* The policy a read of C follows now: cfg.prefetch, with auto resolved. */
+enum prefetch_policy prefetch_policy(struct cache *c);
 
 /* cache.c (c->lock held) */
 bool verified_has(struct cache *c, int64_t unit_id);

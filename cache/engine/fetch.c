@@ -126,8 +126,10 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 	struct fetch_run *run = calloc(1, sizeof(*run) + n * sizeof(run->units[0]));
 	struct inflight *last = units[n - 1];
 	uint64_t off = units[0]->unit.off, end = last->unit.off + last->unit.len;
-	/* a tile read for a reader: bring the rest of its last page too */
+	/* a tile read for a reader: bring the rest of its last page too (not
+	 * when the object is streamed: the next tile comes whole) */
 	uint64_t spill = !for_reader || background || last->sliver ||
+			 prefetch_policy(c) == PREFETCH_OBJECT ||
 			 !layout_is_tile(&obj->layout, last->unit.off) ? 0 :
 			 plan_spill(end, obj->version.size);
 	end += spill;

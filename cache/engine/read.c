@@ -109,6 +109,7 @@ struct read_op {
 	uint64_t stream, off;
 	size_t len;
 	char *buf;
+	enum prefetch_policy policy;	/* prefetch_policy() when it started */
 	size_t n;			/* units the read touches */
 	struct inflight **entries;	/* [n]: the entry part i waits for, or NULL */
 	struct inflight **fetch;	/* [n + PREFETCH_MAX]: to fetch */
@@ -141,7 +142,9 @@ static int read_lookup(struct read_op *r)
 		uint64_t end = part_end(r, unit);
 		struct extent part = { p, end - p };
 		char *dst = r->buf + (p - r->off);
-		bool sliver = plan_sliver(r->n, i, part.len, unit.len,
+		/* a streamed object gets every unit whole: no byte twice */
+		bool sliver = r->policy != PREFETCH_OBJECT &&
+			      plan_sliver(r->n, i, part.len, unit.len,
 					  layout_is_tile(&obj->layout, p), goes_on, reading);
 		reading |= !sliver;
 		p = end;
@@ -196,17 +199,18 @@ static void read_prefetch(struct read_op *r)
 	struct cache_object *obj = r->obj;
 	size_t cap = r->n + PREFETCH_MAX, nmiss = r->nfetch;
 	uint64_t budget = PLAN_PREFETCH_BYTES_MAX;
+	enum prefetch_policy policy = r->policy;
 
-	for (size_t i = 0; i < nmiss && c->cfg.prefetch != PREFETCH_NONE; i++) {
+	for (size_t i = 0; i < nmiss && policy != PREFETCH_NONE; i++) {
 		if (r->fetch[i]->sliver)
 			continue;
-		if (c->cfg.prefetch == PREFETCH_OBJECT) {
+		if (policy == PREFETCH_OBJECT) {
 			object_prefetch_start(c, obj);
 			break;
 		}
 		struct extent related[PREFETCH_MAX];
 		size_t room = cap - r->nfetch;
-		size_t k = layout_related(&obj->layout, r->fetch[i]->unit.off, c->cfg.prefetch,
+		size_t k = layout_related(&obj->layout, r->fetch[i]->unit.off, policy,
 					  related, room < PREFETCH_MAX ? room : PREFETCH_MAX);
 		k = plan_prefetch_fit(related, k, &budget);
 		for (size_t j = 0; j < k; j++) {
@@ -296,7 +300,7 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, uint64_t stream, c
 		return 0;
 
 	struct read_op r = { .c = c, .obj = obj, .stream = stream, .off = off, .len = len,
-			     .buf = buf };
+			     .buf = buf, .policy = prefetch_policy(c) };
 	for (uint64_t p = off; p < off + len; r.n++) {
 		struct extent unit = layout_unit_at(&obj->layout, p);
 		p = unit.off + unit.len;

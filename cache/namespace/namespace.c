@@ -46,6 +46,8 @@ struct ns_node {
 	bool fixed;			/* from a manifest: never listed */
 	bool listed, busy;
 	time_t listed_at;
+	uint64_t listed_bytes;		/* its files' sizes, as last listed */
+	bool bytes_unknown;		/* a file listed without a size */
 	/* files */
 	struct cache_object *obj;	/* the version last pinned */
 	struct cache_object *older;	/* the version before, while still open */
@@ -63,6 +65,8 @@ struct namespace {
 	pthread_cond_t done;		/* a busy node finished */
 	struct ns_node *root;
 	struct ns_node *retired;	/* out of the tree, not yet freed */
+	uint64_t known_bytes;		/* listed_bytes of every listing made */
+	size_t unknown_dirs;		/* listings with bytes_unknown */
 };
 
 /* Nodes allocated and not yet freed, in this process (ns_nodes_alive()). */
@@ -300,6 +304,37 @@ static int fetch_listing(struct namespace *ns, const char *dir_path, struct list
 	return err;
 }
 
+/* Tell the cache how much data the mount holds, as far as the listings so
+ * far show: the sum over every listing made (a directory that disappeared
+ * still counts, which errs towards "does not fit"), unknown while a listing
+ * or a manifest gave no size. */
+static void tell_cache_bytes(struct namespace *ns)
+{
+	if (ns->cache)
+		cache_set_mounted_bytes(ns->cache, ns->unknown_dirs ? UINT64_MAX : ns->known_bytes);
+}
+
+/* Count DIR's fresh listing in ns->known_bytes; ns->lock held. */
+static void count_bytes(struct namespace *ns, struct ns_node *dir)
+{
+	uint64_t bytes = 0;
+	bool unknown = false;
+	for (size_t i = 0; i < dir->nchildren; i++) {
+		const struct ns_node *n = dir->children[i];
+		if (n->is_dir)
+			continue;
+		if (n->listed_size < 0)
+			unknown = true;
+		else
+			bytes += (uint64_t)n->listed_size;
+	}
+	ns->known_bytes += bytes - dir->listed_bytes;
+	ns->unknown_dirs += (size_t)unknown - (size_t)dir->bytes_unknown;
+	dir->listed_bytes = bytes;
+	dir->bytes_unknown = unknown;
+	tell_cache_bytes(ns);
+}
+
 /* dir_refresh() with DIR held. */
 static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 {
@@ -356,6 +391,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 		dir->nchildren = kept;
 		dir->listed = true;
 		dir->listed_at = time(NULL);
+		count_bytes(ns, dir);
 	} else {
 		for (size_t i = 0; i < l.n; i++)
 			node_free(l.nodes[i]);
@@ -641,6 +677,8 @@ int ns_load_manifest(struct namespace *ns, const char *path, char *err_text, siz
 
 	pthread_mutex_lock(&ns->lock);
 	ns->root->fixed = ns->root->listed = true;
+	ns->unknown_dirs++;	/* a manifest gives no sizes */
+	tell_cache_bytes(ns);
 	while (!err && fgets(line, sizeof(line), f)) {
 		lineno++;
 		char *s = line, *end = line + strlen(line);

@@ -11,7 +11,8 @@
 
 int layout_prefetch_parse(const char *name, enum prefetch_policy *out)
 {
-	static const char *const names[] = { "none", "neighbors", "row", "object" };
+	static const char *const names[] = { "none", "neighbors", "row", "object",
+						     "auto" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strcmp(name, names[i]) == 0) {
 			*out = (enum prefetch_policy)i;

@@ -30,9 +30,12 @@ struct extent {
 	uint64_t off, len;
 };
 
-enum prefetch_policy { PREFETCH_NONE, PREFETCH_NEIGHBORS, PREFETCH_ROW, PREFETCH_OBJECT };
+/* PREFETCH_AUTO is the engine's choice per read: OBJECT while the mounted
+ * data fits in the cache, NONE otherwise (cache.h). */
+enum prefetch_policy { PREFETCH_NONE, PREFETCH_NEIGHBORS, PREFETCH_ROW, PREFETCH_OBJECT,
+		       PREFETCH_AUTO };
 
-/* "none", "neighbors", "row", "object"; 0 or -EINVAL. */
+/* "none", "neighbors", "row", "object", "auto"; 0 or -EINVAL. */
 int layout_prefetch_parse(const char *name, enum prefetch_policy *out);
 
 struct layout_unit {

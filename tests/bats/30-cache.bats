@@ -437,8 +437,10 @@ PYEOF
 	tilefs_umount "$M2"
 }
 
-@test "a cold 256x256 window read fetches a small part of the COG (--block-size 64K)" {
-	tilefs_mount "$ORIGIN_URL" "$MNT" --block-size 64K
+@test "a cold 256x256 window read fetches a small part of the COG (--block-size 64K, --prefetch none)" {
+	# the tile-only policy (auto streams whole files when the data fits:
+	# 80-tiles.bats)
+	tilefs_mount "$ORIGIN_URL" "$MNT" --block-size 64K --prefetch none
 	ls "$MNT" >/dev/null
 	origin_log_reset
 	run_to 60 "$PY" -c '

@@ -300,10 +300,12 @@ for i in range(n):
 PYEOF
 }
 
-@test "random GDAL windows read again, in another process and after a remount, send no GET" {
+@test "--prefetch none: random GDAL windows read again, in another process and after a remount, send no GET" {
+	# tiles only, so the tile-edge slivers of 8 KiB-aligned reads are what
+	# is kept (auto streams whole files when they fit: see below)
 	make_tile_cogs "$T/web"
 	origin_start "$T/web"
-	tilefs_mount "$ORIGIN_URL" "$MNT"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none
 	ls -l "$MNT" >/dev/null
 	read_windows "$MNT" 30 12 "$T/web" || fail "cold windows differ"
 	origin_log_reset
@@ -312,7 +314,7 @@ PYEOF
 	gets=$(origin_select 'm == "GET"')
 	[ -z "$gets" ] || fail "the same windows again, in a new process, sent GETs:" "$gets"
 	tilefs_umount "$MNT"
-	tilefs_mount "$ORIGIN_URL" "$MNT"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none
 	ls -l "$MNT" >/dev/null
 	origin_log_reset
 	read_windows "$MNT" 30 12 "$T/web" || fail "windows after the remount differ"
@@ -322,6 +324,81 @@ PYEOF
 	for b in 256 512 1024; do
 		[ "$(origin_count HEAD "/cog$b.tif")" -le 1 ] || fail "more than one HEAD:" "$(origin_lines)"
 	done
+	tilefs_umount "$MNT"
+}
+
+# wait_cached FILE SIZE: wait up to 60 s until tilefs inspect FILE says
+# every byte of it is cached.
+wait_cached() {
+	local i c
+	for i in $(seq 1 120); do
+		"$TILEFS" inspect "$1" >"$T/inspect.out" 2>&1 &&
+			read -r _ c _ < <("$PY" "$TB" cached-line "$T/inspect.out" "$2") &&
+			[ "$c" = "$2" ] && return 0
+		sleep 0.5
+	done
+	fail "$1 never became fully cached:" "$(cat "$T/inspect.out")"
+}
+
+# no_byte_twice: fail if two ranged GETs of one file overlap, but for the
+# open's GET of the first --header-size (64K) bytes: of those, only the
+# units it covers whole are kept, so the tile it cuts is fetched whole later.
+no_byte_twice() {
+	origin_select 'm == "GET" && st == 206' | "$PY" -c '
+import re, sys
+seen = {}
+for line in sys.stdin:
+    m = re.search(r"^GET (\S+) \"bytes=(\d+)-(\d+)\"", line)
+    if m and (m[2], m[3]) != ("0", "65535"):
+        seen.setdefault(m[1], []).append((int(m[2]), int(m[3]) + 1))
+bad = []
+for uri, v in seen.items():
+    v.sort()
+    bad += [f"{uri}: {a} and {b}" for a, b in zip(v, v[1:]) if b[0] < a[1]]
+sys.exit("overlapping GETs: " + "; ".join(bad) if bad else 0)' || fail "a byte was fetched twice:" "$(origin_lines)"
+}
+
+@test "default (auto) with the files fitting in --cache-size: a read streams its file once; every window after it, and after a remount, sends no GET" {
+	make_tile_cogs "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	ls -l "$MNT" >/dev/null
+	read_windows "$MNT" 6 21 "$T/web" || fail "cold windows differ"
+	local b size total=0
+	for b in 256 512 1024; do
+		size=$(stat -c %s "$T/web/cog$b.tif")
+		wait_cached "$MNT/cog$b.tif" "$size"
+		total=$((total + size))
+	done
+	no_byte_twice
+	[ "$(origin_range_bytes)" -le $((total + 3 * 65536)) ] ||
+		fail "fetched $(origin_range_bytes) bytes for $total bytes of files"
+	origin_log_reset
+	read_windows "$MNT" 30 12 "$T/web" || fail "warm windows differ"
+	[ -z "$(origin_select 'm == "GET"')" ] || fail "warm windows sent GETs:" "$(origin_lines)"
+	tilefs_umount "$MNT"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	ls -l "$MNT" >/dev/null
+	origin_log_reset
+	read_windows "$MNT" 30 13 "$T/web" || fail "windows after the remount differ"
+	[ -z "$(origin_select 'm == "GET"')" ] || fail "windows after a remount sent GETs:" "$(origin_lines)"
+	tilefs_umount "$MNT"
+}
+
+@test "default (auto) with more files than --cache-size: a window fetches only its tiles" {
+	make_tile_cogs "$T/web"
+	origin_start "$T/web"
+	local total
+	total=$(cat "$T"/web/*.tif | wc -c)
+	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-size $((total / 2))
+	ls -l "$MNT" >/dev/null
+	origin_log_reset
+	read_windows "$MNT" 3 8 "$T/web" || fail "windows differ"
+	sleep 1	# a stream, were one started, would show by now
+	local got
+	got=$(origin_range_bytes)
+	[ "$got" -gt 0 ] || fail "nothing fetched"
+	[ "$got" -le $((total / 5)) ] || fail "3 windows fetched $got of $total bytes:" "$(origin_lines)"
 	tilefs_umount "$MNT"
 }
 

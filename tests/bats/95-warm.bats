@@ -251,7 +251,9 @@ no_gets_after() {
 	# units, but cannot see a unit of the gap that the warm has claimed and
 	# not yet stored, and would fetch those bytes too (never serving them:
 	# the warm's copy is the one kept); that race is not what is tested here
-	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$CACHE" --merge-gap 0
+	# --prefetch none: readers fetch what they read, not whole files, so
+	# the warm has work left to race them for
+	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$CACHE" --merge-gap 0 --prefetch none
 	ls -R "$MNT" >/dev/null
 	origin_log_reset
 	# slow every answer, so the two overlap for a while
@@ -342,12 +344,14 @@ no_gets_after() {
 }
 
 # The mount's own read-ahead (a reader that reads overview after overview
-# looks sequential) is off: what is measured is what the warm left out.
+# looks sequential) is off, and so is streaming (--prefetch none: auto would
+# fetch the rest of each file once a read misses): what is measured is what
+# the warm left out.
 @test "after --overviews or --ifd N, reading those levels through a mount costs no GET but slivers" {
 	sel_origin
 	local bad=""
 	warm_sel "$CACHE" --overviews
-	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$CACHE" --readahead 0
+	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$CACHE" --readahead 0 --prefetch none
 	ls -R "$MNT" >/dev/null
 	origin_log_reset
 	rio_read overviews "$MNT" "$T/web" "${SEL_FILES[@]}" || fail "rasterio through the mount differs"
@@ -355,7 +359,7 @@ no_gets_after() {
 	tilefs_umount "$MNT"
 	# IFD 2 of mask.tif is its first overview (IFD 1 is the mask)
 	warm_sel "$T/c2" --ifd 2
-	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$T/c2" --readahead 0
+	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$T/c2" --readahead 0 --prefetch none
 	ls -R "$MNT" >/dev/null
 	origin_log_reset
 	rio_read level:0 "$MNT" "$T/web" sel/mask.tif || fail "rasterio through the mount differs"
@@ -369,7 +373,7 @@ no_gets_after() {
 	local w bad=""
 	for w in 300,500,400,300 256,256,256,256; do
 		warm_sel "$T/c-$w" --window "$w"
-		tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$T/c-$w"
+		tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$T/c-$w" --prefetch none
 		ls -R "$MNT" >/dev/null
 		origin_log_reset
 		rio_read "window:$w" "$MNT" "$T/web" "${SEL_FILES[@]}" ||
