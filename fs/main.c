@@ -12,6 +12,7 @@
 #include "tools/options.h"
 #include "tools/cache_admin.h"
 #include "tools/inspect.h"
+#include "tools/manpage.h"
 #include "tools/stack.h"
 #include "tools/warm.h"
 
@@ -311,6 +312,10 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--help-man") == 0) {	/* tilefs(1), for make man */
+		manpage_print(stdout);
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
