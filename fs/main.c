@@ -191,6 +191,11 @@ static int cmd_mount(int argc, char **argv)
 		options_release(&o);
 		return fail_usage(err_text);
 	}
+	if (mount_check_allowed(o.fuse_opts, "/etc/fuse.conf", err_text, sizeof(err_text)) != 0) {
+		fprintf(stderr, "tilefs: %s\n", err_text);
+		options_release(&o);
+		return 1;
+	}
 	int open_err = stack_init(&stack, &o, err_text, sizeof(err_text));
 	if (open_err) {
 		if (open_err != -EINVAL)
