@@ -292,19 +292,27 @@ int mount_check_allowed(const char *fuse_opts, const char *fuse_conf, char *why,
 			size_t why_size)
 {
 	const char *opt = NULL;
-	if (!fuse_opts || geteuid() == 0)
+	if (geteuid() == 0)
 		return 0;
-	if (has_word(fuse_opts, "allow_other"))
+	if (fuse_opts && has_word(fuse_opts, "allow_other"))
 		opt = "allow_other";
-	else if (has_word(fuse_opts, "allow_root"))
+	else if (fuse_opts && has_word(fuse_opts, "allow_root"))
 		opt = "allow_root";
-	if (!opt || conf_allows_other(fuse_conf))
-		return 0;
-	snprintf(why, why_size,
-		 "-o %s: a user other than root needs the line 'user_allow_other' in %s "
-		 "(root can add it), or mount without %s (only you will see the files)",
-		 opt, fuse_conf, opt);
-	return -EPERM;
+	if (opt && !conf_allows_other(fuse_conf)) {
+		snprintf(why, why_size,
+			 "-o %s: a user other than root needs the line 'user_allow_other' in "
+			 "%s (root can add it), or mount without %s (only you will see the "
+			 "files)", opt, fuse_conf, opt);
+		return -EPERM;
+	}
+	/* libfuse opens it itself before it would ask fusermount3 */
+	if (access("/dev/fuse", R_OK | W_OK) != 0) {
+		snprintf(why, why_size,
+			 "a user other than root needs read and write access to /dev/fuse "
+			 "(%s; Debian makes it mode 0666), or mount as root", strerror(errno));
+		return -EPERM;
+	}
+	return 0;
 }
 
 int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache *cache,

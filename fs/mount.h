@@ -25,9 +25,10 @@ struct mount;
 /* Would FUSE accept these -o words (NULL: none)? 0 or -EINVAL. Quiet. */
 int mount_check_options(const char *fuse_opts);
 /*
- * May this user mount with these -o words? A user other than root needs a
- * user_allow_other line in FUSE_CONF (/etc/fuse.conf) for allow_other or
- * allow_root: without it, -EPERM and what to do in why.
+ * May this user mount with these -o words? A user other than root needs
+ * access to /dev/fuse, and a user_allow_other line in FUSE_CONF
+ * (/etc/fuse.conf) for allow_other or allow_root: without them, -EPERM and
+ * what to do in why.
  */
 int mount_check_allowed(const char *fuse_opts, const char *fuse_conf, char *why,
 			size_t why_size);
