@@ -224,6 +224,17 @@ as_nobody() {
 	assert_eq "$(wc -l <"$ORIGIN_LOG")" 0 "requests to the origin before refusing"
 }
 
+@test "bash completion offers the commands, and the options tilefs mount --help lists" {
+	run -0 bash -c 'source /usr/share/bash-completion/completions/tilefs
+		COMP_WORDS=(tilefs w); COMP_CWORD=1; _tilefs; echo "${COMPREPLY[*]}"
+		COMP_WORDS=(tilefs mount --cache-s); COMP_CWORD=2; _tilefs; echo "${COMPREPLY[*]}"
+		COMP_WORDS=(tilefs mount --prefetch n); COMP_CWORD=3; _tilefs; echo "${COMPREPLY[*]}"'
+	echo "$output"
+	assert_eq "${lines[0]}" "warm" "tilefs w<TAB>"
+	assert_eq "${lines[1]}" "--cache-size" "tilefs mount --cache-s<TAB>"
+	assert_eq "${lines[2]}" "none neighbors" "--prefetch n<TAB>"
+}
+
 @test "dpkg -r tilefs leaves nothing behind but the cache dir the user made" {
 	mkdir -p "$T/cache"
 	/usr/bin/tilefs cache stat --cache-dir "$T/cache" >/dev/null
