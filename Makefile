@@ -35,7 +35,7 @@ all: $(BUILD)/tilefs $(UNIT_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@
@@ -88,10 +88,56 @@ fuzz:
 valgrind: all
 	for t in $(UNIT_BIN); do valgrind -q --error-exitcode=1 --leak-check=full $$t || exit 1; done
 
+# tilefs(1) comes from the option table --help prints (tilefs --help-man).
+man: $(BUILD)/man/tilefs.1
+
+$(BUILD)/man/tilefs.1: $(BUILD)/tilefs
+	@mkdir -p $(dir $@)
+	$(BUILD)/tilefs --help-man >$@.tmp && mv $@.tmp $@
+
+# What the .deb holds (packaging/debian/rules runs this with PREFIX=/usr).
+PREFIX ?= /usr/local
+SYSTEMD_UNIT_DIR ?= /lib/systemd/system
+install: $(BUILD)/tilefs $(BUILD)/man/tilefs.1
+	install -D -m 755 $(BUILD)/tilefs $(DESTDIR)$(PREFIX)/bin/tilefs
+	sed 's|/usr/bin/tilefs|$(PREFIX)/bin/tilefs|' packaging/mount.tilefs >$(BUILD)/mount.tilefs
+	install -D -m 755 $(BUILD)/mount.tilefs $(DESTDIR)/sbin/mount.tilefs
+	install -D -m 644 $(BUILD)/man/tilefs.1 $(DESTDIR)$(PREFIX)/share/man/man1/tilefs.1
+	install -D -m 644 packaging/mount.tilefs.8 $(DESTDIR)$(PREFIX)/share/man/man8/mount.tilefs.8
+	sed 's|/usr/bin/tilefs|$(PREFIX)/bin/tilefs|' packaging/systemd/tilefs-warm@.service \
+		>$(BUILD)/tilefs-warm@.service
+	install -D -m 644 $(BUILD)/tilefs-warm@.service \
+		$(DESTDIR)$(SYSTEMD_UNIT_DIR)/tilefs-warm@.service
+	install -D -m 644 packaging/example.conf $(DESTDIR)$(PREFIX)/share/tilefs/example.conf
+	install -D -m 644 packaging/systemd/mnt-eo.mount \
+		$(DESTDIR)$(PREFIX)/share/doc/tilefs/examples/mnt-eo.mount
+	install -D -m 644 examples/torch_loader.py \
+		$(DESTDIR)$(PREFIX)/share/doc/tilefs/examples/torch_loader.py
+	install -D -m 644 packaging/bash-completion/tilefs \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/tilefs
+
+# build/tilefs_VERSION_ARCH.deb, built by dpkg-buildpackage from a copy of
+# the tree with packaging/debian as debian/, then checked by lintian.
+DEB_TREE := $(BUILD)/deb/tilefs-$(VERSION)
+deb:
+	@test "$$(dpkg-parsechangelog -l packaging/debian/changelog -S Version)" = "$(VERSION)" || \
+		{ echo "packaging/debian/changelog: its version is not $(VERSION)"; exit 1; }
+	rm -rf $(BUILD)/deb
+	mkdir -p $(DEB_TREE)
+	tar -c --exclude-vcs --exclude='./build*' --exclude=./tests/.cache --exclude=./results \
+		--exclude=__pycache__ -f - . | tar -x -C $(DEB_TREE) -f -
+	cp -R packaging/debian $(DEB_TREE)/debian
+	cd $(DEB_TREE) && DEB_BUILD_OPTIONS=noddebs dpkg-buildpackage -us -uc -b
+	mv $(BUILD)/deb/tilefs_$(VERSION)_*.deb $(BUILD)/
+	@if command -v lintian >/dev/null; then \
+		echo "lintian $(BUILD)/tilefs_$(VERSION)_*.deb"; \
+		lintian --fail-on error $(BUILD)/tilefs_$(VERSION)_*.deb; \
+	fi
+
 clean:
 	rm -rf build build-sanitize
 
-.PHONY: all check layers unit demo bench bench-quick bench-warm valgrind fuzz clean
+.PHONY: all check layers unit demo bench bench-quick bench-warm valgrind fuzz clean man install deb
 # keep the unit tests' objects (pattern-rule intermediates) between builds
 .SECONDARY:
 -include $(LIB_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)

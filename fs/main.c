@@ -12,6 +12,7 @@
 #include "tools/options.h"
 #include "tools/cache_admin.h"
 #include "tools/inspect.h"
+#include "tools/manpage.h"
 #include "tools/stack.h"
 #include "tools/warm.h"
 
@@ -190,6 +191,11 @@ static int cmd_mount(int argc, char **argv)
 		options_release(&o);
 		return fail_usage(err_text);
 	}
+	if (mount_check_allowed(o.fuse_opts, "/etc/fuse.conf", err_text, sizeof(err_text)) != 0) {
+		fprintf(stderr, "tilefs: %s\n", err_text);
+		options_release(&o);
+		return 1;
+	}
 	int open_err = stack_init(&stack, &o, err_text, sizeof(err_text));
 	if (open_err) {
 		if (open_err != -EINVAL)
@@ -311,6 +317,10 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--help-man") == 0) {	/* tilefs(1), for make man */
+		manpage_print(stdout);
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {

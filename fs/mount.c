@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <fuse.h>
 #include <stdint.h>
@@ -251,6 +252,66 @@ int mount_check_options(const char *fuse_opts)
 	if (!f)
 		return -EINVAL;
 	fuse_destroy(f);
+	return 0;
+}
+
+/* Is WORD one of the comma-separated words of LIST? */
+static bool has_word(const char *list, const char *word)
+{
+	size_t len = strlen(word);
+	for (const char *p = list; *p;) {
+		size_t n = strcspn(p, ",");
+		if (n == len && strncmp(p, word, len) == 0)
+			return true;
+		p += n;
+		p += *p == ',';
+	}
+	return false;
+}
+
+/* Does fuse.conf at PATH have a user_allow_other line (fusermount3's rule:
+ * the word alone on its line, blanks around it allowed)? */
+static bool conf_allows_other(const char *path)
+{
+	char line[512];
+	bool found = false;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *p = line + strspn(line, " \t");
+		size_t n = strcspn(p, " \t\r\n#");
+		found = n == 16 && strncmp(p, "user_allow_other", 16) == 0 &&
+			p[n + strspn(p + n, " \t\r\n")] == '\0';
+	}
+	fclose(f);
+	return found;
+}
+
+int mount_check_allowed(const char *fuse_opts, const char *fuse_conf, char *why,
+			size_t why_size)
+{
+	const char *opt = NULL;
+	if (geteuid() == 0)
+		return 0;
+	if (fuse_opts && has_word(fuse_opts, "allow_other"))
+		opt = "allow_other";
+	else if (fuse_opts && has_word(fuse_opts, "allow_root"))
+		opt = "allow_root";
+	if (opt && !conf_allows_other(fuse_conf)) {
+		snprintf(why, why_size,
+			 "-o %s: a user other than root needs the line 'user_allow_other' in "
+			 "%s (root can add it), or mount without %s (only you will see the "
+			 "files)", opt, fuse_conf, opt);
+		return -EPERM;
+	}
+	/* libfuse opens it itself before it would ask fusermount3 */
+	if (access("/dev/fuse", R_OK | W_OK) != 0) {
+		snprintf(why, why_size,
+			 "a user other than root needs read and write access to /dev/fuse "
+			 "(%s; Debian makes it mode 0666), or mount as root", strerror(errno));
+		return -EPERM;
+	}
 	return 0;
 }
 

@@ -5,6 +5,8 @@
 #ifndef TILEFS_MOUNT_H
 #define TILEFS_MOUNT_H
 
+#include <stddef.h>
+
 struct cache;
 struct namespace;
 
@@ -22,6 +24,14 @@ struct mount_config {
 struct mount;
 /* Would FUSE accept these -o words (NULL: none)? 0 or -EINVAL. Quiet. */
 int mount_check_options(const char *fuse_opts);
+/*
+ * May this user mount with these -o words? A user other than root needs
+ * access to /dev/fuse, and a user_allow_other line in FUSE_CONF
+ * (/etc/fuse.conf) for allow_other or allow_root: without them, -EPERM and
+ * what to do in why.
+ */
+int mount_check_allowed(const char *fuse_opts, const char *fuse_conf, char *why,
+			size_t why_size);
 int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache *cache,
 	      struct mount **out);
 /* Serve requests until unmounted or signalled; 0 or -errno. */

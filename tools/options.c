@@ -213,6 +213,18 @@ static const struct option_def *find_long(unsigned cmd, const char *name, size_t
 	return NULL;
 }
 
+/* A -o name: as in the table, or with '_' for '-' (cache_dir=, as fstab
+ * lines usually spell it). */
+static const struct option_def *find_mount_option(const char *name, size_t len)
+{
+	char spelled[64];
+	if (len >= sizeof(spelled))
+		return NULL;
+	for (size_t i = 0; i < len; i++)
+		spelled[i] = name[i] == '_' ? '-' : name[i];
+	return find_long(OPTIONS_MOUNT, spelled, len);
+}
+
 static int append_fuse_opt(struct options *o, const char *word, size_t len)
 {
 	size_t have = o->fuse_opts ? strlen(o->fuse_opts) : 0;
@@ -227,13 +239,13 @@ static int append_fuse_opt(struct options *o, const char *word, size_t len)
 	return 0;
 }
 
-/* -o a,b=c: tilefs options by name, the rest for FUSE. */
+/* -o a,b=c: tilefs options by name (a_b or a-b), the rest for FUSE. */
 static int parse_o(struct options *o, const char *list, char *err, size_t err_size)
 {
 	for (const char *p = list; *p;) {
 		size_t len = strcspn(p, ",");
 		size_t name_len = strcspn(p, "=,");
-		const struct option_def *d = find_long(OPTIONS_MOUNT, p, name_len);
+		const struct option_def *d = find_mount_option(p, name_len);
 		int rc;
 		if (d && d->type == OPT_FLAG) {
 			rc = set_value(o, d, NULL, err, err_size);
@@ -536,6 +548,21 @@ void options_release(struct options *o)
 	memset(o, 0, sizeof(*o));
 }
 
+/* What -o takes, in --help and in the man page. */
+static const char o_help[] =
+	"mount options: any option above as name=value (cache_dir= or\n"
+	"cache-dir=), or FUSE's (allow_other, ...); ro is implied";
+
+/* HELP, its continuation lines indented under the first. */
+static void usage_text(FILE *out, const char *help)
+{
+	for (const char *p = help; *p; p++) {
+		fputc(*p, out);
+		if (*p == '\n')
+			fprintf(out, "  %-26s ", "");
+	}
+}
+
 void options_usage(FILE *out, unsigned cmd)
 {
 	for (size_t i = 0; i < NDEFS; i++) {
@@ -550,18 +577,70 @@ void options_usage(FILE *out, unsigned cmd)
 			snprintf(head, sizeof(head), "    --%s%s%s", d->name, d->arg ? " " : "",
 				 d->arg ? d->arg : "");
 		fprintf(out, "  %-26s ", head);
-		for (const char *p = d->help; *p; p++) {
-			fputc(*p, out);
-			if (*p == '\n')
-				fprintf(out, "  %-26s ", "");
-		}
+		usage_text(out, d->help);
 		if (d->def && d->type != OPT_FLAG)
 			fprintf(out, " [%s]", d->def);
 		fputc('\n', out);
 	}
-	if (cmd == OPTIONS_MOUNT)
-		fprintf(out, "  %-26s %s\n", "-o OPT[,OPT...]",
-			"mount options: any option above as name=value, or FUSE's\n"
-			"                             (allow_other, ...); ro is implied");
+	if (cmd == OPTIONS_MOUNT) {
+		fprintf(out, "  %-26s ", "-o OPT[,OPT...]");
+		usage_text(out, o_help);
+		fputc('\n', out);
+	}
 	fprintf(out, "  %-26s %s\n", "-h, --help", "show this help");
+}
+
+/* Text for roff: a backslash doubled, '-' as "\-" (a minus, so the
+ * options can be searched and copied), a line never starting with '.' or
+ * '\''; each newline of the table's help becomes a space. */
+static void man_text(FILE *out, const char *text)
+{
+	bool line_start = true;
+	for (const char *p = text; *p; p++) {
+		if (line_start && (*p == '.' || *p == '\''))
+			fputs("\\&", out);
+		line_start = false;
+		if (*p == '\\')
+			fputs("\\e", out);
+		else if (*p == '-')
+			fputs("\\-", out);
+		else if (*p == '\n')
+			fputc(' ', out);
+		else
+			fputc(*p, out);
+	}
+}
+
+void options_man(FILE *out, unsigned cmd)
+{
+	for (size_t i = 0; i < NDEFS; i++) {
+		const struct option_def *d = &defs[i];
+		if (!(d->cmds & cmd))
+			continue;
+		fputs(".TP\n", out);
+		if (d->short_name)
+			fprintf(out, "\\fB\\-%c\\fR, ", d->short_name);
+		fputs("\\fB\\-\\-", out);
+		man_text(out, d->name);
+		fputs("\\fR", out);
+		if (d->arg) {
+			fputs(" \\fI", out);
+			man_text(out, d->arg);
+			fputs("\\fR", out);
+		}
+		fputc('\n', out);
+		man_text(out, d->help);
+		if (d->def && d->type != OPT_FLAG) {
+			fputs(" [default: ", out);
+			man_text(out, d->def);
+			fputc(']', out);
+		}
+		fputc('\n', out);
+	}
+	if (cmd == OPTIONS_MOUNT) {
+		fputs(".TP\n\\fB\\-o\\fR \\fIOPT\\fR[,\\fIOPT\\fR...]\n", out);
+		man_text(out, o_help);
+		fputc('\n', out);
+	}
+	fputs(".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nshow this help\n", out);
 }

@@ -67,6 +67,8 @@ int options_parse(struct options *o, unsigned cmd, int argc, char **argv, char *
 void options_release(struct options *o);
 /* The options of CMD, one or more lines each. */
 void options_usage(FILE *out, unsigned cmd);
+/* The same options as a roff list (.TP entries), for the man page. */
+void options_man(FILE *out, unsigned cmd);
 /* What O says of the origin, for source_open(). */
 struct source_options options_source(const struct options *o);
 /* The fetcher's settings O gives, with CONNECTIONS connections at most. */

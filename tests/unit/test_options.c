@@ -75,5 +75,15 @@ int main(void)
 	      "and a -o URL's query and password, the other words kept");
 	options_release(&o);
 
+	/* fstab lines spell the names with underscores */
+	char *a10[] = { "-o", "cache_dir=/c,cache_size=1G,no_sign_request,allow_other,log-level=info",
+			"s", "m" };
+	CHECK(parse(&o, err, 4, a10) == 0 && strcmp(o.cache_dir, "/c") == 0 &&
+	      o.cache_size == 1ull << 30 && o.no_sign_request && o.log_level == LOG_INFO,
+	      "-o names with '_' for '-'");
+	CHECK(o.fuse_opts && strcmp(o.fuse_opts, "allow_other") == 0,
+	      "FUSE's allow_other is still FUSE's: %s", o.fuse_opts ? o.fuse_opts : "(none)");
+	options_release(&o);
+
 	return check_done();
 }

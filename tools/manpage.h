@@ -1,0 +1,13 @@
+/*
+ * manpage.h - tilefs(1) in roff, printed by the hidden `tilefs --help-man`
+ * (make man, make deb). Its option lists come from the table --help prints
+ * (tools/options.c), so the two cannot disagree.
+ */
+#ifndef TILEFS_MANPAGE_H
+#define TILEFS_MANPAGE_H
+
+#include <stdio.h>
+
+void manpage_print(FILE *out);
+
+#endif
