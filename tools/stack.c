@@ -52,6 +52,8 @@ int stack_start(struct stack *s, const struct options *o, const struct stack_tun
 
 void stack_release(struct stack *s)
 {
+	if (s->cache)
+		cache_stop_prefetch(s->cache);	/* its stream GETs need the client */
 	http_client_free(s->http);	/* before the cache: fetches settle into it */
 	ns_free(s->ns);
 	cache_close(s->cache);

@@ -52,6 +52,9 @@ struct cache_config {
  * (both borrowed until cache_close()). Caller frees with cache_close(). */
 int cache_open(const struct cache_config *cfg, struct source *src, struct http_client *http,
 	       struct cache **out);
+/* Start no more whole-object prefetch GETs; returns once none will be
+ * (call it before freeing the HTTP client). */
+void cache_stop_prefetch(struct cache *c);
 /* Finish pending index writes, then free. */
 void cache_close(struct cache *c);
 

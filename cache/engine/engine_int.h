@@ -62,7 +62,13 @@ struct store;
 #define VERIFIED_SLOTS (1u << 18)	/* ids of units checked since start */
 #define PREFETCH_MAX 512		/* units one read may add */
 #define EDGE_SLOTS 256			/* slivers kept, over all objects */
-#define BACKGROUND_BUDGET (64u << 20)	/* whole-object prefetch bytes in flight */
+/* A streamed object (--prefetch object, auto) goes out in background GETs
+ * of at most STREAM_GET_MAX bytes, with at most BACKGROUND_BUDGET of them in
+ * flight or queued: a reader that needs a unit of one waits for that GET
+ * whole, so they are kept short, and few enough that every one of them has
+ * a connection (http.c gives the background half of them). */
+#define STREAM_GET_MAX (2u << 20)
+#define BACKGROUND_BUDGET (16u << 20)
 #define STREAMS 8			/* readers of one object told apart */
 
 /* Bytes of a tile a reader's aligned buffer touched, kept (see plan.h):
@@ -142,6 +148,8 @@ struct cache {
 	size_t nverified;		/* c->lock */
 	bool disk_full_logged;		/* persist thread only */
 	struct object_job *jobs;	/* c->lock: PREFETCH_OBJECT queue */
+	bool jobs_off;			/* c->lock: cache_stop_prefetch() was called */
+	bool stepping;			/* c->lock: the persist thread is in job_step() */
 	struct edge *edges;		/* c->lock: EDGE_SLOTS, round robin */
 	size_t next_edge;		/* c->lock */
 	struct edge *edges_to_keep;	/* c->lock: for the index, newest first */

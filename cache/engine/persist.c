@@ -137,6 +137,15 @@ void object_prefetch_start(struct cache *c, struct cache_object *obj)
 	pthread_mutex_unlock(&c->lock);
 }
 
+void cache_stop_prefetch(struct cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->jobs_off = true;
+	while (c->stepping)
+		pthread_cond_wait(&c->changed, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+}
+
 /* Drop the first object job. c->lock held. */
 static void job_done(struct cache *c)
 {
@@ -161,7 +170,7 @@ static void job_step(struct cache *c)
 	if (!job || !room)
 		return;
 	struct cache_object *obj = job->obj;
-	while (job->cursor < obj->version.size && n < JOB_BATCH && bytes < c->cfg.max_request &&
+	while (job->cursor < obj->version.size && n < JOB_BATCH && bytes < STREAM_GET_MAX &&
 	       !cache_object_stale(obj)) {
 		struct extent unit = layout_unit_at(&obj->layout, job->cursor);
 		struct inflight *e = prefetch_entry(c, obj, unit);
@@ -214,10 +223,13 @@ void *persist_thread(void *arg)
 			pthread_mutex_lock(&c->lock);
 			continue;
 		}
-		if (!e && c->jobs && c->background_bytes < BACKGROUND_BUDGET) {
+		if (!e && c->jobs && !c->jobs_off && c->background_bytes < BACKGROUND_BUDGET) {
+			c->stepping = true;
 			pthread_mutex_unlock(&c->lock);
 			job_step(c);
 			pthread_mutex_lock(&c->lock);
+			c->stepping = false;
+			pthread_cond_broadcast(&c->changed);
 		} else if (!e) {
 			struct timespec until;
 			clock_gettime(CLOCK_REALTIME, &until);

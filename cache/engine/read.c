@@ -201,13 +201,14 @@ static void read_prefetch(struct read_op *r)
 	uint64_t budget = PLAN_PREFETCH_BYTES_MAX;
 	enum prefetch_policy policy = r->policy;
 
-	for (size_t i = 0; i < nmiss && policy != PREFETCH_NONE; i++) {
+	/* a streamed object: any read of it (all hits, say, after a remount
+	 * cut its stream short) sees to it that the rest is on its way */
+	if (policy == PREFETCH_OBJECT && !atomic_load(&obj->complete))
+		object_prefetch_start(c, obj);
+	for (size_t i = 0; i < nmiss && (policy == PREFETCH_NEIGHBORS || policy == PREFETCH_ROW);
+	     i++) {
 		if (r->fetch[i]->sliver)
 			continue;
-		if (policy == PREFETCH_OBJECT) {
-			object_prefetch_start(c, obj);
-			break;
-		}
 		struct extent related[PREFETCH_MAX];
 		size_t room = cap - r->nfetch;
 		size_t k = layout_related(&obj->layout, r->fetch[i]->unit.off, policy,

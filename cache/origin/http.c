@@ -7,7 +7,7 @@
  * multi handle (or to `delayed` while a backoff runs), drives transfers with
  * curl_multi_poll(), and calls done() for finished requests. Background
  * requests (prefetch) wait in `background` and start only while few others
- * run: at most a quarter of the connections, and never the last free one,
+ * run: at most half of the connections, and never the last free one,
  * so a demand read queued behind them finds a connection. Lock order:
  * client->lock is a leaf; done() runs without it.
  */
@@ -569,7 +569,7 @@ static long start_due(struct http_client *c)
 /* Start background requests while there is room for them. */
 static void start_background(struct http_client *c)
 {
-	int cap = c->cfg.max_connections / 4 > 0 ? c->cfg.max_connections / 4 : 1;
+	int cap = c->cfg.max_connections / 2 > 0 ? c->cfg.max_connections / 2 : 1;
 	while (c->background && c->nactive_background < cap &&
 	       c->nactive < c->cfg.max_connections - 1) {
 		struct http_request *req = c->background;

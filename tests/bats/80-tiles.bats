@@ -341,15 +341,17 @@ wait_cached() {
 }
 
 # no_byte_twice: fail if two ranged GETs of one file overlap, but for the
-# open's GET of the first --header-size (64K) bytes: of those, only the
-# units it covers whole are kept, so the tile it cuts is fetched whole later.
+# open's GET of the first --header-size (64K) bytes (of those, only the
+# units it covers whole are kept, so the tile it cuts is fetched whole later)
+# and GETs that an unmount cut short (their bytes were not kept).
 no_byte_twice() {
 	origin_select 'm == "GET" && st == 206' | "$PY" -c '
 import re, sys
 seen = {}
 for line in sys.stdin:
-    m = re.search(r"^GET (\S+) \"bytes=(\d+)-(\d+)\"", line)
-    if m and (m[2], m[3]) != ("0", "65535"):
+    m = re.search(r"^GET (\S+) \"bytes=(\d+)-(\d+)\" 206 (\d+)$", line)
+    # a GET cut short (by an unmount) kept nothing: a unit is stored whole
+    if m and (m[2], m[3]) != ("0", "65535") and int(m[3]) + 1 - int(m[2]) == int(m[4]):
         seen.setdefault(m[1], []).append((int(m[2]), int(m[3]) + 1))
 bad = []
 for uri, v in seen.items():
@@ -382,6 +384,36 @@ sys.exit("overlapping GETs: " + "; ".join(bad) if bad else 0)' || fail "a byte w
 	origin_log_reset
 	read_windows "$MNT" 30 13 "$T/web" || fail "windows after the remount differ"
 	[ -z "$(origin_select 'm == "GET"')" ] || fail "windows after a remount sent GETs:" "$(origin_lines)"
+	tilefs_umount "$MNT"
+}
+
+@test "default (auto): a stream cut short by an unmount is finished by the next mount's first read, no byte twice" {
+	make_tile_cogs "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	ls -l "$MNT" >/dev/null
+	origin_fault 'rate?bps=500000'	# the stream takes seconds: cut it short
+	run_to 60 "$PY" -c '
+import sys, rasterio
+with rasterio.open(sys.argv[1]) as ds:
+    ds.read(1, window=((0, 256), (0, 256)))' "$MNT/cog512.tif"
+	tilefs_umount "$MNT"
+	origin_fault clear
+	local size
+	size=$(stat -c %s "$T/web/cog512.tif")
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	ls -l "$MNT" >/dev/null
+	"$TILEFS" inspect "$MNT/cog512.tif" >"$T/before.out" 2>&1
+	local c0
+	read -r _ c0 _ < <("$PY" "$TB" cached-line "$T/before.out" "$size") || fail "no cached line"
+	[ "$c0" -lt "$size" ] || fail "the first mount's stream was not cut short (test too fast)"
+	# the same window: all hits, yet it restarts the stream
+	run_to 60 "$PY" -c '
+import sys, rasterio
+with rasterio.open(sys.argv[1]) as ds:
+    ds.read(1, window=((0, 256), (0, 256)))' "$MNT/cog512.tif"
+	wait_cached "$MNT/cog512.tif" "$size"
+	no_byte_twice
 	tilefs_umount "$MNT"
 }
 
