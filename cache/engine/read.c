@@ -201,9 +201,11 @@ static void read_prefetch(struct read_op *r)
 	uint64_t budget = PLAN_PREFETCH_BYTES_MAX;
 	enum prefetch_policy policy = r->policy;
 
-	/* a streamed object: any read of it (all hits, say, after a remount
-	 * cut its stream short) sees to it that the rest is on its way */
-	if (policy == PREFETCH_OBJECT && !atomic_load(&obj->complete))
+	/* a streamed object: a miss, or any read of a tile (all hits, say,
+	 * after a remount cut its stream short), sees to it that the rest is
+	 * on its way; reading a header (an open for metadata) does not */
+	if (policy == PREFETCH_OBJECT && !atomic_load(&obj->complete) &&
+	    (nmiss > 0 || layout_is_tile(&obj->layout, r->off)))
 		object_prefetch_start(c, obj);
 	for (size_t i = 0; i < nmiss && (policy == PREFETCH_NEIGHBORS || policy == PREFETCH_ROW);
 	     i++) {

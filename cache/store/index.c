@@ -247,18 +247,23 @@ int index_exec(struct index_conn *c, sqlite3_stmt *s, const char *what)
 
 int index_begin(struct index_conn *c)
 {
-	return index_exec(c, index_stmt(c, ST_BEGIN), "begin");
+	pthread_mutex_lock(&c->ix->writing);
+	int err = index_exec(c, index_stmt(c, ST_BEGIN), "begin");
+	if (err)
+		pthread_mutex_unlock(&c->ix->writing);
+	return err;
 }
 
 int index_commit(struct index_conn *c, int err)
 {
 	if (err) {
 		index_exec(c, index_stmt(c, ST_ROLLBACK), "rollback");
-		return err;
+	} else {
+		err = index_exec(c, index_stmt(c, ST_COMMIT), "commit");
+		if (err)
+			index_exec(c, index_stmt(c, ST_ROLLBACK), "rollback");
 	}
-	err = index_exec(c, index_stmt(c, ST_COMMIT), "commit");
-	if (err)
-		index_exec(c, index_stmt(c, ST_ROLLBACK), "rollback");
+	pthread_mutex_unlock(&c->ix->writing);
 	return err;
 }
 
@@ -275,6 +280,7 @@ int index_exec_keyed(struct index_conn *c, enum stmt_id id, int64_t a, int64_t b
 
 static int conn_open(struct index *ix, struct index_conn *c)
 {
+	c->ix = ix;
 	int rc = sqlite3_open_v2(ix->path, &c->db,
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
 				 SQLITE_OPEN_NOFOLLOW, NULL);
@@ -437,6 +443,7 @@ int index_open(const char *dir, struct index **out, bool *rebuilt)
 	}
 	snprintf(ix->path, n, "%s/index.db", dir);
 	pthread_mutex_init(&ix->lock, NULL);
+	pthread_mutex_init(&ix->writing, NULL);
 	pthread_cond_init(&ix->available, NULL);
 	ix->lock_fd = -1;
 	char why[256];
@@ -506,6 +513,7 @@ void index_close(struct index *ix)
 	if (ix->lock_fd >= 0)
 		close(ix->lock_fd);	/* releases the shared lock */
 	pthread_mutex_destroy(&ix->lock);
+	pthread_mutex_destroy(&ix->writing);
 	pthread_cond_destroy(&ix->available);
 	free(ix->path);
 	free(ix);

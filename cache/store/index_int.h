@@ -6,7 +6,11 @@
  * DESIGN: a fixed pool of INDEX_POOL_SIZE connections, each with its
  * prepared statements (prepared on first use from the table in index.c); a
  * caller borrows one for the duration of one function
- * (index_conn_get/index_conn_put; ix->lock is a leaf lock).
+ * (index_conn_get/index_conn_put; ix->lock is a leaf lock). A write
+ * transaction (index_begin .. index_commit) also holds ix->writing: SQLite
+ * lets one writer in at a time and makes the others sleep and retry (1, 2,
+ * 5, 10 ms ...), so threads of one process queue on a mutex instead, and
+ * only other processes meet SQLite's busy wait.
  *
  * Layer: the store. Includes cache/base/ and its own folder only; never the
  * origin, the engine or FUSE (tests/check-layers). Only cache/store uses
@@ -37,6 +41,7 @@ enum stmt_id {
 };
 
 struct index_conn {
+	struct index *ix;
 	sqlite3 *db;
 	sqlite3_stmt *stmt[ST_COUNT];
 	struct index_conn *next_free;
@@ -47,6 +52,7 @@ struct index {
 	int lock_fd;			/* index.lock, held shared */
 	char instance[40];
 	pthread_mutex_t lock;
+	pthread_mutex_t writing;	/* held from index_begin to index_commit */
 	pthread_cond_t available;
 	struct index_conn conns[INDEX_POOL_SIZE];
 	struct index_conn *free_conns;	/* protected by lock */
@@ -72,7 +78,7 @@ int index_exec(struct index_conn *c, sqlite3_stmt *s, const char *what);
 /* Bind A, B as ?1, ?2 of statement ID and run it; for the keyed ones. */
 int index_exec_keyed(struct index_conn *c, enum stmt_id id, int64_t a, int64_t b,
 		     const char *what);
-/* BEGIN IMMEDIATE. */
+/* BEGIN IMMEDIATE, holding ix->writing until index_commit() (not on failure). */
 int index_begin(struct index_conn *c);
 /* End the transaction begun: commit if ERR is 0, else roll back and return
  * ERR. A failed commit is rolled back too. */
