@@ -72,9 +72,14 @@ bench: all
 	tests/bench/run --workloads chips --prefetch none,neighbors,row,object \
 		--contestants vsicurl,vsicurl-tuned,tilefs-cold/none,tilefs-cold/neighbors,tilefs-cold/row,tilefs-cold/object
 	tests/bench/run warm --jobs 8,16,32
+	tests/bench/cluster
 
 bench-warm: all
 	tests/bench/run warm
+
+# Three hosts through one cache tier against one host without (issue 15).
+bench-cluster: all
+	tests/bench/cluster
 
 bench-quick: all
 	tests/bench/run --quick
