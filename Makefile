@@ -142,7 +142,7 @@ deb:
 clean:
 	rm -rf build build-sanitize
 
-.PHONY: all check layers unit demo bench bench-quick bench-warm valgrind fuzz clean man install deb
+.PHONY: all check layers unit demo bench bench-quick bench-warm bench-cluster valgrind fuzz clean man install deb
 # keep the unit tests' objects (pattern-rule intermediates) between builds
 .SECONDARY:
 -include $(LIB_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)
