@@ -31,7 +31,7 @@
 #include <string.h>
 
 struct tier_config {
-	const char *source, *endpoint, *listen, *cache_dir, *inactive, *valid, *listing_valid;
+	const char *source, *endpoint, *region, *listen, *cache_dir, *inactive, *valid, *listing_valid;
 	const char *secret;
 	const char *ca_file, *access_log, *error_log, *pid, *user;
 	uint64_t cache_size, slice;
@@ -47,6 +47,8 @@ static const struct {
 } tc_defs[] = {
 	{ "endpoint", "URL", "the store's endpoint (S3-compatible, Azure, GCS), as for mount",
 	  TC_OFF(endpoint), false },
+	{ "region", "REGION", "S3 region (default: AWS_REGION, us-east-1), as for mount",
+	  TC_OFF(region), false },
 	{ "listen", "ADDR:PORT", "where the tier listens (default 8080: every address;\n"
 	  "keep it on the cluster's private network)", TC_OFF(listen), false },
 	{ "cache-dir", "DIR", "the tier's cache (default /var/cache/tilefs-tier)",
@@ -355,7 +357,8 @@ int tier_config_main(int argc, char **argv)
 		return 2;
 	}
 	/* the store's scheme, host and port, as a mount of SOURCE sends them */
-	struct source_options so = { .endpoint = tc.endpoint, .no_sign_request = true };
+	struct source_options so = { .endpoint = tc.endpoint, .region = tc.region,
+				     .no_sign_request = true };
 	struct source *src = NULL;
 	const char *text = tc.source ? tc.source : tc.endpoint;
 	if (source_open(text, &so, &src, err, sizeof(err)) != 0) {

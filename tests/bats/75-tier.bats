@@ -188,3 +188,22 @@ read_chips() {
 	assert_eq "$status" 2 "ftp tier"
 	[[ $err1 == *"--tier: 'ftp://tier/' is not an http:// or https:// URL"* ]] || fail "$err1"
 }
+
+@test "tier: --slice tier filled by warm --shard 1/2 and 2/2; a third host reads with no store request" {
+	origin_start "$SAMPLES"
+	tier_start "$ORIGIN_URL" --slice 1M
+	run "$TILEFS" warm "$ORIGIN_URL" --tier "$TIER_URL" --shard 1/2 --cache-dir "$T/warm1"
+	assert_eq "$status" 0 "warm 1/2: $output"
+	run "$TILEFS" warm "$ORIGIN_URL" --tier "$TIER_URL" --shard 2/2 --cache-dir "$T/warm2"
+	assert_eq "$status" 0 "warm 2/2: $output"
+	local after
+	after=$(wc -l <"$ORIGIN_LOG")
+	[ "$after" -gt 0 ]
+	# the warms asked for big runs, the mount for tiles: slices serve both
+	read_chips 3 "$ORIGIN_URL" --prefetch auto
+	tilefs_mount "$ORIGIN_URL" "$T/mnt4" --cache-dir "$T/cache4" --tier "$TIER_URL"
+	cmp_tree "$SAMPLES" "$T/mnt4"
+	tilefs_umount "$T/mnt4"
+	tail -n +$((after + 1)) "$ORIGIN_LOG"
+	assert_eq "$(wc -l <"$ORIGIN_LOG")" "$after" "store requests of the third and fourth host"
+}
