@@ -72,9 +72,17 @@ bench: all
 	tests/bench/run --workloads chips --prefetch none,neighbors,row,object \
 		--contestants vsicurl,vsicurl-tuned,tilefs-cold/none,tilefs-cold/neighbors,tilefs-cold/row,tilefs-cold/object
 	tests/bench/run warm --jobs 8,16,32
+	$(MAKE) --no-print-directory bench-cluster
 
 bench-warm: all
 	tests/bench/run warm
+
+# Three hosts through one cache tier against one host without (issue 15):
+# exact ranges and slices with one reader per host, exact ranges with four.
+bench-cluster: all
+	tests/bench/cluster --procs 1
+	tests/bench/cluster --procs 1 --slice 1M
+	tests/bench/cluster --procs 4
 
 bench-quick: all
 	tests/bench/run --quick
@@ -137,7 +145,7 @@ deb:
 clean:
 	rm -rf build build-sanitize
 
-.PHONY: all check layers unit demo bench bench-quick bench-warm valgrind fuzz clean man install deb
+.PHONY: all check layers unit demo bench bench-quick bench-warm bench-cluster valgrind fuzz clean man install deb
 # keep the unit tests' objects (pattern-rule intermediates) between builds
 .SECONDARY:
 -include $(LIB_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)

@@ -14,6 +14,7 @@
 #include "tools/inspect.h"
 #include "tools/manpage.h"
 #include "tools/stack.h"
+#include "tools/tier_config.h"
 #include "tools/warm.h"
 
 #include <errno.h>
@@ -35,6 +36,7 @@ static void usage(FILE *out)
 		"       tilefs warm [OPTIONS] SOURCE [PATH_OR_GLOB...]\n"
 		"       tilefs inspect [--blocks] [--cache-dir DIR] PATH_OR_URL\n"
 		"       tilefs cache stat|ls|verify|evict|clear [--cache-dir DIR] [ARGS]\n"
+		"       tilefs tier-config [OPTIONS] SOURCE\n"
 		"       tilefs --help | --version\n"
 		"\n"
 		"tilefs mounts a cloud prefix of GeoTIFF/COG files read-only, caching what is\n"
@@ -46,6 +48,8 @@ static void usage(FILE *out)
 		"           the cache before a mount reads them\n"
 		"  inspect  show a file's TIFF tile map and how much of it is cached\n"
 		"  cache    look at and manage a cache dir: stat, ls, verify, evict, clear\n"
+		"  tier-config  print an nginx configuration for a cache tier that many\n"
+		"           machines share (mount --tier)\n"
 		"\n"
 		"Run 'tilefs mount --help' or 'tilefs warm --help' for their options.\n");
 }
@@ -335,6 +339,8 @@ int main(int argc, char **argv)
 		return inspect_main(argc - 2, argv + 2);
 	if (strcmp(argv[1], "cache") == 0)
 		return cache_admin_main(argc - 2, argv + 2);
+	if (strcmp(argv[1], "tier-config") == 0)
+		return tier_config_main(argc - 2, argv + 2);
 	fprintf(stderr, "tilefs: unknown command '%s'\nTry 'tilefs --help'.\n", argv[1]);
 	return EXIT_USAGE;
 }

@@ -116,6 +116,11 @@ static void format(struct metrics *m, FILE *f, bool up)
 		hs.retries);
 	counter(f, "tilefs_requests_in_flight", "gauge", "Requests submitted and not done.",
 		hs.in_flight);
+	counter(f, "tilefs_tier_requests_total", "counter",
+		"Request attempts sent through the cache tier (--tier).", hs.tier_attempts);
+	counter(f, "tilefs_tier_fallbacks_total", "counter",
+		"Request attempts sent to the store directly: the tier could not be reached.",
+		hs.tier_fallbacks);
 	counter(f, "tilefs_fetched_bytes_total", "counter", "Bytes received from the origin.",
 		hs.bytes);
 	counter(f, "tilefs_cache_hits_total", "counter", "Units read from the cache.", cs.hits);

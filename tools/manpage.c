@@ -23,6 +23,9 @@ static const char head[] =
 	"\\fBstat\\fR|\\fBls\\fR|\\fBverify\\fR|\\fBevict\\fR|\\fBclear\\fR "
 	"[\\fB\\-\\-cache\\-dir\\fR \\fIDIR\\fR] [\\fIARGS\\fR]\n"
 	".br\n"
+	".B tilefs tier\\-config\n"
+	"[\\fIOPTIONS\\fR] \\fISOURCE\\fR\n"
+	".br\n"
 	".B mount \\-t tilefs\n"
 	"\\fISOURCE\\fR \\fIMOUNTPOINT\\fR [\\fB\\-o\\fR \\fIname\\fR=\\fIvalue\\fR,...]\n"
 	".SH DESCRIPTION\n"
@@ -55,7 +58,15 @@ static const char head[] =
 	".TP\n"
 	".B cache\n"
 	"Look at and manage a cache dir: \\fBstat\\fR, \\fBls\\fR, \\fBverify\\fR,\n"
-	"\\fBevict\\fR \\fIPATTERN\\fR, \\fBclear\\fR.\n";
+	"\\fBevict\\fR \\fIPATTERN\\fR, \\fBclear\\fR.\n"
+	".TP\n"
+	".B tier\\-config\n"
+	"Print an nginx configuration for a cache tier that many machines share in\n"
+	"front of the store \\fISOURCE\\fR reads from (\\fB\\-\\-listen\\fR,\n"
+	"\\fB\\-\\-cache\\-dir\\fR, \\fB\\-\\-cache\\-size\\fR, \\fB\\-\\-inactive\\fR,\n"
+	"\\fB\\-\\-secret\\fR, ...: \\fBtilefs tier\\-config \\-\\-help\\fR). Mounts and\n"
+	"warms given \\fB\\-\\-tier\\fR \\fIURL\\fR send it their requests, signed for\n"
+	"the store; each range then comes from the store once for all of them.\n";
 
 static const char tail[] =
 	".SH MOUNT HELPER AND FSTAB\n"

@@ -79,6 +79,13 @@ static const struct option_def defs[] = {
 	  "objects per listing page for S3, Azure, GCS (0: the server's)" },
 	{ "ca-file", M | W, 0, OPT_STRING, OFF(ca_file), "FILE", NULL, 0, 0,
 	  "trust the CA certificates in FILE (PEM) for https origins" },
+	{ "tier", M | W, 0, OPT_STRING, OFF(tier), "URL", NULL, 0, 0,
+	  "send every request for SOURCE through the shared cache tier at URL\n"
+	  "(nginx from 'tilefs tier-config'), signed as for the store; the\n"
+	  "store directly while the tier cannot be reached" },
+	{ "tier-secret", M | W, 0, OPT_STRING, OFF(tier_secret), "SECRET", NULL, 0, 0,
+	  "send SECRET to the tier in X-Tilefs-Tier-Secret (default:\n"
+	  "TILEFS_TIER_SECRET); the tier-config --secret it was made with" },
 	{ "retries", M | W, 0, OPT_LONG, OFF(retries), "N", "5", 0, 100,
 	  "retries of a failed request before the read fails with EIO" },
 	{ "connections", M, 0, OPT_LONG, OFF(max_connections), "N", "16", 1, 256,
@@ -332,8 +339,26 @@ static void scrub_url(char *word, size_t len)
 		memset(query + 1, 0, (size_t)(end - query - 1));
 }
 
-/* Scrub the URLs of ARGV once parsed (copies are in the options): SOURCE,
- * option values, and each word of a -o list. */
+/* Blank the value of a secret option in WORD ("--tier-secret=S",
+ * "tier_secret=S"); true when WORD names one without "=" (the value is
+ * the next word). */
+static bool scrub_secret(char *word, size_t len)
+{
+	static const char *const names[] = { "--tier-secret", "tier-secret", "tier_secret" };
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		size_t n = strlen(names[k]);
+		if (len < n || strncmp(word, names[k], n) != 0)
+			continue;
+		if (len == n)
+			return true;
+		if (word[n] == '=')
+			memset(word + n + 1, 0, len - n - 1);
+	}
+	return false;
+}
+
+/* Scrub the URLs and secrets of ARGV once parsed (copies are in the
+ * options): SOURCE, option values, and each word of a -o list. */
 static void scrub_argv(unsigned cmd, int argc, char **argv)
 {
 	for (int i = 0; i < argc; i++) {
@@ -344,11 +369,15 @@ static void scrub_argv(unsigned cmd, int argc, char **argv)
 			for (char *p = a; p && *p;) {
 				size_t len = strcspn(p, ",");
 				scrub_url(p, len);
+				scrub_secret(p, len);
 				p += len;
 				p += *p == ',';
 			}
 		} else if (strstr(a, "://")) {
 			scrub_url(a, strlen(a));
+		} else if (scrub_secret(a, strlen(a)) && i + 1 < argc) {
+			i++;
+			memset(argv[i], 0, strlen(argv[i]));
 		}
 	}
 }
@@ -450,6 +479,9 @@ struct source_options options_source(const struct options *o)
 		.no_sign_request = o->no_sign_request,
 		.requester_pays = o->requester_pays,
 		.page_size = o->page_size,
+		.tier = o->tier,
+		.tier_secret = o->tier_secret ? o->tier_secret :
+			       o->tier ? getenv("TILEFS_TIER_SECRET") : NULL,
 	};
 }
 

@@ -37,6 +37,7 @@ struct options {
 	enum log_level log_level;
 	char *log_file;
 	char *endpoint;
+	char *tier, *tier_secret;	/* shared cache tier (README "Cluster") */
 	char *region;
 	bool virtual_hosted;
 	bool no_sign_request;

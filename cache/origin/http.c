@@ -12,6 +12,7 @@
  * client->lock is a leaf; done() runs without it.
  */
 #include "cache/origin/http.h"
+#include "cache/origin/tier.h"
 #include "cache/base/log.h"
 
 #include <curl/curl.h>
@@ -218,7 +219,17 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 	req->restarted = false;
 	req->cut_short = false;
 	req->range_first = req->range_last = UINT64_MAX;
-	curl_easy_setopt(easy, CURLOPT_URL, req->url);
+	req->via_tier = req->tier && tier_usable(req->tier, now_ms());
+	char tier_host[300];
+	char *tier_url = req->via_tier ? tier_request_url(req->tier, req->url, tier_host,
+							    sizeof(tier_host)) : NULL;
+	if (req->via_tier && !tier_url) {
+		curl_easy_cleanup(easy);
+		req->easy = NULL;
+		return -ENOMEM;
+	}
+	curl_easy_setopt(easy, CURLOPT_URL, tier_url ? tier_url : req->url);
+	free(tier_url);
 	curl_easy_setopt(easy, CURLOPT_PRIVATE, req);
 	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -297,6 +308,12 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 	/* credentials never follow a redirect (see http.h) */
 	req->signed_attempt = unsigned_tail ? unsigned_tail->next != NULL : h != NULL;
 	curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, req->signed_attempt ? 0L : 1L);
+	if (req->via_tier) {
+		/* the store's Host, as signed; the tier's own secret */
+		h = curl_slist_append(h, tier_host);
+		if (tier_secret_line(req->tier))
+			h = curl_slist_append(h, tier_secret_line(req->tier));
+	}
 	req->sent_headers = h;
 	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, h);
 	return 0;
@@ -317,6 +334,14 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	if (err)
 		return err;
 	curl_multi_add_handle(c->multi, req->easy);
+	if (req->tier) {
+		pthread_mutex_lock(&c->lock);
+		if (req->via_tier)
+			c->stats.tier_attempts++;
+		else
+			c->stats.tier_fallbacks++;
+		pthread_mutex_unlock(&c->lock);
+	}
 	req->next = c->active;
 	c->active = req;
 	c->nactive++;
@@ -503,8 +528,38 @@ static uint64_t retry_delay_ms(struct http_client *c, struct http_request *req)
 	return ceiling / 2 + next_random(c) % (ceiling / 2 + 1);
 }
 
+static void start_or_fail(struct http_client *c, struct http_request *req);
+
+/*
+ * Did an attempt through the tier fail to reach it? Then the tier is down:
+ * say so once, and start the attempt again at the store (not counted as
+ * a retry). Any response from the tier means it is up.
+ */
+static bool tier_unreachable(struct http_client *c, struct http_request *req, CURLcode code)
+{
+	if (!req->via_tier)
+		return false;
+	curl_off_t connect_ok = 0;
+	curl_easy_getinfo(req->easy, CURLINFO_CONNECT_TIME_T, &connect_ok);
+	bool down = code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST ||
+		    (code == CURLE_OPERATION_TIMEDOUT && connect_ok == 0);
+	if (!down) {
+		if (tier_mark_up(req->tier))
+			log_warn("tier %s answers again; reading through it", tier_url(req->tier));
+		return false;
+	}
+	if (tier_mark_down(req->tier, now_ms()))
+		log_warn("tier %s unreachable; reading from the store directly (%s)",
+			 tier_url(req->tier), curl_easy_strerror(code));
+	attempt_end(c, req);
+	start_or_fail(c, req);
+	return true;
+}
+
 static void on_attempt_done(struct http_client *c, struct http_request *req, CURLcode code)
 {
+	if (tier_unreachable(c, req, code))
+		return;
 	int verdict = attempt_verdict(req, code);
 
 	if (verdict == 0 && !req->first_etag[0] && req->etag[0])

@@ -36,6 +36,7 @@
 struct curl_slist;
 struct http_client;
 struct http_request;
+struct tier;
 
 struct http_config {
 	const char *ca_file;		/* NULL: system trust store */
@@ -106,6 +107,10 @@ struct http_request {
 	http_sign_fn sign;		/* NULL: anonymous */
 	void *signer;
 	http_describe_fn describe_error; /* NULL: an error is its status alone */
+	struct tier *tier;		/* NULL: connect to the URL's host; else
+					   send it through this cache tier while
+					   the tier answers (see tier.h); set by
+					   source_prepare() */
 	char *body;
 	http_done_fn done;
 	void *arg;
@@ -129,6 +134,7 @@ struct http_request {
 	bool restarted;			/* this attempt's 200 restarted the body */
 	bool cut_short;			/* we ended a 200 after the bytes asked for */
 	bool signed_attempt;		/* the signer added headers: no redirects */
+	bool via_tier;			/* this attempt went to req->tier */
 	uint64_t range_first, range_last; /* from Content-Range; UINT64_MAX none */
 	size_t body_cap;
 	size_t max_body;
@@ -172,6 +178,9 @@ extern const double http_latency_bounds[HTTP_LATENCY_BUCKETS - 1];
 struct http_stats {
 	uint64_t requests, bytes, retries, failures;
 	uint64_t in_flight;		/* submitted, not yet done */
+	uint64_t tier_attempts;		/* attempts sent to the cache tier */
+	uint64_t tier_fallbacks;	/* attempts sent to the store instead,
+					   since the tier could not be reached */
 	uint64_t latency[HTTP_LATENCY_BUCKETS];	/* requests by submit-to-done
 						   time (retries included) */
 	double latency_sum;		/* seconds */

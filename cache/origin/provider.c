@@ -3,6 +3,7 @@
  * its table (provider_int.h); and what more than one provider shares.
  */
 #include "cache/origin/provider_int.h"
+#include "cache/origin/tier.h"
 #include "cache/origin/xml.h"
 #include "cache/base/log.h"
 
@@ -76,11 +77,18 @@ int source_open(const char *text, const struct source_options *opts, struct sour
 		if (!(*out)->origin) {
 			snprintf(err, err_size, "source '%s' gives no http:// or https:// URL",
 				 (*out)->display);
+			rc = -EINVAL;
+		} else if (opts->tier) {
+			rc = tier_new(opts->tier, opts->tier_secret, &(*out)->tier, err, err_size);
+		} else if (opts->tier_secret) {
+			snprintf(err, err_size, "--tier-secret needs --tier");
+			rc = -EINVAL;
+		}
+		if (rc) {
 			source_free(*out);
 			*out = NULL;
-			return -EINVAL;
 		}
-		return 0;
+		return rc;
 	}
 	char *shown = url_for_log(text);
 	snprintf(err, err_size, "unsupported source '%s': expected s3://, az://, gs://, http:// or https://",
@@ -93,6 +101,7 @@ void source_free(struct source *src)
 {
 	if (src) {
 		free(src->origin);
+		tier_free(src->tier);
 		src->provider->free(src);
 	}
 }
@@ -124,6 +133,7 @@ void source_prepare(struct source *src, struct http_request *req)
 	req->sign = own ? src->provider->sign : NULL;
 	req->signer = own ? src : NULL;
 	req->describe_error = src->provider->describe_error;
+	req->tier = own ? src->tier : NULL;
 }
 
 bool provider_xml_error(const char *body, size_t len, char *reason, size_t size)

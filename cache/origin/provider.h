@@ -29,6 +29,8 @@ struct source_options {
 	bool no_sign_request;		/* anonymous access to public data */
 	bool requester_pays;		/* S3: x-amz-request-payer */
 	long page_size;			/* objects per listing page (0: server's) */
+	const char *tier;		/* URL of a shared cache tier (tier.h) */
+	const char *tier_secret;	/* sent to the tier alone, or NULL */
 };
 
 /* One listing entry; size is -1 when the listing does not give it exactly. */
@@ -43,6 +45,8 @@ struct source {
 	char *origin;		/* scheme://host:port of the source's own URLs,
 				   set by source_open(): the only place that
 				   gets credentials (see source_prepare()) */
+	struct tier *tier;	/* --tier, or NULL: where requests to origin
+				   go (see source_prepare()) */
 };
 
 /* Find the provider for SOURCE and open it into *out (caller frees with
@@ -63,7 +67,8 @@ int source_parse_listing(struct source *src, const char *dir, const char *body, 
  * Make REQ carry SRC's credentials (sets req->sign and req->signer) when,
  * and only when, req->url (set before) has the scheme, host and port of
  * SRC's own URLs and no user name; any other URL (a full URL from a --list
- * manifest, say) is fetched anonymously.
+ * manifest, say) is fetched anonymously. The same requests, signed or not,
+ * go through SRC's cache tier when it has one (sets req->tier).
  */
 void source_prepare(struct source *src, struct http_request *req);
 

@@ -1,0 +1,209 @@
+#!/usr/bin/env bats
+# A shared cache tier (issue 15): nginx started from `tilefs tier-config`
+# between three "hosts" (mounts with their own cache dirs) and the store
+# (nginx with injected latency, Azurite, s3rver, and a store that checks
+# Signature V4 with botocore), all on 127.0.0.1. Asserts on the store's and
+# the tier's access logs: bytes identical on every host, each range fetched
+# once from the store, none by the second and third host, signed requests
+# accepted by the store through the tier, the fallback when the tier stops,
+# the secret header.
+
+bats_require_minimum_version 1.5.0
+load ../lib/tilefs
+load ../lib/tier
+
+setup() {
+	tilefs_setup
+	STORE_PID=
+}
+
+teardown() {
+	tilefs_teardown
+	tier_stop
+	[ -n "$STORE_PID" ] && kill "$STORE_PID" 2>/dev/null
+	if declare -f azurite_stop >/dev/null; then azurite_stop; fi
+	if declare -f s3rver_stop >/dev/null; then s3rver_stop; fi
+	return 0
+}
+
+# read_chips HOST SOURCE [MOUNT OPTIONS]: mount SOURCE through the tier
+# with the cache dir of HOST, read the same chips as every host, unmount.
+read_chips() {
+	local host=$1 src=$2
+	shift 2
+	tilefs_mount "$src" "$T/mnt$host" --cache-dir "$T/cache$host" --tier "$TIER_URL" \
+		--prefetch none "$@"
+	run "$PY" "$TESTS_LIB/chips.py" --chips 30 "$T/mnt$host" "$SAMPLES"
+	echo "host $host: $output"
+	assert_eq "$status" 0 "chips through host $host"
+	tilefs_umount "$T/mnt$host"
+}
+
+@test "tier: three hosts read the same chips; the store serves each range once, hosts 2 and 3 none" {
+	origin_start "$SAMPLES"
+	origin_fault 'delay?ms=20&count=-1'
+	tier_start "$ORIGIN_URL"
+	# hosts 1 and 2 cold at the same time: the tier's cache lock makes one
+	# store request of a range they both miss
+	read_chips 1 "$ORIGIN_URL" &
+	local h1=$!
+	read_chips 2 "$ORIGIN_URL"
+	wait "$h1"
+	local after12
+	after12=$(wc -l <"$ORIGIN_LOG")
+	[ "$after12" -gt 0 ]
+	assert_eq "$(origin_dup_ranges)" "" "ranges the store served twice"
+	read_chips 3 "$ORIGIN_URL"
+	assert_eq "$(wc -l <"$ORIGIN_LOG")" "$after12" "store requests of host 3"
+	# the store saw the tier's requests only, each range once
+	assert_eq "$(origin_dup_ranges)" "" "ranges the store served twice"
+	[ "$(tier_count HIT)" -gt "$(tier_count MISS)" ]
+	# host 3 alone: every one of its requests was a hit
+	tier_log_reset
+	read_chips 4 "$ORIGIN_URL"
+	assert_eq "$(tier_count MISS)" 0 "tier misses of a fresh host"
+	assert_eq "$(wc -l <"$ORIGIN_LOG")" "$after12" "store requests of a fresh host"
+}
+
+@test "tier: with the tier stopped the mount reads from the store, says so once, counts it" {
+	origin_start "$SAMPLES"
+	tier_start "$ORIGIN_URL"
+	tier_stop
+	tilefs_mount "$ORIGIN_URL" "$T/mnt" --tier "$TIER_URL" --prefetch none \
+		--metrics-file "$T/m.prom"
+	run "$PY" "$TESTS_LIB/chips.py" --chips 20 "$T/mnt" "$SAMPLES"
+	assert_eq "$status" 0 "chips with the tier down: $output"
+	local log=$TILEFS_LOG
+	tilefs_umount "$T/mnt"
+	assert_eq "$(grep -c "tier $TIER_URL unreachable; reading from the store directly" "$log")" 1 \
+		"log lines about the tier"
+	[ "$(origin_gets)" -gt 0 ]
+	local fallbacks
+	fallbacks=$(awk '$1 == "tilefs_tier_fallbacks_total" { print $2 }' "$T/m.prom")
+	[ "$fallbacks" -gt 0 ] || fail "tilefs_tier_fallbacks_total: '$fallbacks'"
+	# and once the tier is back, after its retry time, the next mount uses it
+	TIER_WANT_PORT=$TIER_PORT tier_start "$ORIGIN_URL"
+	read_chips 2 "$ORIGIN_URL"
+	[ "$(tier_count MISS)" -gt 0 ]
+}
+
+@test "tier: Azure Shared Key and SAS requests are accepted by Azurite through the tier" {
+	load ../lib/azurite
+	azurite_start
+	azurite_container cogs
+	azurite_put_tree cogs eo "$SAMPLES"
+	local src=az://$AZURITE_ACCOUNT/cogs/eo
+	tier_start "$src" --endpoint "$AZURITE_ENDPOINT"
+	azurite_log_reset
+	AZURE_STORAGE_KEY=$AZURITE_KEY read_chips 1 "$src" --endpoint "$AZURITE_ENDPOINT"
+	[ "$(azurite_count GET 206)" -gt 0 ] || fail "no ranged GET reached Azurite"
+	assert_eq "$(azurite_count GET 403)" 0 "requests Azurite refused"
+	[ "$(tier_count MISS)" -gt 0 ] || fail "nothing went through the tier"
+	assert_eq "$(azurite_count HEAD 403)" 0 "HEADs Azurite refused"
+	local gets
+	gets=$(azurite_data_gets)
+	# a SAS reader: its ranges come from the tier (keyed without the query)
+	AZURE_STORAGE_SAS_TOKEN=$(azurite_sas cogs) read_chips 2 "$src" --endpoint "$AZURITE_ENDPOINT"
+	assert_eq "$(azurite_count GET 403)" 0 "SAS requests Azurite refused"
+	assert_eq "$(azurite_data_gets)" "$gets" "data GETs of host 2 at Azurite"
+}
+
+@test "tier: Signature V4 verifies at the store through the tier (botocore), and s3rver serves it" {
+	(cd "$SAMPLES" && find . -name '*.tif' | sed 's|^\./||') >"$T/list"
+	"$PY" "$TESTS_LIB/sigv4_store.py" "$SAMPLES" "$T/store.log" >"$T/store.port" &
+	STORE_PID=$!
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$T/store.port" ] && break
+		sleep 0.1
+	done
+	local endpoint=http://127.0.0.1:$(cat "$T/store.port")
+	export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_EC2_METADATA_DISABLED=true
+	export HOME=$T/home
+	tier_start s3://eo --endpoint "$endpoint"
+	# the store does check: a wrong signature through the tier is refused
+	assert_eq "$(curl -s -o /dev/null -w '%{http_code}' -H "Host: ${endpoint#http://}" \
+		-H 'Authorization: AWS4-HMAC-SHA256 Credential=S3RVER/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00' \
+		"$TIER_URL/eo/t512.tif")" 403 "a bad signature"
+	read_chips 1 s3://eo --endpoint "$endpoint" --list "$T/list"
+	awk '{ print $4 }' "$T/store.log" | sort | uniq -c
+	[ "$(awk '$4 == 206' "$T/store.log" | wc -l)" -gt 0 ]
+	assert_eq "$(awk '$4 != 206' "$T/store.log" | wc -l)" 1 "store answers other than 206 (the bad one)"
+	local before
+	before=$(wc -l <"$T/store.log")
+	read_chips 2 s3://eo --endpoint "$endpoint" --list "$T/list"
+	assert_eq "$(wc -l <"$T/store.log")" "$before" "store requests of host 2"
+	tier_stop
+	kill "$STORE_PID"
+	STORE_PID=
+
+	load ../lib/s3rver
+	S3_BUCKET=eo
+	s3rver_start eo
+	s3_upload "$SAMPLES" data
+	tier_start s3://eo --endpoint "$S3_ENDPOINT"
+	read_chips 3 s3://eo/data --endpoint "$S3_ENDPOINT"
+	[ "$(s3_data_gets)" -gt 0 ]
+	[ "$(tier_count MISS)" -gt 0 ]
+}
+
+@test "tier: --secret: the tier refuses requests without it; tilefs sends it, never to the store" {
+	origin_start "$SAMPLES"
+	tier_start "$ORIGIN_URL" --secret s3cr3t-tier
+	assert_eq "$(curl -s -o /dev/null -w '%{http_code}' -H "Host: 127.0.0.1:$ORIGIN_PORT" \
+		"$TIER_URL/t512.tif")" 403 "no secret"
+	tier_log_reset
+	read_chips 1 "$ORIGIN_URL" --tier-secret s3cr3t-tier --log-level debug
+	[ "$(tier_count MISS)" -gt 0 ]
+	assert_eq "$(awk '$5 == 403' "$TIER_LOG" | wc -l)" 0 "refused requests"
+	! grep -rq s3cr3t-tier "$T"/tilefs-state.*/tilefs.log "$ORIGIN_LOG_FULL"
+	# from the environment too
+	TILEFS_TIER_SECRET=s3cr3t-tier read_chips 2 "$ORIGIN_URL"
+	assert_eq "$(awk '$5 == 403' "$TIER_LOG" | wc -l)" 0 "refused requests"
+	[ "$(tier_count HIT)" -gt 0 ]
+}
+
+@test "tier-config: an https store is verified by name; bad options are refused" {
+	# (a name that resolves here: nginx -t looks the upstream up)
+	tilefs_run tier-config https://localhost/eo/ --listen 10.0.0.5:8080 \
+		--cache-dir "$T/tier" --cache-size 1G --inactive 2d
+	assert_eq "$status" 0 "exit status"
+	[[ $out == *"proxy_ssl_verify on;"* ]]
+	[[ $out == *"proxy_ssl_name localhost;"* ]]
+	[[ $out == *"proxy_ssl_server_name on;"* ]]
+	[[ $out == *"server localhost:443;"* ]]
+	[[ $out == *"proxy_cache_lock on;"* ]]
+	[[ $out == *"listen 10.0.0.5:8080;"* ]]
+	[[ $out == *"max_size=1024m inactive=2d"* ]]
+	printf '%s\n' "$out" | sed "s|^user .*|user root;|; s|/var/log/nginx|$T|; s|/run/|$T/|;
+		s|listen 10.0.0.5:8080;|listen 127.0.0.1:$(_origin_free_port);|" >"$T/tier.conf"
+	run "$ORIGIN_NGINX" -t -p "$T" -c "$T/tier.conf" -e "$T/error.log"
+	assert_eq "$status" 0 "nginx -t: $output"
+	tilefs_run tier-config --listen '1;2' https://data.example.org/
+	assert_eq "$status" 2 "a listen address with ';'"
+	tilefs_run tier-config
+	assert_eq "$status" 2 "no store"
+	mkdir -p "$T/mnt"
+	tilefs_run mount http://127.0.0.1:9/ "$T/mnt" --tier ftp://tier/ --cache-dir "$T/cache"
+	assert_eq "$status" 2 "ftp tier"
+	[[ $err1 == *"--tier: 'ftp://tier/' is not an http:// or https:// URL"* ]] || fail "$err1"
+}
+
+@test "tier: --slice tier filled by warm --shard 1/2 and 2/2; a third host reads with no store request" {
+	origin_start "$SAMPLES"
+	tier_start "$ORIGIN_URL" --slice 1M
+	run "$TILEFS" warm "$ORIGIN_URL" --tier "$TIER_URL" --shard 1/2 --cache-dir "$T/warm1"
+	assert_eq "$status" 0 "warm 1/2: $output"
+	run "$TILEFS" warm "$ORIGIN_URL" --tier "$TIER_URL" --shard 2/2 --cache-dir "$T/warm2"
+	assert_eq "$status" 0 "warm 2/2: $output"
+	local after
+	after=$(wc -l <"$ORIGIN_LOG")
+	[ "$after" -gt 0 ]
+	# the warms asked for big runs, the mount for tiles: slices serve both
+	read_chips 3 "$ORIGIN_URL" --prefetch auto
+	tilefs_mount "$ORIGIN_URL" "$T/mnt4" --cache-dir "$T/cache4" --tier "$TIER_URL"
+	cmp_tree "$SAMPLES" "$T/mnt4"
+	tilefs_umount "$T/mnt4"
+	tail -n +$((after + 1)) "$ORIGIN_LOG"
+	assert_eq "$(wc -l <"$ORIGIN_LOG")" "$after" "store requests of the third and fourth host"
+}
