@@ -79,6 +79,8 @@ void log_write(enum log_level level, const char *fmt, ...)
 
 	pthread_mutex_lock(&log_lock);
 	FILE *out = log_file ? log_file : stderr;
+	/* one line, even beside other threads' own writes to stderr */
+	flockfile(out);
 	fprintf(out, "%s.%03ldZ tilefs[%d]: %s: ", stamp, now.tv_nsec / 1000000,
 		(int)getpid(), level_names[level]);
 	va_start(ap, fmt);
@@ -86,5 +88,6 @@ void log_write(enum log_level level, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', out);
 	fflush(out);
+	funlockfile(out);
 	pthread_mutex_unlock(&log_lock);
 }
