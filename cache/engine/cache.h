@@ -95,10 +95,10 @@ const char *cache_dir(const struct cache *c);
 
 /* How many bytes the mounted files hold, as far as the caller knows
  * (UINT64_MAX, the value at open: unknown). With --prefetch auto, an object
- * a reader misses in is fetched whole in the background while this fits in
- * the cache size: every tile will be read in a later epoch anyway, so the
- * first one may as well keep the connections busy. Otherwise only what is
- * read is fetched. */
+ * whose tiles a reader reads (or misses in) is fetched whole in the
+ * background while this fits in the cache size: every tile will be read in
+ * a later epoch anyway, so the first one may as well keep the connections
+ * busy. Otherwise only what is read is fetched. */
 void cache_set_mounted_bytes(struct cache *c, uint64_t bytes);
 
 /* Read up to LEN bytes at OFF into BUF; returns bytes read (short only at
