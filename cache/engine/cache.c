@@ -54,7 +54,7 @@ enum prefetch_policy prefetch_policy(struct cache *c)
 {
 	if (c->cfg.prefetch != PREFETCH_AUTO)
 		return c->cfg.prefetch;
-	return atomic_load(&c->mounted_bytes) <= c->size_limit ? PREFETCH_OBJECT : PREFETCH_NONE;
+	return atomic_load(&c->mounted_bytes) <= c->cfg.size_limit ? PREFETCH_OBJECT : PREFETCH_NONE;
 }
 
 const char *cache_dir(const struct cache *c)
@@ -75,7 +75,6 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 	c->src = src;
 	c->http = http;
 	c->queue_end = &c->queue_head;
-	c->size_limit = cfg->size_limit;
 	atomic_init(&c->mounted_bytes, UINT64_MAX);
 	c->verified = calloc(VERIFIED_SLOTS, sizeof(*c->verified));
 	c->edges = calloc(EDGE_SLOTS, sizeof(*c->edges));

@@ -128,8 +128,7 @@ struct object_job {
 };
 
 struct cache {
-	struct cache_config cfg;	/* read-only, but for size_limit: persist
-					   thread only */
+	struct cache_config cfg;	/* read-only */
 	struct source *src;
 	struct http_client *http;
 	struct index *index;
@@ -156,7 +155,6 @@ struct cache {
 	size_t nedges_to_keep;		/* c->lock */
 	struct inflight *slivers;	/* c->lock: being fetched, to join */
 	uint64_t background_bytes;	/* c->lock: in background GETs */
-	uint64_t size_limit;		/* cfg.size_limit at open, for any thread */
 	_Atomic uint64_t mounted_bytes;	/* cache_set_mounted_bytes() */
 	struct cache_stats stats;	/* c->lock */
 };

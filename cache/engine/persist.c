@@ -25,14 +25,16 @@
 #define EVICT_BATCH 64
 #define JOB_BATCH 64
 
-void evict(struct cache *c)
+/* Drop units, least valuable first, while the cache holds more than LIMIT;
+ * then down to 95% of it. */
+static void evict_to(struct cache *c, uint64_t limit)
 {
 	uint64_t usage;
 	struct index_unit victims[EVICT_BATCH];
 
-	if (index_usage(c->index, &usage) != 0 || usage <= c->cfg.size_limit)
+	if (index_usage(c->index, &usage) != 0 || usage <= limit)
 		return;
-	uint64_t target = c->cfg.size_limit - c->cfg.size_limit / 20;
+	uint64_t target = limit - limit / 20;
 	while (usage > target) {
 		size_t n = 0;
 		if (index_eviction_candidates(c->index, victims, EVICT_BATCH, &n) != 0 || n == 0)
@@ -51,6 +53,11 @@ void evict(struct cache *c)
 	}
 }
 
+void evict(struct cache *c)
+{
+	evict_to(c, c->cfg.size_limit);
+}
+
 /* The disk is full: give back the reserve, then evict a tenth. */
 static void make_room(struct cache *c)
 {
@@ -59,12 +66,8 @@ static void make_room(struct cache *c)
 	c->disk_full_logged = true;
 	store_reserve_release(c->store);
 	uint64_t usage;
-	if (index_usage(c->index, &usage) == 0 && usage > 0) {
-		uint64_t saved = c->cfg.size_limit;
-		c->cfg.size_limit = usage - usage / 10;
-		evict(c);
-		c->cfg.size_limit = saved;
-	}
+	if (index_usage(c->index, &usage) == 0 && usage > 0)
+		evict_to(c, usage - usage / 10);
 }
 
 /* Store a fetched unit, under its claim (invariant 1 of unit.h). */
