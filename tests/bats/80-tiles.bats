@@ -327,14 +327,21 @@ PYEOF
 	tilefs_umount "$MNT"
 }
 
+# cached_bytes FILE SIZE: print how many bytes of FILE (of SIZE bytes)
+# tilefs inspect says are cached; fails if it does not say.
+cached_bytes() {
+	local c
+	"$TILEFS" inspect "$1" >"$T/inspect.out" 2>&1 &&
+		read -r _ c _ < <("$PY" "$TB" cached-line "$T/inspect.out" "$2") &&
+		echo "$c"
+}
+
 # wait_cached FILE SIZE: wait up to 60 s until tilefs inspect FILE says
 # every byte of it is cached.
 wait_cached() {
-	local i c
+	local i
 	for i in $(seq 1 120); do
-		"$TILEFS" inspect "$1" >"$T/inspect.out" 2>&1 &&
-			read -r _ c _ < <("$PY" "$TB" cached-line "$T/inspect.out" "$2") &&
-			[ "$c" = "$2" ] && return 0
+		[ "$(cached_bytes "$1" "$2")" = "$2" ] && return 0
 		sleep 0.5
 	done
 	fail "$1 never became fully cached:" "$(cat "$T/inspect.out")"
@@ -403,9 +410,8 @@ with rasterio.open(sys.argv[1]) as ds:
 	size=$(stat -c %s "$T/web/cog512.tif")
 	tilefs_mount "$ORIGIN_URL" "$MNT"
 	ls -l "$MNT" >/dev/null
-	"$TILEFS" inspect "$MNT/cog512.tif" >"$T/before.out" 2>&1
 	local c0
-	read -r _ c0 _ < <("$PY" "$TB" cached-line "$T/before.out" "$size") || fail "no cached line"
+	c0=$(cached_bytes "$MNT/cog512.tif" "$size") || fail "no cached line:" "$(cat "$T/inspect.out")"
 	[ "$c0" -lt "$size" ] || fail "the first mount's stream was not cut short (test too fast)"
 	# the same window: all hits, yet it restarts the stream
 	run_to 60 "$PY" -c '
