@@ -1,15 +1,19 @@
 /*
  * warm.c - cache_warm() and cache_units_missing(), for tilefs warm: units
  * are claimed, fetched and stored from the calling thread (no in-flight
- * entries, no copy into them, no persist queue), under the same claims as a
+ * entries, no persist queue; the fetch thread writes the bytes straight
+ * from curl's buffer into the data file), under the same claims as a
  * mount's reads, so the two never fetch one unit twice.
  */
 #include "cache/engine/engine_int.h"
+#include "cache/store/crc32c.h"
 #include "cache/store/index.h"
+#include "cache/store/store.h"
 #include "cache/store/unit.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cache_units_missing(struct cache *c, const struct cache_object *obj,
 			const struct extent *units, size_t n, bool *missing)
@@ -44,40 +48,89 @@ bool cache_object_complete(struct cache *c, struct cache_object *obj)
 	return true;
 }
 
+/* Where a warm GET's bytes go: straight into the object's data file, each
+ * unit's checksum taken as they pass (no buffer, no copy in between). */
+struct warm_sink {
+	struct store *store;
+	int64_t object_id;
+	size_t n;
+	size_t at_unit;			/* the unit the next bytes start in */
+	struct index_unit_new units[];	/* adjacent; crc: so far */
+};
+
+/* http_sink_fn */
+static int warm_sink_take(void *arg, uint64_t at, const char *data, size_t len)
+{
+	struct warm_sink *s = arg;
+	uint64_t pos = s->units[0].off + at;
+	int err = store_write(s->store, s->object_id, data, len, pos);
+
+	if (err)
+		return err;
+	if (at == 0) {		/* the first bytes, or all of them again */
+		s->at_unit = 0;
+		for (size_t i = 0; i < s->n; i++)
+			s->units[i].crc = 0;
+	}
+	while (len > 0) {
+		struct index_unit_new *u = &s->units[s->at_unit];
+		uint64_t left = u->off + u->len - pos;
+		size_t take = left < len ? (size_t)left : len;
+		u->crc = crc32c(u->crc, data, take);
+		data += take;
+		pos += take;
+		len -= take;
+		if (take == left && s->at_unit + 1 < s->n)
+			s->at_unit++;
+	}
+	return 0;
+}
+
 /*
- * GET UNITS[0..n) of OBJ (adjacent, all claimed by us) and store them.
- * Every claim is released (by the unit's row, or here on failure).
+ * GET UNITS[0..n) of OBJ (adjacent, all claimed by us) into their data
+ * file and record them. Every claim is released (by the unit's row, or
+ * here on failure).
  */
 static int warm_run(struct cache *c, struct cache_object *obj, const struct extent *units,
 		    size_t n, struct cache_warm_counts *out)
 {
 	uint64_t off = units[0].off, end = units[n - 1].off + units[n - 1].len;
+	struct warm_sink *sink = calloc(1, sizeof(*sink) + n * sizeof(sink->units[0]));
 	struct http_request req;
-	size_t i = 0;
 
-	pinned_get(c, obj->url, obj->log_name, &obj->version, off, end - off, &req);
-	int err = (req.body = malloc(req.len)) ? 0 : -ENOMEM;
-	if (!err) {
-		http_run(c->http, &req);
-		err = version_verdict(&obj->version, &req);
+	if (!sink) {
+		for (size_t i = 0; i < n; i++)
+			index_unclaim(c->index, obj->id, units[i].off);
+		return -ENOMEM;
 	}
+	sink->store = c->store;
+	sink->object_id = obj->id;
+	sink->n = n;
+	for (size_t i = 0; i < n; i++)
+		sink->units[i] = (struct index_unit_new){ units[i].off, units[i].len, 0, 0 };
+	pinned_get(c, obj->url, obj->log_name, &obj->version, off, end - off, &req);
+	req.sink = warm_sink_take;
+	req.sink_arg = sink;
+	http_run(c->http, &req);
+	int err = version_verdict(&obj->version, &req);
 	if (err == -ESTALE)
 		object_mark_stale(obj);
-	if (!err)
+	if (err) {
+		for (size_t i = 0; i < n; i++)
+			unit_abandon(c->index, c->store, obj->id, units[i].off, units[i].len);
+	} else {
 		cache_count_fetched(c, req.body_len);
-	while (!err && i < n) {
-		/* the unit's claim goes with its row, or unit_put() drops it */
-		err = unit_put(c->index, c->store, obj->id, units[i].off, units[i].len,
-			       req.body + (units[i].off - off));
-		if (err == -EBUSY)
-			err = 0;	/* taken over as stale: another process's bytes now */
-		else if (!err)
-			out->fetched += units[i].len;
-		i++;
+		/* each claim goes with its unit's row, or unit_record() drops it */
+		unit_record(c->index, c->store, obj->id, sink->units, n);
+		for (size_t i = 0; i < n; i++) {
+			if (!sink->units[i].err)
+				out->fetched += units[i].len;
+			else if (sink->units[i].err != -EBUSY)	/* -EBUSY: taken over as
+							   stale, another process's bytes now */
+				err = sink->units[i].err;
+		}
 	}
-	for (; i < n; i++)
-		index_unclaim(c->index, obj->id, units[i].off);
-	free(req.body);
+	free(sink);
 	return err;
 }
 
@@ -86,34 +139,32 @@ int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *u
 {
 	if (obj->id < 0)
 		return -ENOTSUP;	/* the origin gives no version to cache it by */
-	bool *mine = calloc(n ? n : 1, sizeof(*mine));
+	uint64_t *offs = calloc(n ? n : 1, sizeof(*offs));
+	int *claim = calloc(n ? n : 1, sizeof(*claim));
 	int err = 0;
 
-	if (!mine)
+	if (!offs || !claim) {
+		free(offs);
+		free(claim);
 		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		offs[i] = units[i].off;
+	err = index_claims(c->index, obj->id, offs, n, c->cfg.claim_wait_s, claim);
 	for (size_t i = 0; i < n && !err; i++) {
-		struct index_unit u;
-		pid_t holder;
-		int rc = index_unit_find(c->index, obj->id, units[i].off, &u) == 0 &&
-				 u.len == units[i].len ? -EEXIST :
-			 index_claim(c->index, obj->id, units[i].off, c->cfg.claim_wait_s, &holder);
-		if (rc == -EEXIST)
+		if (claim[i] == -EEXIST)
 			out->cached += units[i].len;
-		else if (rc == -EBUSY)
+		else if (claim[i] == -EBUSY)
 			out->elsewhere += units[i].len;	/* another process is fetching it */
-		else if (rc)
-			err = rc;
-		else
-			mine[i] = true;
 	}
 	/* adjacent claimed units share a GET of up to max_request bytes */
 	for (size_t i = 0; i < n;) {
-		if (!mine[i]) {
+		if (claim[i] != 0) {
 			i++;
 			continue;
 		}
 		size_t j = i + 1;
-		while (j < n && mine[j] && units[j].off == units[j - 1].off + units[j - 1].len &&
+		while (j < n && claim[j] == 0 && units[j].off == units[j - 1].off + units[j - 1].len &&
 		       units[j].off + units[j].len - units[i].off <= c->cfg.max_request)
 			j++;
 		int rc = err ? 0 : warm_run(c, obj, units + i, j - i, out);
@@ -124,7 +175,8 @@ int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *u
 			err = rc;
 		i = j;
 	}
-	free(mine);
+	free(offs);
+	free(claim);
 	if (!err)
 		evict(c);
 	return err;

@@ -26,6 +26,9 @@
 #include <strings.h>
 #include <time.h>
 
+/* curl's receive buffer for a request with a sink (its default is 16 KiB) */
+#define SINK_BUFFER (256L << 10)
+
 struct http_client {
 	struct http_config cfg;		/* set at start, read-only after */
 	CURLM *multi;			/* fetch thread only */
@@ -144,6 +147,36 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
+/* Why the answer to ranged REQ (STATUS) cannot be the bytes asked for
+ * from where this attempt began, or NULL if it can. */
+static const char *range_mismatch(const struct http_request *req, long status)
+{
+	if (status == 200)
+		return req->off == 0 ? NULL : "origin ignored the Range header (HTTP 200)";
+	if (req->range_first != req->off + req->attempt_start ||
+	    req->range_last > req->off + req->len - 1)
+		return "origin sent a range other than the one asked for";
+	return NULL;
+}
+
+/* Hand N bytes of a ranged body on: into req->body, or to req->sink. */
+static bool deliver(struct http_request *req, const char *data, size_t n)
+{
+	if (req->sink) {
+		int err = req->sink(req->sink_arg, req->body_len, data, n);
+		if (err) {
+			req->sink_err = err;
+			snprintf(req->error, sizeof(req->error), "cannot keep the bytes: %s",
+				 strerror(-err));
+			return false;
+		}
+	} else {
+		memcpy(req->body + req->body_len, data, n);
+	}
+	req->body_len += n;
+	return true;
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
 	struct http_request *req = arg;
@@ -151,11 +184,6 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	long status = 0;
 
 	curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status);
-	if (status == 200 && req->len > 0 && req->attempt_start > 0 && !req->restarted) {
-		/* a whole object answering a resumed range: start over with it */
-		req->body_len = 0;
-		req->restarted = true;
-	}
 	if (status >= 300) {
 		/* an error page: keep its start, for the reason it gives */
 		size_t room = sizeof(req->error_body) - 1 - req->error_len;
@@ -164,6 +192,19 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 		req->error_len += keep;
 		req->error_body[req->error_len] = '\0';
 		return n;
+	}
+	if (req->len > 0 && req->body_len == req->attempt_start && !req->restarted) {
+		/* the first bytes of an attempt: are they the ones asked for? */
+		const char *why = range_mismatch(req, status);
+		if (why) {
+			snprintf(req->error, sizeof(req->error), "%s", why);
+			return 0;
+		}
+		if (status == 200 && req->attempt_start > 0) {
+			/* a whole object answering a resumed range: start over */
+			req->body_len = 0;
+			req->restarted = true;
+		}
 	}
 	if (req->len == 0 && req->body_len + n > req->max_body) {
 		snprintf(req->error, sizeof(req->error),
@@ -174,10 +215,8 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 		if (req->len > 0 && status == 200 && req->off == 0) {
 			/* the whole object for a range from 0: keep what was asked
 			   for and end the transfer there */
-			size_t room = req->body_cap - req->body_len;
-			memcpy(req->body + req->body_len, data, room);
-			req->body_len += room;
-			req->cut_short = true;
+			if (deliver(req, data, req->body_cap - req->body_len))
+				req->cut_short = true;
 			return 0;
 		}
 		if (req->len > 0) {
@@ -196,9 +235,12 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 		req->body = grown;
 		req->body_cap = cap;
 	}
-	memcpy(req->body + req->body_len, data, n);
-	req->body_len += n;
-	return n;
+	if (req->len == 0) {
+		memcpy(req->body + req->body_len, data, n);
+		req->body_len += n;
+		return n;
+	}
+	return deliver(req, data, n) ? n : 0;
 }
 
 /*
@@ -218,6 +260,7 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 	req->error_len = 0;
 	req->restarted = false;
 	req->cut_short = false;
+	req->sink_err = 0;
 	req->range_first = req->range_last = UINT64_MAX;
 	req->via_tier = req->tier && tier_usable(req->tier, now_ms());
 	char tier_host[300];
@@ -245,6 +288,8 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 	curl_easy_setopt(easy, CURLOPT_HEADERDATA, req);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, req);
+	if (req->sink)	/* fewer, larger writes to where the bytes go */
+		curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, SINK_BUFFER);
 	curl_easy_setopt(easy, CURLOPT_USERAGENT, "tilefs/" TILEFS_VERSION);
 	if (cfg->ca_file)
 		curl_easy_setopt(easy, CURLOPT_CAINFO, cfg->ca_file);
@@ -430,6 +475,8 @@ static int attempt_verdict(struct http_request *req, CURLcode code)
 		req->object_size = (uint64_t)length;
 		return 0;
 	}
+	if (code == CURLE_WRITE_ERROR && req->sink_err)
+		return req->sink_err;
 	if (code != CURLE_OK) {
 		if (!req->error[0] || code != CURLE_WRITE_ERROR)
 			snprintf(req->error, sizeof(req->error), "%s%s",
@@ -482,21 +529,15 @@ static int attempt_verdict(struct http_request *req, CURLcode code)
 	if (req->head)
 		goto size_from_length;
 	if (req->len > 0) {
-		if (status == 200 && req->off != 0) {
-			snprintf(req->error, sizeof(req->error),
-				 "origin ignored the Range header (HTTP 200)");
+		/* bytes of another range must never land at this offset (an
+		   empty body never met on_body()'s check) */
+		const char *why = range_mismatch(req, status);
+		if (why) {
+			snprintf(req->error, sizeof(req->error), "%s", why);
 			return -EIO;
 		}
-		if (status == 200) {
-			/* whole object for a range from 0, and it all fitted */
+		if (status == 200)	/* whole object for a range from 0, and it all fitted */
 			req->object_size = req->body_len;
-		} else if (req->range_first != req->off + req->attempt_start ||
-			   req->range_last > req->off + req->len - 1) {
-			/* bytes of another range must never land at this offset */
-			snprintf(req->error, sizeof(req->error),
-				 "origin sent a range other than the one asked for");
-			return -EIO;
-		}
 		if (req->body_len < req->len && req->off + req->body_len < req->object_size) {
 			snprintf(req->error, sizeof(req->error), "short body (%zu of %" PRIu64 " bytes)",
 				 req->body_len, req->len);

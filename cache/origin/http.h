@@ -85,6 +85,19 @@ typedef int (*http_sign_fn)(void *signer, const struct http_attempt *a,
 typedef bool (*http_describe_fn)(const char *body, size_t len, char *reason, size_t size);
 
 /*
+ * Take LEN bytes of a ranged body that belong at AT bytes past req->off,
+ * instead of their being copied into req->body. AT grows from 0 as the
+ * bytes come; it starts at 0 again when an origin answers a resumed range
+ * with the whole object (HTTP 200), and the bytes come again. Bytes are
+ * handed on only once the answer's status and Content-Range say they are
+ * the ones asked for; whether they are of the version asked for is known
+ * only when the request is done (its ETag). Returns 0, or -errno, which
+ * ends the request with that error and no retry. Called on the fetch
+ * thread.
+ */
+typedef int (*http_sink_fn)(void *sink_arg, uint64_t at, const char *data, size_t len);
+
+/*
  * One request. The caller owns it and keeps it alive until done() runs (on
  * the fetch thread: done() must be quick and must not submit-and-wait).
  */
@@ -112,6 +125,8 @@ struct http_request {
 					   the tier answers (see tier.h); set by
 					   source_prepare() */
 	char *body;
+	http_sink_fn sink;		/* len > 0 only; NULL: bytes go to body */
+	void *sink_arg;
 	http_done_fn done;
 	void *arg;
 
@@ -133,6 +148,7 @@ struct http_request {
 	size_t attempt_start;		/* body_len when this attempt began */
 	bool restarted;			/* this attempt's 200 restarted the body */
 	bool cut_short;			/* we ended a 200 after the bytes asked for */
+	int sink_err;			/* the sink's error, which ended the body */
 	bool signed_attempt;		/* the signer added headers: no redirects */
 	bool via_tier;			/* this attempt went to req->tier */
 	uint64_t range_first, range_last; /* from Content-Range; UINT64_MAX none */

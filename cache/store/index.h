@@ -116,6 +116,15 @@ int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct in
 /* Record a unit whose bytes are already written; releases its claim.
  * -EBUSY (nothing recorded) while another process claims the unit. */
 int index_unit_add(struct index *ix, int64_t object_id, uint64_t off, uint64_t len, uint32_t crc);
+/* The same for V[0..n) of one object in one transaction (one commit, not
+ * n): v[i].err is 0 or -EBUSY as above. Returns 0, or the index's error;
+ * then no unit was added and every v[i].err is that error. */
+struct index_unit_new {
+	uint64_t off, len;
+	uint32_t crc;
+	int err;
+};
+int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n);
 /* Forget a unit whose bytes failed their checksum. */
 int index_unit_drop(struct index *ix, int64_t unit_id);
 /*
@@ -149,6 +158,11 @@ int index_units_touch(struct index *ix, const int64_t *unit_ids, size_t n);
  * process, or older than stale_s seconds, is taken over.
  */
 int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, pid_t *holder);
+/* The same for the units at OFFS[0..n) of one object in one transaction:
+ * result[i] is 0, -EBUSY or -EEXIST as above. Returns 0, or the index's
+ * error; then nothing was claimed. */
+int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size_t n,
+		 int stale_s, int *result);
 int index_unclaim(struct index *ix, int64_t object_id, uint64_t off);
 
 /* Bytes of all units. */

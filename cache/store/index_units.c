@@ -83,41 +83,56 @@ int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct in
 	return err;
 }
 
-int index_unit_add(struct index *ix, int64_t object_id, uint64_t off, uint64_t len, uint32_t crc)
+/* Inside a transaction: add unit V unless another process claims it. */
+static int unit_add_one(struct index_conn *c, int64_t object_id, const struct index_unit_new *v)
+{
+	/* a claim of another process: it is fetching or evicting this unit */
+	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_GET);
+	if (!s)
+		return -EIO;
+	sqlite3_bind_int64(s, 1, object_id);
+	sqlite3_bind_int64(s, 2, (int64_t)v->off);
+	bool theirs = sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int64(s, 0) != getpid();
+	sqlite3_reset(s);
+	if (theirs)
+		return -EBUSY;
+	s = index_stmt(c, ST_UNIT_INSERT);
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_int64(s, 2, (int64_t)v->off);
+		sqlite3_bind_int64(s, 3, (int64_t)v->len);
+		sqlite3_bind_int64(s, 4, v->crc);
+		sqlite3_bind_int64(s, 5, index_now());
+	}
+	int err = index_exec(c, s, "add unit");
+	return err ? err : index_exec_keyed(c, ST_CLAIM_DROP, object_id, (int64_t)v->off,
+					    "release claim");
+}
+
+int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n)
 {
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_begin(c);
 
 	if (!err) {
-		/* a claim of another process: it is fetching or evicting this unit */
-		sqlite3_stmt *s = index_stmt(c, ST_CLAIM_GET);
-		if (s) {
-			sqlite3_bind_int64(s, 1, object_id);
-			sqlite3_bind_int64(s, 2, (int64_t)off);
-			if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int64(s, 0) != getpid())
-				err = -EBUSY;
-			sqlite3_reset(s);
+		for (size_t i = 0; i < n && !err; i++) {
+			v[i].err = unit_add_one(c, object_id, &v[i]);
+			if (v[i].err != -EBUSY)
+				err = v[i].err;
 		}
-		if (err) {
-			index_commit(c, err);		/* rolls back */
-			index_conn_put(ix, c);
-			return err;
-		}
-		s = index_stmt(c, ST_UNIT_INSERT);
-		if (s) {
-			sqlite3_bind_int64(s, 1, object_id);
-			sqlite3_bind_int64(s, 2, (int64_t)off);
-			sqlite3_bind_int64(s, 3, (int64_t)len);
-			sqlite3_bind_int64(s, 4, crc);
-			sqlite3_bind_int64(s, 5, index_now());
-		}
-		err = index_exec(c, s, "add unit");
-		if (!err)
-			err = index_exec_keyed(c, ST_CLAIM_DROP, object_id, (int64_t)off, "release claim");
-		err = index_commit(c, err);
+		err = index_commit(c, err);	/* all of them, or none */
 	}
+	for (size_t i = 0; i < n && err; i++)
+		v[i].err = err;
 	index_conn_put(ix, c);
 	return err;
+}
+
+int index_unit_add(struct index *ix, int64_t object_id, uint64_t off, uint64_t len, uint32_t crc)
+{
+	struct index_unit_new v = { off, len, crc, 0 };
+	int err = index_units_add(ix, object_id, &v, 1);
+	return err ? err : v.err;
 }
 
 int index_unit_drop(struct index *ix, int64_t unit_id)
@@ -245,18 +260,16 @@ int index_units_touch(struct index *ix, const int64_t *unit_ids, size_t n)
 	return err;
 }
 
-int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, pid_t *holder)
+/* Inside a transaction: claim the unit at OFF, as index_claim() says.
+ * Nothing is written unless it returns 0. */
+static int claim_one(struct index_conn *c, int64_t object_id, uint64_t off, int stale_s,
+		     pid_t *holder)
 {
-	struct index_conn *c = index_conn_get(ix);
-	int err = index_begin(c);
-
-	if (err)
-		goto out;
 	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_GET);
-	if (!s) {
-		err = index_commit(c, -EIO);
-		goto out;
-	}
+	int err = 0;
+
+	if (!s)
+		return -EIO;
 	sqlite3_bind_int64(s, 1, object_id);
 	sqlite3_bind_int64(s, 2, (int64_t)off);
 	int rc = sqlite3_step(s);
@@ -280,22 +293,51 @@ int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, 
 		err = index_sql_error(c->db, rc, "read claim");
 	}
 	sqlite3_reset(s);
+	if (err)
+		return err;
+	s = index_stmt(c, ST_CLAIM_PUT);
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_int64(s, 2, (int64_t)off);
+		sqlite3_bind_int64(s, 3, getpid());
+		sqlite3_bind_int64(s, 4, index_now());
+	}
+	return index_exec(c, s, "claim unit");
+}
+
+int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size_t n,
+		 int stale_s, int *result)
+{
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_begin(c);
+	pid_t holder;
+
 	if (!err) {
-		s = index_stmt(c, ST_CLAIM_PUT);
-		if (s) {
-			sqlite3_bind_int64(s, 1, object_id);
-			sqlite3_bind_int64(s, 2, (int64_t)off);
-			sqlite3_bind_int64(s, 3, getpid());
-			sqlite3_bind_int64(s, 4, index_now());
+		for (size_t i = 0; i < n && !err; i++) {
+			result[i] = claim_one(c, object_id, offs[i], stale_s, &holder);
+			if (result[i] != -EBUSY && result[i] != -EEXIST)
+				err = result[i];
 		}
-		err = index_exec(c, s, "claim unit");
+		err = index_commit(c, err);	/* all of them, or none */
 	}
-	if (err == -EBUSY || err == -EEXIST) {
-		index_commit(c, err);		/* rolls back */
-	} else {
-		err = index_commit(c, err);
+	for (size_t i = 0; i < n && err; i++)
+		result[i] = err;
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, pid_t *holder)
+{
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_begin(c);
+
+	if (!err) {
+		err = claim_one(c, object_id, off, stale_s, holder);
+		if (err == -EBUSY || err == -EEXIST)
+			index_commit(c, err);		/* rolls back: nothing written */
+		else
+			err = index_commit(c, err);
 	}
-out:
 	index_conn_put(ix, c);
 	return err;
 }

@@ -13,14 +13,31 @@
 int unit_put(struct index *ix, struct store *st, int64_t object_id, uint64_t off, uint64_t len,
 	     const void *bytes)
 {
+	struct index_unit_new v = { off, len, 0, 0 };
 	int err = store_write(st, object_id, bytes, len, off);
-	if (!err)
-		err = index_unit_add(ix, object_id, off, len, crc32c(0, bytes, len));
-	if (err && err != -EBUSY) {
-		store_punch(st, object_id, off, len);
-		index_unclaim(ix, object_id, off);
+	if (err) {
+		unit_abandon(ix, st, object_id, off, len);
+		return err;
 	}
-	return err;
+	v.crc = crc32c(0, bytes, len);
+	unit_record(ix, st, object_id, &v, 1);
+	return v.err;
+}
+
+void unit_record(struct index *ix, struct store *st, int64_t object_id,
+		 struct index_unit_new *v, size_t n)
+{
+	index_units_add(ix, object_id, v, n);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].err && v[i].err != -EBUSY)
+			unit_abandon(ix, st, object_id, v[i].off, v[i].len);
+}
+
+void unit_abandon(struct index *ix, struct store *st, int64_t object_id, uint64_t off,
+		  uint64_t len)
+{
+	store_punch(st, object_id, off, len);
+	index_unclaim(ix, object_id, off);
 }
 
 int unit_verify(struct index *ix, struct store *st, const struct index_unit *u, void *dst,

@@ -10,7 +10,8 @@
  *   (1) A unit's bytes are written only by the process holding its claim
  *       (index_claim(), unit_put()).
  *   (2) A unit's row is added only after its bytes are in the data file,
- *       and adding it releases the claim (unit_put() -> index_unit_add()).
+ *       and adding it releases the claim (unit_put() or unit_record() ->
+ *       index_unit_add()).
  *   (3) Eviction deletes the row and claims the unit in one transaction,
  *       then punches the bytes out, then releases the claim (unit_evict()).
  *       So no row ever points at bytes that are changing.
@@ -27,12 +28,12 @@
 #ifndef TILEFS_UNIT_H
 #define TILEFS_UNIT_H
 
+#include "cache/store/index.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-struct index;
-struct index_unit;
 struct store;
 
 /*
@@ -44,6 +45,19 @@ struct store;
  */
 int unit_put(struct index *ix, struct store *st, int64_t object_id, uint64_t off, uint64_t len,
 	     const void *bytes);
+
+/*
+ * The same for units of OBJECT_ID whose bytes the caller has written
+ * already (store_write(), under their claims), V[i].crc being their
+ * crc32c(): recorded in one index transaction, V[i].err each one's result.
+ */
+void unit_record(struct index *ix, struct store *st, int64_t object_id,
+		 struct index_unit_new *v, size_t n);
+
+/* Give up the claimed unit at OFF (LEN bytes): punch out whatever of it was
+ * written, release the claim. */
+void unit_abandon(struct index *ix, struct store *st, int64_t object_id, uint64_t off,
+		  uint64_t len);
 
 /*
  * Read all of unit U into DST (u->len bytes) and check it against U's

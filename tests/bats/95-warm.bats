@@ -762,3 +762,17 @@ warm_onto_small_disk() {
 	[[ $(summary) == "warmed 7 of 7 files: 0 B fetched, 4.5 MiB already cached, 0 failed, in "* ]] ||
 		fail "the warm run again, expected '0 B fetched, 4.5 MiB already cached': $(summary)"
 }
+
+@test "ranges answered from another offset: warm fails those files, keeps none of it; a mount reads right" {
+	origin_start "$SAMPLES"
+	# every ranged answer starts at offset 0: right only for GETs from there
+	origin_fault 'shiftrange?count=-1'
+	tilefs_run warm --cache-dir "$CACHE" --retries 1 "$ORIGIN_URL"
+	assert_eq "$status" 1 "exit status with ranges shifted"
+	[[ $err == *"a range other than the one asked for"* ]] || fail "the reason is not given: $err"
+	origin_fault clear
+	# nothing the warm kept is wrong: a mount on its cache dir reads right bytes
+	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$CACHE"
+	cmp_tree "$SAMPLES" "$MNT" || fail "bytes read through the mount differ"
+	tilefs_umount "$MNT"
+}

@@ -119,6 +119,32 @@ int main(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	      "a cached unit is not claimed (EEXIST); a released claim can be taken (%d)",
 	      WEXITSTATUS(st));
+
+	/* batches: one transaction, each unit its own answer */
+	uint64_t offs[3] = { 512, 2048, 4096 };
+	int got[3];
+	CHECK(index_claims(ix, b, offs, 3, 30, got) == 0 && got[0] == -EEXIST && got[1] == 0 &&
+	      got[2] == 0, "a batch of claims: the cached unit EEXIST, the others claimed");
+	child = fork();
+	if (child == 0) {
+		struct index *other;
+		bool r;
+		int g[2] = { 1, 1 };
+		int rc = index_open(dir, &other, &r) ? 10 : index_claims(other, b, offs + 1, 2, 30, g);
+		index_close(other);
+		_exit(rc ? 11 : g[0] != -EBUSY || g[1] != -EBUSY ? 12 : 0);
+	}
+	waitpid(child, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another process's batch finds them held (%d)",
+	      WEXITSTATUS(st));
+	/* 1024: still claimed by the child above, which has exited */
+	struct index_unit_new add[3] = { { 2048, 100, 7, 1 }, { 4096, 100, 8, 1 }, { 1024, 100, 9, 1 } };
+	struct index_unit found;
+	CHECK(index_units_add(ix, b, add, 3) == 0 && add[0].err == 0 && add[1].err == 0 &&
+	      add[2].err == -EBUSY, "a batch of units: added, but not under another's claim");
+	CHECK(index_unit_find(ix, b, 2048, &found) == 0 && found.crc == 7 &&
+	      index_unit_find(ix, b, 4096, &found) == 0 && found.crc == 8 &&
+	      index_unit_find(ix, b, 1024, &found) == -ENOENT, "the batch's rows");
 	index_close(ix);
 
 	/* a corrupt database is set aside and rebuilt */
