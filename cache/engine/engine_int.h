@@ -22,7 +22,7 @@
  *       leave the table only on the persist thread, after the unit is
  *       stored or its claim released (persist_thread()).
  *   (7) An entry that holds the unit's claim (e->claimed) releases it
- *       exactly once: by its row (unit_put()) or by index_unclaim() on the
+ *       exactly once: by its row (unit_put_many()) or by index_unclaim() on the
  *       persist thread when it is not persisted.
  *   (8) A sliver (part of a unit, for one read) is never stored as a unit
  *       nor put in the table; the bytes kept of it (edges, in memory and

@@ -1,7 +1,8 @@
 /*
  * persist.c - the persist thread: it takes settled entries off the queue,
  * writes each fetched unit to its data file and records it in the index
- * (unit_put(), which releases the claim), releases the claims of units not
+ * (unit_put_many(), which releases the claims; one index transaction for
+ * the units of an object settled together), releases the claims of units not
  * kept, takes entries out of the in-flight table, evicts while the cache is
  * over its bound, flushes the read times of hit units, and, when idle,
  * prefetches whole objects (--prefetch object) within a budget of bytes in
@@ -24,6 +25,7 @@
 
 #define EVICT_BATCH 64
 #define JOB_BATCH 64
+#define PERSIST_BATCH 64	/* settled entries stored at once */
 
 /* Drop units, least valuable first, while the cache holds more than LIMIT;
  * then down to 95% of it. */
@@ -70,24 +72,42 @@ static void make_room(struct cache *c)
 		evict_to(c, usage - usage / 10);
 }
 
-/* Store a fetched unit, under its claim (invariant 1 of unit.h). */
-static void persist(struct cache *c, struct inflight *e)
+/*
+ * Store the fetched units of entries V[0..n) of one object, under their
+ * claims (invariant 1 of unit.h), in one index transaction; release the
+ * claims of units not kept.
+ */
+static void persist(struct cache *c, struct inflight **v, size_t n)
 {
-	struct cache_object *obj = e->obj;
+	struct cache_object *obj = v[0]->obj;
+	struct index_unit_new rec[PERSIST_BATCH];
+	const void *bytes[PERSIST_BATCH];
+	size_t k = 0;
 
-	if (!e->claimed)
-		return;
-	int err = unit_put(c->index, c->store, obj->id, e->unit.off, e->unit.len, e->buf);
-	if (err == -EBUSY)
-		return;		/* the claim passed to another process: its bytes now */
-	if (err) {
-		if (err == -ENOSPC || err == -EDQUOT)
-			make_room(c);
-		else
-			log_warn("cannot cache a unit of %s: %s", obj->log_name, strerror(-err));
-		return;
+	for (size_t i = 0; i < n; i++) {
+		struct inflight *e = v[i];
+		if (e->persist && e->claimed) {
+			rec[k] = (struct index_unit_new){ e->unit.off, e->unit.len, 0, 0 };
+			bytes[k++] = e->buf;
+		} else if (e->claimed) {
+			index_unclaim(c->index, obj->id, e->unit.off);
+		}
 	}
-	if (c->disk_full_logged) {
+	unit_put_many(c->index, c->store, obj->id, rec, bytes, k);
+	bool stored = false, full = false;
+	int err = 0;
+	for (size_t i = 0; i < k; i++) {
+		stored |= rec[i].err == 0;
+		full |= rec[i].err == -ENOSPC || rec[i].err == -EDQUOT;
+		if (rec[i].err && rec[i].err != -EBUSY)	/* -EBUSY: the claim passed
+							   to another process: its bytes now */
+			err = rec[i].err;
+	}
+	if (full)
+		make_room(c);
+	else if (err)
+		log_warn("cannot cache a unit of %s: %s", obj->log_name, strerror(-err));
+	if (stored && c->disk_full_logged) {
 		c->disk_full_logged = false;
 		store_reserve_restore(c->store);
 	}
@@ -192,19 +212,21 @@ static void job_step(struct cache *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Store or release a settled entry E, then take it out of the table
- * (invariants 6 and 7). Called and returns with c->lock held. */
-static void settled(struct cache *c, struct inflight *e)
+/* Store or release the settled entries V[0..n) (consecutive entries of one
+ * object together), then take them out of the table (invariants 6 and 7).
+ * Called and returns with c->lock held. */
+static void settled(struct cache *c, struct inflight **v, size_t n)
 {
 	pthread_mutex_unlock(&c->lock);
-	if (e->persist) {
-		persist(c, e);
-		evict(c);
-	} else if (e->claimed) {
-		index_unclaim(c->index, e->obj->id, e->unit.off);
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && v[j]->obj == v[i]->obj; j++)
+			;
+		persist(c, v + i, j - i);
 	}
+	evict(c);
 	pthread_mutex_lock(&c->lock);
-	table_remove(c, e);	/* later reads find it in the index */
+	for (size_t i = 0; i < n; i++)
+		table_remove(c, v[i]);	/* later reads find it in the index */
 }
 
 void *persist_thread(void *arg)
@@ -239,10 +261,14 @@ void *persist_thread(void *arg)
 			until.tv_sec += 1;
 			pthread_cond_timedwait(&c->work, &c->lock, &until);
 		} else {
-			c->queue_head = e->queue_next;
+			struct inflight *batch[PERSIST_BATCH];
+			size_t n = 0;
+			for (; e && n < PERSIST_BATCH; e = e->queue_next)
+				batch[n++] = e;
+			c->queue_head = e;
 			if (!c->queue_head)
 				c->queue_end = &c->queue_head;
-			settled(c, e);
+			settled(c, batch, n);
 		}
 		if (time(NULL) != last_flush || c->ntouched >= TOUCH_MAX / 2) {
 			last_flush = time(NULL);

@@ -117,8 +117,9 @@ int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct in
  * -EBUSY (nothing recorded) while another process claims the unit. */
 int index_unit_add(struct index *ix, int64_t object_id, uint64_t off, uint64_t len, uint32_t crc);
 /* The same for V[0..n) of one object in one transaction (one commit, not
- * n): v[i].err is 0 or -EBUSY as above. Returns 0, or the index's error;
- * then no unit was added and every v[i].err is that error. */
+ * n), but for those whose err is set already (skipped): v[i].err becomes 0
+ * or -EBUSY as above. Returns 0, or the index's error; then no unit was
+ * added and each v[i].err that was 0 is that error. */
 struct index_unit_new {
 	uint64_t off, len;
 	uint32_t crc;

@@ -116,14 +116,19 @@ int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *
 
 	if (!err) {
 		for (size_t i = 0; i < n && !err; i++) {
-			v[i].err = unit_add_one(c, object_id, &v[i]);
-			if (v[i].err != -EBUSY)
-				err = v[i].err;
+			if (v[i].err)
+				continue;	/* not to be added */
+			int rc = unit_add_one(c, object_id, &v[i]);
+			if (rc == -EBUSY)
+				v[i].err = rc;
+			else
+				err = rc;
 		}
 		err = index_commit(c, err);	/* all of them, or none */
 	}
 	for (size_t i = 0; i < n && err; i++)
-		v[i].err = err;
+		if (!v[i].err)
+			v[i].err = err;
 	index_conn_put(ix, c);
 	return err;
 }

@@ -14,14 +14,19 @@ int unit_put(struct index *ix, struct store *st, int64_t object_id, uint64_t off
 	     const void *bytes)
 {
 	struct index_unit_new v = { off, len, 0, 0 };
-	int err = store_write(st, object_id, bytes, len, off);
-	if (err) {
-		unit_abandon(ix, st, object_id, off, len);
-		return err;
-	}
-	v.crc = crc32c(0, bytes, len);
-	unit_record(ix, st, object_id, &v, 1);
+	unit_put_many(ix, st, object_id, &v, &bytes, 1);
 	return v.err;
+}
+
+void unit_put_many(struct index *ix, struct store *st, int64_t object_id,
+		   struct index_unit_new *v, const void *const *bytes, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		v[i].err = store_write(st, object_id, bytes[i], v[i].len, v[i].off);
+		if (!v[i].err)
+			v[i].crc = crc32c(0, bytes[i], v[i].len);
+	}
+	unit_record(ix, st, object_id, v, n);	/* abandons the failed writes too */
 }
 
 void unit_record(struct index *ix, struct store *st, int64_t object_id,

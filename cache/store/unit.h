@@ -45,11 +45,17 @@ struct store;
  */
 int unit_put(struct index *ix, struct store *st, int64_t object_id, uint64_t off, uint64_t len,
 	     const void *bytes);
+/* The same for units of one object, recorded in one index transaction:
+ * V[i] says where (off, len; crc is computed here), BYTES[i] holds its
+ * bytes, and V[i].err gets its result. */
+void unit_put_many(struct index *ix, struct store *st, int64_t object_id,
+		   struct index_unit_new *v, const void *const *bytes, size_t n);
 
 /*
  * The same for units of OBJECT_ID whose bytes the caller has written
  * already (store_write(), under their claims), V[i].crc being their
  * crc32c(): recorded in one index transaction, V[i].err each one's result.
+ * A V[i] whose err is set on entry is not recorded but given up.
  */
 void unit_record(struct index *ix, struct store *st, int64_t object_id,
 		 struct index_unit_new *v, size_t n);

@@ -138,13 +138,16 @@ int main(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another process's batch finds them held (%d)",
 	      WEXITSTATUS(st));
 	/* 1024: still claimed by the child above, which has exited */
-	struct index_unit_new add[3] = { { 2048, 100, 7, 1 }, { 4096, 100, 8, 1 }, { 1024, 100, 9, 1 } };
+	struct index_unit_new add[4] = { { 2048, 100, 7, 0 }, { 4096, 100, 8, 0 }, { 1024, 100, 9, 0 },
+					 { 8192, 100, 10, -EIO } };
 	struct index_unit found;
-	CHECK(index_units_add(ix, b, add, 3) == 0 && add[0].err == 0 && add[1].err == 0 &&
-	      add[2].err == -EBUSY, "a batch of units: added, but not under another's claim");
+	CHECK(index_units_add(ix, b, add, 4) == 0 && add[0].err == 0 && add[1].err == 0 &&
+	      add[2].err == -EBUSY && add[3].err == -EIO,
+	      "a batch of units: added, but not under another's claim, nor one failed before");
 	CHECK(index_unit_find(ix, b, 2048, &found) == 0 && found.crc == 7 &&
 	      index_unit_find(ix, b, 4096, &found) == 0 && found.crc == 8 &&
-	      index_unit_find(ix, b, 1024, &found) == -ENOENT, "the batch's rows");
+	      index_unit_find(ix, b, 1024, &found) == -ENOENT &&
+	      index_unit_find(ix, b, 8192, &found) == -ENOENT, "the batch's rows");
 	index_close(ix);
 
 	/* a corrupt database is set aside and rebuilt */
