@@ -26,6 +26,11 @@ int main(void)
 	CHECK(whole == crc32c_portable(0, big, 1 << 20), "hardware and table paths agree");
 	uint32_t parts = crc32c(crc32c(0, big, 12345), big + 12345, (1 << 20) - 12345);
 	CHECK(whole == parts, "extending in two pieces equals one pass");
+	/* around the three-stream blocks (3 x 8192, 3 x 256 bytes), unaligned */
+	static const size_t lens[] = { 7, 8, 767, 768, 769, 24575, 24576, 24577, 25344, 50000 };
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+		CHECK(crc32c(0, big + 3, lens[i]) == crc32c_portable(0, big + 3, lens[i]),
+		      "both paths agree over %zu bytes", lens[i]);
 	free(big);
 	return check_done();
 }
