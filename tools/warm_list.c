@@ -1,7 +1,8 @@
 /*
  * warm_list.c - see warm_list.h. Globs are listed from the last directory
- * before their first wildcard, depth first, through the namespace (so
- * with a mount's listing cache and --from-file manifests alike).
+ * before their first wildcard, a level of the tree at a time (its
+ * directories at once), through the namespace (so with a mount's listing
+ * cache and --from-file manifests alike).
  */
 #include "tools/warm_list.h"
 #include "cache/namespace/namespace.h"
@@ -9,11 +10,14 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define WALK_THREADS 16			/* directories listed at once */
 
 int warm_shard_parse(const char *text, struct warm_shard *out, char *err, size_t err_size)
 {
@@ -48,16 +52,15 @@ static bool in_shard(const struct warm_shard *shard, const char *path)
 
 /* What one listing adds to. */
 struct listing {
-	struct warm_list *list;
+	struct warm_list *list;		/* lock */
 	struct namespace *ns;
 	const struct warm_shard *shard;
+	pthread_mutex_t lock;
 };
 
-static int file_add(struct listing *g, const char *path)
+static int file_add_locked(struct listing *g, const char *path)
 {
 	struct warm_list *l = g->list;
-	if (!in_shard(g->shard, path))
-		return 0;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 64;
 		struct warm_file *grown = realloc(l->files, cap * sizeof(*grown));
@@ -73,6 +76,16 @@ static int file_add(struct listing *g, const char *path)
 		return -ENOMEM;
 	l->n++;
 	return 0;
+}
+
+static int file_add(struct listing *g, const char *path)
+{
+	if (!in_shard(g->shard, path))
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	int err = file_add_locked(g, path);
+	pthread_mutex_unlock(&g->lock);
+	return err;
 }
 
 struct walk {
@@ -108,19 +121,95 @@ static int walk_entry(void *arg, const char *name, const struct ns_attr *attr)
 	return k->err != 0;
 }
 
-/* Add the files under DIR (matching PATTERN, if any), depth first. */
+/* One level of the tree, its directories listed by up to WALK_THREADS
+ * threads at once. */
+struct level {
+	struct listing *g;
+	const char *pattern;
+	char **dirs;
+	size_t n;
+	pthread_mutex_t lock;
+	size_t next;			/* lock, like what follows */
+	char **sub;			/* the next level's directories */
+	size_t nsub;
+	int err;
+};
+
+/* Move K's subdirectories to the next level (V->lock held). */
+static int level_take(struct level *v, struct walk *k)
+{
+	char **grown = realloc(v->sub, (v->nsub + k->nsubdirs + 1) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	v->sub = grown;
+	memcpy(v->sub + v->nsub, k->subdirs, k->nsubdirs * sizeof(*grown));
+	v->nsub += k->nsubdirs;
+	k->nsubdirs = 0;
+	return 0;
+}
+
+static void *level_worker(void *arg)
+{
+	struct level *v = arg;
+
+	for (;;) {
+		pthread_mutex_lock(&v->lock);
+		size_t i = v->next++;
+		bool stop = v->err || i >= v->n;
+		pthread_mutex_unlock(&v->lock);
+		if (stop)
+			return NULL;
+		struct walk k = { .g = v->g, .dir = v->dirs[i], .pattern = v->pattern };
+		int err = ns_readdir(v->g->ns, k.dir, walk_entry, &k);
+		if (!err)
+			err = k.err;
+		pthread_mutex_lock(&v->lock);
+		if (!err)
+			err = level_take(v, &k);
+		if (err && !v->err)
+			v->err = err;
+		pthread_mutex_unlock(&v->lock);
+		for (size_t j = 0; j < k.nsubdirs; j++)
+			free(k.subdirs[j]);
+		free(k.subdirs);
+	}
+}
+
+/*
+ * Add the files under DIR (matching PATTERN, if any), a level at a time:
+ * a listing is a request, and one directory after the other a deep tree
+ * would cost a round trip each.
+ */
 static int walk(struct listing *g, const char *dir, const char *pattern)
 {
-	struct walk k = { .g = g, .dir = dir, .pattern = pattern };
-	int err = ns_readdir(g->ns, dir, walk_entry, &k);
-	if (!err)
-		err = k.err;
-	for (size_t i = 0; i < k.nsubdirs; i++) {
-		if (!err)
-			err = walk(g, k.subdirs[i], pattern);
-		free(k.subdirs[i]);
+	char **dirs = malloc(sizeof(*dirs));
+	size_t n = 1;
+	int err = 0;
+
+	if (!dirs || !(dirs[0] = strdup(dir))) {
+		free(dirs);
+		return -ENOMEM;
 	}
-	free(k.subdirs);
+	while (n > 0) {
+		struct level v = { .g = g, .pattern = pattern, .dirs = dirs, .n = n, .err = err };
+		pthread_t t[WALK_THREADS];
+		size_t started = 0;
+		pthread_mutex_init(&v.lock, NULL);
+		while (!err && n > 1 && started < WALK_THREADS && started < n &&
+		       pthread_create(&t[started], NULL, level_worker, &v) == 0)
+			started++;
+		level_worker(&v);	/* this thread too (alone for one directory) */
+		for (size_t i = 0; i < started; i++)
+			pthread_join(t[i], NULL);
+		pthread_mutex_destroy(&v.lock);
+		for (size_t i = 0; i < n; i++)
+			free(dirs[i]);
+		free(dirs);
+		err = v.err;
+		dirs = v.sub;
+		n = v.nsub;
+	}
+	free(dirs);
 	return err;
 }
 
@@ -132,7 +221,8 @@ static int file_cmp(const void *a, const void *b)
 int warm_list_files(struct warm_list *l, struct namespace *ns, const struct source *src,
 		    char *const *patterns, size_t npatterns, const struct warm_shard *shard)
 {
-	struct listing g = { .list = l, .ns = ns, .shard = shard };
+	struct listing g = { .list = l, .ns = ns, .shard = shard,
+			     .lock = PTHREAD_MUTEX_INITIALIZER };
 	char msg[1024];
 	const char *all = "";
 	const char *const *pats = npatterns ? (const char *const *)patterns : &all;
