@@ -26,7 +26,9 @@
 #include <strings.h>
 #include <time.h>
 
-/* curl's receive buffer for a request with a sink (its default is 16 KiB) */
+/* curl's receive buffer for a request with a sink (its default is 16 KiB):
+ * fewer reads from the socket, though curl still hands the bytes on 16 KiB
+ * at a time */
 #define SINK_BUFFER (256L << 10)
 
 struct http_client {
@@ -288,7 +290,7 @@ static int attempt_prepare(const struct http_config *cfg, struct http_request *r
 	curl_easy_setopt(easy, CURLOPT_HEADERDATA, req);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, req);
-	if (req->sink)	/* fewer, larger writes to where the bytes go */
+	if (req->sink)
 		curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, SINK_BUFFER);
 	curl_easy_setopt(easy, CURLOPT_USERAGENT, "tilefs/" TILEFS_VERSION);
 	if (cfg->ca_file)

@@ -111,6 +111,8 @@ static int unit_add_one(struct index_conn *c, int64_t object_id, const struct in
 
 int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n)
 {
+	if (n == 0)
+		return 0;	/* no transaction for nothing */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_begin(c);
 

@@ -10,8 +10,8 @@
  *   (1) A unit's bytes are written only by the process holding its claim
  *       (index_claim(), unit_put()).
  *   (2) A unit's row is added only after its bytes are in the data file,
- *       and adding it releases the claim (unit_put() or unit_record() ->
- *       index_unit_add()).
+ *       and adding it releases the claim (unit_put(), unit_put_many() or
+ *       unit_record() -> index_units_add()).
  *   (3) Eviction deletes the row and claims the unit in one transaction,
  *       then punches the bytes out, then releases the claim (unit_evict()).
  *       So no row ever points at bytes that are changing.
