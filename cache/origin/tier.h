@@ -12,7 +12,7 @@
  * the first failure after the tier last answered.
  *
  * Pure string work and atomics: no curl, no I/O. Used by provider.c (which
- * requests are the store's) and http.c (where an attempt connects).
+ * requests are the store's) and http_attempt.c (where an attempt connects).
  * Includes only cache/base.
  */
 #ifndef TILEFS_TIER_H

@@ -1,0 +1,28 @@
+/*
+ * http_int.h - private to cache/origin: what http.c (the fetch thread and
+ * its queue) and http_attempt.c (one attempt of a request) share.
+ */
+#ifndef TILEFS_HTTP_INT_H
+#define TILEFS_HTTP_INT_H
+
+#include "cache/origin/http.h"
+
+#include <curl/curl.h>
+#include <stdint.h>
+
+/* CLOCK_MONOTONIC in milliseconds. */
+uint64_t http_now_ms(void);
+
+/*
+ * A fresh easy handle for the next attempt of REQ under CFG, configured and
+ * signed: in req->easy, its header list in req->sent_headers (both undone
+ * by attempt_release()). 0 or -errno.
+ */
+int attempt_prepare(const struct http_config *cfg, struct http_request *req);
+void attempt_release(struct http_request *req);
+
+/* Judge a finished attempt (CODE: curl's result): 0 done, -EAGAIN retry, or
+ * a final -errno. Fills req->error with the reason. */
+int attempt_verdict(struct http_request *req, CURLcode code);
+
+#endif
