@@ -18,6 +18,7 @@
 #include "cache/origin/bucket.h"
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
+#include "cache/origin/url.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -413,7 +414,8 @@ static char *s3_listing_url(struct source *src, const char *dir, const char *cur
 	char prefix[4096], base[1100];
 	bucket_dir_prefix(s->prefix, dir, prefix, sizeof(prefix));
 	/* virtual-hosted URLs have no path yet: the listing is of "/" */
-	bool bare = !strchr(strstr(s->base_url, "://") + 3, '/');
+	size_t host_len;
+	bool bare = url_host(s->base_url, &host_len)[host_len] != '/';
 	snprintf(base, sizeof(base), "%s%s", s->base_url, bare ? "/" : "");
 	return bucket_listing_url(base, "list-type=2&delimiter=%2F&encoding-type=url", prefix,
 				  "max-keys", s->page_size, "continuation-token", cursor);

@@ -6,6 +6,7 @@
  * hence atomics; everything else is set by tier_new() and read-only after.
  */
 #include "cache/origin/tier.h"
+#include "cache/origin/url.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -95,17 +96,11 @@ bool tier_usable(struct tier *t, uint64_t now_ms)
 char *tier_request_url(const struct tier *t, const char *store_url, char *host_line,
 		       size_t host_size)
 {
-	const char *scheme = strstr(store_url, "://");
-	if (!scheme)
+	size_t host_len;
+	const char *host = url_host(store_url, &host_len);
+	if (!host)
 		return NULL;
-	const char *host = scheme + 3;
-	size_t host_len = strcspn(host, "/?#");
-	const char *at = memchr(host, '@', host_len);
 	const char *path = host + host_len;
-	if (at) {
-		host_len -= (size_t)(at + 1 - host);
-		host = at + 1;
-	}
 	if (host_len == 0 || (size_t)snprintf(host_line, host_size, "Host: %.*s",
 					      (int)host_len, host) >= host_size)
 		return NULL;

@@ -13,7 +13,7 @@
  *
  * Pure string work and atomics: no curl, no I/O. Used by provider.c (which
  * requests are the store's) and http_attempt.c (where an attempt connects).
- * Includes only cache/base.
+ * Includes url.h and cache/base only.
  */
 #ifndef TILEFS_TIER_H
 #define TILEFS_TIER_H

@@ -60,27 +60,42 @@ int url_decode(char *s)
 
 void url_split(const char *url, char *path, size_t path_size, const char **query)
 {
-	const char *host = strstr(url, "://");
-	const char *p = host ? strchr(host + 3, '/') : NULL;
-	if (!p)
-		p = "/";
+	size_t host_len;
+	const char *host = url_host(url, &host_len);
+	const char *p = host && host[host_len] == '/' ? host + host_len : "/";
 	size_t n = strcspn(p, "?#");
 	snprintf(path, path_size, "%.*s", (int)n, p);
 	*query = p[n] == '?' ? p + n + 1 : NULL;
 }
 
+/* The host of the authority that starts at AUTHORITY (after any user@),
+ * its length in *LEN. */
+static const char *authority_host(const char *authority, size_t *len)
+{
+	size_t n = strcspn(authority, "/?#");
+	const char *at = memchr(authority, '@', n);
+	if (!at) {
+		*len = n;
+		return authority;
+	}
+	*len = n - (size_t)(at + 1 - authority);
+	return at + 1;	/* drop user:password@ */
+}
+
+const char *url_host(const char *url, size_t *len)
+{
+	const char *scheme = strstr(url, "://");
+	return scheme ? authority_host(scheme + 3, len) : NULL;
+}
+
 char *url_for_log(const char *url)
 {
 	const char *scheme = strstr(url, "://");
-	const char *host = scheme ? scheme + 3 : url;
-	const char *at = strchr(host, '@'), *slash = strchr(host, '/');
-	char *out;
-
-	if (at && (!slash || at < slash))
-		host = at + 1;	/* drop user:password@ */
-	size_t prefix = scheme ? (size_t)(scheme + 3 - url) : 0;
+	size_t prefix = scheme ? (size_t)(scheme + 3 - url) : 0, n;
+	/* text without a scheme ("user:pw@host/...") loses its user@ too */
+	const char *host = authority_host(url + prefix, &n);
 	size_t rest = strcspn(host, "?#");
-	out = malloc(prefix + rest + 1);
+	char *out = malloc(prefix + rest + 1);
 	if (!out)
 		return NULL;
 	memcpy(out, url, prefix);

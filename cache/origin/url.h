@@ -17,6 +17,9 @@ int url_decode(char *s);
 /* The path of URL (from the first '/' after the host, "/" if none) into
  * PATH, and a pointer to its query (after '?') or NULL. */
 void url_split(const char *url, char *path, size_t path_size, const char **query);
+/* Where URL's host (with its port, after any user@) starts, and in *LEN
+ * its length (up to the path, query or fragment); NULL without "://". */
+const char *url_host(const char *url, size_t *len);
 /* URL without its query string and credentials, for log lines; caller frees. */
 char *url_for_log(const char *url);
 

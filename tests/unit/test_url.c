@@ -37,5 +37,17 @@ int main(void)
 	l = url_for_log("http://h.example/a@b.tif#x");
 	CHECK(l && strcmp(l, "http://h.example/a@b.tif") == 0, "an '@' in the path stays: %s", l);
 	free(l);
+	l = url_for_log("https://h.example?sig=a@b");
+	CHECK(l && strcmp(l, "https://h.example") == 0, "an '@' in the query is not a user's: %s", l);
+	free(l);
+	l = url_for_log("user:secret@h.example/a.tif");
+	CHECK(l && strcmp(l, "h.example/a.tif") == 0, "without a scheme, the user goes too: %s", l);
+	free(l);
+
+	size_t n;
+	const char *h = url_host("https://u:p@h.example:8443/c?x=@", &n);
+	CHECK(h && n == 14 && strncmp(h, "h.example:8443", 14) == 0 && h[n] == '/',
+	      "the host, with its port, after the user: %.*s", (int)n, h ? h : "");
+	CHECK(!url_host("h.example/c", &n), "no scheme: no host");
 	return check_done();
 }
