@@ -135,6 +135,13 @@ struct level {
 	int err;
 };
 
+static void dirs_free(char **dirs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(dirs[i]);
+	free(dirs);
+}
+
 /* Move K's subdirectories to the next level (V->lock held). */
 static int level_take(struct level *v, struct walk *k)
 {
@@ -169,9 +176,7 @@ static void *level_worker(void *arg)
 		if (err && !v->err)
 			v->err = err;
 		pthread_mutex_unlock(&v->lock);
-		for (size_t j = 0; j < k.nsubdirs; j++)
-			free(k.subdirs[j]);
-		free(k.subdirs);
+		dirs_free(k.subdirs, k.nsubdirs);	/* those not taken */
 	}
 }
 
@@ -190,26 +195,24 @@ static int walk(struct listing *g, const char *dir, const char *pattern)
 		free(dirs);
 		return -ENOMEM;
 	}
-	while (n > 0) {
-		struct level v = { .g = g, .pattern = pattern, .dirs = dirs, .n = n, .err = err };
+	while (n > 0 && !err) {
+		struct level v = { .g = g, .pattern = pattern, .dirs = dirs, .n = n };
 		pthread_t t[WALK_THREADS];
 		size_t started = 0;
 		pthread_mutex_init(&v.lock, NULL);
-		while (!err && n > 1 && started < WALK_THREADS && started < n &&
+		while (n > 1 && started < WALK_THREADS && started < n &&
 		       pthread_create(&t[started], NULL, level_worker, &v) == 0)
 			started++;
 		level_worker(&v);	/* this thread too (alone for one directory) */
 		for (size_t i = 0; i < started; i++)
 			pthread_join(t[i], NULL);
 		pthread_mutex_destroy(&v.lock);
-		for (size_t i = 0; i < n; i++)
-			free(dirs[i]);
-		free(dirs);
+		dirs_free(dirs, n);
 		err = v.err;
 		dirs = v.sub;
 		n = v.nsub;
 	}
-	free(dirs);
+	dirs_free(dirs, n);	/* the level after an error */
 	return err;
 }
 

@@ -72,9 +72,7 @@ static uint64_t now_us(void)
 
 uint64_t http_now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return now_us() / 1000;
 }
 
 static uint64_t next_random(struct http_client *c)
