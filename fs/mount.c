@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #define MAX_THREADS 64
+#define READAHEAD_KB 1024	/* as conn->max_readahead: see op_init */
 
 /* An open file. The kernel may not send every release before unmounting,
  * so the mount keeps them all and drops what is left at the end. */
@@ -208,7 +209,9 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	struct mount *m = fuse_get_context()->private_data;
 	cfg->entry_timeout = cfg->attr_timeout = cfg->negative_timeout = m->cfg.ttl_s;
 	cfg->kernel_cache = 0;	/* per open, from the version: see op_open */
-	conn->max_readahead = 1 << 20;	/* plain files; tiled ones use direct_io */
+	/* the kernel takes the smaller of this and the mount's read_ahead_kb
+	 * (raise_readahead()); tiled files not yet complete use direct_io */
+	conn->max_readahead = READAHEAD_KB << 10;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
 	return m;
@@ -315,6 +318,57 @@ int mount_check_allowed(const char *fuse_opts, const char *fuse_conf, char *why,
 	return 0;
 }
 
+/* Unescape a /proc/self/mountinfo field in place (\040 for a blank...). */
+static void mountinfo_unescape(char *s)
+{
+	char *out = s;
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+/*
+ * A FUSE mount starts with the kernel's default readahead (128 KiB), so a
+ * read of a 1 MiB tile through the page cache costs eight requests, each a
+ * round trip through this daemon. Raise it to READAHEAD_KB for the mount at
+ * REALPATH (just mounted): found in /proc/self/mountinfo, set in sysfs,
+ * which only root may write. Serving data is unchanged either way.
+ */
+static void raise_readahead(const char *realpath_)
+{
+	char line[8192], sysfs[64] = "";
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return;
+	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT ...": the last match is ours */
+	while (fgets(line, sizeof(line), f)) {
+		char dev[32], point[4096];
+		if (sscanf(line, "%*s %*s %31s %*s %4095s", dev, point) == 2) {
+			mountinfo_unescape(point);
+			if (strcmp(point, realpath_) == 0)
+				snprintf(sysfs, sizeof(sysfs), "/sys/class/bdi/%s/read_ahead_kb", dev);
+		}
+	}
+	fclose(f);
+	int fd = *sysfs ? open(sysfs, O_WRONLY | O_CLOEXEC) : -1;
+	char kb[16];
+	int n = snprintf(kb, sizeof(kb), "%d", READAHEAD_KB);
+	if (fd < 0 || write(fd, kb, (size_t)n) != n)
+		log_info("kernel readahead on %s stays at its default (%s: %s); raising it to "
+			 "%d KiB needs root: reads of cached files then cost more requests",
+			 realpath_, *sysfs ? sysfs : "/proc/self/mountinfo",
+			 *sysfs ? strerror(errno) : "mount not found", READAHEAD_KB);
+	if (fd >= 0)
+		close(fd);
+}
+
 int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache *cache,
 	      struct mount **out)
 {
@@ -339,10 +393,16 @@ int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache
 		log_error("cannot set up FUSE with options '%s'", opts);
 		goto fail;
 	}
+	/* resolved before mounting: afterwards the path leads into the mount */
+	char *real = realpath(cfg->mountpoint, NULL);
 	if (fuse_mount(m->fuse, cfg->mountpoint) != 0) {
 		log_error("cannot mount on %s", cfg->mountpoint);
+		free(real);
 		goto fail_mount;
 	}
+	if (real)
+		raise_readahead(real);
+	free(real);
 	if (fuse_set_signal_handlers(fuse_get_session(m->fuse)) != 0) {
 		fuse_unmount(m->fuse);
 		goto fail_mount;

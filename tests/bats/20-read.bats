@@ -302,6 +302,17 @@ PYEOF
 	tilefs_umount "$MNT"
 }
 
+@test "a mount reads ahead 1 MiB (also at a mountpoint whose name has a blank and a tab)" {
+	# The kernel's default for FUSE is 128 KiB: a cached 1 MiB tile would
+	# cost eight requests to the daemon instead of one.
+	local mnt=$T/"mount point"$'\t'x dev
+	tilefs_mount "$ORIGIN_URL" "$mnt"
+	dev=$(mountpoint -d "$mnt")
+	assert_eq "$(cat "/sys/class/bdi/$dev/read_ahead_kb")" 1024 "read_ahead_kb of $mnt ($dev)"
+	cmp "$SAMPLES/t256.tif" "$mnt/t256.tif"
+	tilefs_umount "$mnt"
+}
+
 @test "rasterio on the TIFF corpus: same arrays (or the same failure) through the mount" {
 	copy_corpus
 	tilefs_mount "$ORIGIN_URL" "$MNT"

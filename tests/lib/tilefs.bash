@@ -70,7 +70,12 @@ tilefs_setup() {
 }
 
 is_mounted() {
-	awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/mounts
+	# /proc/mounts writes a blank, tab, newline and backslash as \ooo
+	awk -v m="$1" '{
+		p = $2; gsub(/\\040/, " ", p); gsub(/\\011/, "\t", p); gsub(/\\012/, "\n", p)
+		gsub(/\\134/, "\\", p)
+		if (p == m) found = 1
+	} END { exit !found }' /proc/mounts
 }
 
 _tilefs_state() {
