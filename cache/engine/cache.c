@@ -1,6 +1,6 @@
 /*
  * cache.c - opening and closing the cache (index, store, persist thread),
- * its counters, and the set of units checked since this process started.
+ * its counters, and the units this process found cached (the known map).
  * The read path starts in read.c; engine_int.h lists the engine's files
  * and the invariants they keep.
  */
@@ -12,30 +12,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool verified_has(struct cache *c, int64_t id)
+static struct known_unit *known_slot(struct cache *c, int64_t object_id, uint64_t off)
 {
-	for (size_t i = (size_t)id & (VERIFIED_SLOTS - 1);; i = (i + 1) & (VERIFIED_SLOTS - 1)) {
-		if (c->verified[i] == id)
-			return true;
-		if (c->verified[i] == 0)
-			return false;
-	}
+	uint64_t h = ((uint64_t)object_id * 0x9e3779b97f4a7c15ull) ^ (off * 0xff51afd7ed558ccdull);
+	return &c->known[(h >> 32) & (KNOWN_SLOTS - 1)];
 }
 
-void verified_add(struct cache *c, int64_t id)
+bool known_get(struct cache *c, int64_t object_id, uint64_t off, struct known_unit *out)
 {
-	if (c->nverified >= VERIFIED_SLOTS / 2) {
-		/* full: forget all; units are simply checked again */
-		memset(c->verified, 0, VERIFIED_SLOTS * sizeof(*c->verified));
-		c->nverified = 0;
-	}
-	size_t i = (size_t)id & (VERIFIED_SLOTS - 1);
-	while (c->verified[i] != 0 && c->verified[i] != id)
-		i = (i + 1) & (VERIFIED_SLOTS - 1);
-	if (c->verified[i] == 0) {
-		c->verified[i] = id;
-		c->nverified++;
-	}
+	const struct known_unit *k = known_slot(c, object_id, off);
+	if (k->u.id == 0 || k->u.object_id != object_id || k->u.off != off)
+		return false;
+	*out = *k;
+	return true;
+}
+
+void known_put(struct cache *c, const struct index_unit *u, uint64_t punches, bool checked)
+{
+	struct known_unit *k = known_slot(c, u->object_id, u->off);
+	/* a unit's id is never reused: checked once, its bytes are known good */
+	checked |= k->u.id == u->id && k->checked;
+	k->u = *u;
+	k->punches = punches;
+	k->checked = checked;
 }
 
 void cache_count_fetched(struct cache *c, uint64_t bytes)
@@ -76,12 +75,12 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 	c->http = http;
 	c->queue_end = &c->queue_head;
 	atomic_init(&c->mounted_bytes, UINT64_MAX);
-	c->verified = calloc(VERIFIED_SLOTS, sizeof(*c->verified));
+	c->known = calloc(KNOWN_SLOTS, sizeof(*c->known));
 	c->edges = calloc(EDGE_SLOTS, sizeof(*c->edges));
-	if (!c->verified || !c->edges) {
+	if (!c->known || !c->edges) {
 		free(c->edges);
 		err = -ENOMEM;
-		goto fail_verified;
+		goto fail_known;
 	}
 	err = index_open(cfg->dir, &c->index, &rebuilt);
 	if (err)
@@ -108,8 +107,8 @@ fail_store:
 	index_close(c->index);
 fail_index:
 	free(c->edges);
-	free(c->verified);
-fail_verified:
+	free(c->known);
+fail_known:
 	free(c);
 	return err;
 }
@@ -129,7 +128,7 @@ void cache_close(struct cache *c)
 	pthread_cond_destroy(&c->changed);
 	pthread_mutex_destroy(&c->lock);
 	free(c->edges);
-	free(c->verified);
+	free(c->known);
 	free(c);
 }
 

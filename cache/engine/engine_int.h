@@ -3,7 +3,7 @@
  * the functions one file offers the others. Public contract: cache.h.
  *
  * The engine's files, in the order a read goes through them:
- *   cache.c    opening and closing the cache, stats, the verified set
+ *   cache.c    opening and closing the cache, stats, the known map
  *   object.c   cache objects: references, accessors, the stale mark
  *   open.c     cache_object_open(): probe claim, first fetch, TIFF parse
  *   read.c     cache_read(): hits, checksum checks, joining, waiting
@@ -45,6 +45,7 @@
 #include "cache/engine/plan.h"
 #include "cache/engine/version.h"
 #include "cache/origin/http.h"
+#include "cache/store/index.h"
 #include "cache/tiff/layout.h"
 
 #include <pthread.h>
@@ -53,13 +54,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct index;
-struct index_unit;
 struct store;
 
 #define TABLE_SIZE 1024
 #define TOUCH_MAX 4096
-#define VERIFIED_SLOTS (1u << 18)	/* ids of units checked since start */
+#define KNOWN_SLOTS (1u << 16)		/* units found cached, direct-mapped */
 #define PREFETCH_MAX 512		/* units one read may add */
 #define EDGE_SLOTS 256			/* slivers kept, over all objects */
 /* A streamed object (--prefetch object, auto) goes out in background GETs
@@ -120,6 +119,19 @@ struct inflight {
 	bool sliver;			/* part of a unit, for one read only */
 };
 
+/*
+ * A unit this process found cached: its row, the punch count
+ * (store_punches()) read before that row was looked up, and whether its
+ * bytes were read whole and matched the row's checksum. While the count
+ * stays the same, the row stands without asking the index: eviction
+ * deletes a row before it counts the punch of its bytes (invariant 3).
+ */
+struct known_unit {
+	struct index_unit u;		/* u.id 0: an empty slot */
+	uint64_t punches;
+	bool checked;
+};
+
 /* A whole object being prefetched by the persist thread. */
 struct object_job {
 	struct object_job *next;	/* c->lock */
@@ -143,8 +155,7 @@ struct cache {
 	bool stopping;			/* c->lock */
 	int64_t touched[TOUCH_MAX];	/* c->lock: unit ids read, to flush */
 	size_t ntouched;		/* c->lock */
-	int64_t *verified;		/* c->lock: open addressing, 0 = empty */
-	size_t nverified;		/* c->lock */
+	struct known_unit *known;	/* c->lock: KNOWN_SLOTS */
 	bool disk_full_logged;		/* persist thread only */
 	struct object_job *jobs;	/* c->lock: PREFETCH_OBJECT queue */
 	bool jobs_off;			/* c->lock: cache_stop_prefetch() was called */
@@ -163,8 +174,11 @@ struct cache {
 enum prefetch_policy prefetch_policy(struct cache *c);
 
 /* cache.c (c->lock held) */
-bool verified_has(struct cache *c, int64_t unit_id);
-void verified_add(struct cache *c, int64_t unit_id);
+/* The known unit of OBJECT_ID at OFF into *out; false if none is kept. */
+bool known_get(struct cache *c, int64_t object_id, uint64_t off, struct known_unit *out);
+/* Keep U, whose row was found after PUNCHES was read (and, if CHECKED, its
+ * bytes matched); replaces whatever its slot held. */
+void known_put(struct cache *c, const struct index_unit *u, uint64_t punches, bool checked);
 /* Count BYTES fetched (takes c->lock). */
 void cache_count_fetched(struct cache *c, uint64_t bytes);
 
@@ -200,8 +214,10 @@ void edge_keep(struct cache *c, const struct cache_object *obj, uint64_t off, si
  * DST; 0, or -ENOENT. Takes c->lock. */
 int edge_read(struct cache *c, const struct cache_object *obj, struct extent part, char *dst);
 /* Read all of unit U of OBJ into DST and check it (unit_verify()); 0 or
- * -EIO. Remembers a good unit as verified. */
-int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit *u, char *dst);
+ * -EIO. Keeps a good unit as known and checked, its row found after
+ * PUNCHES was read. */
+int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit *u,
+	      uint64_t punches, char *dst);
 
 /* fetch.c */
 /* Reset REQ to a GET of [off, off+len) of URL pinned to version V, with

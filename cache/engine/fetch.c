@@ -9,6 +9,7 @@
 #include "cache/engine/engine_int.h"
 #include "cache/origin/provider.h"
 #include "cache/store/index.h"
+#include "cache/store/store.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -192,8 +193,9 @@ void wait_for_other(struct cache *c, struct cache_object *obj, struct inflight *
 
 	for (int i = 0; i < rounds; i++, nanosleep(&pause, NULL)) {
 		struct index_unit u;
+		uint64_t punches = store_punches(c->store);
 		if (index_unit_find(c->index, obj->id, e->unit.off, &u) == 0) {
-			if (u.len == e->unit.len && load_unit(c, obj, &u, e->buf) == 0) {
+			if (u.len == e->unit.len && load_unit(c, obj, &u, punches, e->buf) == 0) {
 				pthread_mutex_lock(&c->lock);
 				entry_settle(c, e, 0, false);
 				c->stats.hits++;

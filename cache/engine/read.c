@@ -22,7 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit *u, char *dst)
+int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit *u,
+	      uint64_t punches, char *dst)
 {
 	bool dropped;
 	int err = unit_verify(c->index, c->store, u, dst, &dropped);
@@ -33,7 +34,7 @@ int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit
 	if (err)
 		return -EIO;
 	pthread_mutex_lock(&c->lock);
-	verified_add(c, u->id);
+	known_put(c, u, punches, true);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
@@ -57,29 +58,47 @@ int edge_read(struct cache *c, const struct cache_object *obj, struct extent par
 /*
  * Copy [part_off, part_off+part_len) of UNIT from the cache into DST.
  * 0 on a hit; -ENOENT (or another error, logged) means: fetch it.
+ *
+ * A unit known from an earlier read, with no punch counted since its row
+ * was seen, is read without asking the index: its row still stands. Else
+ * its row is looked up. Bytes not checked whole before are read whole and
+ * checked; bytes read unchecked are served only if no punch was counted
+ * since the row was seen, or the row is still the same (invariant 4).
  */
 static int read_cached(struct cache *c, struct cache_object *obj, struct extent unit, char *dst,
 		       uint64_t part_off, size_t part_len)
 {
+	struct known_unit k;
 	struct index_unit u, again;
 	if (obj->id < 0)
 		return -ENOENT;
-	int err = index_unit_find(c->index, obj->id, unit.off, &u);
-
-	if (err)
-		return err;
-	if (u.len != unit.len) {
-		index_unit_drop(c->index, u.id);	/* not this cut: its bytes are not ours */
-		return -ENOENT;
-	}
+	uint64_t punches = store_punches(c->store);
 	pthread_mutex_lock(&c->lock);
-	bool checked = verified_has(c, u.id);
+	bool known = known_get(c, obj->id, unit.off, &k);
 	pthread_mutex_unlock(&c->lock);
+	bool checked;
+	if (known && k.punches == punches) {
+		u = k.u;
+		checked = k.checked;
+	} else {
+		int err = index_unit_find(c->index, obj->id, unit.off, &u);
+		if (err)
+			return err;
+		if (u.len != unit.len) {
+			index_unit_drop(c->index, u.id);	/* not this cut: its bytes are not ours */
+			return -ENOENT;
+		}
+		checked = known && k.checked && k.u.id == u.id;
+		pthread_mutex_lock(&c->lock);
+		known_put(c, &u, punches, checked);
+		pthread_mutex_unlock(&c->lock);
+	}
+	int err;
 	if (!checked) {
 		char *whole = malloc(u.len);
 		if (!whole)
 			return -ENOMEM;
-		err = load_unit(c, obj, &u, whole);
+		err = load_unit(c, obj, &u, punches, whole);
 		if (!err)
 			memcpy(dst, whole + (part_off - unit.off), part_len);
 		free(whole);
@@ -92,7 +111,7 @@ static int read_cached(struct cache *c, struct cache_object *obj, struct extent 
 		return err;
 	/* evicted while we read? (eviction drops the row before the bytes)
 	   Bytes just checked against the row's checksum are right anyway. */
-	if (checked &&
+	if (checked && store_punches(c->store) != punches &&
 	    (index_unit_find(c->index, obj->id, unit.off, &again) != 0 || again.id != u.id))
 		return -ENOENT;
 	pthread_mutex_lock(&c->lock);

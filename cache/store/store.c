@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,6 +47,8 @@ struct store {
 	struct fd_slot slots[FD_SLOTS];	/* protected by lock */
 	uint64_t clock;		/* protected by lock */
 	bool reserve_held;	/* protected by lock */
+	_Atomic uint64_t *punches;	/* shared by every process, or NULL */
+	_Atomic uint64_t own_punches;	/* without it: each read a new count */
 };
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -83,6 +87,33 @@ static void remove_other_generations(const char *dir, const char *keep)
 	closedir(d);
 }
 
+/* Map data-<instance>/punches (created by the first process, 0600, never
+ * removed while its data directory lives). */
+static void map_punches(struct store *st)
+{
+	struct stat s;
+	int fd = openat(st->root_fd, "punches", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &s) == 0 && S_ISREG(s.st_mode) &&
+	    (s.st_size >= (off_t)sizeof(uint64_t) || ftruncate(fd, sizeof(uint64_t)) == 0)) {
+		void *p = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p != MAP_FAILED)
+			st->punches = p;
+	}
+	close(fd);
+	if (!st->punches)
+		log_warn("cannot map %s/punches (%s): every cached read is checked in the index",
+			 st->root, strerror(errno));
+}
+
+uint64_t store_punches(struct store *st)
+{
+	if (st->punches)
+		return atomic_load(st->punches);
+	return atomic_fetch_add(&st->own_punches, 1);
+}
+
 int store_open(const char *dir, const char *instance, struct store **out)
 {
 	struct store *st = calloc(1, sizeof(*st));
@@ -110,6 +141,7 @@ int store_open(const char *dir, const char *instance, struct store **out)
 		store_close(st);
 		return err;
 	}
+	map_punches(st);
 	store_reserve_restore(st);
 	*out = st;
 	return 0;
@@ -124,6 +156,8 @@ void store_close(struct store *st)
 			close(st->slots[i].fd);
 	if (st->root)
 		pthread_mutex_destroy(&st->lock);
+	if (st->punches)
+		munmap((void *)st->punches, sizeof(uint64_t));
 	if (st->root_fd >= 0)
 		close(st->root_fd);
 	if (st->dir_fd >= 0)
@@ -265,6 +299,8 @@ int store_punch(struct store *st, int64_t id, uint64_t off, uint64_t len)
 	if (err)
 		return err == -ENOENT ? 0 : err;
 	int fd = s ? s->fd : own;
+	if (st->punches)
+		atomic_fetch_add(st->punches, 1);
 	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) != 0)
 		err = -errno;
 	slot_give(st, s, own);

@@ -138,7 +138,41 @@ int main(void)
 	      unit_put(ix, st, obj.id, 2 * UNIT_LEN, UNIT_LEN, bytes) == 0,
 	      "a dead process's claim is taken over, and the put goes in");
 
+	/* the punch count: what every process sees of every punch */
+	uint64_t p0 = store_punches(st);
+	CHECK(index_unit_find(ix, obj.id, 2 * UNIT_LEN, &u) == 0 &&
+	      unit_verify(ix, st, &u, got, &dropped) == 0 && store_punches(st) == p0,
+	      "reads and checks count no punch");
+	child = fork();
+	if (child == 0) {
+		struct index *oix;
+		struct store *ost;
+		bool r;
+		int rc = index_open(dir, &oix, &r) || store_open(dir, index_instance(oix), &ost) ||
+			 unit_evict(oix, ost, &u);
+		_exit(rc ? 1 : 0);
+	}
+	CHECK(waitpid(child, &wst, 0) == child && WIFEXITED(wst) && WEXITSTATUS(wst) == 0,
+	      "another process evicts a unit");
+	CHECK(store_punches(st) == p0 + 1, "its punch is counted here (%llu after %llu)",
+	      (unsigned long long)store_punches(st), (unsigned long long)p0);
+	CHECK(index_claim(ix, obj.id, 3 * UNIT_LEN, 30, &holder) == 0, "claim a unit");
+	unit_abandon(ix, st, obj.id, 3 * UNIT_LEN, UNIT_LEN);
+	CHECK(store_punches(st) == p0 + 2, "giving a claimed unit up punches, and counts");
+
 	store_close(st);
+	index_close(ix);
+
+	/* no count to map (punches is not a file): every call is a new count */
+	char punches[400];
+	CHECK(index_open(dir, &ix, &rebuilt) == 0, "open the index again");
+	snprintf(punches, sizeof(punches), "%s/data-%s/punches", dir, index_instance(ix));
+	CHECK(unlink(punches) == 0 && mkdir(punches, 0700) == 0, "punches made a directory");
+	CHECK(store_open(dir, index_instance(ix), &st) == 0, "the store opens anyway");
+	p0 = store_punches(st);
+	CHECK(store_punches(st) != p0, "and no two reads of its count are the same");
+	store_close(st);
+	CHECK(rmdir(punches) == 0, "punches a file again at the next open");
 	index_close(ix);
 
 	/* a reserve that is a link to another file: that file is never grown */
