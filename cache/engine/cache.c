@@ -27,7 +27,7 @@ bool known_get(struct cache *c, int64_t object_id, uint64_t off, struct known_un
 	return true;
 }
 
-void known_put(struct cache *c, const struct index_unit *u, uint64_t punches, bool checked)
+bool known_put(struct cache *c, const struct index_unit *u, uint64_t punches, bool checked)
 {
 	struct known_unit *k = known_slot(c, u->object_id, u->off);
 	/* a unit's id is never reused: checked once, its bytes are known good */
@@ -35,6 +35,7 @@ void known_put(struct cache *c, const struct index_unit *u, uint64_t punches, bo
 	k->u = *u;
 	k->punches = punches;
 	k->checked = checked;
+	return checked;
 }
 
 void cache_count_fetched(struct cache *c, uint64_t bytes)

@@ -177,8 +177,9 @@ enum prefetch_policy prefetch_policy(struct cache *c);
 /* The known unit of OBJECT_ID at OFF into *out; false if none is kept. */
 bool known_get(struct cache *c, int64_t object_id, uint64_t off, struct known_unit *out);
 /* Keep U, whose row was found after PUNCHES was read (and, if CHECKED, its
- * bytes matched); replaces whatever its slot held. */
-void known_put(struct cache *c, const struct index_unit *u, uint64_t punches, bool checked);
+ * bytes matched); replaces whatever its slot held. Returns whether U's
+ * bytes are known checked (now, or earlier in this process). */
+bool known_put(struct cache *c, const struct index_unit *u, uint64_t punches, bool checked);
 /* Count BYTES fetched (takes c->lock). */
 void cache_count_fetched(struct cache *c, uint64_t bytes);
 

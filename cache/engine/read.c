@@ -88,9 +88,8 @@ static int read_cached(struct cache *c, struct cache_object *obj, struct extent 
 			index_unit_drop(c->index, u.id);	/* not this cut: its bytes are not ours */
 			return -ENOENT;
 		}
-		checked = known && k.checked && k.u.id == u.id;
 		pthread_mutex_lock(&c->lock);
-		known_put(c, &u, punches, checked);
+		checked = known_put(c, &u, punches, false);
 		pthread_mutex_unlock(&c->lock);
 	}
 	int err;
