@@ -88,23 +88,30 @@ static void remove_other_generations(const char *dir, const char *keep)
 }
 
 /* Map data-<instance>/punches (created by the first process, 0600, never
- * removed while its data directory lives). */
+ * removed while its data directory lives). Its block is allocated first:
+ * a write to a mapped page with no block behind it on a full disk would
+ * be a SIGBUS, not an error. */
 static void map_punches(struct store *st)
 {
 	struct stat s;
 	int fd = openat(st->root_fd, "punches", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	if (fstat(fd, &s) == 0 && S_ISREG(s.st_mode) &&
-	    (s.st_size >= (off_t)sizeof(uint64_t) || ftruncate(fd, sizeof(uint64_t)) == 0)) {
+	int err = fd < 0 ? errno : 0;
+	if (!err && (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode)))
+		err = EINVAL;
+	if (!err)
+		err = posix_fallocate(fd, 0, sizeof(uint64_t));
+	if (!err) {
 		void *p = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (p != MAP_FAILED)
 			st->punches = p;
+		else
+			err = errno;
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	if (!st->punches)
 		log_warn("cannot map %s/punches (%s): every cached read is checked in the index",
-			 st->root, strerror(errno));
+			 st->root, strerror(err));
 }
 
 uint64_t store_punches(struct store *st)
