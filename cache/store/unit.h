@@ -13,12 +13,14 @@
  *       and adding it releases the claim (unit_put(), unit_put_many() or
  *       unit_record() -> index_units_add()).
  *   (3) Eviction deletes the row and claims the unit in one transaction,
- *       then punches the bytes out, then releases the claim (unit_evict()).
- *       So no row ever points at bytes that are changing.
+ *       then punches the bytes out (counting the punch first:
+ *       store_punches()), then releases the claim (unit_evict()). So no
+ *       row ever points at bytes that are changing.
  *   (4) A reader that read a unit's bytes without checking them against
- *       the checksum looks the row up again afterwards, and serves the
- *       bytes only if it is the same row (same id): a unit evicted meanwhile
- *       is never served (cache/engine/read.c).
+ *       the checksum serves them only if no punch was counted since before
+ *       it found the row, or if looking the row up again finds the same row
+ *       (same id): a unit evicted meanwhile is never served
+ *       (cache/engine/read.c).
  *   (5) A unit whose bytes fail their checksum while its row stands is
  *       evicted, and fetched again by whoever wants it (unit_verify()).
  *
