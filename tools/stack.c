@@ -40,6 +40,7 @@ int stack_start(struct stack *s, const struct options *o, const struct stack_tun
 		.readahead_max = t->readahead_max,
 		.prefetch = t->prefetch,
 		.claim_wait_s = 30,
+		.tier_keys = o->tier != NULL,
 	};
 	int rc = cache_open(&cc, s->src, s->http, &s->cache);
 	if (rc) {

@@ -46,6 +46,7 @@ struct cache_config {
 	uint64_t readahead_max;		/* sequential readahead window, 0: off */
 	enum prefetch_policy prefetch;	/* what a tile miss adds */
 	int claim_wait_s;		/* wait this long for another process's fetch */
+	bool tier_keys;			/* --tier: GETs by plan_tier_run() */
 };
 
 /* Open the cache in cfg->dir, fetching through HTTP with SRC's credentials

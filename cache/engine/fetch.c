@@ -28,8 +28,9 @@ struct fetch_run {
 	struct cache *cache;
 	struct cache_object *obj;	/* holds a ref */
 	bool background;
-	uint64_t off, len;		/* the range, spill included */
-	uint64_t spill;			/* bytes after the last unit, for edges */
+	uint64_t off, len;		/* the range, lead and spill included */
+	uint64_t lead, spill;		/* bytes before the first unit and after
+					   the last, for edges */
 	char *body;			/* len bytes; the parts write into it */
 	size_t parts_left;		/* fetch thread only, like err and fetched */
 	int err;			/* the first part's error */
@@ -81,6 +82,8 @@ static void run_finish(struct fetch_run *run)
 		entry_settle(c, e, err, obj->id > 0);
 		entry_unref(e);		/* the run's ref */
 	}
+	if (!err && run->lead)
+		edge_keep(c, obj, run->off, run->lead, run->body);
 	if (!err && run->spill)
 		edge_keep(c, obj, run->off + run->len - run->spill, run->spill,
 			  run->body + run->len - run->spill);
@@ -120,9 +123,11 @@ static void run_fail(struct cache *c, struct inflight **units, size_t n, int err
 
 /* Fetch UNITS[0..n) (PU: the same, as plan.h sees them), in order in the
  * object, with one GET (of the gaps between them too), or with a few
- * parallel GETs of consecutive parts. */
+ * parallel GETs of consecutive parts. KEY, if not empty, is the range to
+ * ask for (plan_tier_run()); it holds them all. */
 static void run_submit(struct cache *c, struct cache_object *obj, struct inflight **units,
-		       const struct plan_unit *pu, size_t n, bool background, bool for_reader)
+		       const struct plan_unit *pu, size_t n, bool background, bool for_reader,
+		       struct extent key)
 {
 	struct fetch_run *run = calloc(1, sizeof(*run) + n * sizeof(run->units[0]));
 	struct inflight *last = units[n - 1];
@@ -133,9 +138,18 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 			 prefetch_policy(c) == PREFETCH_OBJECT ||
 			 !layout_is_tile(&obj->layout, last->unit.off) ? 0 :
 			 plan_spill(end, obj->version.size);
+	uint64_t lead = 0;
+	if (key.len) {
+		lead = off - key.off;
+		spill = key.off + key.len - end;
+		off = key.off;
+	}
 	end += spill;
 	uint64_t part_ends[PLAN_PARTS_MAX];
-	size_t nparts = plan_parts(pu, n, off, end - off, background, part_ends);
+	/* a key's parts depend on the key alone: not on the units in it, nor
+	   on whether a reader waits */
+	size_t nparts = key.len ? plan_parts(pu, 0, off, end - off, false, part_ends) :
+				  plan_parts(pu, n, off, end - off, background, part_ends);
 
 	if (run) {
 		run->body = malloc(end - off);
@@ -156,6 +170,7 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 	run->background = background;
 	run->off = off;
 	run->len = end - off;
+	run->lead = lead;
 	run->spill = spill;
 	run->parts_left = nparts;
 	pthread_mutex_lock(&c->lock);
@@ -180,6 +195,13 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 	}
 	for (size_t k = 0; k < nparts; k++)
 		http_submit(c->http, &run->parts[k].req);
+}
+
+/* plan_unit_at_fn over a cache object's cut. */
+static struct extent unit_at(void *arg, uint64_t off)
+{
+	const struct cache_object *obj = arg;
+	return layout_unit_at(&obj->layout, off);
 }
 
 /*
@@ -210,7 +232,10 @@ void wait_for_other(struct cache *c, struct cache_object *obj, struct inflight *
 			break;	/* else still being fetched, or it just landed */
 	}
 	struct plan_unit pu = { e->unit.off, e->unit.len, false, e->sliver };
-	run_submit(c, obj, &e, &pu, 1, false, true);
+	struct extent key = { 0, 0 };
+	if (c->cfg.tier_keys)
+		plan_tier_run(&pu, 0, 1, obj->version.size, unit_at, obj, &(bool){ 0 }, &key);
+	run_submit(c, obj, &e, &pu, 1, false, true, key);
 }
 
 /* Start fetching UNIT of OBJ ahead of any read, unless it is cached, in
@@ -289,9 +314,12 @@ void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v,
 					    v[i]->sliver };
 	for (size_t i = 0; i < n;) {
 		bool demand;
-		size_t j = plan_run(pu, i, n, c->cfg.merge_gap, c->cfg.max_request, gap_has_units,
-				    &g, &demand);
-		run_submit(c, obj, v + i, pu + i, j - i, !demand, for_reader);
+		struct extent key = { 0, 0 };
+		size_t j = c->cfg.tier_keys ?
+			plan_tier_run(pu, i, n, obj->version.size, unit_at, obj, &demand, &key) :
+			plan_run(pu, i, n, c->cfg.merge_gap, c->cfg.max_request, gap_has_units,
+				 &g, &demand);
+		run_submit(c, obj, v + i, pu + i, j - i, !demand, for_reader, key);
 		i = j;
 	}
 	free(pu);

@@ -120,3 +120,64 @@ size_t plan_run(const struct plan_unit *v, size_t i, size_t n, uint64_t merge_ga
 	}
 	return j;
 }
+
+/* The key of the small unit U (plan_tier_run()). */
+static struct extent tier_window(struct extent u, uint64_t object_size, plan_unit_at_fn unit_at,
+				 void *arg)
+{
+	uint64_t w = u.off - u.off % PLAN_TIER_WINDOW, w_end = w + PLAN_TIER_WINDOW;
+	uint64_t start = u.off, end = u.off + u.len;
+	while (start > w) {
+		struct extent before = unit_at(arg, start - 1);
+		if (before.len >= PLAN_TIER_UNIT_MIN || before.off < w)
+			break;
+		start = before.off;
+	}
+	while (end < w_end && end < object_size) {
+		struct extent after = unit_at(arg, end);
+		if (after.len >= PLAN_TIER_UNIT_MIN || after.len == 0)
+			break;
+		end = after.off + after.len;
+	}
+	/* beside a large unit, its edge up to the 16 KiB boundary comes too,
+	   as a large unit's key brings the edges of what is beside it */
+	if (start > 0 && unit_at(arg, start - 1).len >= PLAN_TIER_UNIT_MIN)
+		start -= start % PLAN_SLIVER_MAX;
+	if (end < object_size && unit_at(arg, end).len >= PLAN_TIER_UNIT_MIN)
+		end += plan_spill(end, object_size);
+	return (struct extent){ start, end - start };
+}
+
+size_t plan_tier_run(const struct plan_unit *v, size_t i, size_t n, uint64_t object_size,
+		     plan_unit_at_fn unit_at, void *unit_arg, bool *demand, struct extent *key)
+{
+	/* the large unit right after the slivers v[i] starts, if any */
+	size_t k = i;
+	while (k < n && v[k].sliver)
+		k++;
+	struct extent kx = { 0, 0 };
+	size_t j = i + 1;
+	if (k < n && v[k].len >= PLAN_TIER_UNIT_MIN &&
+	    v[i].off >= v[k].off - v[k].off % PLAN_SLIVER_MAX) {
+		/* its key, with the slivers it covers */
+		kx.off = v[k].off - v[k].off % PLAN_SLIVER_MAX;
+		kx.len = v[k].off + v[k].len + plan_spill(v[k].off + v[k].len, object_size) - kx.off;
+		j = k + 1;
+		while (j < n && v[j].sliver && v[j].off + v[j].len <= kx.off + kx.len)
+			j++;
+	} else if (unit_at(unit_arg, v[i].off).len < PLAN_TIER_UNIT_MIN) {
+		/* a small unit, or a sliver of one: its window, with the small
+		   units and slivers in it */
+		kx = tier_window((struct extent){ v[i].off, v[i].len }, object_size, unit_at,
+				 unit_arg);
+		while (j < n && v[j].off + v[j].len <= kx.off + kx.len &&
+		       (v[j].sliver || unit_at(unit_arg, v[j].off).len < PLAN_TIER_UNIT_MIN))
+			j++;
+	}
+	/* else a sliver of a large unit not being fetched: alone */
+	*demand = false;
+	for (size_t m = i; m < j; m++)
+		*demand |= !v[m].prefetch;
+	*key = kx;
+	return j;
+}

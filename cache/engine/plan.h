@@ -128,4 +128,25 @@ typedef bool (*plan_gap_fn)(void *arg, uint64_t from, uint64_t to);
 size_t plan_run(const struct plan_unit *v, size_t i, size_t n, uint64_t merge_gap,
 		uint64_t max_request, plan_gap_fn gap_busy, void *arg, bool *demand);
 
+/*
+ * Under a cache tier keyed by exact ranges (--tier), every machine should
+ * ask for the same ranges whatever it had cached or in flight when, so a
+ * GET's range depends on the object's cut alone (its key):
+ *  - a unit of PLAN_TIER_UNIT_MIN bytes or more (a tile, a block) is
+ *    fetched by itself, widened to PLAN_SLIVER_MAX boundaries within the
+ *    object, so that the slivers an aligned reader wants beside it come in
+ *    the same GET, whichever of them this read found missing;
+ *  - smaller units (strips) are fetched with every small unit that starts
+ *    in the same PLAN_TIER_WINDOW-aligned window, up to the nearest large
+ *    unit on either side;
+ *  - a sliver beside neither is fetched alone, as plan_run() would.
+ * Returns the end j of the run from V[i] and sets *KEY ({0, 0}: the run's
+ * own range, plan_run()). UNIT_AT(ARG, off) is the unit holding off.
+ */
+#define PLAN_TIER_UNIT_MIN (64u << 10)
+#define PLAN_TIER_WINDOW (1u << 20)
+typedef struct extent (*plan_unit_at_fn)(void *arg, uint64_t off);
+size_t plan_tier_run(const struct plan_unit *v, size_t i, size_t n, uint64_t object_size,
+		     plan_unit_at_fn unit_at, void *unit_arg, bool *demand, struct extent *key);
+
 #endif

@@ -75,6 +75,28 @@ read_chips() {
 	assert_eq "$(wc -l <"$ORIGIN_LOG")" "$after12" "store requests of a fresh host"
 }
 
+@test "tier: four readers per host: hosts 2 and 3 send the store nothing, each range once" {
+	# Four readers reach the same tiles in a different order on each host:
+	# the ranges a host asks for must not depend on what it had cached or
+	# in flight when, or the tier misses (plan_tier_run()).
+	origin_start "$SAMPLES"
+	origin_fault 'delay?ms=20&count=-1'
+	tier_start "$ORIGIN_URL"
+	local h after1=
+	for h in 1 2 3; do
+		tilefs_mount "$ORIGIN_URL" "$T/mnt$h" --cache-dir "$T/cache$h" --tier "$TIER_URL" \
+			--prefetch none
+		run "$PY" "$TESTS_LIB/chips.py" --chips 40 --procs 4 "$T/mnt$h" "$SAMPLES"
+		assert_eq "$status" 0 "chips through host $h: $output"
+		tilefs_umount "$T/mnt$h"
+		[ -n "$after1" ] || after1=$(wc -l <"$ORIGIN_LOG")
+	done
+	[ "$after1" -gt 0 ]
+	tail -n +$((after1 + 1)) "$ORIGIN_LOG"
+	assert_eq "$(wc -l <"$ORIGIN_LOG")" "$after1" "store requests of hosts 2 and 3"
+	assert_eq "$(origin_dup_ranges)" "" "ranges the store served twice"
+}
+
 @test "tier: with the tier stopped the mount reads from the store, says so once, counts it" {
 	origin_start "$SAMPLES"
 	tier_start "$ORIGIN_URL"

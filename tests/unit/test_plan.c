@@ -193,6 +193,67 @@ static void runs(void)
 	CHECK(end == 2, "a sliver's gap is not looked up");
 }
 
+/* A cut for the tier keys: big units, then ten 10,000-byte strips. */
+static const struct extent tier_cut[] = {
+	{ 0, 100000 }, { 100000, 100000 }, { 200000, 100000 }, { 300000, 748576 },
+	{ 1048576, 10000 }, { 1058576, 10000 }, { 1068576, 10000 }, { 1078576, 10000 },
+	{ 1088576, 10000 }, { 1098576, 10000 }, { 1108576, 10000 }, { 1118576, 10000 },
+	{ 1128576, 10000 }, { 1138576, 10000 }, { 1148576, 851424 },
+};
+#define TIER_SIZE 2000000u
+
+static struct extent tier_unit_at(void *arg, uint64_t off)
+{
+	(void)arg;
+	for (size_t i = 0; i < sizeof(tier_cut) / sizeof(tier_cut[0]); i++)
+		if (off >= tier_cut[i].off && off < tier_cut[i].off + tier_cut[i].len)
+			return tier_cut[i];
+	return (struct extent){ off, 0 };
+}
+
+/* plan_tier_run() over V[0..n): the end, with *key. */
+static size_t tier_run(const struct plan_unit *v, size_t n, struct extent *key)
+{
+	bool demand;
+	return plan_tier_run(v, 0, n, TIER_SIZE, tier_unit_at, NULL, &demand, key);
+}
+
+static void tier_keys(void)
+{
+	struct extent key;
+	struct plan_unit tile[] = { { 200000, 100000, false, false } };
+	CHECK(tier_run(tile, 1, &key) == 1 && key.off == 196608 && key.len == 311296 - 196608,
+	      "a tile alone: widened to 16 KiB boundaries (%llu+%llu)",
+	      (unsigned long long)key.off, (unsigned long long)key.len);
+	struct plan_unit with[] = { { 196608, 3392, false, true }, { 200000, 100000, false, false },
+				    { 300000, 3104, false, true } };
+	CHECK(tier_run(with, 3, &key) == 3 && key.off == 196608 && key.len == 311296 - 196608,
+	      "with the slivers a reader wants beside it: the same key");
+	CHECK(tier_run(with + 1, 2, &key) == 2 && key.off == 196608,
+	      "with one of them: the same key");
+	struct plan_unit two[] = { { 100000, 100000, false, false }, { 200000, 100000, false, false } };
+	CHECK(tier_run(two, 2, &key) == 1 && key.off == 98304 && key.len == 212992 - 98304,
+	      "two adjacent tiles: one key each, never merged");
+
+	struct plan_unit strips[] = { { 1078576, 10000, false, false },
+				      { 1098576, 10000, true, false } };
+	/* 1163264: the 16 KiB boundary after them, in the large unit after */
+	CHECK(tier_run(strips, 2, &key) == 2 && key.off == 1048576 && key.len == 1163264 - 1048576,
+	      "strips: every strip of their window, up to the large units on either side and "
+	      "their edges (%llu+%llu)", (unsigned long long)key.off, (unsigned long long)key.len);
+	CHECK(tier_run(strips + 1, 1, &key) == 1 && key.off == 1048576 && key.len == 1163264 - 1048576,
+	      "one strip of it: the same key");
+	struct plan_unit strip_sliver[] = { { 1070000, 2000, false, true },
+					    { 1150000, 3000, false, true } };
+	CHECK(tier_run(strip_sliver, 2, &key) == 2 && key.off == 1048576 &&
+	      key.len == 1163264 - 1048576,
+	      "a sliver of a strip and one of the tile after: the strips' window");
+	struct plan_unit tile_sliver[] = { { 250000, 2000, false, true },
+					   { 1078576, 10000, false, false } };
+	CHECK(tier_run(tile_sliver, 2, &key) == 1 && key.len == 0,
+	      "a sliver of a tile not being fetched: alone");
+}
+
 int main(void)
 {
 	streams();
@@ -203,5 +264,6 @@ int main(void)
 	parts();
 	prefetch_budget();
 	runs();
+	tier_keys();
 	return check_done();
 }
