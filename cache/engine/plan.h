@@ -3,7 +3,7 @@
  * the network so that they can be tested alone (tests/unit/test_plan.c):
  * which reader a read belongs to, what to read ahead of a sequential
  * reader, which parts of a read are slivers, how far a GET spills past a
- * tile, and which units share one GET.
+ * tile, which units share one GET, and the ranges a tier keys on.
  *
  * Layer: the engine. Includes the TIFF layer's extent only.
  */
