@@ -136,12 +136,13 @@ size_t plan_run(const struct plan_unit *v, size_t i, size_t n, uint64_t merge_ga
  *    fetched by itself, widened to PLAN_SLIVER_MAX boundaries within the
  *    object, so that the slivers an aligned reader wants beside it come in
  *    the same GET, whichever of them this read found missing;
- *  - smaller units (strips) are fetched with every small unit that starts
- *    in the same PLAN_TIER_WINDOW-aligned window, up to the nearest large
- *    unit on either side;
- *  - a sliver beside neither is fetched alone, as plan_run() would.
- * Returns the end j of the run from V[i] and sets *KEY ({0, 0}: the run's
- * own range, plan_run()). UNIT_AT(ARG, off) is the unit holding off.
+ *  - smaller units (strips), and slivers of them, are fetched with every
+ *    small unit that starts in the same PLAN_TIER_WINDOW-aligned window,
+ *    up to the nearest large unit on either side and its edge;
+ *  - a sliver of a large unit that is not being fetched goes alone (the
+ *    one range that may differ between machines).
+ * Returns the end j of the run from V[i] and sets *KEY ({0, 0}: just the
+ * run's own units). UNIT_AT(ARG, off) is the unit holding off.
  */
 #define PLAN_TIER_UNIT_MIN (64u << 10)
 #define PLAN_TIER_WINDOW (1u << 20)
