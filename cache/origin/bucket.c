@@ -132,10 +132,7 @@ int bucket_listing_parse(const char *prefix, const char *body, size_t len,
 		if (!xml_text(item, "Key", key, sizeof(key)) ||
 		    !relative_name(key, prefix, url_encoded, &is_dir) || is_dir)
 			continue;
-		int64_t size = -1;
-		if (xml_text(item, "Size", value, sizeof(value)))
-			size = strtoll(value, NULL, 10);
-		int err = add(arg, key, false, size);
+		int err = add(arg, key, false, xml_size(item, "Size"));
 		if (err)
 			return err;
 	}

@@ -418,17 +418,7 @@ static int64_t entry_size(struct xml_span item)
 {
 	struct xml_span props;
 	size_t pos = 0;
-	char text[32];
-
-	if (!xml_next(item, "Properties", &pos, &props) ||
-	    !xml_text(props, "Content-Length", text, sizeof(text)))
-		return -1;
-	char *end;
-	errno = 0;
-	long long size = strtoll(text, &end, 10);
-	if (!isdigit((unsigned char)text[0]) || *end || errno)
-		return -1;
-	return size;
+	return xml_next(item, "Properties", &pos, &props) ? xml_size(props, "Content-Length") : -1;
 }
 
 static int azure_parse_listing(struct source *src, const char *dir, const char *body, size_t len,

@@ -3,6 +3,9 @@
  */
 #include "cache/origin/xml.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Does an opening tag <NAME> or <NAME ...> start at p? (p points at '<') */
@@ -80,4 +83,14 @@ bool xml_text(struct xml_span in, const char *name, char *buf, size_t size)
 	}
 	buf[o] = '\0';
 	return true;
+}
+
+int64_t xml_size(struct xml_span in, const char *name)
+{
+	char text[32], *end;
+	if (!xml_text(in, name, text, sizeof(text)) || !isdigit((unsigned char)text[0]))
+		return -1;
+	errno = 0;
+	long long size = strtoll(text, &end, 10);
+	return *end || errno ? -1 : size;
 }

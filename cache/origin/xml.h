@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct xml_span {
 	const char *p;		/* the element's content (between its tags) */
@@ -25,5 +26,8 @@ bool xml_next(struct xml_span in, const char *name, size_t *pos, struct xml_span
 /* The content of the first <NAME> in IN, entities decoded, into BUF (cut to
  * fit); returns false if absent. */
 bool xml_text(struct xml_span in, const char *name, char *buf, size_t size);
+/* The content of the first <NAME> in IN as a byte count (decimal digits
+ * only, no sign, no overflow), or -1 (missing or anything else). */
+int64_t xml_size(struct xml_span in, const char *name);
 
 #endif

@@ -77,6 +77,20 @@ int main(void)
 	CHECK(next && strcmp(next, "b & c.tif") == 0, "next marker, entity decoded");
 	free(next);
 
+	static const char odd_sizes[] =
+		"<ListBucketResult><Contents><Key>a.tif</Key><Size>-336618</Size></Contents>"
+		"<Contents><Key>b.tif</Key><Size>12x</Size></Contents>"
+		"<Contents><Key>c.tif</Key><Size>99999999999999999999</Size></Contents>"
+		"<Contents><Key>d.tif</Key></Contents></ListBucketResult>";
+	memset(&s, 0, sizeof(s));
+	CHECK(bucket_listing_parse("", odd_sizes, strlen(odd_sizes), collect, &s, &next) == 0 &&
+	      s.n == 4 && s.sizes[0] == -1 && s.sizes[1] == -1 && s.sizes[2] == -1 &&
+	      s.sizes[3] == -1, "a negative, malformed, overflowing or missing Size: unknown "
+	      "(%lld %lld %lld %lld)", (long long)s.sizes[0], (long long)s.sizes[1],
+	      (long long)s.sizes[2], (long long)s.sizes[3]);
+	free(next);
+	next = NULL;
+
 	CHECK(bucket_listing_parse("", "<html>nope</html>", 17, collect, &s, &next) != 0,
 	      "a page that is not a listing is an error");
 	CHECK(bucket_listing_parse("", s3_page, 200, collect, &s, &next) == 0,
