@@ -231,11 +231,7 @@ void wait_for_other(struct cache *c, struct cache_object *obj, struct inflight *
 		if (entry_claim(c, obj, e) == 0)
 			break;	/* else still being fetched, or it just landed */
 	}
-	struct plan_unit pu = { e->unit.off, e->unit.len, false, e->sliver };
-	struct extent key = { 0, 0 };
-	if (c->cfg.tier_keys)
-		plan_tier_run(&pu, 0, 1, obj->version.size, unit_at, obj, &(bool){ 0 }, &key);
-	run_submit(c, obj, &e, &pu, 1, false, true, key);
+	submit_runs(c, obj, &e, 1, true);	/* a demand entry: a reader waits */
 }
 
 /* Start fetching UNIT of OBJ ahead of any read, unless it is cached, in
