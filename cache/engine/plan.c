@@ -155,12 +155,12 @@ size_t plan_tier_run(const struct plan_unit *v, size_t i, size_t n, uint64_t obj
 	size_t k = i;
 	while (k < n && v[k].sliver)
 		k++;
+	uint64_t key_off = k < n ? v[k].off - v[k].off % PLAN_SLIVER_MAX : 0;
 	struct extent kx = { 0, 0 };
 	size_t j = i + 1;
-	if (k < n && v[k].len >= PLAN_TIER_UNIT_MIN &&
-	    v[i].off >= v[k].off - v[k].off % PLAN_SLIVER_MAX) {
+	if (k < n && v[k].len >= PLAN_TIER_UNIT_MIN && v[i].off >= key_off) {
 		/* its key, with the slivers it covers */
-		kx.off = v[k].off - v[k].off % PLAN_SLIVER_MAX;
+		kx.off = key_off;
 		kx.len = v[k].off + v[k].len + plan_spill(v[k].off + v[k].len, object_size) - kx.off;
 		j = k + 1;
 		while (j < n && v[j].sliver && v[j].off + v[j].len <= kx.off + kx.len)
