@@ -80,6 +80,7 @@ static void usage(FILE *out)
 struct item {
 	const char *path;		/* borrowed from warm->files */
 	const char *url;
+	const struct cache_listed *listed;	/* borrowed from warm->files */
 	struct cache_object *obj;	/* once planned */
 	struct extent *units;		/* the missing units wanted, by offset */
 	size_t nunits;
@@ -213,6 +214,7 @@ static int list_files(struct warm *w)
 	for (size_t i = 0; i < w->n; i++) {
 		w->items[i].path = w->files.files[i].path;
 		w->items[i].url = w->files.files[i].url;
+		w->items[i].listed = &w->files.files[i].listed;
 	}
 	return 0;
 }
@@ -256,7 +258,7 @@ static void plan_item(struct warm *w, struct item *it)
 	struct extent *units = NULL;
 	size_t n = 0;
 	bool *missing = NULL;
-	int err = cache_object_open(w->stack.cache, it->url, it->path, &it->obj);
+	int err = cache_object_open(w->stack.cache, it->url, it->path, it->listed, &it->obj);
 
 	if (!err)
 		err = select_units(w, it, &units, &n);

@@ -288,9 +288,14 @@ int warm_list_files(struct warm_list *l, struct namespace *ns, const struct sour
 		l->files[kept++] = l->files[i];
 	}
 	l->n = kept;
-	for (size_t i = 0; i < l->n; i++)
-		if (!(l->files[i].url = ns_url(ns, l->files[i].path)))
+	for (size_t i = 0; i < l->n; i++) {
+		struct warm_file *f = &l->files[i];
+		char etag[128];
+		f->url = ns_url(ns, f->path, &f->listed, etag);
+		f->listed.etag = f->url ? strdup(f->listed.etag) : NULL;
+		if (!f->listed.etag)
 			return 1;
+	}
 	return 0;
 }
 
@@ -299,6 +304,7 @@ void warm_list_release(struct warm_list *l)
 	for (size_t i = 0; i < l->n; i++) {
 		free(l->files[i].path);
 		free(l->files[i].url);
+		free((char *)l->files[i].listed.etag);
 	}
 	free(l->files);
 	memset(l, 0, sizeof(*l));

@@ -2,12 +2,15 @@
  * warm_list.h - the first step of `tilefs warm`: which files. The paths
  * and globs of the command line (or every file under SOURCE) are listed
  * through the namespace, --shard keeps a deterministic part of them, and
- * each file is named once, in path order, with its URL.
+ * each file is named once, in path order, with its URL and what its
+ * listing said of it.
  */
 #ifndef TILEFS_WARM_LIST_H
 #define TILEFS_WARM_LIST_H
 
 #include <stddef.h>
+
+#include "cache/engine/cache.h"
 
 struct namespace;
 struct source;
@@ -25,6 +28,7 @@ int warm_shard_parse(const char *text, struct warm_shard *out, char *err, size_t
 struct warm_file {
 	char *path;			/* relative to SOURCE: what messages call it */
 	char *url;
+	struct cache_listed listed;	/* what its listing said (etag owned) */
 };
 
 /* Caller-owned; release with warm_list_release(). */

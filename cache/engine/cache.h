@@ -59,18 +59,28 @@ void cache_stop_prefetch(struct cache *c);
 /* Finish pending index writes, then free. */
 void cache_close(struct cache *c);
 
+/* What a listing, no older than the mount's --ttl, said of an object. */
+struct cache_listed {
+	const char *etag;		/* "" when it gave none */
+	int64_t size;			/* -1 when it gave none */
+	time_t mtime;			/* 0 when it gave none */
+};
+
 /*
- * Find the current version of the object at URL (a HEAD when some version
- * is cached, else a GET of its first unit, which is kept) and pin it.
- * Caller releases with cache_object_unref().
+ * Find the current version of the object at URL and pin it: with no
+ * request when LISTED (or NULL) names the version cached by its ETag and
+ * size, else a HEAD when some version is cached, else a GET of its first
+ * unit, which is kept. Caller releases with cache_object_unref().
  */
 int cache_object_open(struct cache *c, const char *url, const char *log_name,
-		      struct cache_object **out);
+		      const struct cache_listed *listed, struct cache_object **out);
 struct cache_object *cache_object_ref(struct cache_object *obj);
 void cache_object_unref(struct cache_object *obj);
 uint64_t cache_object_size(const struct cache_object *obj);
 /* Last-Modified of the version, or 0 when the origin did not say. */
 time_t cache_object_mtime(const struct cache_object *obj);
+/* Does LISTED name OBJ's version (its ETag and size)? */
+bool cache_object_listed(const struct cache_object *obj, const struct cache_listed *listed);
 /* Same object and same version? */
 bool cache_object_same(const struct cache_object *a, const struct cache_object *b);
 /* Does anyone besides the caller's one reference hold OBJ? */

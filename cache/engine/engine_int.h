@@ -184,9 +184,10 @@ bool known_put(struct cache *c, const struct index_unit *u, uint64_t punches, bo
 void cache_count_fetched(struct cache *c, uint64_t bytes);
 
 /* object.c */
-/* A new object (one ref, the caller's) of version ANSWER names. */
+/* A new object (one ref, the caller's) of version V, last modified at
+ * MTIME (0: unknown). */
 struct cache_object *object_new(struct cache *c, int64_t id, const char *url,
-				const char *log_name, const struct http_request *answer);
+				const char *log_name, const struct version *v, time_t mtime);
 /* Note that the origin no longer has OBJ's version (logged once per call). */
 void object_mark_stale(struct cache_object *obj);
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 struct cache_object *object_new(struct cache *c, int64_t id, const char *url,
-				const char *log_name, const struct http_request *answer)
+				const char *log_name, const struct version *v, time_t mtime)
 {
 	struct cache_object *obj = calloc(1, sizeof(*obj));
 	if (!obj)
@@ -29,8 +29,8 @@ struct cache_object *object_new(struct cache *c, int64_t id, const char *url,
 	atomic_init(&obj->complete, false);
 	obj->cache = c;
 	obj->id = id;
-	version_of_answer(&obj->version, answer);
-	obj->mtime = http_date_parse(answer->last_modified);
+	obj->version = *v;
+	obj->mtime = mtime;
 	return obj;
 }
 
@@ -70,6 +70,12 @@ uint64_t cache_object_size(const struct cache_object *obj)
 time_t cache_object_mtime(const struct cache_object *obj)
 {
 	return obj->mtime;
+}
+
+bool cache_object_listed(const struct cache_object *obj, const struct cache_listed *listed)
+{
+	return listed && listed->size >= 0 && (uint64_t)listed->size == obj->version.size &&
+	       etag_same(obj->version.etag, listed->etag);
 }
 
 bool cache_object_same(const struct cache_object *a, const struct cache_object *b)

@@ -1,7 +1,8 @@
 /*
  * open.c - cache_object_open(): find the current version of an object and
  * how it is cut into units. A version cached before costs one HEAD (to
- * check it is still current) and no parsing: its tile map is in the index.
+ * check it is still current), or nothing when a fresh listing gave its
+ * ETag, and no parsing: its tile map is in the index.
  * A new one costs a GET of its first header_len bytes; a TIFF's IFDs are
  * parsed from those (fetching more, pinned to that version, if they lie
  * further on) and the tile map is stored with the object, in the same
@@ -328,50 +329,68 @@ static void known_load(struct cache *c, const struct cache_object *obj)
 	free(v);
 }
 
-int cache_object_open(struct cache *c, const char *url, const char *log_name,
-		      struct cache_object **out)
+/* Does LISTED name the version of row LATEST by its ETag and size? (A
+ * row without an ETag holds "lm:" and its Last-Modified: never.) */
+static bool listed_names(const struct cache_listed *listed, const struct index_object *latest)
 {
-	struct index_object latest, found = { 0 };
-	struct http_request req;
+	return listed && listed->size >= 0 && (uint64_t)listed->size == latest->size &&
+	       etag_same(latest->version, listed->etag);
+}
+
+int cache_object_open(struct cache *c, const char *url, const char *log_name,
+		      const struct cache_listed *listed, struct cache_object **out)
+{
+	struct index_object latest = { 0 }, found = { 0 };
+	struct http_request req = { 0 };
 	struct fetched f = { .cache = c, .url = url, .log_name = log_name };
 	char version[192];
 	void *blob = NULL;
 	size_t blob_len = 0;
 	bool legacy = false, created = false;
-	int err;
+	time_t mtime;
+	int err = 0;
 
 	bool known = index_object_latest(c->index, url, &latest) == 0;
 	bool claimed = !known && probe_claim(c, url, &latest, &known);
-	if (known)
-		err = probe_run(c, url, log_name, 0, &req);	/* just check it is current */
-	else
-		err = fetch_first(c, url, log_name, &req, &f);
-	if (!err)
-		err = answer_version(&req, log_name, version, sizeof(version));
-	if (err)
-		goto fail;
-
-	bool current = known && strcmp(latest.version, version) == 0 &&
-		       latest.size == req.object_size;
-	if (known && !current) {
-		/* changed on the origin: read the new version's header */
-		log_info("%s changed on the origin", log_name);
-		err = fetch_first(c, url, log_name, &req, &f);
+	size_t etag_len = strlen(latest.version);
+	bool current = known && listed_names(listed, &latest) && etag_len < sizeof(f.version.etag);
+	if (current) {
+		/* the listing vouches for it: no request */
+		memcpy(f.version.etag, latest.version, etag_len + 1);
+		f.version.size = latest.size;
+		mtime = listed->mtime;
+	} else {
+		if (known)
+			err = probe_run(c, url, log_name, 0, &req);	/* just check it is current */
+		else
+			err = fetch_first(c, url, log_name, &req, &f);
 		if (!err)
 			err = answer_version(&req, log_name, version, sizeof(version));
 		if (err)
 			goto fail;
+		current = known && strcmp(latest.version, version) == 0 &&
+			  latest.size == req.object_size;
+		if (known && !current) {
+			/* changed on the origin: read the new version's header */
+			log_info("%s changed on the origin", log_name);
+			err = fetch_first(c, url, log_name, &req, &f);
+			if (!err)
+				err = answer_version(&req, log_name, version, sizeof(version));
+			if (err)
+				goto fail;
+		}
+		version_of_answer(&f.version, &req);
+		mtime = http_date_parse(req.last_modified);
 	}
-	version_of_answer(&f.version, &req);
 
-	found.size = req.object_size;
-	found.block_size = c->cfg.block_size;
-	found.header_len = c->cfg.header_len;
-	snprintf(found.version, sizeof(found.version), "%s", version);
 	if (current) {
 		found = latest;
 		indexed_cut(c, &found, log_name, &blob, &blob_len, &legacy);
 	} else {
+		found.size = req.object_size;
+		found.block_size = c->cfg.block_size;
+		found.header_len = c->cfg.header_len;
+		snprintf(found.version, sizeof(found.version), "%s", version);
 		err = parse_tiles(c, &f, &blob, &blob_len);
 		if (err)
 			goto fail;
@@ -393,7 +412,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		   this or another process may still read them */
 	}
 
-	struct cache_object *obj = object_new(c, found.id, url, log_name, &req);
+	struct cache_object *obj = object_new(c, found.id, url, log_name, &f.version, mtime);
 	err = -ENOMEM;
 	if (!obj)
 		goto fail;

@@ -7,6 +7,26 @@
 #include <stdio.h>
 #include <string.h>
 
+/* ETAG without one pair of surrounding double quotes: *len bytes from the
+ * returned pointer. */
+static const char *etag_bare(const char *etag, size_t *len)
+{
+	size_t n = strlen(etag);
+	if (n >= 2 && etag[0] == '"' && etag[n - 1] == '"') {
+		*len = n - 2;
+		return etag + 1;
+	}
+	*len = n;
+	return etag;
+}
+
+bool etag_same(const char *a, const char *b)
+{
+	size_t alen, blen;
+	const char *abare = etag_bare(a, &alen), *bbare = etag_bare(b, &blen);
+	return alen > 0 && alen == blen && memcmp(abare, bbare, alen) == 0;
+}
+
 void version_of_answer(struct version *v, const struct http_request *answer)
 {
 	snprintf(v->etag, sizeof(v->etag), "%s", answer->etag);

@@ -9,6 +9,7 @@
 #ifndef TILEFS_VERSION_H
 #define TILEFS_VERSION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cache/origin/http.h"
@@ -18,6 +19,10 @@ struct version {
 	char last_modified[64];		/* "" when the origin gives none */
 	uint64_t size;
 };
+
+/* Do A and B name the same version: the same ETag, not empty, each with or
+ * without its double quotes (a listing may give them bare)? */
+bool etag_same(const char *a, const char *b);
 
 /* The version ANSWER (a HEAD or GET that succeeded) names. */
 void version_of_answer(struct version *v, const struct http_request *answer);

@@ -39,6 +39,8 @@ struct ns_node {
 					 * a drop of ns->lock: see node_hold() */
 	bool is_dir;
 	int64_t listed_size;		/* -1: unknown until a probe */
+	char *listed_etag;		/* NULL: the listing gave none */
+	time_t listed_mtime;		/* 0: the listing gave none */
 	char *url;			/* from a manifest; NULL: built from the path */
 	/* directories */
 	struct ns_node **children;	/* sorted by name */
@@ -101,6 +103,7 @@ static void node_free(struct ns_node *n)
 	free(n->children);
 	cache_object_unref(n->obj);
 	cache_object_unref(n->older);
+	free(n->listed_etag);
 	free(n->url);
 	free(n->name);
 	free(n);
@@ -228,7 +231,7 @@ struct listing {
 	size_t n, cap;
 };
 
-static int listing_add(void *arg, const char *name, bool is_dir, int64_t size)
+static int listing_add(void *arg, const struct listing_entry *e)
 {
 	struct listing *l = arg;
 	if (l->n >= MAX_ENTRIES) {
@@ -244,10 +247,15 @@ static int listing_add(void *arg, const char *name, bool is_dir, int64_t size)
 		l->nodes = grown;
 		l->cap = cap;
 	}
-	struct ns_node *n = node_new(name, is_dir, NULL);
+	struct ns_node *n = node_new(e->name, e->is_dir, NULL);
 	if (!n)
 		return -ENOMEM;
-	n->listed_size = size;
+	n->listed_size = e->size;
+	n->listed_mtime = e->mtime;
+	if (e->etag[0] && !(n->listed_etag = strdup(e->etag))) {
+		node_free(n);
+		return -ENOMEM;
+	}
 	l->nodes[l->n++] = n;
 	return 0;
 }
@@ -335,6 +343,16 @@ static void count_bytes(struct namespace *ns, struct ns_node *dir)
 	tell_cache_bytes(ns);
 }
 
+/* Does N's listing say its pinned version is no longer the current one (a
+ * size or an ETag that differ)? ns->lock held. */
+static bool listing_disagrees(const struct ns_node *n)
+{
+	if (n->listed_size >= 0 && (uint64_t)n->listed_size != cache_object_size(n->obj))
+		return true;
+	struct cache_listed l = { n->listed_etag, n->listed_size, 0 };
+	return n->listed_etag && !cache_object_listed(n->obj, &l);
+}
+
 /* dir_refresh() with DIR held. */
 static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 {
@@ -367,11 +385,15 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 			}
 			struct ns_node *old = child_find(dir, l.nodes[i]->name, NULL);
 			if (old && old->is_dir == l.nodes[i]->is_dir) {
-				old->listed_size = l.nodes[i]->listed_size;
-				if (old->obj && old->listed_size >= 0 &&
-				    (uint64_t)old->listed_size != cache_object_size(old->obj))
+				struct ns_node *fresh = l.nodes[i];
+				old->listed_size = fresh->listed_size;
+				old->listed_mtime = fresh->listed_mtime;
+				free(old->listed_etag);
+				old->listed_etag = fresh->listed_etag;
+				fresh->listed_etag = NULL;
+				if (old->obj && listing_disagrees(old))
 					old->outdated = true;	/* changed on the origin */
-				node_free(l.nodes[i]);
+				node_free(fresh);
 				l.nodes[kept++] = old;
 			} else {
 				l.nodes[i]->parent = dir;
@@ -450,12 +472,30 @@ static int resolve(struct namespace *ns, const char *path, struct ns_node **out)
 
 /* ---- files ---- */
 
+/* What N's directory listing says of N, if the listing is younger than
+ * the ttl and gave an ETag (else false); ETAG holds 128 bytes.
+ * ns->lock held. */
+static bool listed_fresh(const struct namespace *ns, const struct ns_node *n,
+			 struct cache_listed *out, char *etag)
+{
+	const struct ns_node *dir = n->parent;
+	if (!n->listed_etag || !dir || !dir->listed || time(NULL) - dir->listed_at >= ns->ttl_s)
+		return false;
+	snprintf(etag, 128, "%s", n->listed_etag);
+	*out = (struct cache_listed){ etag, n->listed_size, n->listed_mtime };
+	return true;
+}
+
 /* file_validate() with N held. */
 static int file_validate_held(struct namespace *ns, struct ns_node *n, bool *unchanged)
 {
+	struct cache_listed listed;
+	char etag[128];
 	for (;;) {
+		bool fresh = listed_fresh(ns, n, &listed, etag);
 		if (n->obj && !cache_object_stale(n->obj) && !n->outdated &&
-		    time(NULL) - n->validated_at < ns->ttl_s) {
+		    (time(NULL) - n->validated_at < ns->ttl_s ||
+		     (fresh && cache_object_listed(n->obj, &listed)))) {
 			*unchanged = true;
 			return 0;
 		}
@@ -464,12 +504,14 @@ static int file_validate_held(struct namespace *ns, struct ns_node *n, bool *unc
 		pthread_cond_wait(&ns->done, &ns->lock);
 	}
 	n->busy = true;
+	bool fresh = listed_fresh(ns, n, &listed, etag);
 	char *path = node_path(n);
 	char *url = n->url ? strdup(n->url) : path ? source_object_url(ns->src, path) : NULL;
 	pthread_mutex_unlock(&ns->lock);
 
 	struct cache_object *obj = NULL;
-	int err = url ? cache_object_open(ns->cache, url, path, &obj) : -ENOMEM;
+	int err = url ? cache_object_open(ns->cache, url, path, fresh ? &listed : NULL, &obj)
+		      : -ENOMEM;
 	free(url);
 	free(path);
 
@@ -577,22 +619,25 @@ int ns_open(struct namespace *ns, const char *path, struct cache_object **out, b
 	return err;
 }
 
-/* ---- manifests ---- */
-
-/* Add the file at relative PATH (URL: explicit, or NULL); ns->lock held. */
-char *ns_url(struct namespace *ns, const char *path)
+char *ns_url(struct namespace *ns, const char *path, struct cache_listed *listed, char *etag)
 {
 	struct ns_node *n;
 	char *url = NULL;
 
+	*listed = (struct cache_listed){ "", -1, 0 };
 	pthread_mutex_lock(&ns->lock);
-	if (resolve(ns, path, &n) == 0 && !n->is_dir)
+	if (resolve(ns, path, &n) == 0 && !n->is_dir) {
 		url = n->url ? strdup(n->url) : source_object_url(ns->src, path);
+		listed_fresh(ns, n, listed, etag);
+	}
 	ns_reap(ns);
 	pthread_mutex_unlock(&ns->lock);
 	return url;
 }
 
+/* ---- manifests ---- */
+
+/* Add the file at relative PATH (URL: explicit, or NULL); ns->lock held. */
 static int manifest_add(struct namespace *ns, char *path, const char *url)
 {
 	struct ns_node *dir = ns->root;

@@ -21,6 +21,7 @@
 #include <time.h>
 
 struct cache;
+struct cache_listed;
 struct cache_object;
 struct http_client;
 struct namespace;
@@ -55,8 +56,10 @@ int ns_readdir(struct namespace *ns, const char *path, ns_fill_fn fill, void *ar
 int ns_open(struct namespace *ns, const char *path, struct cache_object **out, bool *unchanged,
 	    bool *older_open);
 
-/* The URL the file at PATH is read from (NULL: no such file); caller frees. */
-char *ns_url(struct namespace *ns, const char *path);
+/* The URL the file at PATH is read from (NULL: no such file); caller frees.
+ * *LISTED gets what a listing younger than the ttl said of it (for
+ * cache_object_open(); its etag is in ETAG, 128 bytes), or an empty etag. */
+char *ns_url(struct namespace *ns, const char *path, struct cache_listed *listed, char *etag);
 /* What to tell the user when listing SRC failed with ERR, and what to try. */
 void ns_list_error(const struct source *src, int err, char *buf, size_t len);
 

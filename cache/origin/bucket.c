@@ -132,7 +132,11 @@ int bucket_listing_parse(const char *prefix, const char *body, size_t len,
 		if (!xml_text(item, "Key", key, sizeof(key)) ||
 		    !relative_name(key, prefix, url_encoded, &is_dir) || is_dir)
 			continue;
-		int err = add(arg, key, false, xml_size(item, "Size"));
+		char etag[128] = "";
+		xml_text(item, "ETag", etag, sizeof(etag));
+		struct listing_entry e = { .name = key, .size = xml_size(item, "Size"),
+					   .etag = etag, .mtime = xml_time(item, "LastModified") };
+		int err = add(arg, &e);
 		if (err)
 			return err;
 	}
@@ -141,7 +145,8 @@ int bucket_listing_parse(const char *prefix, const char *body, size_t len,
 		if (!xml_text(item, "Prefix", key, sizeof(key)) ||
 		    !relative_name(key, prefix, url_encoded, &is_dir))
 			continue;
-		int err = add(arg, key, true, -1);
+		struct listing_entry e = { .name = key, .is_dir = true, .size = -1, .etag = "" };
+		int err = add(arg, &e);
 		if (err)
 			return err;
 	}

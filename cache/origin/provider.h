@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "cache/origin/http.h"
 #include "cache/origin/url.h"	/* for callers that log URLs */
@@ -33,8 +34,20 @@ struct source_options {
 	const char *tier_secret;	/* sent to the tier alone, or NULL */
 };
 
-/* One listing entry; size is -1 when the listing does not give it exactly. */
-typedef int (*listing_entry_fn)(void *arg, const char *name, bool is_dir, int64_t size);
+/*
+ * One listing entry. size is -1 when the listing does not give it exactly;
+ * etag is "" and mtime 0 when it gives none. A file's ETag is the one a
+ * HEAD of it would answer, maybe without the quotes (version.h's
+ * etag_same() compares them).
+ */
+struct listing_entry {
+	const char *name;
+	bool is_dir;
+	int64_t size;
+	const char *etag;
+	time_t mtime;
+};
+typedef int (*listing_entry_fn)(void *arg, const struct listing_entry *e);
 
 /* Fields every provider's source starts with. */
 struct source {

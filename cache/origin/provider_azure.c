@@ -413,12 +413,20 @@ static bool entry_name(struct xml_span item, const char *prefix, const char *dir
 	return true;
 }
 
-/* <Content-Length> under <Properties>, or -1. */
-static int64_t entry_size(struct xml_span item)
+/* What <Properties> says of a blob: its Content-Length, Etag and
+ * Last-Modified (ETAG holds 128 bytes). */
+static void entry_properties(struct xml_span item, struct listing_entry *e, char *etag)
 {
 	struct xml_span props;
 	size_t pos = 0;
-	return xml_next(item, "Properties", &pos, &props) ? xml_size(props, "Content-Length") : -1;
+	e->size = -1;
+	e->etag = etag;
+	etag[0] = '\0';
+	if (!xml_next(item, "Properties", &pos, &props))
+		return;
+	e->size = xml_size(props, "Content-Length");
+	xml_text(props, "Etag", etag, 128);
+	e->mtime = xml_time(props, "Last-Modified");
 }
 
 static int azure_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
@@ -447,8 +455,14 @@ static int azure_parse_listing(struct source *src, const char *dir, const char *
 			bool is_dir = k == 1;
 			size_t at = 0;
 			while (!rc && xml_next(blobs, kinds[k], &at, &item)) {
-				if (entry_name(item, prefix, dir, is_dir, name, AZURE_NAME_MAX))
-					rc = add(arg, name, is_dir, is_dir ? -1 : entry_size(item));
+				if (!entry_name(item, prefix, dir, is_dir, name, AZURE_NAME_MAX))
+					continue;
+				char etag[128] = "";
+				struct listing_entry e = { .name = name, .is_dir = is_dir,
+							   .size = -1, .etag = etag };
+				if (!is_dir)
+					entry_properties(item, &e, etag);
+				rc = add(arg, &e);
 			}
 		}
 	}

@@ -273,7 +273,8 @@ static int http_parse_listing(struct source *src, const char *dir, const char *b
 		int64_t size = -1;
 		if (!is_dir && link_end)
 			size = size_after_link(link_end + 4, entry_end);
-		int rc = add(arg, href, is_dir, size);
+		struct listing_entry e = { .name = href, .is_dir = is_dir, .size = size, .etag = "" };
+		int rc = add(arg, &e);
 		if (rc)
 			return rc;
 	}

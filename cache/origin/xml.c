@@ -2,9 +2,11 @@
  * xml.c - see xml.h.
  */
 #include "cache/origin/xml.h"
+#include "cache/origin/http.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,4 +95,26 @@ int64_t xml_size(struct xml_span in, const char *name)
 	errno = 0;
 	long long size = strtoll(text, &end, 10);
 	return *end || errno ? -1 : size;
+}
+
+time_t xml_time(struct xml_span in, const char *name)
+{
+	char text[64];
+	struct tm tm = { 0 };
+	int used = 0;
+	if (!xml_text(in, name, text, sizeof(text)))
+		return 0;
+	if (sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6)
+		return http_date_parse(text);
+	const char *zone = text + used;
+	if (*zone == '.')
+		zone += 1 + strspn(zone + 1, "0123456789");
+	if (strcmp(zone, "Z") != 0 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+	    tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+		return 0;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	time_t t = timegm(&tm);
+	return t < 0 ? 0 : t;
 }

@@ -44,16 +44,53 @@ assert numpy.array_equal(a.read(window=w), b.read(window=w)), "windows differ"
 PY
 }
 
-@test "s3: a remount on the same cache dir reads everything without a data GET" {
+@test "s3: a remount on the same cache dir reads everything without a data GET or a HEAD" {
 	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT"
 	cmp_tree "$SAMPLES" "$MNT"
 	tilefs_umount "$MNT"
-	local before
+	local before heads
 	before=$(s3_data_gets)
+	heads=$(s3_object_200s)
 	[ "$before" -gt 0 ]
 	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT"
 	cmp_tree "$SAMPLES" "$MNT"
 	assert_eq "$(s3_data_gets)" "$before" "ranged GETs after the remount"
+	# the listing's ETags say the cached versions are current
+	assert_eq "$(s3_object_200s)" "$heads" "HEADs after the remount"
+}
+
+@test "s3: an object rewritten at the same size while unmounted: the remount reads the new bytes" {
+	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT"
+	cmp_tree "$SAMPLES" "$MNT"
+	tilefs_umount "$MNT"
+	mkdir -p "$T/new"
+	same_size_rewrite "$SAMPLES/t512.tif" "$T/new/t512.tif"
+	s3_upload "$T/new" data
+	local heads
+	heads=$(s3_object_200s)
+	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT"
+	cmp "$T/new/t512.tif" "$MNT/t512.tif" || fail "the remount served the old version"
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	# the changed ETag costs t512.tif a HEAD (which also shows the log counts them)
+	assert_eq "$(s3_object_200s)" "$((heads + 1))" "HEADs after the remount"
+}
+
+@test "s3: warm twice: the second run asks for nothing but listings (their ETags vouch)" {
+	local c=$T/cache heads gets
+	tilefs_run warm --cache-dir "$c" --endpoint "$S3_ENDPOINT" "s3://$S3_BUCKET/data"
+	assert_eq "$status" 0 "exit status of the first warm"
+	gets=$(s3_data_gets)
+	heads=$(s3_object_200s)
+	[ "$gets" -gt 0 ] || fail "the first warm fetched nothing"
+	tilefs_run warm --cache-dir "$c" --endpoint "$S3_ENDPOINT" "s3://$S3_BUCKET/data"
+	assert_eq "$status" 0 "exit status of the second warm"
+	[[ $out == *"0 failed"* ]] || fail "the second warm says: $out"
+	assert_eq "$(s3_data_gets)" "$gets" "ranged GETs of the second warm"
+	assert_eq "$(s3_object_200s)" "$heads" "HEADs of the second warm"
+	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$c"
+	cmp_tree "$SAMPLES" "$MNT"
+	assert_eq "$(s3_data_gets)" "$gets" "ranged GETs through the mount"
+	assert_eq "$(s3_object_200s)" "$heads" "HEADs through the mount"
 }
 
 @test "s3: --page-size 2 lists a directory of more objects than a page holds" {

@@ -22,9 +22,10 @@ static const char *const sources[] = {
 };
 #define NSOURCES (sizeof(sources) / sizeof(sources[0]))
 
-static int check_entry(void *arg, const char *name, bool is_dir, int64_t size)
+static int check_entry(void *arg, const struct listing_entry *e)
 {
-	if (!source_name_valid(name) || size < -1)
+	if (!source_name_valid(e->name) || e->size < -1 || !e->etag || strlen(e->etag) > 127 ||
+	    e->mtime < 0 || (e->is_dir && (e->size != -1 || e->etag[0])))
 		abort();
 	return 0;
 }

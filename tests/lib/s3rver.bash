@@ -4,6 +4,9 @@
 #   s3rver_stop
 #   s3_upload DIR PREFIX     put every file under DIR at PREFIX/<relative path>
 #   s3_data_gets             ranged GETs served so far (206 lines of its log)
+#   s3_object_200s           answers 200 to object requests (not listings,
+#                            not uploads) so far: HEADs, and GETs without a
+#                            range (s3rver's log line loses the method)
 #
 # s3rver checks the access key id (S3RVER) but not the signature; tilefs's
 # signatures are checked against the AWS vectors and botocore instead.
@@ -69,4 +72,8 @@ PY
 
 s3_data_gets() {
 	grep -ac ' 206 ' "$S3_LOG" || true
+}
+
+s3_object_200s() {
+	grep -a ' 200 ' "$S3_LOG" | grep -av 'delimiter=' | grep -avc ' 0b$' || true
 }

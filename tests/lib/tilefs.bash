@@ -61,6 +61,17 @@ assert_enoent() {
 	[[ $e == *"No such file or directory"* ]] || fail "stat $1: $e"
 }
 
+# same_size_rewrite SRC DST: DST gets SRC's bytes with the first 16
+# reversed: another version of the same size.
+same_size_rewrite() {
+	/usr/bin/python3 - "$1" "$2" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(data[:16][::-1] + data[16:])
+PY
+	! cmp -s "$1" "$2" || fail "rewriting $1 changed nothing"
+}
+
 # tilefs_setup: scratch dir T, the sample data set in $T/origin (SAMPLES).
 tilefs_setup() {
 	T=${BATS_TEST_TMPDIR:?run under bats}

@@ -8,21 +8,28 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
+
+#include "cache/origin/provider.h"
 
 struct seen {
 	char names[16][64];
 	int dirs[16];
 	int64_t sizes[16];
+	char etags[16][64];
+	time_t mtimes[16];
 	int n;
 };
 
-static inline int collect(void *arg, const char *name, bool is_dir, int64_t size)
+static inline int collect(void *arg, const struct listing_entry *e)
 {
 	struct seen *s = arg;
 	if (s->n < 16) {
-		snprintf(s->names[s->n], 64, "%s", name);
-		s->dirs[s->n] = is_dir;
-		s->sizes[s->n] = size;
+		snprintf(s->names[s->n], 64, "%s", e->name);
+		s->dirs[s->n] = e->is_dir;
+		s->sizes[s->n] = e->size;
+		snprintf(s->etags[s->n], 64, "%s", e->etag);
+		s->mtimes[s->n] = e->mtime;
 		s->n++;
 	}
 	return 0;

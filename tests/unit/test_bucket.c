@@ -64,7 +64,11 @@ int main(void)
 	CHECK(s.n == 2, "folder marker and '..' skipped (%d entries)", s.n);
 	CHECK(strcmp(s.names[0], "a+b c.tif") == 0 && !s.dirs[0] && s.sizes[0] == 12345,
 	      "url-encoded key decoded, size read: '%s' %lld", s.names[0], (long long)s.sizes[0]);
-	CHECK(strcmp(s.names[1], "sub") == 0 && s.dirs[1], "common prefix is a directory");
+	CHECK(strcmp(s.etags[0], "\"abc\"") == 0 && s.mtimes[0] == 1795338000,
+	      "ETag entity-decoded, LastModified in UTC: %s %lld", s.etags[0],
+	      (long long)s.mtimes[0]);
+	CHECK(strcmp(s.names[1], "sub") == 0 && s.dirs[1] && !s.etags[1][0] && s.mtimes[1] == 0,
+	      "common prefix is a directory, without ETag or time");
 	CHECK(next && strcmp(next, "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=") == 0,
 	      "continuation token");
 	free(next);
@@ -74,6 +78,7 @@ int main(void)
 	      "GCS V1 page parses");
 	CHECK(s.n == 2 && strcmp(s.names[0], "a.tif") == 0 && s.sizes[0] == 7 &&
 	      strcmp(s.names[1], "dir") == 0, "entries");
+	CHECK(!s.etags[0][0] && s.mtimes[0] == 0, "no ETag or LastModified: none reported");
 	CHECK(next && strcmp(next, "b & c.tif") == 0, "next marker, entity decoded");
 	free(next);
 
@@ -81,13 +86,15 @@ int main(void)
 		"<ListBucketResult><Contents><Key>a.tif</Key><Size>-336618</Size></Contents>"
 		"<Contents><Key>b.tif</Key><Size>12x</Size></Contents>"
 		"<Contents><Key>c.tif</Key><Size>99999999999999999999</Size></Contents>"
-		"<Contents><Key>d.tif</Key></Contents></ListBucketResult>";
+		"<Contents><Key>d.tif</Key><LastModified>2026-13-01T00:00:00Z</LastModified></Contents>"
+		"</ListBucketResult>";
 	memset(&s, 0, sizeof(s));
 	CHECK(bucket_listing_parse("", odd_sizes, strlen(odd_sizes), collect, &s, &next) == 0 &&
 	      s.n == 4 && s.sizes[0] == -1 && s.sizes[1] == -1 && s.sizes[2] == -1 &&
 	      s.sizes[3] == -1, "a negative, malformed, overflowing or missing Size: unknown "
 	      "(%lld %lld %lld %lld)", (long long)s.sizes[0], (long long)s.sizes[1],
 	      (long long)s.sizes[2], (long long)s.sizes[3]);
+	CHECK(s.mtimes[3] == 0, "a month 13 is no time");
 	free(next);
 	next = NULL;
 

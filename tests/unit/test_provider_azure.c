@@ -257,6 +257,10 @@ static void test_listing(void)
 	i = find(&s, "a b&c.tif");
 	CHECK(i >= 0 && !s.dirs[i] && s.sizes[i] == 123456789012LL,
 	      "blob, entity decoded, 64-bit Content-Length (%lld)", i >= 0 ? (long long)s.sizes[i] : -1LL);
+	CHECK(i >= 0 && strcmp(s.etags[i], "0x1FF51A2C4490330") == 0 && s.mtimes[i] == 1795340517,
+	      "Etag and Last-Modified read from Properties");
+	i = find(&s, "x+y%z.tif");
+	CHECK(i >= 0 && !s.etags[i][0] && s.mtimes[i] == 0, "no Etag or Last-Modified: none");
 	i = find(&s, "x+y%z.tif");
 	CHECK(i >= 0 && !s.dirs[i] && s.sizes[i] == 8, "Encoded=\"true\" name decoded");
 	CHECK(find(&s, "x\ry.tif") < 0, "an Encoded name decoding to a control character is refused");

@@ -28,7 +28,7 @@ static const char apache_page[] =
 	"</table>";
 
 /* Count entries (collect() keeps only the first 16). */
-static int count_entries(void *arg, const char *name, bool is_dir, int64_t size)
+static int count_entries(void *arg, const struct listing_entry *e)
 {
 	((struct seen *)arg)->n++;
 	return 0;

@@ -57,5 +57,11 @@ int main(void)
 	CHECK(version_verdict(&v, &r) == -EIO, "other errors stay what they are");
 	r = answer("", "", 0, -EACCES);
 	CHECK(version_verdict(&v, &r) == -EACCES, "even 403");
+	CHECK(etag_same("\"0x1FF5\"", "0x1FF5") && etag_same("0x1FF5", "\"0x1FF5\"") &&
+	      etag_same("\"abc\"", "\"abc\""), "ETags with and without quotes are the same");
+	CHECK(!etag_same("\"abc\"", "\"abd\"") && !etag_same("\"abc\"", "abc\"") &&
+	      !etag_same("W/\"abc\"", "\"abc\""), "another ETag, a stray quote, a weak one: not");
+	CHECK(!etag_same("", "") && !etag_same("\"\"", "") && !etag_same("lm:x", ""),
+	      "an empty ETag names no version");
 	return check_done();
 }
