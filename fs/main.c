@@ -255,7 +255,7 @@ static int cmd_mount(int argc, char **argv)
 		struct ns_attr root;
 		err = ns_getattr(stack.ns, "", &root);
 		if (!err)
-			err = ns_readdir(stack.ns, "", NULL, NULL);
+			err = ns_readdir(stack.ns, "", 0, NULL, NULL);
 		if (err) {
 			ns_list_error(stack.src, err, err_text, sizeof(err_text));
 			fprintf(stderr, "tilefs: %s\n", err_text);

@@ -167,7 +167,7 @@ static void *level_worker(void *arg)
 		if (stop)
 			return NULL;
 		struct walk k = { .g = v->g, .dir = v->dirs[i], .pattern = v->pattern };
-		int err = ns_readdir(v->g->ns, k.dir, walk_entry, &k);
+		int err = ns_readdir(v->g->ns, k.dir, 0, walk_entry, &k);
 		if (!err)
 			err = k.err;
 		pthread_mutex_lock(&v->lock);

@@ -574,7 +574,8 @@ int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out)
 	return err;
 }
 
-int ns_readdir(struct namespace *ns, const char *path, ns_fill_fn fill, void *arg)
+int ns_readdir(struct namespace *ns, const char *path, size_t start, ns_fill_fn fill,
+	       void *arg)
 {
 	struct ns_node *dir;
 
@@ -584,7 +585,7 @@ int ns_readdir(struct namespace *ns, const char *path, ns_fill_fn fill, void *ar
 		err = -ENOTDIR;
 	if (!err)
 		err = dir_refresh(ns, dir);
-	for (size_t i = 0; !err && fill && i < dir->nchildren; i++) {
+	for (size_t i = start; !err && fill && i < dir->nchildren; i++) {
 		struct ns_attr attr;
 		attr_of(ns, dir->children[i], &attr);
 		if (fill(arg, dir->children[i]->name, &attr))

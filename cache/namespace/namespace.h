@@ -47,8 +47,12 @@ int ns_load_manifest(struct namespace *ns, const char *path, char *err, size_t e
 
 int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out);
 
+/* List the directory at PATH, calling fill() for its entries in name
+ * order from the START-th (0: the first) until fill() returns nonzero.
+ * FILL may be NULL: just make the listing current. */
 typedef int (*ns_fill_fn)(void *arg, const char *name, const struct ns_attr *attr);
-int ns_readdir(struct namespace *ns, const char *path, ns_fill_fn fill, void *arg);
+int ns_readdir(struct namespace *ns, const char *path, size_t start, ns_fill_fn fill,
+	       void *arg);
 
 /* Pin the current version of the file at PATH; *unchanged says whether it
  * is the version the previous open got, *older_open whether files of an

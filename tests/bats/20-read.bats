@@ -105,6 +105,10 @@ copy_corpus() {
 	assert_eq "$(ls -A "$MNT/nested/deeper")" "small.tif" "ls of nested/deeper/"
 	[ -d "$MNT/nested" ] && [ -d "$MNT/nested/deeper" ] || fail "nested dirs are not directories"
 	[ -f "$MNT/t256.tif" ] || fail "t256.tif is not a regular file"
+	# the types readdir gives (d_type: scandir asks no stat)
+	local types='import os, sys
+print(sorted((e.name, e.is_dir(follow_symlinks=False)) for e in os.scandir(sys.argv[1])))'
+	assert_eq "$("$PY" -c "$types" "$MNT")" "$("$PY" -c "$types" "$SAMPLES")" "entry types in the root"
 	local f
 	while IFS= read -r f; do
 		assert_eq "$(stat -c %s "$MNT/$f")" "$(stat -c %s "$SAMPLES/$f")" "size of $f" || return 1
