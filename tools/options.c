@@ -48,7 +48,8 @@ static const struct option_def defs[] = {
 	{ "header-size", M | W, 0, OPT_SIZE, OFF(header_size), "SIZE", "64K",
 	  INDEX_HEADER_LEN_MIN, INDEX_HEADER_LEN_MAX,
 	  "bytes fetched when a file is first opened: a COG's IFDs and tile\n"
-	  "index usually fit, so opening costs one request" },
+	  "index usually fit, so opening costs one request (a file listed no\n"
+	  "larger than 4 times this is fetched whole)" },
 	{ "prefetch", M, 0, OPT_PREFETCH, OFF(prefetch), "POLICY", "auto", 0, 0,
 	  "what a tile read also fetches: none, neighbors (the tiles around\n"
 	  "it), row (the rest of its tile row), object (the whole file, in the\n"

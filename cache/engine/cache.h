@@ -70,7 +70,8 @@ struct cache_listed {
  * Find the current version of the object at URL and pin it: with no
  * request when LISTED (or NULL) names the version cached by its ETag and
  * size, else a HEAD when some version is cached, else a GET of its first
- * unit, which is kept. Caller releases with cache_object_unref().
+ * unit (all of it, when LISTED says it is small), which is kept. Caller
+ * releases with cache_object_unref().
  */
 int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		      const struct cache_listed *listed, struct cache_object **out);

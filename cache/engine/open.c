@@ -34,6 +34,8 @@
 
 #define PARSE_FETCHES_MAX 16		/* GETs the TIFF parser may cause */
 #define PARSE_CHUNK (1u << 20)		/* bytes each of them asks for */
+#define WHOLE_HEADERS 4			/* a file listed no larger than this many
+					   header_lens is fetched whole at once */
 
 /* The claims-table key of "probing URL": negative, so never an object id;
  * of the URL without its query, as the index keys it. */
@@ -207,11 +209,19 @@ static int probe_run(struct cache *c, const char *url, const char *log_name, uin
 	return http_run(c->http, req);
 }
 
-/* GET the first header_len bytes of URL into F (an empty object: HEAD). */
+/*
+ * GET the first header_len bytes of URL into F (an empty object: HEAD),
+ * or all of it when LISTED says it is small: a file of chips, one tile
+ * each, is then read with one request, not a header and then its tile.
+ */
 static int fetch_first(struct cache *c, const char *url, const char *log_name,
-		       struct http_request *req, struct fetched *f)
+		       const struct cache_listed *listed, struct http_request *req,
+		       struct fetched *f)
 {
-	int err = probe_run(c, url, log_name, c->cfg.header_len, req);
+	uint64_t len = c->cfg.header_len;
+	if (listed && listed->size > (int64_t)len && (uint64_t)listed->size <= WHOLE_HEADERS * len)
+		len = (uint64_t)listed->size;
+	int err = probe_run(c, url, log_name, len, req);
 	if (err == -ERANGE) {
 		free(req->body);
 		err = probe_run(c, url, log_name, 0, req);
@@ -363,7 +373,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		if (known)
 			err = probe_run(c, url, log_name, 0, &req);	/* just check it is current */
 		else
-			err = fetch_first(c, url, log_name, &req, &f);
+			err = fetch_first(c, url, log_name, listed, &req, &f);
 		if (!err)
 			err = answer_version(&req, log_name, version, sizeof(version));
 		if (err)
@@ -373,7 +383,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		if (known && !current) {
 			/* changed on the origin: read the new version's header */
 			log_info("%s changed on the origin", log_name);
-			err = fetch_first(c, url, log_name, &req, &f);
+			err = fetch_first(c, url, log_name, listed, &req, &f);
 			if (!err)
 				err = answer_version(&req, log_name, version, sizeof(version));
 			if (err)

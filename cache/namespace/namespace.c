@@ -473,15 +473,14 @@ static int resolve(struct namespace *ns, const char *path, struct ns_node **out)
 /* ---- files ---- */
 
 /* What N's directory listing says of N, if the listing is younger than
- * the ttl and gave an ETag (else false); ETAG holds 128 bytes.
- * ns->lock held. */
+ * the ttl (else false); ETAG holds 128 bytes. ns->lock held. */
 static bool listed_fresh(const struct namespace *ns, const struct ns_node *n,
 			 struct cache_listed *out, char *etag)
 {
 	const struct ns_node *dir = n->parent;
-	if (!n->listed_etag || !dir || !dir->listed || time(NULL) - dir->listed_at >= ns->ttl_s)
+	if (!dir || !dir->listed || time(NULL) - dir->listed_at >= ns->ttl_s)
 		return false;
-	snprintf(etag, 128, "%s", n->listed_etag);
+	snprintf(etag, 128, "%s", n->listed_etag ? n->listed_etag : "");
 	*out = (struct cache_listed){ etag, n->listed_size, n->listed_mtime };
 	return true;
 }

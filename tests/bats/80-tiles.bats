@@ -207,6 +207,41 @@ warn_count() {
 	[ "$rc" = 0 ] || fail "request accounting failed (see above)"
 }
 
+@test "a chip file listed at no more than 4 --header-size is read with one GET; a larger one is not" {
+	mkdir -p "$T/web"
+	"$PY" - "$T/web" <<'PYEOF'
+import sys
+import numpy as np
+import rasterio
+from rasterio.transform import from_origin
+rng = np.random.default_rng(81)
+for name, side in (("chip.tif", 256), ("big.tif", 512)):
+    a = rng.integers(0, 4000, (1, side, side)).astype("uint16")
+    with rasterio.open(sys.argv[1] + "/" + name, "w", driver="COG", width=side, height=side,
+                       count=1, dtype="uint16", crs="EPSG:32633", blocksize=side,
+                       compress="deflate", transform=from_origin(500000, 5000000, 10, 10)) as d:
+        d.write(a)
+PYEOF
+	local chip big
+	chip=$(stat -c %s "$T/web/chip.tif")
+	big=$(stat -c %s "$T/web/big.tif")
+	[ "$chip" -gt 65536 ] && [ "$chip" -le 262144 ] && [ "$big" -gt 262144 ] ||
+		fail "sizes out of the cases: chip $chip, big $big bytes"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	ls "$MNT" >/dev/null
+	origin_log_reset
+	run_to 60 "$PY" "$TESTS_LIB/rio_compare.py" "$MNT/chip.tif" "$T/web/chip.tif"
+	run_to 60 "$PY" "$TESTS_LIB/rio_compare.py" "$MNT/big.tif" "$T/web/big.tif"
+	cmp "$T/web/chip.tif" "$MNT/chip.tif"
+	assert_eq "$(origin_select 'm == "GET" && u == "/chip.tif"' | wc -l)" 1 "GETs of chip.tif"
+	assert_eq "$(origin_select 'm == "GET" && u == "/chip.tif" && r == "bytes=0-'$((chip - 1))'"' | wc -l)" 1 \
+		"chip.tif's GET is all of it"
+	assert_eq "$(origin_select 'm == "GET" && u == "/big.tif" && r == "bytes=0-65535"' | wc -l)" 1 \
+		"big.tif's first GET is its header"
+	tilefs_umount "$MNT"
+}
+
 @test "default options: a remount on the same --cache-dir opens a COG without any GET" {
 	make_tile_cogs "$T/web"
 	origin_start "$T/web"
