@@ -51,17 +51,24 @@ WORKLOADS = {
     "epochs": (5, "chips/s", "three epochs over the same chips, one mount"),
     "opens": (6, "opens/s", "1,000 opens + metadata + sidecar probes (GDAL readdir on)"),
     "preads": (7, "tiles/s", "raw preads of whole tiles, no decoding"),
+    "chipset": (1, "chips/s", "random whole files of a chip set: 1,500 256x256 files in one "
+                "directory (chipset/)"),
 }
 QUICK_WORKLOADS = ["chips", "chips-s2", "chips-landsat", "chips-torch", "full", "epochs",
-                   "opens", "preads"]
+                   "opens", "preads", "chipset"]
+# gen_data.py's directory of chip files: the chipset workload's alone, kept
+# out of every other workload's files
+CHIPSET = "chipset"
 # chips in one data set of gen_data.py: workload name -> (its directory, what
 # its files are like)
 CHIP_SETS = {"chips-s2": ("s2", "S2-like"), "chips-landsat": ("landsat", "Landsat-like")}
 FULL_WORKLOADS = list(WORKLOADS)
 
 SIZES = {
-    "quick": {"chips": 200, "aligned": 200, "epochs": 100, "opens": 1000, "preads": 300},
-    "full": {"chips": 2000, "aligned": 1000, "epochs": 600, "opens": 1000, "preads": 2000},
+    "quick": {"chips": 200, "aligned": 200, "epochs": 100, "opens": 1000, "preads": 300,
+              "chipset": 600},
+    "full": {"chips": 2000, "aligned": 1000, "epochs": 600, "opens": 1000, "preads": 2000,
+             "chipset": 2000},
 }
 
 VSI_TUNED = {"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
@@ -96,7 +103,7 @@ def scan_data(root):
     files = []
     for kind in sorted(os.listdir(root)):
         d = os.path.join(root, kind)
-        if not os.path.isdir(d):
+        if not os.path.isdir(d) or kind == CHIPSET:
             continue
         for name in sorted(os.listdir(d)):
             if not name.endswith(".tif"):
@@ -124,7 +131,14 @@ def scan_data(root):
     return files
 
 
-def plan(files, mode, sizes, seed=20240601):
+def chipset_paths(root):
+    """The chip files of the chipset workload, relative to root."""
+    d = os.path.join(root, CHIPSET)
+    names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+    return [CHIPSET + "/" + n for n in names if n.endswith(".tif")]
+
+
+def plan(files, mode, sizes, chipset=(), seed=20240601):
     """The items of every workload: identical for every contestant."""
     rng = random.Random(seed)
     tiled = [f for f in files if f["tiled"]]
@@ -167,6 +181,8 @@ def plan(files, mode, sizes, seed=20240601):
     # last, so the items above stay what they were before these existed
     for wl, (kind, _) in CHIP_SETS.items():
         items[wl] = chips(sizes["chips"], kind=kind)
+    items["chipset"] = [{"op": "full", "path": rng.choice(chipset)}
+                        for _ in range(sizes["chipset"])] if chipset else []
     return items
 
 
@@ -939,7 +955,7 @@ def main():
     files = scan_data(ctx.data)
     total = sum(f["size"] for f in files)
     log("data: %d files, %.0f MB in %s" % (len(files), total / 1e6, ctx.data))
-    ctx.items = plan(files, mode, SIZES[mode])
+    ctx.items = plan(files, mode, SIZES[mode], chipset_paths(ctx.data))
     ctx.scratch = tempfile.mkdtemp(prefix="tilefs-bench.")
     os.makedirs(os.path.join(ctx.scratch, "cache"))
     os.makedirs(os.path.join(ctx.scratch, "mnt"))

@@ -13,6 +13,9 @@ set has the same bytes and nginx gives it the same ETags.
             DEFLATE
   striped/  plain GeoTIFF, 1 band uint16, strips, no compression, no
             overviews, IFD wherever GDAL puts it
+  chipset/  a training set of chips: 1,500 files of 256x256, 1 band uint16,
+            one tile each, DEFLATE, all in one directory (GDAL reads the
+            directory at every open, up to 1,000 names)
 
 Pixels are smooth fields plus noise, so DEFLATE and ZSTD compress them about
 as much as real imagery (2-3x), not the 100x of a constant image.
@@ -30,7 +33,7 @@ from osgeo import gdal
 
 gdal.UseExceptions()
 
-DATA_VERSION = 2  # 1: every COG DEFLATE; 2: landsat ZSTD
+DATA_VERSION = 3  # 1: every COG DEFLATE; 2: landsat ZSTD; 3: chipset/
 
 SETS = {
     # name: (count, width, height, bands, dtype, block or None, COG compression
@@ -40,12 +43,14 @@ SETS = {
         "landsat": (2, 2048, 2048, 1, "uint16", 512, "ZSTD"),
         "naip": (2, 2048, 2048, 4, "uint8", 512, "DEFLATE"),
         "striped": (1, 2048, 2048, 1, "uint16", None, None),
+        "chipset": (1500, 256, 256, 1, "uint16", 256, "DEFLATE"),
     },
     "full": {
         "s2": (4, 10980, 10980, 1, "uint16", 1024, "DEFLATE"),
         "landsat": (4, 7680, 7680, 1, "uint16", 512, "ZSTD"),
         "naip": (4, 6144, 6144, 4, "uint8", 512, "DEFLATE"),
         "striped": (2, 6144, 6144, 1, "uint16", None, None),
+        "chipset": (1500, 256, 256, 1, "uint16", 256, "DEFLATE"),
     },
 }
 
@@ -107,12 +112,13 @@ def generate(mode, dest):
             else:
                 arr = np.stack([field(rng, h, w, 20, 230, 6) for _ in range(bands)])
                 arr = np.clip(np.round(arr), 0, 255).astype(np.uint8)
-            name = "%s_%02d.tif" % (kind, i)
+            name = "%s_%0*d.tif" % (kind, 4 if count > 100 else 2, i)
             path = os.path.join(tmp, kind, name)
             write(path, arr, dtype, block, compress)
             del arr
-            print("  %s/%s: %.1f MB in %.1f s" % (kind, name, os.path.getsize(path) / 1e6,
-                                                 time.time() - t0), flush=True)
+            if count <= 100 or i % 500 == 0:
+                print("  %s/%s: %.1f MB in %.1f s" % (kind, name, os.path.getsize(path) / 1e6,
+                                                     time.time() - t0), flush=True)
     for root, dirs, files in os.walk(tmp):
         for n in dirs + files:
             os.utime(os.path.join(root, n), (MTIME, MTIME))
