@@ -552,8 +552,11 @@ static void attr_of(struct namespace *ns, const struct ns_node *n, struct ns_att
 		out->size = cache_object_size(n->obj);
 		if (cache_object_mtime(n->obj))
 			out->mtime = cache_object_mtime(n->obj);
-	} else if (n->listed_size >= 0) {
-		out->size = (uint64_t)n->listed_size;
+	} else {
+		if (n->listed_size >= 0)
+			out->size = (uint64_t)n->listed_size;
+		if (n->listed_mtime)
+			out->mtime = n->listed_mtime;
 	}
 }
 

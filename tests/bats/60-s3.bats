@@ -32,6 +32,21 @@ teardown() {
 	done
 }
 
+@test "s3: a file's mtime is its Last-Modified before it is ever opened (from the listing)" {
+	sleep 2		# the mount's start time is not the upload's
+	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT"
+	local listed lm
+	listed=$(stat -c %Y "$MNT/t256.tif")
+	lm=$(/usr/bin/python3 - "$S3_ENDPOINT" "$S3_BUCKET" data/t256.tif <<'PY'
+import sys, boto3
+s3 = boto3.client("s3", endpoint_url=sys.argv[1], aws_access_key_id="S3RVER",
+                  aws_secret_access_key="S3RVER", region_name="us-east-1")
+print(int(s3.head_object(Bucket=sys.argv[2], Key=sys.argv[3])["LastModified"].timestamp()))
+PY
+)
+	assert_eq "$listed" "$lm" "mtime of t256.tif, not yet opened"
+}
+
 @test "s3: rasterio reads the same window through the mount" {
 	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT"
 	local tif
