@@ -188,6 +188,9 @@ void cache_count_fetched(struct cache *c, uint64_t bytes);
  * MTIME (0: unknown). */
 struct cache_object *object_new(struct cache *c, int64_t id, const char *url,
 				const char *log_name, const struct version *v, time_t mtime);
+/* Does LISTED (or NULL) name the version of ETAG and SIZE? (A version
+ * without an ETag, such as an index row's "lm:" one, never matches.) */
+bool listed_names(const struct cache_listed *listed, const char *etag, uint64_t size);
 /* Note that the origin no longer has OBJ's version (logged once per call). */
 void object_mark_stale(struct cache_object *obj);
 

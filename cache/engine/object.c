@@ -72,10 +72,15 @@ time_t cache_object_mtime(const struct cache_object *obj)
 	return obj->mtime;
 }
 
+bool listed_names(const struct cache_listed *listed, const char *etag, uint64_t size)
+{
+	return listed && listed->size >= 0 && (uint64_t)listed->size == size &&
+	       etag_same(etag, listed->etag);
+}
+
 bool cache_object_listed(const struct cache_object *obj, const struct cache_listed *listed)
 {
-	return listed && listed->size >= 0 && (uint64_t)listed->size == obj->version.size &&
-	       etag_same(obj->version.etag, listed->etag);
+	return listed_names(listed, obj->version.etag, obj->version.size);
 }
 
 bool cache_object_same(const struct cache_object *a, const struct cache_object *b)

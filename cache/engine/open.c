@@ -339,14 +339,6 @@ static void known_load(struct cache *c, const struct cache_object *obj)
 	free(v);
 }
 
-/* Does LISTED name the version of row LATEST by its ETag and size? (A
- * row without an ETag holds "lm:" and its Last-Modified: never.) */
-static bool listed_names(const struct cache_listed *listed, const struct index_object *latest)
-{
-	return listed && listed->size >= 0 && (uint64_t)listed->size == latest->size &&
-	       etag_same(latest->version, listed->etag);
-}
-
 int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		      const struct cache_listed *listed, struct cache_object **out)
 {
@@ -363,7 +355,8 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	bool known = index_object_latest(c->index, url, &latest) == 0;
 	bool claimed = !known && probe_claim(c, url, &latest, &known);
 	size_t etag_len = strlen(latest.version);
-	bool current = known && listed_names(listed, &latest) && etag_len < sizeof(f.version.etag);
+	bool current = known && listed_names(listed, latest.version, latest.size) &&
+		       etag_len < sizeof(f.version.etag);
 	if (current) {
 		/* the listing vouches for it: no request */
 		memcpy(f.version.etag, latest.version, etag_len + 1);

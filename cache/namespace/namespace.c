@@ -343,13 +343,21 @@ static void count_bytes(struct namespace *ns, struct ns_node *dir)
 	tell_cache_bytes(ns);
 }
 
+/* What N's last listing said of N; its etag points into N (ns->lock
+ * held while it is used). */
+static struct cache_listed listed_of(const struct ns_node *n)
+{
+	return (struct cache_listed){ n->listed_etag ? n->listed_etag : "", n->listed_size,
+				      n->listed_mtime };
+}
+
 /* Does N's listing say its pinned version is no longer the current one (a
  * size or an ETag that differ)? ns->lock held. */
 static bool listing_disagrees(const struct ns_node *n)
 {
 	if (n->listed_size >= 0 && (uint64_t)n->listed_size != cache_object_size(n->obj))
 		return true;
-	struct cache_listed l = { n->listed_etag, n->listed_size, 0 };
+	struct cache_listed l = listed_of(n);
 	return n->listed_etag && !cache_object_listed(n->obj, &l);
 }
 
@@ -472,29 +480,44 @@ static int resolve(struct namespace *ns, const char *path, struct ns_node **out)
 
 /* ---- files ---- */
 
-/* What N's directory listing says of N, if the listing is younger than
- * the ttl (else false); ETAG holds 128 bytes. ns->lock held. */
-static bool listed_fresh(const struct namespace *ns, const struct ns_node *n,
-			 struct cache_listed *out, char *etag)
+/* Is N's directory listing younger than the ttl? ns->lock held. */
+static bool listing_fresh(const struct namespace *ns, const struct ns_node *n)
 {
 	const struct ns_node *dir = n->parent;
-	if (!dir || !dir->listed || time(NULL) - dir->listed_at >= ns->ttl_s)
+	return dir && dir->listed && time(NULL) - dir->listed_at < ns->ttl_s;
+}
+
+/* What a listing younger than the ttl said of N, for use after ns->lock is
+ * dropped (its etag copied into ETAG, 128 bytes); false if there is none.
+ * ns->lock held. */
+static bool listed_copy(const struct namespace *ns, const struct ns_node *n,
+			struct cache_listed *out, char *etag)
+{
+	if (!listing_fresh(ns, n))
 		return false;
-	snprintf(etag, 128, "%s", n->listed_etag ? n->listed_etag : "");
-	*out = (struct cache_listed){ etag, n->listed_size, n->listed_mtime };
+	*out = listed_of(n);
+	snprintf(etag, 128, "%s", out->etag);
+	out->etag = etag;
 	return true;
+}
+
+/* Is N's pinned version still current: checked within the ttl, or named
+ * by a listing younger than it? ns->lock held. */
+static bool pinned_current(const struct namespace *ns, const struct ns_node *n)
+{
+	if (!n->obj || cache_object_stale(n->obj) || n->outdated)
+		return false;
+	if (time(NULL) - n->validated_at < ns->ttl_s)
+		return true;
+	struct cache_listed l = listed_of(n);
+	return listing_fresh(ns, n) && cache_object_listed(n->obj, &l);
 }
 
 /* file_validate() with N held. */
 static int file_validate_held(struct namespace *ns, struct ns_node *n, bool *unchanged)
 {
-	struct cache_listed listed;
-	char etag[128];
 	for (;;) {
-		bool fresh = listed_fresh(ns, n, &listed, etag);
-		if (n->obj && !cache_object_stale(n->obj) && !n->outdated &&
-		    (time(NULL) - n->validated_at < ns->ttl_s ||
-		     (fresh && cache_object_listed(n->obj, &listed)))) {
+		if (pinned_current(ns, n)) {
 			*unchanged = true;
 			return 0;
 		}
@@ -503,7 +526,9 @@ static int file_validate_held(struct namespace *ns, struct ns_node *n, bool *unc
 		pthread_cond_wait(&ns->done, &ns->lock);
 	}
 	n->busy = true;
-	bool fresh = listed_fresh(ns, n, &listed, etag);
+	struct cache_listed listed;
+	char etag[128];
+	bool fresh = listed_copy(ns, n, &listed, etag);
 	char *path = node_path(n);
 	char *url = n->url ? strdup(n->url) : path ? source_object_url(ns->src, path) : NULL;
 	pthread_mutex_unlock(&ns->lock);
@@ -631,7 +656,7 @@ char *ns_url(struct namespace *ns, const char *path, struct cache_listed *listed
 	pthread_mutex_lock(&ns->lock);
 	if (resolve(ns, path, &n) == 0 && !n->is_dir) {
 		url = n->url ? strdup(n->url) : source_object_url(ns->src, path);
-		listed_fresh(ns, n, listed, etag);
+		listed_copy(ns, n, listed, etag);
 	}
 	ns_reap(ns);
 	pthread_mutex_unlock(&ns->lock);

@@ -413,15 +413,12 @@ static bool entry_name(struct xml_span item, const char *prefix, const char *dir
 	return true;
 }
 
-/* What <Properties> says of a blob: its Content-Length, Etag and
- * Last-Modified (ETAG holds 128 bytes). */
+/* What <Properties> says of a blob: its Content-Length, Etag (into ETAG,
+ * 128 bytes, which E's etag points to) and Last-Modified. */
 static void entry_properties(struct xml_span item, struct listing_entry *e, char *etag)
 {
 	struct xml_span props;
 	size_t pos = 0;
-	e->size = -1;
-	e->etag = etag;
-	etag[0] = '\0';
 	if (!xml_next(item, "Properties", &pos, &props))
 		return;
 	e->size = xml_size(props, "Content-Length");
