@@ -25,7 +25,7 @@ LIB_SRC := $(wildcard cache/*/*.c) tools/options.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libtilefs.a
 
-DAEMON_SRC := fs/main.c fs/mount.c fs/metrics.c $(filter-out $(LIB_SRC),$(wildcard tools/*.c))
+DAEMON_SRC := fs/main.c fs/mount.c fs/inodes.c fs/metrics.c $(filter-out $(LIB_SRC),$(wildcard tools/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -45,6 +45,10 @@ $(BUILD)/tilefs: $(DAEMON_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# the one unit test of the FUSE front's own parts
+$(BUILD)/test_inodes: $(BUILD)/tests/unit/test_inodes.o $(BUILD)/fs/inodes.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The layer rule first, unit tests again under ASan/UBSan, then everything

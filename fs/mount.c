@@ -1,11 +1,14 @@
 /*
- * mount.c - see mount.h. Path-based libfuse callbacks on top of the
- * namespace (names, versions) and the cache (bytes). The kernel caches
- * entries, attributes and missing names for --ttl seconds, and keeps file
- * pages across opens while the object's version is unchanged.
+ * mount.c - see mount.h. libfuse's low-level callbacks on top of the
+ * namespace (names, versions) and the cache (bytes); inode numbers stand
+ * for paths (fs/inodes.h). The kernel caches entries, attributes and
+ * missing names for --ttl seconds, keeps file pages across opens while the
+ * object's version is unchanged, and keeps directory entries while the
+ * directory's mtime is unchanged.
  */
 #define FUSE_USE_VERSION 312
 #include "fs/mount.h"
+#include "fs/inodes.h"
 #include "cache/engine/cache.h"
 #include "cache/base/log.h"
 #include "cache/namespace/namespace.h"
@@ -15,7 +18,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <fcntl.h>
-#include <fuse.h>
+#include <fuse_lowlevel.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +27,9 @@
 #include <unistd.h>
 
 #define MAX_THREADS 64
-#define READAHEAD_KB 1024	/* as conn->max_readahead: see op_init */
+#define READAHEAD_KB 1024	/* as conn->max_readahead: see ll_init */
+#define PATH_SIZE 4352		/* PATH_MAX, and a name */
+#define UNKNOWN_INO 0xffffffff	/* readdir makes no inode: libfuse's number for that */
 
 /* An open file. The kernel may not send every release before unmounting,
  * so the mount keeps them all and drops what is left at the end. */
@@ -37,7 +42,9 @@ struct mount {
 	struct mount_config cfg;
 	struct namespace *ns;
 	struct cache *cache;
-	struct fuse *fuse;
+	struct inodes *inodes;
+	struct fuse_session *se;
+	bool no_opendir;		/* the kernel opens directories itself */
 	uid_t uid;			/* every file's owner: who mounted */
 	gid_t gid;
 	pthread_mutex_t lock;
@@ -49,92 +56,209 @@ static struct cache_object *open_obj(const struct fuse_file_info *fi)
 	return ((struct open_file *)(uintptr_t)fi->fh)->obj;
 }
 
-static struct mount *current(void)
+static struct mount *mount_of(fuse_req_t req)
 {
-	return fuse_get_context()->private_data;
+	return fuse_req_userdata(req);
 }
 
-static void fill_stat(struct stat *st, const struct ns_attr *a, const struct mount *m)
+static void fill_stat(struct stat *st, fuse_ino_t ino, const struct ns_attr *a,
+		      const struct mount *m)
 {
 	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
 	st->st_mode = a->is_dir ? S_IFDIR | 0555 : S_IFREG | 0444;
 	st->st_nlink = a->is_dir ? 2 : 1;
 	st->st_size = (off_t)a->size;
 	st->st_blksize = 1 << 20;
 	st->st_blocks = (blkcnt_t)((a->size + 511) / 512);
-	st->st_mtime = st->st_ctime = st->st_atime = a->mtime;
+	st->st_mtim = st->st_ctim = st->st_atim = a->mtime;
 	st->st_uid = m->uid;
 	st->st_gid = m->gid;
 }
 
-static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+/* The path of NAME in the directory PARENT, in BUF (PATH_SIZE bytes). */
+static int child_path(struct mount *m, fuse_ino_t parent, const char *name, char *buf)
 {
+	const char *dir = inodes_path(m->inodes, parent);
+	int n = snprintf(buf, PATH_SIZE, "%s%s%s", dir, *dir ? "/" : "", name);
+	return n < 0 || n >= PATH_SIZE ? -ENAMETOOLONG : 0;
+}
+
+static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct mount *m = mount_of(req);
+	struct fuse_entry_param e = { .attr_timeout = m->cfg.ttl_s,
+				      .entry_timeout = m->cfg.ttl_s };
+	char path[PATH_SIZE];
 	struct ns_attr a;
+
+	int err = child_path(m, parent, name, path);
+	if (!err)
+		err = ns_getattr(m->ns, path, &a);
+	if (err == -ENOENT) {
+		fuse_reply_entry(req, &e);	/* ino 0: missing, for --ttl */
+		return;
+	}
+	if (!err && !(e.ino = inodes_lookup(m->inodes, path)))
+		err = -ENOMEM;
+	if (err) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	fill_stat(&e.attr, e.ino, &a, m);
+	if (fuse_reply_entry(req, &e) != 0)
+		inodes_forget(m->inodes, e.ino, 1);	/* interrupted: never counted */
+}
+
+static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	inodes_forget(mount_of(req)->inodes, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		inodes_forget(mount_of(req)->inodes, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mount *m = mount_of(req);
+	struct ns_attr a;
+	struct stat st;
+	int err = 0;
+
 	if (fi && fi->fh) {
 		struct cache_object *obj = open_obj(fi);
 		a.is_dir = false;
 		a.size = cache_object_size(obj);
-		a.mtime = cache_object_mtime(obj);
-		fill_stat(st, &a, current());
-		return 0;
+		a.mtime = (struct timespec){ .tv_sec = cache_object_mtime(obj) };
+	} else {
+		err = ns_getattr(m->ns, inodes_path(m->inodes, ino), &a);
 	}
-	int err = ns_getattr(current()->ns, path, &a);
-	if (!err)
-		fill_stat(st, &a, current());
-	return err;
-}
-
-struct fill_ctx {
-	void *buf;
-	fuse_fill_dir_t filler;
-	off_t next;			/* the offset after the entry being filled */
-};
-
-static int fill_one(void *arg, const char *name, const struct ns_attr *attr)
-{
-	struct fill_ctx *f = arg;
-	struct stat st = { .st_mode = attr->is_dir ? S_IFDIR : S_IFREG };
-	return f->filler(f->buf, name, &st, ++f->next, 0);
+	if (err) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	fill_stat(&st, ino, &a, m);
+	fuse_reply_attr(req, &st, m->cfg.ttl_s);
 }
 
 /*
  * GDAL reads a data set's directory at every open (to find sidecar
  * files), up to 1,000 names however many it holds, and stats none of
- * them. So a directory is read a reply at a time, from OFFSET on (offsets
- * 1 and 2 follow "." and "..", 2 + i + 1 the i-th entry), not whole at each
- * opendir, and gives names and types only (no READDIRPLUS: op_init), not
- * attributes for the kernel to make an inode of each: in a directory of
- * 3,000 files, a warm chip cost the daemon 9 ms of CPU with both, about
- * 1 ms with neither. A stat after a readdir is one lookup, answered from
- * memory.
+ * them. So the kernel keeps a directory's entries (no opendir reaches
+ * this daemon, and it caches what readdir gave) until the directory's
+ * mtime changes: the namespace moves it when a listing changes the
+ * names, and the kernel asks for it again after --ttl. A warm chip then
+ * costs an open and a release, where it cost four more requests. A kernel
+ * without that gets the same entries read a reply at a time.
  */
-static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t offset,
-		      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct fill_ctx f = { buf, filler, offset };
-	(void)fi; (void)flags;
-	if (offset < 1 && filler(buf, ".", NULL, ++f.next, 0))
-		return 0;
-	if (offset < 2 && filler(buf, "..", NULL, ++f.next, 0))
-		return 0;
-	return ns_readdir(current()->ns, path, (size_t)(f.next - 2), fill_one, &f);
+	(void)ino;
+	if (mount_of(req)->no_opendir) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	fuse_reply_open(req, fi);
 }
 
-static int op_open(const char *path, struct fuse_file_info *fi)
+struct fill_ctx {
+	fuse_req_t req;
+	char *buf;
+	size_t size, len;
+	off_t next;			/* the offset after the entry being filled */
+};
+
+/* Add NAME to the reply; nonzero once it is full. */
+static int fill_name(struct fill_ctx *f, const char *name, bool is_dir)
 {
+	struct stat st = { .st_ino = UNKNOWN_INO, .st_mode = is_dir ? S_IFDIR : S_IFREG };
+	size_t need = fuse_add_direntry(f->req, f->buf + f->len, f->size - f->len, name, &st,
+					f->next + 1);
+	if (need > f->size - f->len)
+		return 1;
+	f->len += need;
+	f->next++;
+	return 0;
+}
+
+static int fill_one(void *arg, const char *name, const struct ns_attr *attr)
+{
+	return fill_name(arg, name, attr->is_dir);
+}
+
+/*
+ * Names and types only, from OFFSET on (offsets 1 and 2 follow "." and
+ * "..", 2 + i + 1 the i-th entry), a reply at a time, and no READDIRPLUS
+ * (ll_init): attributes for the kernel to make an inode of each cost the
+ * daemon 9 ms per warm chip in a directory of 3,000 files, where GDAL
+ * stats none of them. A stat after a readdir is one lookup, answered from
+ * memory.
+ */
+static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+		       struct fuse_file_info *fi)
+{
+	struct mount *m = mount_of(req);
+	struct fill_ctx f = { req, malloc(size), size, 0, offset };
+	int err = 0;
+	(void)fi;
+
+	if (!f.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (offset < 1 && fill_name(&f, ".", true))
+		goto reply;
+	if (offset < 2 && fill_name(&f, "..", true))
+		goto reply;
+	err = ns_readdir(m->ns, inodes_path(m->inodes, ino), (size_t)(f.next - 2), fill_one, &f);
+reply:
+	if (err)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_buf(req, f.buf, f.len);
+	free(f.buf);
+}
+
+/* Forget the open file F and its pin on the object. */
+static void open_file_drop(struct mount *m, struct open_file *f)
+{
+	pthread_mutex_lock(&m->lock);
+	if (f->prev)
+		f->prev->next = f->next;
+	else
+		m->open = f->next;
+	if (f->next)
+		f->next->prev = f->prev;
+	pthread_mutex_unlock(&m->lock);
+	cache_object_unref(f->obj);
+	free(f);
+}
+
+static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mount *m = mount_of(req);
 	struct cache_object *obj;
 	bool unchanged, older_open;
 
-	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
-		return -EROFS;
-	int err = ns_open(current()->ns, path, &obj, &unchanged, &older_open);
-	if (err)
-		return err;
-	struct mount *m = current();
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	int err = ns_open(m->ns, inodes_path(m->inodes, ino), &obj, &unchanged, &older_open);
+	if (err) {
+		fuse_reply_err(req, -err);
+		return;
+	}
 	struct open_file *f = calloc(1, sizeof(*f));
 	if (!f) {
 		cache_object_unref(obj);
-		return -ENOMEM;
+		fuse_reply_err(req, ENOMEM);
+		return;
 	}
 	f->obj = obj;
 	pthread_mutex_lock(&m->lock);
@@ -157,97 +281,107 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	fi->keep_cache = unchanged && !older_open;
 	fi->direct_io = older_open ||
 			(cache_object_tiled(obj) && !cache_object_complete(m->cache, obj));
-	return 0;
+	if (fuse_reply_open(req, fi) != 0)
+		open_file_drop(m, f);	/* interrupted: no release will come */
 }
-
-static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
 {
-	struct cache_object *obj = open_obj(fi);
-	(void)path;
+	struct mount *m = mount_of(req);
+	char *buf = malloc(size ? size : 1);
+	(void)ino;
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	/* readers are told apart by process: a DataLoader's workers each scan */
-	return (int)cache_read(current()->cache, obj, (uint64_t)fuse_get_context()->pid, buf,
-			       size, (uint64_t)off);
+	ssize_t n = cache_read(m->cache, open_obj(fi), (uint64_t)fuse_req_ctx(req)->pid, buf, size,
+			       (uint64_t)off);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
 }
 
-static int op_release(const char *path, struct fuse_file_info *fi)
+static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)path;
-	struct mount *m = current();
-	struct open_file *f = (struct open_file *)(uintptr_t)fi->fh;
-	pthread_mutex_lock(&m->lock);
-	if (f->prev)
-		f->prev->next = f->next;
-	else
-		m->open = f->next;
-	if (f->next)
-		f->next->prev = f->prev;
-	pthread_mutex_unlock(&m->lock);
-	cache_object_unref(f->obj);
-	free(f);
-	return 0;
+	(void)ino;
+	open_file_drop(mount_of(req), (struct open_file *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
 }
 
 /* INSPECT_XATTR_OBJECT: "ID<TAB>CACHE_DIR", for tilefs inspect. */
-static int op_getxattr(const char *path, const char *name, char *value, size_t size)
+static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+	struct mount *m = mount_of(req);
 	struct cache_object *obj;
 	bool unchanged, older_open;
 	char text[4200];
 
-	if (strcmp(name, INSPECT_XATTR_OBJECT) != 0)
-		return -ENODATA;
-	int err = ns_open(current()->ns, path, &obj, &unchanged, &older_open);
-	if (err)
-		return err == -EISDIR ? -ENODATA : err;
+	if (strcmp(name, INSPECT_XATTR_OBJECT) != 0) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	int err = ns_open(m->ns, inodes_path(m->inodes, ino), &obj, &unchanged, &older_open);
+	if (err) {
+		fuse_reply_err(req, err == -EISDIR ? ENODATA : -err);
+		return;
+	}
 	int n = snprintf(text, sizeof(text), "%lld\t%s", (long long)cache_object_id(obj),
-			 cache_dir(current()->cache));
+			 cache_dir(m->cache));
 	cache_object_unref(obj);
 	if (size == 0)
-		return n;
-	if ((size_t)n > size)
-		return -ERANGE;
-	memcpy(value, text, (size_t)n);
-	return n;
+		fuse_reply_xattr(req, (size_t)n);
+	else if ((size_t)n > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, text, (size_t)n);
 }
 
-static int op_statfs(const char *path, struct statvfs *st)
+static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-	(void)path;
-	memset(st, 0, sizeof(*st));
-	st->f_bsize = st->f_frsize = 4096;
-	st->f_namemax = 255;
-	return 0;
+	struct statvfs st;
+	(void)ino;
+	memset(&st, 0, sizeof(st));
+	st.f_bsize = st.f_frsize = 4096;
+	st.f_namemax = 255;
+	fuse_reply_statfs(req, &st);
 }
 
-static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+static void ll_init(void *userdata, struct fuse_conn_info *conn)
 {
-	struct mount *m = fuse_get_context()->private_data;
-	cfg->entry_timeout = cfg->attr_timeout = cfg->negative_timeout = m->cfg.ttl_s;
-	cfg->kernel_cache = 0;	/* per open, from the version: see op_open */
+	struct mount *m = userdata;
 	/* the kernel takes the smaller of this and the mount's read_ahead_kb
 	 * (raise_readahead()); tiled files not yet complete use direct_io */
 	conn->max_readahead = READAHEAD_KB << 10;
-	/* names and types only (see op_readdir) */
+	/* names and types only (see ll_readdir) */
 	conn->want &= ~(unsigned)(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
+	/* a changed mtime drops cached pages and directory entries */
+	conn->want |= conn->capable & FUSE_CAP_AUTO_INVAL_DATA;
+	m->no_opendir = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
-	return m;
 }
 
-static const struct fuse_operations ops = {
-	.init = op_init,
-	.getattr = op_getattr,
-	.readdir = op_readdir,
-	.open = op_open,
-	.read = op_read,
-	.release = op_release,
-	.getxattr = op_getxattr,
-	.statfs = op_statfs,
+static const struct fuse_lowlevel_ops ops = {
+	.init = ll_init,
+	.lookup = ll_lookup,
+	.forget = ll_forget,
+	.forget_multi = ll_forget_multi,
+	.getattr = ll_getattr,
+	.opendir = ll_opendir,
+	.readdir = ll_readdir,
+	.open = ll_open,
+	.read = ll_read,
+	.release = ll_release,
+	.getxattr = ll_getxattr,
+	.statfs = ll_statfs,
 };
 
 int mount_check_options(const char *fuse_opts)
 {
-	static const struct fuse_operations none;
+	static const struct fuse_lowlevel_ops none;
 	char opts[8192];
 
 	if (!fuse_opts || !*fuse_opts)
@@ -260,7 +394,7 @@ int mount_check_options(const char *fuse_opts)
 	int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY);
 	if (null >= 0)
 		dup2(null, STDERR_FILENO);
-	struct fuse *f = fuse_new(&args, &none, sizeof(none), NULL);
+	struct fuse_session *se = fuse_session_new(&args, &none, sizeof(none), NULL);
 	fflush(stderr);
 	if (saved >= 0) {
 		dup2(saved, STDERR_FILENO);
@@ -269,9 +403,9 @@ int mount_check_options(const char *fuse_opts)
 	if (null >= 0)
 		close(null);
 	fuse_opt_free_args(&args);
-	if (!f)
+	if (!se)
 		return -EINVAL;
-	fuse_destroy(f);
+	fuse_session_destroy(se);
 	return 0;
 }
 
@@ -406,32 +540,33 @@ int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache
 		 cfg->fuse_opts ? cfg->fuse_opts : "");
 	char *argv[] = { "tilefs", "-o", opts, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
-	m->fuse = fuse_new(&args, &ops, sizeof(ops), m);
+	m->se = fuse_session_new(&args, &ops, sizeof(ops), m);
 	fuse_opt_free_args(&args);
-	if (!m->fuse) {
+	if (!m->se || inodes_new(&m->inodes) != 0) {
 		log_error("cannot set up FUSE with options '%s'", opts);
 		goto fail;
 	}
 	/* resolved before mounting: afterwards the path leads into the mount */
 	char *real = realpath(cfg->mountpoint, NULL);
-	if (fuse_mount(m->fuse, cfg->mountpoint) != 0) {
+	if (fuse_session_mount(m->se, cfg->mountpoint) != 0) {
 		log_error("cannot mount on %s", cfg->mountpoint);
 		free(real);
-		goto fail_mount;
+		goto fail;
 	}
 	if (real)
 		raise_readahead(real);
 	free(real);
-	if (fuse_set_signal_handlers(fuse_get_session(m->fuse)) != 0) {
-		fuse_unmount(m->fuse);
-		goto fail_mount;
+	if (fuse_set_signal_handlers(m->se) != 0) {
+		fuse_session_unmount(m->se);
+		goto fail;
 	}
 	*out = m;
 	return 0;
 
-fail_mount:
-	fuse_destroy(m->fuse);
 fail:
+	if (m->se)
+		fuse_session_destroy(m->se);
+	inodes_free(m->inodes);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 	return err;
@@ -445,7 +580,7 @@ int mount_run(struct mount *m)
 	/* a read may wait long on a slow origin: others must not queue behind it */
 	fuse_loop_cfg_set_max_threads(loop, MAX_THREADS);
 	fuse_loop_cfg_set_idle_threads(loop, 16);
-	int rc = fuse_loop_mt(m->fuse, loop);
+	int rc = fuse_session_loop_mt(m->se, loop);
 	fuse_loop_cfg_destroy(loop);
 	return rc == 0 ? 0 : -EIO;
 }
@@ -454,9 +589,10 @@ void mount_free(struct mount *m)
 {
 	if (!m)
 		return;
-	fuse_remove_signal_handlers(fuse_get_session(m->fuse));
-	fuse_unmount(m->fuse);
-	fuse_destroy(m->fuse);
+	fuse_remove_signal_handlers(m->se);
+	fuse_session_unmount(m->se);
+	fuse_session_destroy(m->se);
+	inodes_free(m->inodes);
 	while (m->open) {
 		struct open_file *f = m->open;
 		m->open = f->next;

@@ -48,6 +48,8 @@ struct ns_node {
 	bool fixed;			/* from a manifest: never listed */
 	bool listed, busy;
 	time_t listed_at;
+	struct timespec changed_at;	/* its names last changed after its first
+					 * listing (ns_attr); 0: never */
 	uint64_t listed_bytes;		/* its files' sizes, as last listed */
 	bool bytes_unknown;		/* a file listed without a size */
 	/* files */
@@ -62,7 +64,7 @@ struct namespace {
 	struct http_client *http;
 	struct cache *cache;
 	int ttl_s;
-	time_t started;
+	struct timespec started;
 	pthread_mutex_t lock;
 	pthread_cond_t done;		/* a busy node finished */
 	struct ns_node *root;
@@ -125,7 +127,7 @@ int ns_new(struct source *src, struct http_client *http, struct cache *cache, in
 	ns->http = http;
 	ns->cache = cache;
 	ns->ttl_s = ttl_s;
-	ns->started = time(NULL);
+	clock_gettime(CLOCK_REALTIME, &ns->started);
 	pthread_mutex_init(&ns->lock, NULL);
 	pthread_cond_init(&ns->done, NULL);
 	*out = ns;
@@ -386,6 +388,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 	if (!err) {
 		/* keep nodes that are still there (their pinned versions too) */
 		size_t kept = 0;
+		bool changed = false;
 		for (size_t i = 0; i < l.n; i++) {
 			if (kept > 0 && strcmp(l.nodes[kept - 1]->name, l.nodes[i]->name) == 0) {
 				node_free(l.nodes[i]);	/* listed twice */
@@ -406,8 +409,11 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 			} else {
 				l.nodes[i]->parent = dir;
 				l.nodes[kept++] = l.nodes[i];
+				changed = true;
 			}
 		}
+		if ((changed || kept != dir->nchildren) && dir->listed)
+			clock_gettime(CLOCK_REALTIME, &dir->changed_at);
 		for (size_t i = 0; i < dir->nchildren; i++) {
 			struct ns_node *old = dir->children[i];
 			struct ns_node **still = bsearch(&old, l.nodes, kept, sizeof(*l.nodes), by_name);
@@ -568,21 +574,25 @@ static int file_validate(struct namespace *ns, struct ns_node *n, bool *unchange
 
 static void attr_of(struct namespace *ns, const struct ns_node *n, struct ns_attr *out)
 {
+	time_t mtime = 0;
 	out->is_dir = n->is_dir;
 	out->size = 0;
 	out->mtime = ns->started;
-	if (n->is_dir)
+	if (n->is_dir) {
+		if (n->changed_at.tv_sec)
+			out->mtime = n->changed_at;
 		return;
+	}
 	if (n->obj && !n->outdated) {
 		out->size = cache_object_size(n->obj);
-		if (cache_object_mtime(n->obj))
-			out->mtime = cache_object_mtime(n->obj);
+		mtime = cache_object_mtime(n->obj);
 	} else {
 		if (n->listed_size >= 0)
 			out->size = (uint64_t)n->listed_size;
-		if (n->listed_mtime)
-			out->mtime = n->listed_mtime;
+		mtime = n->listed_mtime;
 	}
+	if (mtime)
+		out->mtime = (struct timespec){ .tv_sec = mtime };
 }
 
 int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out)
@@ -592,7 +602,9 @@ int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out)
 
 	pthread_mutex_lock(&ns->lock);
 	int err = resolve(ns, path, &n);
-	if (!err && !n->is_dir && !n->obj && n->listed_size < 0)
+	if (!err && n->is_dir && n->listed)
+		err = dir_refresh(ns, n);
+	else if (!err && !n->is_dir && !n->obj && n->listed_size < 0)
 		err = file_validate(ns, n, &unchanged);	/* only a probe tells the size */
 	if (!err)
 		attr_of(ns, n, out);

@@ -249,6 +249,48 @@ print(sorted((e.name, e.is_dir(follow_symlinks=False)) for e in os.scandir(sys.a
 	tilefs_umount "$MNT"
 }
 
+@test "a directory read again within --ttl costs the daemon no request; a change shows after --ttl" {
+	mkdir -p "$SAMPLES/many"
+	local i
+	for ((i = 0; i < 300; i++)); do
+		printf '%d\n' "$i" >"$SAMPLES/many/chip-$i.txt"
+	done
+	# -o debug logs every request the kernel sends (libfuse, on stderr)
+	mkdir -p "$MNT"
+	"$TILEFS" mount -f -o debug --ttl 1 --cache-dir "$T/cache" "$ORIGIN_URL" "$MNT" \
+		</dev/null >"$T/fg.out" 2>"$T/fg.err" 3>&- &
+	local pid=$!
+	TILEFS_MNTS+=("$MNT")
+	TILEFS_STATES+=("$T/fg-state")
+	TILEFS_EXTRA_PIDS+=("$pid")
+	for ((i = 0; i < 200; i++)); do
+		is_mounted "$MNT" && break
+		sleep 0.05
+	done
+	is_mounted "$MNT" || { cat "$T/fg.err"; fail "-f mount never appeared"; }
+	requests() { grep -c "opcode: $1 " "$T/fg.err"; }
+	assert_eq "$(ls "$MNT/many" | wc -l)" 300 "entries in many/"
+	local readdirs opendirs
+	readdirs=$(requests READDIR) opendirs=$(requests OPENDIR)
+	[ "$readdirs" -gt 0 ] || fail "the first listing sent no READDIR: is -o debug logging?"
+	# GDAL lists a data set's directory at each open: 20 opens, within --ttl
+	"$PY" -c 'import os, sys
+for i in range(20):
+    os.listdir(sys.argv[1])
+    open(os.path.join(sys.argv[1], f"chip-{i}.txt"), "rb").read()' "$MNT/many"
+	assert_eq "$(requests READDIR)" "$readdirs" "READDIR requests after 20 more listings"
+	assert_eq "$(requests OPENDIR)" "$opendirs" "OPENDIR requests after 20 more listings"
+	assert_eq "$(requests OPEN)" 20 "OPEN requests for 20 files"
+	printf 'new\n' >"$SAMPLES/many/chip-new.txt"
+	rm "$SAMPLES/many/chip-7.txt"
+	sleep 2.2
+	assert_eq "$(ls "$MNT/many" | LC_ALL=C sort | md5sum)" "$(ls "$SAMPLES/many" | LC_ALL=C sort | md5sum)" \
+		"names in many/ after the origin changed and --ttl passed"
+	cmp "$SAMPLES/many/chip-new.txt" "$MNT/many/chip-new.txt"
+	fusermount3 -u "$MNT"
+	run_to 20 tail --pid="$pid" -f /dev/null || fail "tilefs still running after unmount"
+}
+
 @test "a 5 GiB (sparse) file: size and reads beyond 4 GiB are right" {
 	local big=$SAMPLES/huge.bin
 	truncate -s 5G "$big"

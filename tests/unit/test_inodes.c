@@ -1,0 +1,47 @@
+/* test_inodes.c - the inode numbers a mount gives the kernel: one per
+ * path, kept while looked up, gone once forgotten as often. */
+#include "fs/inodes.h"
+#include "check.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int main(void)
+{
+	struct inodes *t;
+	CHECK(inodes_new(&t) == 0, "a table");
+	CHECK(inodes_count(t) == 1 && strcmp(inodes_path(t, INODES_ROOT), "") == 0,
+	      "the root is there, path \"\"");
+	CHECK(inodes_lookup(t, "") == INODES_ROOT, "looking up \"\" gives the root");
+
+	uint64_t a = inodes_lookup(t, "dir/a.tif"), b = inodes_lookup(t, "dir/b.tif");
+	CHECK(a && b && a != b && a != INODES_ROOT, "two paths, two numbers");
+	CHECK(strcmp(inodes_path(t, a), "dir/a.tif") == 0, "a number gives its path back");
+	CHECK(inodes_lookup(t, "dir/a.tif") == a, "the same path keeps its number");
+	inodes_forget(t, a, 1);
+	CHECK(inodes_count(t) == 3 && strcmp(inodes_path(t, a), "dir/a.tif") == 0,
+	      "looked up twice, forgotten once: still there");
+	inodes_forget(t, a, 1);
+	CHECK(inodes_count(t) == 2, "forgotten as often as looked up: gone");
+	inodes_forget(t, INODES_ROOT, 5);
+	CHECK(inodes_count(t) == 2, "the root is never forgotten");
+
+	/* enough paths to grow the table several times; all keep their numbers */
+	static uint64_t ino[20000];
+	char path[64];
+	for (int i = 0; i < 20000; i++) {
+		snprintf(path, sizeof(path), "d%d/chip-%d.tif", i % 7, i);
+		ino[i] = inodes_lookup(t, path);
+	}
+	int same = 0;
+	for (int i = 0; i < 20000; i++) {
+		snprintf(path, sizeof(path), "d%d/chip-%d.tif", i % 7, i);
+		same += inodes_lookup(t, path) == ino[i] && strcmp(inodes_path(t, ino[i]), path) == 0;
+	}
+	CHECK(same == 20000 && inodes_count(t) == 20002, "20,000 paths keep their numbers (%d)", same);
+	for (int i = 0; i < 20000; i++)
+		inodes_forget(t, ino[i], 2);
+	CHECK(inodes_count(t) == 2 && inodes_lookup(t, "dir/b.tif") == b, "all forgotten; b stays");
+	inodes_free(t);
+	return check_done();
+}
