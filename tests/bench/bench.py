@@ -599,6 +599,7 @@ def run_phase(ctx, wl, c, root, items_file, label, shuffle=None, loader="pool"):
     """One timed pass of the workload; returns a row dict (without ratios)."""
     out = os.path.join(ctx.raw, "%s-%s.json" % (label, fname(c.name)))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GDAL_", "CPL_"))}
+    env.update(ctx.reader_env)
     env.update(c.env)
     cmd = [PY, os.path.join(HERE, "workload.py"), "--items", items_file, "--root", root,
            "--out", out, "--workers", str(ctx.workers), "--loader", loader]
@@ -889,6 +890,9 @@ def main():
     ap.add_argument("--tilefs-args", default="", metavar="ARGS",
                     help="extra arguments for every tilefs mount, e.g. "
                     "--tilefs-args='--block-size 1M'")
+    ap.add_argument("--reader-env", default="", metavar="NAME=VALUE,...",
+                    help="environment of every contestant's reader processes (not of the "
+                    "daemons), e.g. --reader-env MALLOC_TOP_PAD_=67108864")
     ap.add_argument("--tilefs", default=os.path.join(REPO, "build", "tilefs"),
                     help="the binary to test [build/tilefs]")
     ap.add_argument("--results", help="results directory [results/<timestamp>]")
@@ -900,6 +904,10 @@ def main():
     ts = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     ctx = Ctx()
     ctx.mode, ctx.workers, ctx.tilefs = mode, a.workers, os.path.abspath(a.tilefs)
+    try:
+        ctx.reader_env = dict(kv.split("=", 1) for kv in a.reader_env.split(",") if kv)
+    except ValueError:
+        sys.exit("bench: --reader-env takes NAME=VALUE pairs, comma-separated: %r" % a.reader_env)
     ctx.results = os.path.abspath(a.results or os.path.join(REPO, "results", ts))
     ctx.logs = os.path.join(ctx.results, "logs")
     ctx.raw = os.path.join(ctx.results, "raw")
@@ -971,6 +979,7 @@ def main():
             "described": {wl: describe(wl, files) for wl in wls},
             "contestants": [c.name for c in contestants], "data_files": len(files),
             "data_bytes": total, "versions": versions(ctx), "notes": notes,
+            "reader_env": ctx.reader_env,
             "args": sys.argv[1:]}
     rows = []
     status = 0
