@@ -101,6 +101,9 @@ def table(rows, meta):
                             str(meta.get("rate", "")).upper(), meta.get("workers"),
                             meta.get("timestamp")),
         "", hdr, "-" * len(hdr)]
+    if meta.get("reader_env"):
+        lines.insert(1, "readers' environment (every contestant): " + " ".join(
+            "%s=%s" % kv for kv in sorted(meta["reader_env"].items())))
     last = None
     for r in rows:
         if last is not None and r["workload"] != last:
