@@ -151,10 +151,12 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
  * files), up to 1,000 names however many it holds, and stats none of
  * them. So the kernel keeps a directory's entries (no opendir reaches
  * this daemon, and it caches what readdir gave) until the directory's
- * mtime changes: the namespace moves it when a listing changes the
- * names, and the kernel asks for it again after --ttl. A warm chip then
- * costs an open and a release, where it cost four more requests. A kernel
- * without that gets the same entries read a reply at a time.
+ * mtime changes: the namespace moves it when a listing changes the names
+ * and when the listing is older than --ttl (the kernel asks for it again
+ * after --ttl, and then reads the entries again, which lists the
+ * directory). A warm chip then costs an open and a release, where it cost
+ * four more requests. A kernel without that gets the same entries read a
+ * reply at a time.
  */
 static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {

@@ -48,8 +48,8 @@ struct ns_node {
 	bool fixed;			/* from a manifest: never listed */
 	bool listed, busy;
 	time_t listed_at;
-	struct timespec changed_at;	/* its names last changed after its first
-					 * listing (ns_attr); 0: never */
+	struct timespec changed_at;	/* its names may have changed since (ns_attr);
+					 * 0: not since its first listing */
 	uint64_t listed_bytes;		/* its files' sizes, as last listed */
 	bool bytes_unknown;		/* a file listed without a size */
 	/* files */
@@ -602,8 +602,11 @@ int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out)
 
 	pthread_mutex_lock(&ns->lock);
 	int err = resolve(ns, path, &n);
-	if (!err && n->is_dir && n->listed)
-		err = dir_refresh(ns, n);
+	/* a directory due for a new listing: a new mtime makes a kernel that
+	 * keeps its entries read them again (which lists it); a stat alone
+	 * costs no listing */
+	if (!err && n->is_dir && n->listed && !n->fixed && time(NULL) - n->listed_at >= ns->ttl_s)
+		clock_gettime(CLOCK_REALTIME, &n->changed_at);
 	else if (!err && !n->is_dir && !n->obj && n->listed_size < 0)
 		err = file_validate(ns, n, &unchanged);	/* only a probe tells the size */
 	if (!err)

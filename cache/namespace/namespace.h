@@ -27,8 +27,9 @@ struct http_client;
 struct namespace;
 struct source;
 
-/* A directory's mtime is when its names (or their types) last changed, to
- * the nanosecond: a cache of its entries holds while it is the same. */
+/* A directory's mtime moves, to the nanosecond, when a listing changes its
+ * names (or their types) and when its listing is older than the ttl: a
+ * cache of its entries holds while it is the same. */
 struct ns_attr {
 	bool is_dir;
 	uint64_t size;
@@ -47,8 +48,6 @@ size_t ns_nodes_alive(void);
  * instead of listings. On error, err says which line is wrong. */
 int ns_load_manifest(struct namespace *ns, const char *path, char *err, size_t err_size);
 
-/* Attributes of PATH; a directory listed before is listed again once its
- * listing is older than the ttl, so its mtime is current. */
 int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out);
 
 /* List the directory at PATH, calling fill() for its entries in name

@@ -284,9 +284,19 @@ for i in range(20):
 	printf 'new\n' >"$SAMPLES/many/chip-new.txt"
 	rm "$SAMPLES/many/chip-7.txt"
 	sleep 2.2
+	origin_log_reset
+	stat "$MNT/many" >/dev/null
+	assert_eq "$(origin_count GET /many/)" 0 "listings of many/ for a stat after --ttl"
 	assert_eq "$(ls "$MNT/many" | LC_ALL=C sort | md5sum)" "$(ls "$SAMPLES/many" | LC_ALL=C sort | md5sum)" \
 		"names in many/ after the origin changed and --ttl passed"
+	assert_eq "$(origin_count GET /many/)" 1 "listings of many/ for the ls after it"
 	cmp "$SAMPLES/many/chip-new.txt" "$MNT/many/chip-new.txt"
+	# a file added and opened by name is in the next listing too
+	printf 'newer\n' >"$SAMPLES/many/chip-newer.txt"
+	sleep 2.2
+	cmp "$SAMPLES/many/chip-newer.txt" "$MNT/many/chip-newer.txt"
+	assert_eq "$(ls "$MNT/many" | LC_ALL=C sort | md5sum)" "$(ls "$SAMPLES/many" | LC_ALL=C sort | md5sum)" \
+		"names in many/ after a file was added and opened by name"
 	fusermount3 -u "$MNT"
 	run_to 20 tail --pid="$pid" -f /dev/null || fail "tilefs still running after unmount"
 }
