@@ -69,8 +69,10 @@ static bool matches(const char *shown, const char *pattern)
 }
 
 /* Drop every unit of OBJECT_ID; adds what was dropped to *units, *bytes
- * (a unit a mount evicted meanwhile counts as dropped). */
-static int drop_object(struct admin *a, int64_t object_id, uint64_t *units, uint64_t *bytes)
+ * (a unit a mount evicted meanwhile counts as dropped), and to *kept the
+ * units of a file a mount has open with passthrough (pinned). */
+static int drop_object(struct admin *a, int64_t object_id, uint64_t *units, uint64_t *bytes,
+		       uint64_t *kept)
 {
 	struct index_unit *v;
 	size_t n;
@@ -79,7 +81,10 @@ static int drop_object(struct admin *a, int64_t object_id, uint64_t *units, uint
 		err = unit_evict(a->ix, a->store, &v[i]);
 		if (err == -ENOENT)
 			err = 0;	/* gone already */
-		if (!err) {
+		if (err == -EBUSY) {
+			(*kept)++;
+			err = 0;
+		} else if (!err) {
 			(*units)++;
 			*bytes += v[i].len;
 		}
@@ -101,22 +106,25 @@ static int cmd_stat(struct admin *a)
 
 	struct mount_record recent[RECENT_MOUNTS];
 	size_t n = 0;
-	uint64_t hits = 0, misses = 0;
+	uint64_t hits = 0, misses = 0, passed = 0;
 	mounts_recent(a->dir, recent, RECENT_MOUNTS, &n);
 	for (size_t i = 0; i < n; i++) {
 		hits += recent[i].hits;
 		misses += recent[i].misses;
+		passed += recent[i].passthrough_opens;
 	}
-	printf("recent mounts: %zu\nhits: %" PRIu64 "\nmisses: %" PRIu64 "\n", n, hits, misses);
+	printf("recent mounts: %zu\nhits: %" PRIu64 "\nmisses: %" PRIu64
+	       "\npassthrough opens: %" PRIu64 "\n", n, hits, misses, passed);
 	for (size_t i = 0; i < n; i++) {
 		const struct mount_record *m = &recent[i];
 		char when[32];
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&m->updated));
 		printf("mount %ld (%s, counted %s): %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
-		       " bytes served, %" PRIu64 " fetched in %" PRIu64 " requests, %" PRIu64
-		       " errors: %s on %s\n", m->pid, m->running ? "running" : "ended", when,
-		       m->hits, m->misses, m->bytes_served, m->bytes_fetched, m->requests, m->errors,
-		       m->source, m->mountpoint);
+		       " passthrough opens, %" PRIu64 " bytes served, %" PRIu64 " fetched in %" PRIu64
+		       " requests, %" PRIu64 " errors: %s on %s\n", m->pid,
+		       m->running ? "running" : "ended", when, m->hits, m->misses,
+		       m->passthrough_opens, m->bytes_served, m->bytes_fetched, m->requests,
+		       m->errors, m->source, m->mountpoint);
 	}
 	return 0;
 }
@@ -188,7 +196,7 @@ static int cmd_evict(struct admin *a, char **patterns, int npatterns, bool all)
 {
 	struct index_listed *v;
 	size_t n;
-	uint64_t objects = 0, units = 0, bytes = 0;
+	uint64_t objects = 0, units = 0, bytes = 0, kept = 0;
 	int err = index_objects_all(a->ix, &v, &n);
 	for (size_t i = 0; !err && i < n; i++) {
 		char *shown = url_for_log(v[i].url);
@@ -199,7 +207,7 @@ static int cmd_evict(struct admin *a, char **patterns, int npatterns, bool all)
 		if (!hit)
 			continue;
 		objects++;
-		err = drop_object(a, v[i].object.id, &units, &bytes);
+		err = drop_object(a, v[i].object.id, &units, &bytes, &kept);
 	}
 	index_listed_free(v, n);
 	if (err) {
@@ -208,6 +216,9 @@ static int cmd_evict(struct admin *a, char **patterns, int npatterns, bool all)
 	}
 	printf("dropped %" PRIu64 " units, %" PRIu64 " bytes, of %" PRIu64 " objects\n", units,
 	       bytes, objects);
+	if (kept)
+		printf("kept %" PRIu64 " units of files open through a mount (read by FUSE "
+		       "passthrough); they can go once those files are closed\n", kept);
 	if (!all && objects == 0) {
 		fprintf(stderr, "tilefs: no cached object matches\n");
 		return 1;

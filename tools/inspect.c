@@ -13,6 +13,7 @@
  */
 #include "tools/inspect.h"
 #include "cache/store/index.h"
+#include "cache/store/store.h"
 #include "cache/tiff/layout.h"
 #include "cache/tiff/tiff.h"
 #include "tools/options.h"
@@ -203,6 +204,10 @@ static int inspect_indexed(const char *path, const char *dir, int64_t id, const 
 	if (index_object_usage(ix, id, &units, &bytes) == 0)
 		printf("cached: %" PRIu64 " units, %" PRIu64 " of %" PRIu64 " bytes (%.0f%%)\n",
 		       units, bytes, obj.size, obj.size ? 100.0 * (double)bytes / (double)obj.size : 100.0);
+	struct store_stamp stamp;
+	if (index_sealed(ix, id, &stamp) == 0)
+		printf("sealed: checked whole; mounts pass its reads to the kernel while its data "
+		       "file is unchanged\n");
 	status = 0;
 out:
 	tiff_map_free(map);

@@ -11,8 +11,10 @@
  * units in chunks and fetch them through the cache (cache_warm()), which
  * claims each unit first: a mount fetching on the same cache dir and this
  * warm never fetch one unit twice, and what is stored is a hit for the
- * mount at once. An interrupted warm keeps what it fetched, so running it
- * again fetches only the rest.
+ * mount at once. Each file then cached whole is sealed (checked, synced,
+ * stamped: cache_object_seal()), so a mount's kernel reads it by
+ * passthrough from its first open. An interrupted warm keeps what it
+ * fetched, so running it again fetches only the rest.
  */
 #include "tools/warm.h"
 #include "cache/engine/cache.h"
@@ -348,10 +350,12 @@ static void *fetch_worker(void *arg)
 		w->cached += got.cached;
 		w->elsewhere += got.elsewhere;
 		w->done += got.fetched + got.cached + got.elsewhere;
-		bool last = --it->chunks_left == 0 && it->next_unit >= it->nunits;
-		if (last && !it->err)
+		bool done = --it->chunks_left == 0 && it->next_unit >= it->nunits && !it->err;
+		if (done)
 			w->files_done++;
 		pthread_mutex_unlock(&w->lock);
+		if (done)
+			cache_object_seal(w->stack.cache, it->obj);
 	}
 	return NULL;
 }
@@ -620,6 +624,10 @@ int warm_main(int argc, char **argv)
 		pthread_mutex_unlock(&w.lock);
 		choose_chunk(&w);
 		run_workers(&w, fetch_worker);
+		/* the files cached whole before (fetch_worker() seals the others) */
+		for (size_t i = 0; i < w.n && !atomic_load(&interrupted); i++)
+			if (!w.items[i].err && !w.items[i].excluded && w.items[i].nunits == 0)
+				cache_object_seal(w.stack.cache, w.items[i].obj);
 	}
 	if (progress_on) {
 		pthread_mutex_lock(&w.lock);

@@ -92,7 +92,17 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->changed, NULL);
 	pthread_cond_init(&c->work, NULL);
+	pthread_cond_init(&c->seal_work, NULL);
 	if (pthread_create(&c->persister, NULL, persist_thread, c) != 0) {
+		err = -EAGAIN;
+		goto fail_thread;
+	}
+	if (pthread_create(&c->sealer, NULL, seal_thread, c) != 0) {
+		pthread_mutex_lock(&c->lock);
+		c->stopping = true;
+		pthread_cond_signal(&c->work);
+		pthread_mutex_unlock(&c->lock);
+		pthread_join(c->persister, NULL);
 		err = -EAGAIN;
 		goto fail_thread;
 	}
@@ -100,6 +110,7 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 	return 0;
 
 fail_thread:
+	pthread_cond_destroy(&c->seal_work);
 	pthread_cond_destroy(&c->work);
 	pthread_cond_destroy(&c->changed);
 	pthread_mutex_destroy(&c->lock);
@@ -121,10 +132,13 @@ void cache_close(struct cache *c)
 	pthread_mutex_lock(&c->lock);
 	c->stopping = true;
 	pthread_cond_signal(&c->work);
+	pthread_cond_signal(&c->seal_work);
 	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->sealer, NULL);
 	pthread_join(c->persister, NULL);
 	store_close(c->store);
 	index_close(c->index);
+	pthread_cond_destroy(&c->seal_work);
 	pthread_cond_destroy(&c->work);
 	pthread_cond_destroy(&c->changed);
 	pthread_mutex_destroy(&c->lock);

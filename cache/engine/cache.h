@@ -100,6 +100,24 @@ bool cache_object_tiled(const struct cache_object *obj);
  * object, it is remembered; eviction may make it false again later, which
  * only costs requests. */
 bool cache_object_complete(struct cache *c, struct cache_object *obj);
+/*
+ * Seal OBJ (all of it cached): check every unit against its checksum,
+ * under a pin, sync its data file, and mark it in the index with the
+ * file's stamp (seal.c). 0, -ENOENT (not all cached), -EBADMSG (a unit
+ * failed its check, and is evicted), or -errno.
+ */
+int cache_object_seal(struct cache *c, struct cache_object *obj);
+/*
+ * OBJ's data file, open read-only and pinned (no unit of it is evicted
+ * while it stays open, in this process or the kernel), if OBJ is sealed
+ * and nothing wrote the file since: it then holds every byte of OBJ,
+ * checked. -ENOENT if not (a complete object is then sealed in the
+ * background), -EBUSY if it is being evicted, or -errno.
+ */
+int cache_object_pin(struct cache *c, struct cache_object *obj);
+/* OBJ was opened for the kernel to read from its pinned file: counted, and
+ * its units marked read now (for eviction order; at most every 10 s). */
+void cache_object_passed(struct cache *c, struct cache_object *obj);
 /* Its id in the cache index (tilefs inspect); < 0: never cached. */
 int64_t cache_object_id(const struct cache_object *obj);
 /* The cache directory C was opened on. */
@@ -146,6 +164,7 @@ int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *u
 struct cache_stats {
 	uint64_t hits, misses, prefetched, bytes_served, bytes_fetched, evicted;
 	uint64_t errors;		/* opens and reads that failed (EIO, ...) */
+	uint64_t passthrough_opens;	/* cache_object_passed() */
 };
 void cache_get_stats(struct cache *c, struct cache_stats *out);
 

@@ -11,6 +11,8 @@
  *   fetch.c    claims, prefetch entries, merged GETs and their answers
  *   persist.c  the persist thread: store, evict, whole-object prefetch
  *   warm.c     cache_warm(): fetch and store from the calling thread
+ *   seal.c     the seal thread: complete objects checked whole, pinned
+ *              for passthrough
  *   plan.c     pure decisions: readahead, slivers, spill, runs (plan.h)
  *   version.c  pure: pinning a GET to a version, the stale verdict
  *
@@ -58,6 +60,7 @@ struct store;
 
 #define TABLE_SIZE 1024
 #define TOUCH_MAX 4096
+#define TOUCH_OBJECTS_MAX 64
 #define KNOWN_SLOTS (1u << 16)		/* units found cached, direct-mapped */
 #define PREFETCH_MAX 512		/* units one read may add */
 #define EDGE_SLOTS 256			/* slivers kept, over all objects */
@@ -94,6 +97,8 @@ struct cache_object {
 	atomic_bool stale;
 	atomic_bool whole_queued;	/* PREFETCH_OBJECT has started on it */
 	atomic_bool complete;		/* every unit was found cached once */
+	atomic_bool seal_queued;	/* seal_later() queued it (seal.c) */
+	_Atomic int64_t touched_at;	/* cache_object_pin() last touched it */
 	bool added;			/* this open put it in the index */
 	struct stream streams[STREAMS];	/* c->lock */
 	uint64_t stream_clock;		/* c->lock */
@@ -132,7 +137,7 @@ struct known_unit {
 	bool checked;
 };
 
-/* A whole object being prefetched by the persist thread. */
+/* A whole object being prefetched by the persist thread, or to seal. */
 struct object_job {
 	struct object_job *next;	/* c->lock */
 	struct cache_object *obj;	/* holds a ref */
@@ -146,20 +151,26 @@ struct cache {
 	struct index *index;
 	struct store *store;
 	pthread_t persister;
+	pthread_t sealer;		/* seal.c */
 	pthread_mutex_t lock;
 	pthread_cond_t changed;		/* an entry left UNIT_FETCHING */
 	pthread_cond_t work;		/* the persist queue grew, or stop */
+	pthread_cond_t seal_work;	/* c->seals grew, or stop */
 	struct inflight *table[TABLE_SIZE];	/* c->lock */
 	struct inflight *queue_head;	/* c->lock: settled entries, in order */
 	struct inflight **queue_end;	/* c->lock: the last one's queue_next */
 	bool stopping;			/* c->lock */
 	int64_t touched[TOUCH_MAX];	/* c->lock: unit ids read, to flush */
 	size_t ntouched;		/* c->lock */
+	int64_t touched_objects[TOUCH_OBJECTS_MAX];	/* c->lock: all of whose
+					   units were read (passthrough), to flush */
+	size_t ntouched_objects;	/* c->lock */
 	struct known_unit *known;	/* c->lock: KNOWN_SLOTS */
 	bool disk_full_logged;		/* persist thread only */
 	struct object_job *jobs;	/* c->lock: PREFETCH_OBJECT queue */
 	bool jobs_off;			/* c->lock: cache_stop_prefetch() was called */
 	bool stepping;			/* c->lock: the persist thread is in job_step() */
+	struct object_job *seals;	/* c->lock: objects to seal (seal.c) */
 	struct edge *edges;		/* c->lock: EDGE_SLOTS, round robin */
 	size_t next_edge;		/* c->lock */
 	struct edge *edges_to_keep;	/* c->lock: for the index, newest first */
@@ -238,10 +249,18 @@ void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v,
 		 bool for_reader);
 void wait_for_other(struct cache *c, struct cache_object *obj, struct inflight *e);
 
+/* seal.c */
+/* The seal thread: seals the objects cache_object_pin() queues, one at a
+ * time (each is read whole: off the persist thread, which must keep
+ * storing what is fetched meanwhile). */
+void *seal_thread(void *arg);
+
 /* persist.c */
 void *persist_thread(void *arg);
 /* Drop units, least valuable first, until the cache is within its bound. */
 void evict(struct cache *c);
+/* Drop the first job of LIST (c->jobs, c->seals). c->lock held. */
+void job_done(struct object_job **list);
 /* Queue OBJ for whole-object prefetch by the persist thread, once. */
 void object_prefetch_start(struct cache *c, struct cache_object *obj);
 

@@ -41,10 +41,12 @@ static void evict_to(struct cache *c, uint64_t limit)
 		size_t n = 0;
 		if (index_eviction_candidates(c->index, victims, EVICT_BATCH, &n) != 0 || n == 0)
 			break;
+		size_t pinned = 0;
 		for (size_t i = 0; i < n && usage > target; i++) {
 			int err = unit_evict(c->index, c->store, &victims[i]);
-			if (err == -ENOENT)
-				continue;	/* another process evicted it */
+			pinned += err == -EBUSY;	/* its file is read by passthrough */
+			if (err == -ENOENT || err == -EBUSY)
+				continue;	/* -ENOENT: another process evicted it */
 			if (err)
 				return;		/* the index cannot change now: later */
 			usage -= victims[i].len < usage ? victims[i].len : usage;
@@ -52,6 +54,8 @@ static void evict_to(struct cache *c, uint64_t limit)
 			c->stats.evicted += victims[i].len;
 			pthread_mutex_unlock(&c->lock);
 		}
+		if (pinned == n)
+			break;	/* the least valuable are all pinned: later */
 	}
 }
 
@@ -131,14 +135,17 @@ static void keep_edges(struct cache *c)
 
 static void flush_touched(struct cache *c)
 {
-	int64_t ids[TOUCH_MAX];
+	int64_t ids[TOUCH_MAX], objects[TOUCH_OBJECTS_MAX];
 	pthread_mutex_lock(&c->lock);
-	size_t n = c->ntouched;
+	size_t n = c->ntouched, nobj = c->ntouched_objects;
 	memcpy(ids, c->touched, n * sizeof(ids[0]));
-	c->ntouched = 0;
+	memcpy(objects, c->touched_objects, nobj * sizeof(objects[0]));
+	c->ntouched = c->ntouched_objects = 0;
 	pthread_mutex_unlock(&c->lock);
 	if (n)
 		index_units_touch(c->index, ids, n);
+	for (size_t i = 0; i < nobj; i++)
+		index_object_touch(c->index, objects[i]);
 }
 
 void object_prefetch_start(struct cache *c, struct cache_object *obj)
@@ -169,11 +176,11 @@ void cache_stop_prefetch(struct cache *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Drop the first object job. c->lock held. */
-static void job_done(struct cache *c)
+/* Drop the first job of LIST. c->lock held. */
+void job_done(struct object_job **list)
 {
-	struct object_job *job = c->jobs;
-	c->jobs = job->next;
+	struct object_job *job = *list;
+	*list = job->next;
 	cache_object_unref(job->obj);
 	free(job);
 }
@@ -208,7 +215,7 @@ static void job_step(struct cache *c)
 	for (size_t i = 0; i < n; i++)
 		entry_unref(batch[i]);
 	if (job->cursor >= obj->version.size || cache_object_stale(obj))
-		job_done(c);
+		job_done(&c->jobs);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -239,7 +246,7 @@ void *persist_thread(void *arg)
 		struct inflight *e = c->queue_head;
 		if (!e && c->stopping) {
 			while (c->jobs)
-				job_done(c);
+				job_done(&c->jobs);
 			break;
 		}
 		if (c->edges_to_keep) {

@@ -36,6 +36,15 @@
  *       unit's eviction drops the edges within 16 KiB of it, in the same
  *       transaction; an object's drop drops all of its edges. crc is CRC32C
  *       of bytes, checked at every read.
+ *   seals(object_id PRIMARY KEY, ino, ctime_ns)
+ *       an object whose units cover it, every one of them checked against
+ *       its crc and synced to disk by a process holding a pin, with its
+ *       data file's inode number and ctime then (index_seal()): while the
+ *       file still has them, nothing has written it since, and the kernel
+ *       may read it as it is (FUSE passthrough, cache/engine/seal.c).
+ *       Dropping any unit of the object drops its seal (trigger
+ *       units_unseal); an older tilefs sharing the cache dir keeps that
+ *       rule too, as the trigger lives in the database.
  *   claims(object_id, off, pid, since)
  *       a process fetching a unit (others wait for it instead of fetching
  *       the same bytes), or evicting one (nobody writes it meanwhile).
@@ -126,6 +135,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_OBJECTS_ALL] = "SELECT o.id, o.size, o.version, o.block_size, o.url, count(u.id), "
 			   "coalesce(sum(u.len), 0) FROM objects o LEFT JOIN units u "
 			   "ON u.object_id = o.id GROUP BY o.id ORDER BY o.url, o.id",
+	[ST_SEAL_PUT] = "INSERT OR REPLACE INTO seals(object_id, ino, ctime_ns) SELECT ?1, ?3, ?4 "
+			"WHERE (SELECT total(len) FROM units WHERE object_id = ?1) = ?2",
+	[ST_SEAL_GET] = "SELECT ino, ctime_ns FROM seals WHERE object_id = ?1",
+	[ST_OBJECT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - 10), "
+			    "last_access = ?1 WHERE object_id = ?2",
 	[ST_UNITS_OF] = "SELECT id, off, len, crc FROM units WHERE object_id = ?1 ORDER BY off",
 	[ST_EDGE_PUT] = "INSERT INTO edges(object_id, off, len, crc, bytes) VALUES (?1, ?2, ?3, ?4, ?5) "
 			"ON CONFLICT(object_id, off) DO UPDATE SET len = excluded.len, "
@@ -164,6 +178,10 @@ static const char schema_sql[] =
 	"  UPDATE meta SET value = value + NEW.len - OLD.len WHERE key = 'usage'; END;"
 	"CREATE TRIGGER IF NOT EXISTS edges_dropped AFTER DELETE ON edges BEGIN"
 	"  UPDATE meta SET value = value - OLD.len WHERE key = 'usage'; END;"
+	"CREATE TABLE IF NOT EXISTS seals(object_id INTEGER PRIMARY KEY, ino INTEGER NOT NULL,"
+	"  ctime_ns INTEGER NOT NULL);"
+	"CREATE TRIGGER IF NOT EXISTS units_unseal AFTER DELETE ON units BEGIN"
+	"  DELETE FROM seals WHERE object_id = OLD.object_id; END;"
 	"INSERT OR IGNORE INTO meta VALUES ('schema', 4);"
 	"INSERT OR IGNORE INTO meta VALUES ('usage', 0);"
 	"INSERT OR IGNORE INTO meta VALUES ('instance', lower(hex(randomblob(8))));";

@@ -149,8 +149,22 @@ int index_edge_put(struct index *ix, int64_t object_id, uint64_t off, const void
  * dropped). */
 int index_edge_get(struct index *ix, int64_t object_id, uint64_t off, size_t len, void *dst);
 
-/* Note that these units were read now (for eviction order). */
+/* Note that these units, or every unit of OBJECT_ID, were read now (for
+ * eviction order). */
 int index_units_touch(struct index *ix, const int64_t *unit_ids, size_t n);
+int index_object_touch(struct index *ix, int64_t object_id);
+
+/*
+ * Seal OBJECT_ID if its units add up to SIZE bytes: the caller checked
+ * every one of them and synced its data file, holding a pin meanwhile
+ * (store_pin()), so none changed; STAMP is the file's then (store.h).
+ * 0, -ENOENT (not complete), or -errno. index_sealed(): 0 and the stamp
+ * if sealed, -ENOENT if not, or -errno.
+ */
+struct store_stamp;
+int index_seal(struct index *ix, int64_t object_id, uint64_t size,
+	       const struct store_stamp *stamp);
+int index_sealed(struct index *ix, int64_t object_id, struct store_stamp *stamp);
 
 /*
  * Claim the fetch of a unit for this process, so two processes do not fetch

@@ -7,6 +7,7 @@
 #include "cache/store/index.h"
 #include "cache/store/index_int.h"
 #include "cache/store/crc32c.h"
+#include "cache/store/store.h"
 #include "cache/base/log.h"
 #include "cache/base/proc.h"
 
@@ -262,6 +263,53 @@ int index_units_touch(struct index *ix, const int64_t *unit_ids, size_t n)
 		for (size_t i = 0; i < n && !err; i++)
 			err = index_exec_keyed(c, ST_UNIT_TOUCH, now, unit_ids[i], "touch unit");
 		err = index_commit(c, err);
+	}
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_object_touch(struct index *ix, int64_t object_id)
+{
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_exec_keyed(c, ST_OBJECT_TOUCH, index_now(), object_id, "touch units");
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_seal(struct index *ix, int64_t object_id, uint64_t size,
+	       const struct store_stamp *stamp)
+{
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = index_stmt(c, ST_SEAL_PUT);
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_int64(s, 2, (int64_t)size);
+		sqlite3_bind_int64(s, 3, stamp->ino);
+		sqlite3_bind_int64(s, 4, stamp->ctime_ns);
+	}
+	int err = index_exec(c, s, "seal object");
+	if (!err && sqlite3_changes(c->db) == 0)
+		err = -ENOENT;
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_sealed(struct index *ix, int64_t object_id, struct store_stamp *stamp)
+{
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = index_stmt(c, ST_SEAL_GET);
+	int err = -EIO;
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			stamp->ino = sqlite3_column_int64(s, 0);
+			stamp->ctime_ns = sqlite3_column_int64(s, 1);
+			err = 0;
+		} else {
+			err = rc == SQLITE_DONE ? -ENOENT : index_sql_error(c->db, rc, "find seal");
+		}
+		sqlite3_reset(s);
 	}
 	index_conn_put(ix, c);
 	return err;

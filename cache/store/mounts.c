@@ -92,6 +92,8 @@ static int read_mount(const char *path, struct mount_record *out)
 		{ "tilefs_served_bytes_total ", offsetof(struct mount_record, bytes_served) },
 		{ "tilefs_fetched_bytes_total ", offsetof(struct mount_record, bytes_fetched) },
 		{ "tilefs_errors_total ", offsetof(struct mount_record, errors) },
+		{ "tilefs_passthrough_opens_total ",
+		  offsetof(struct mount_record, passthrough_opens) },
 	};
 	while (fgets(line, sizeof(line), f)) {
 		if (strncmp(line, "tilefs_mount_info{", 18) == 0) {

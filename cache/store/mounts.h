@@ -18,7 +18,8 @@
  *   tilefs_up 1|0
  *   tilefs_start_time_seconds T
  *   tilefs_requests_total, tilefs_cache_hits_total, tilefs_cache_misses_total,
- *   tilefs_served_bytes_total, tilefs_fetched_bytes_total, tilefs_errors_total
+ *   tilefs_served_bytes_total, tilefs_fetched_bytes_total, tilefs_errors_total,
+ *   tilefs_passthrough_opens_total
  *
  * The file's mtime is when the counters were last written. A mount is
  * running while its file says tilefs_up 1 and process PID is alive; one
@@ -53,7 +54,7 @@ struct mount_record {
 	bool running;
 	time_t started, updated;
 	char source[1024], mountpoint[1024];
-	uint64_t requests, hits, misses, bytes_served, bytes_fetched, errors;
+	uint64_t requests, hits, misses, bytes_served, bytes_fetched, errors, passthrough_opens;
 };
 
 /* The mounts that have used CACHE_DIR, most recently updated first: at most

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdatomic.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -174,10 +175,10 @@ void store_close(struct store *st)
 }
 
 /* OBJECT_ID's file, data-<instance>/<xx>/<id>, links not followed. */
-static int open_object(struct store *st, int64_t id, bool create)
+static int open_object(struct store *st, int64_t id, bool create, int mode)
 {
 	char sub[8], name[32];
-	int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0);
+	int flags = mode | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0);
 	int dir_flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
 	snprintf(sub, sizeof(sub), "%02x", (unsigned)(id & 0xff));
@@ -225,7 +226,7 @@ static struct fd_slot *slot_take(struct store *st, int64_t id, bool create, int 
 	}
 	pthread_mutex_unlock(&st->lock);
 
-	int fd = open_object(st, id, create);
+	int fd = open_object(st, id, create, O_RDWR);
 	if (!victim) {
 		if (fd < 0)
 			*err = fd;
@@ -312,6 +313,40 @@ int store_punch(struct store *st, int64_t id, uint64_t off, uint64_t len)
 		err = -errno;
 	slot_give(st, s, own);
 	return err;
+}
+
+/* OBJECT_ID's file, read-only, under flock(2) operation OP (see store.h). */
+static int lock_object(struct store *st, int64_t id, int op)
+{
+	int fd = open_object(st, id, false, O_RDONLY);
+	if (fd < 0)
+		return fd;
+	if (flock(fd, op | LOCK_NB) != 0) {
+		int err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int store_pin(struct store *st, int64_t id)
+{
+	return lock_object(st, id, LOCK_SH);
+}
+
+int store_hold(struct store *st, int64_t id)
+{
+	return lock_object(st, id, LOCK_EX);
+}
+
+int store_stamp(int fd, struct store_stamp *out)
+{
+	struct stat sb;
+	if (fstat(fd, &sb) != 0)
+		return -errno;
+	out->ino = (int64_t)sb.st_ino;
+	out->ctime_ns = (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec;
+	return 0;
 }
 
 bool store_reserve_release(struct store *st)

@@ -48,6 +48,27 @@ int store_punch(struct store *st, int64_t object_id, uint64_t off, uint64_t len)
  */
 uint64_t store_punches(struct store *st);
 
+/*
+ * Pins: a file open for reading elsewhere (the kernel reading it for a
+ * FUSE passthrough open, tilefs sealing it) must never see its bytes
+ * punched out. store_pin() opens OBJECT_ID's file read-only with a shared
+ * flock(2): the pin lasts while that open file does (in any process, or in
+ * the kernel), and dies with it. store_hold() takes the exclusive lock an
+ * eviction holds while it drops a row and punches its bytes (unit.h,
+ * invariant 6). Each returns the fd (close it to let go), -EBUSY if the
+ * other kind is held, -ENOENT if the file does not exist, or -errno.
+ */
+int store_pin(struct store *st, int64_t object_id);
+int store_hold(struct store *st, int64_t object_id);
+/* What a data file is now, to tell later whether anything wrote it since
+ * (any write or punch, by any process, moves its ctime): for seals
+ * (index_seal()). store_stamp(): of the file open on FD; 0 or -errno. */
+struct store_stamp {
+	int64_t ino;
+	int64_t ctime_ns;
+};
+int store_stamp(int fd, struct store_stamp *out);
+
 /* Free the reserve (true if there was one) / make it again if it is gone. */
 bool store_reserve_release(struct store *st);
 void store_reserve_restore(struct store *st);

@@ -9,6 +9,7 @@
 #include "cache/store/store.h"
 
 #include <errno.h>
+#include <unistd.h>
 
 int unit_put(struct index *ix, struct store *st, int64_t object_id, uint64_t off, uint64_t len,
 	     const void *bytes)
@@ -41,7 +42,12 @@ void unit_record(struct index *ix, struct store *st, int64_t object_id,
 void unit_abandon(struct index *ix, struct store *st, int64_t object_id, uint64_t off,
 		  uint64_t len)
 {
-	store_punch(st, object_id, off, len);
+	/* a pinned file keeps them: they are this version's own bytes anyway */
+	int hold = store_hold(st, object_id);
+	if (hold >= 0) {
+		store_punch(st, object_id, off, len);
+		close(hold);
+	}
 	index_unclaim(ix, object_id, off);
 }
 
@@ -58,16 +64,21 @@ int unit_verify(struct index *ix, struct store *st, const struct index_unit *u, 
 	/* evicted while we read it (row gone first), or really damaged: a row
 	   is only worth its bytes, so a damaged one goes */
 	if (index_unit_find(ix, u->object_id, u->off, &now) == 0 && now.id == u->id)
-		*dropped = unit_evict(ix, st, u) != -ENOENT;
+		*dropped = unit_evict(ix, st, u) == 0;
 	return err;
 }
 
 int unit_evict(struct index *ix, struct store *st, const struct index_unit *u)
 {
+	int hold = store_hold(st, u->object_id);	/* invariant 6 */
+	if (hold < 0 && hold != -ENOENT)
+		return hold;
 	int err = index_unit_evict(ix, u);
-	if (err)
-		return err;
-	store_punch(st, u->object_id, u->off, u->len);
-	index_unclaim(ix, u->object_id, u->off);
-	return 0;
+	if (!err) {
+		store_punch(st, u->object_id, u->off, u->len);
+		index_unclaim(ix, u->object_id, u->off);
+	}
+	if (hold >= 0)
+		close(hold);
+	return err;
 }

@@ -23,6 +23,12 @@
  *       (cache/engine/read.c).
  *   (5) A unit whose bytes fail their checksum while its row stands is
  *       evicted, and fetched again by whoever wants it (unit_verify()).
+ *   (6) No unit of a pinned data file is evicted (store_pin()): eviction
+ *       holds the file's exclusive lock from before it drops the row until
+ *       the bytes are punched (unit_evict()), and fails with -EBUSY if the
+ *       file is pinned. A pinned file's bytes therefore never change:
+ *       writes only ever put an object version's own bytes at their own
+ *       offsets. Dropping a row drops the object's seal (index_seal()).
  *
  * Layer: the store. Includes cache/base/ and its own folder only; never the
  * origin, the engine or FUSE (tests/check-layers).
@@ -63,7 +69,7 @@ void unit_record(struct index *ix, struct store *st, int64_t object_id,
 		 struct index_unit_new *v, size_t n);
 
 /* Give up the claimed unit at OFF (LEN bytes): punch out whatever of it was
- * written, release the claim. */
+ * written (unless its file is pinned), release the claim. */
 void unit_abandon(struct index *ix, struct store *st, int64_t object_id, uint64_t off,
 		  uint64_t len);
 
@@ -77,8 +83,9 @@ void unit_abandon(struct index *ix, struct store *st, int64_t object_id, uint64_
 int unit_verify(struct index *ix, struct store *st, const struct index_unit *u, void *dst,
 		bool *dropped);
 
-/* Evict U (invariant 3). 0, -ENOENT if its row was gone already (its bytes
- * are then left alone), or the index's error (nothing changed). */
+/* Evict U (invariants 3 and 6). 0, -ENOENT if its row was gone already
+ * (its bytes are then left alone), -EBUSY if its data file is pinned, or
+ * the index's error (nothing changed). */
 int unit_evict(struct index *ix, struct store *st, const struct index_unit *u);
 
 #endif

@@ -213,6 +213,8 @@ no_gets_after() {
 	tilefs_run warm --cache-dir "$CACHE" "$ORIGIN_URL" data
 	warm_ok "the warm of data/"
 	[[ $(summary) == "warmed 7 of 7 files: "* ]] || fail "summary: $(summary)"
+	assert_eq "$(sqlite3 "$CACHE/index.db" 'SELECT count(*) FROM seals')" 7 \
+		"files the warm sealed (a mount's kernel reads them by passthrough)"
 	sleep 0.3
 	local outside
 	outside=$(origin_select 'u ~ /^\/other\/./')

@@ -160,6 +160,65 @@ int main(void)
 	unit_abandon(ix, st, obj.id, 3 * UNIT_LEN, UNIT_LEN);
 	CHECK(store_punches(st) == p0 + 2, "giving a claimed unit up punches, and counts");
 
+	/* seals and pins (invariant 6) */
+	struct index_object sealed = { .size = 3 * UNIT_LEN, .block_size = UNIT_LEN,
+				       .version = "\"v1\"" };
+	CHECK(index_object_add(ix, "http://h/sealed.tif", &sealed, NULL, 0, &created) == 0,
+	      "add an object of three units");
+	for (uint64_t k = 0; k < 2; k++)
+		CHECK(index_claim(ix, sealed.id, k * UNIT_LEN, 30, &holder) == 0 &&
+		      unit_put(ix, st, sealed.id, k * UNIT_LEN, UNIT_LEN, bytes) == 0,
+		      "put unit %llu", (unsigned long long)k);
+	struct store_stamp stamp, seen;
+	int pin = store_pin(st, sealed.id);
+	CHECK(pin >= 0 && store_stamp(pin, &stamp) == 0, "pin its data file (%d), stamp it", pin);
+	CHECK(index_seal(ix, sealed.id, sealed.size, &stamp) == -ENOENT &&
+	      index_sealed(ix, sealed.id, &seen) == -ENOENT, "two units of three: no seal");
+	CHECK(index_claim(ix, sealed.id, 2 * UNIT_LEN, 30, &holder) == 0 &&
+	      unit_put(ix, st, sealed.id, 2 * UNIT_LEN, UNIT_LEN, other) == 0 &&
+	      store_stamp(pin, &stamp) == 0, "put the third, stamp the file");
+	CHECK(index_seal(ix, sealed.id, sealed.size, &stamp) == 0 &&
+	      index_seal(ix, sealed.id, sealed.size, &stamp) == 0 &&
+	      index_sealed(ix, sealed.id, &seen) == 0 && seen.ino == stamp.ino &&
+	      seen.ctime_ns == stamp.ctime_ns, "sealed with its stamp (sealing again is fine)");
+	CHECK(index_unit_find(ix, sealed.id, UNIT_LEN, &u) == 0, "find a unit of it");
+	child = fork();
+	if (child == 0) {
+		struct index *oix;
+		struct store *ost;
+		bool r;
+		int rc = index_open(dir, &oix, &r) || store_open(dir, index_instance(oix), &ost) ?
+			 -EIO : unit_evict(oix, ost, &u);
+		_exit(-rc);
+	}
+	CHECK(waitpid(child, &wst, 0) == child && WIFEXITED(wst) && WEXITSTATUS(wst) == EBUSY,
+	      "another process cannot evict a unit of a pinned file: -EBUSY");
+	CHECK(unit_evict(ix, st, &u) == -EBUSY, "nor can this one");
+	CHECK(index_unit_find(ix, sealed.id, UNIT_LEN, &now) == 0 && now.id == u.id &&
+	      index_sealed(ix, sealed.id, &seen) == 0, "its row and the seal stand");
+	CHECK(store_stamp(pin, &seen) == 0 && seen.ctime_ns == stamp.ctime_ns,
+	      "and the file's stamp is the seal's");
+	CHECK(index_claim(ix, sealed.id, 3 * UNIT_LEN, 30, &holder) == 0, "claim past it");
+	CHECK(store_write(st, sealed.id, bytes, UNIT_LEN, 3 * UNIT_LEN) == 0 &&
+	      store_stamp(pin, &seen) == 0 && seen.ctime_ns != stamp.ctime_ns,
+	      "a write there moves the stamp");
+	unit_abandon(ix, st, sealed.id, 3 * UNIT_LEN, UNIT_LEN);
+	CHECK(pread(pin, got, UNIT_LEN, 3 * UNIT_LEN) == UNIT_LEN &&
+	      memcmp(got, bytes, UNIT_LEN) == 0, "giving it up punches nothing in a pinned file");
+	CHECK(pread(pin, got, UNIT_LEN, UNIT_LEN) == UNIT_LEN && memcmp(got, bytes, UNIT_LEN) == 0,
+	      "the pinned file reads its bytes");
+	CHECK(store_hold(st, sealed.id) == -EBUSY, "the exclusive lock is refused while pinned");
+	close(pin);
+	CHECK(unit_evict(ix, st, &u) == 0, "unpinned: the unit is evicted");
+	CHECK(index_sealed(ix, sealed.id, &seen) == -ENOENT, "and the seal went with it");
+	CHECK(index_claim(ix, sealed.id, UNIT_LEN, 30, &holder) == 0 &&
+	      unit_put(ix, st, sealed.id, UNIT_LEN, UNIT_LEN, bytes) == 0 &&
+	      index_seal(ix, sealed.id, sealed.size, &stamp) == 0 &&
+	      index_unit_find(ix, sealed.id, 0, &u) == 0 && index_unit_drop(ix, u.id) == 0 &&
+	      index_sealed(ix, sealed.id, &seen) == -ENOENT,
+	      "put back, sealed; a dropped row drops it too");
+	CHECK(store_pin(st, 999999) == -ENOENT, "no data file: nothing to pin");
+
 	store_close(st);
 	index_close(ix);
 

@@ -1,0 +1,180 @@
+/*
+ * seal.c - cache_object_seal(), cache_object_pin(): an object whose units
+ * are all cached can be read by the kernel straight from its data file
+ * (FUSE passthrough), with no request to the daemon and no checksum on the
+ * way. So before that, a process checks every unit of it against its
+ * checksum (holding a pin, so that none changes meanwhile), syncs the file
+ * to disk, and seals it in the index with the file's inode number and
+ * ctime. Any write or punch since, by any process or by hand, moves the
+ * ctime: a file that still has its stamp holds the bytes that were
+ * checked, whichever process checked them and across a crash or a power
+ * cut (the seal commits after the sync). A file whose stamp moved is
+ * checked again before the kernel reads it. The seal goes with the first
+ * unit dropped, by any process (cache/store/index.c), and eviction leaves
+ * a pinned file alone (unit.h, invariant 6): a pinned sealed file is its
+ * object's bytes for as long as the pin lasts.
+ *
+ * What the read path's checksums catch beyond this: bytes the disk itself
+ * changes under an unchanged stamp (bit rot), which a local file would
+ * serve too.
+ */
+#include "cache/engine/engine_int.h"
+#include "cache/base/log.h"
+#include "cache/store/crc32c.h"
+#include "cache/store/index.h"
+#include "cache/store/store.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TOUCH_EVERY_S 10	/* units of a passed-through object: read times */
+
+/* OBJ's data file, pinned, if it is sealed and has its stamp still; else
+ * -ENOENT, or -errno. */
+static int pin_sealed(struct cache *c, struct cache_object *obj)
+{
+	int pin = store_pin(c->store, obj->id);
+	if (pin < 0)
+		return pin;
+	/* after the pin: see unit.h (6) */
+	struct store_stamp now, sealed;
+	int err = store_stamp(pin, &now);
+	if (!err)
+		err = index_sealed(c->index, obj->id, &sealed);
+	if (!err && (now.ino != sealed.ino || now.ctime_ns != sealed.ctime_ns))
+		err = -ENOENT;	/* written since: check it again */
+	if (err) {
+		close(pin);
+		return err;
+	}
+	return pin;
+}
+
+int cache_object_seal(struct cache *c, struct cache_object *obj)
+{
+	uint64_t units, bytes;
+	if (obj->id < 0 || index_object_usage(c->index, obj->id, &units, &bytes) != 0 ||
+	    bytes != obj->version.size)
+		return -ENOENT;
+	int pin = pin_sealed(c, obj);
+	if (pin >= 0) {
+		close(pin);
+		return 0;	/* sealed, and not written since */
+	}
+	pin = store_pin(c->store, obj->id);
+	if (pin < 0)
+		return pin;
+	struct index_unit *v, bad = { 0 };
+	size_t n;
+	char *buf = NULL;
+	uint64_t cap = 0;
+	int err = index_units_of(c->index, obj->id, &v, &n);
+	for (size_t i = 0; !err && i < n; i++) {
+		if (v[i].len > cap) {
+			free(buf);
+			cap = v[i].len;
+			if (!(buf = malloc(cap))) {
+				err = -ENOMEM;
+				break;
+			}
+		}
+		err = store_read(c->store, obj->id, buf, v[i].len, v[i].off);
+		if (!err && crc32c(0, buf, v[i].len) != v[i].crc)
+			err = -EBADMSG;
+		if (err)
+			bad = v[i];
+	}
+	struct store_stamp stamp;
+	if (!err && fdatasync(pin) != 0)
+		err = -errno;
+	if (!err)
+		err = store_stamp(pin, &stamp);
+	if (!err)
+		err = index_seal(c->index, obj->id, obj->version.size, &stamp);
+	close(pin);
+	/* a unit that fails its check is evicted the usual way */
+	if (bad.id && (buf || (buf = malloc(bad.len))))
+		load_unit(c, obj, &bad, store_punches(c->store), buf);
+	free(buf);
+	free(v);
+	if (err)
+		log_debug("%s not sealed: %s", obj->log_name, strerror(-err));
+	else
+		log_debug("sealed %s (%zu units)", obj->log_name, n);
+	return err;
+}
+
+/* Have the seal thread seal OBJ; once at a time, and again only after a
+ * seal that found it incomplete or damaged (seal_thread()). */
+static void seal_later(struct cache *c, struct cache_object *obj)
+{
+	if (atomic_exchange(&obj->seal_queued, true))
+		return;
+	struct object_job *job = calloc(1, sizeof(*job));
+	if (!job) {
+		atomic_store(&obj->seal_queued, false);
+		return;
+	}
+	job->obj = cache_object_ref(obj);
+	pthread_mutex_lock(&c->lock);
+	job->next = c->seals;
+	c->seals = job;
+	pthread_cond_signal(&c->seal_work);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void *seal_thread(void *arg)
+{
+	struct cache *c = arg;
+
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		while (!c->seals && !c->stopping)
+			pthread_cond_wait(&c->seal_work, &c->lock);
+		if (c->stopping)
+			break;
+		struct object_job *job = c->seals;	/* seal_later() adds at the head */
+		c->seals = job->next;
+		job->next = NULL;
+		pthread_mutex_unlock(&c->lock);
+		int err = cache_object_seal(c, job->obj);
+		/* a unit found damaged (evicted) or gone: it may be complete
+		   again later; any other error would only repeat */
+		if (err == -EBADMSG || err == -ENOENT)
+			atomic_store(&job->obj->seal_queued, false);
+		pthread_mutex_lock(&c->lock);
+		job_done(&job);
+	}
+	while (c->seals)
+		job_done(&c->seals);
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+int cache_object_pin(struct cache *c, struct cache_object *obj)
+{
+	if (obj->id < 0 || !cache_object_complete(c, obj))
+		return -ENOENT;
+	int pin = pin_sealed(c, obj);
+	if (pin == -ENOENT)
+		seal_later(c, obj);
+	return pin;
+}
+
+void cache_object_passed(struct cache *c, struct cache_object *obj)
+{
+	/* its reads will not reach cache_read(): keep its units recent (the
+	   persist thread writes their read times) */
+	int64_t now = time(NULL), last = atomic_load(&obj->touched_at);
+	bool touch = now - last >= TOUCH_EVERY_S &&
+		     atomic_compare_exchange_strong(&obj->touched_at, &last, now);
+	pthread_mutex_lock(&c->lock);
+	c->stats.passthrough_opens++;
+	if (touch && c->ntouched_objects < TOUCH_OBJECTS_MAX)
+		c->touched_objects[c->ntouched_objects++] = obj->id;
+	pthread_mutex_unlock(&c->lock);
+}
