@@ -25,7 +25,7 @@ LIB_SRC := $(wildcard cache/*/*.c) tools/options.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libtilefs.a
 
-DAEMON_SRC := fs/main.c fs/mount.c fs/inodes.c fs/metrics.c $(filter-out $(LIB_SRC),$(wildcard tools/*.c))
+DAEMON_SRC := fs/main.c fs/mount.c fs/inodes.c fs/metrics.c fs/passthrough.c $(filter-out $(LIB_SRC),$(wildcard tools/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

@@ -285,6 +285,7 @@ static int cmd_mount(int argc, char **argv)
 		.fsname = fsname,
 		.fuse_opts = o.fuse_opts,
 		.ttl_s = (int)o.ttl,
+		.passthrough = !o.no_passthrough,
 	};
 	if (mount_new(&mc, stack.ns, stack.cache, &m) != 0) {
 		fprintf(stderr, "tilefs: cannot mount on %s (see %s)\n", o.mountpoint,

@@ -126,8 +126,12 @@ static void format(struct metrics *m, FILE *f, bool up)
 	counter(f, "tilefs_cache_hits_total", "counter", "Units read from the cache.", cs.hits);
 	counter(f, "tilefs_cache_misses_total", "counter", "Units a read had to fetch.",
 		cs.misses);
-	counter(f, "tilefs_served_bytes_total", "counter", "Bytes returned to readers.",
+	counter(f, "tilefs_served_bytes_total", "counter",
+		"Bytes returned to readers by the daemon (not those read by passthrough).",
 		cs.bytes_served);
+	counter(f, "tilefs_passthrough_opens_total", "counter",
+		"Opens of sealed files the kernel reads from the cache itself (FUSE passthrough).",
+		cs.passthrough_opens);
 	counter(f, "tilefs_errors_total", "counter",
 		"Opens and reads that failed (the reader got an error).", cs.errors);
 	counter(f, "tilefs_prefetched_units_total", "counter",

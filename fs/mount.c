@@ -9,6 +9,7 @@
 #define FUSE_USE_VERSION 312
 #include "fs/mount.h"
 #include "fs/inodes.h"
+#include "fs/passthrough.h"
 #include "cache/engine/cache.h"
 #include "cache/base/log.h"
 #include "cache/namespace/namespace.h"
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define MAX_THREADS 64
@@ -35,6 +37,8 @@
  * so the mount keeps them all and drops what is left at the end. */
 struct open_file {
 	struct cache_object *obj;
+	fuse_ino_t ino;
+	enum io_mode mode;		/* passthrough.h */
 	struct open_file *prev, *next;	/* protected by mount->lock */
 };
 
@@ -44,6 +48,7 @@ struct mount {
 	struct cache *cache;
 	struct inodes *inodes;
 	struct fuse_session *se;
+	struct passthrough *pt;
 	bool no_opendir;		/* the kernel opens directories itself */
 	uid_t uid;			/* every file's owner: who mounted */
 	gid_t gid;
@@ -237,6 +242,7 @@ static void open_file_drop(struct mount *m, struct open_file *f)
 	if (f->next)
 		f->next->prev = f->prev;
 	pthread_mutex_unlock(&m->lock);
+	passthrough_released(m->pt, f->ino, f->mode);
 	cache_object_unref(f->obj);
 	free(f);
 }
@@ -263,6 +269,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	f->obj = obj;
+	f->ino = ino;
 	pthread_mutex_lock(&m->lock);
 	f->next = m->open;
 	if (m->open)
@@ -279,11 +286,34 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * anyway. (Such a file can be mmap'ed MAP_PRIVATE; MAP_SHARED needs a
 	 * kernel and libfuse that allow mmap with direct I/O.) Once every unit
 	 * of it is cached, though, readahead costs no request and the page
-	 * cache makes hits nearly free: it is read through the page cache. */
-	fi->keep_cache = unchanged && !older_open;
-	fi->direct_io = older_open ||
-			(cache_object_tiled(obj) && !cache_object_complete(m->cache, obj));
-	if (fuse_reply_open(req, fi) != 0)
+	 * cache makes hits nearly free: it is read through the page cache.
+	 * Better still, once this process has checked all of it (sealed), the
+	 * kernel reads it from its data file, pinned while open: no request
+	 * reaches this daemon until the release (passthrough.h). */
+	enum io_mode mode = older_open ||
+		(cache_object_tiled(obj) && !cache_object_complete(m->cache, obj)) ?
+		IO_DIRECT : IO_CACHED;
+	int64_t id = cache_object_id(obj);
+	int backing = -1;
+	if (!older_open && passthrough_may(m->pt, ino, id)) {
+		int pin = cache_object_pin(m->cache, obj);
+		if (pin >= 0 && (backing = passthrough_open(m->pt, ino, id, pin)) == -EBUSY)
+			mode = IO_DIRECT;	/* page-cache opens of it drain first */
+	}
+	if (backing >= 0) {
+		f->mode = IO_PASSED;
+		cache_object_passed(m->cache, obj);
+		err = passthrough_reply_open(req, fi, backing, false);
+	} else if ((f->mode = passthrough_count(m->pt, ino, mode, &backing)) == IO_PASSED) {
+		/* others of this inode pass through, so it must name their
+		   backing file; direct I/O keeps its reads coming here */
+		err = passthrough_reply_open(req, fi, backing, true);
+	} else {
+		fi->keep_cache = unchanged && !older_open;
+		fi->direct_io = f->mode == IO_DIRECT;
+		err = fuse_reply_open(req, fi);
+	}
+	if (err)
 		open_file_drop(m, f);	/* interrupted: no release will come */
 }
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -364,6 +394,22 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
 	m->no_opendir = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
+	passthrough_init(m->pt, conn, m->cfg.passthrough);
+}
+
+/* libfuse's own I/O on /dev/fuse, but the INIT reply may ask for
+ * passthrough (passthrough.h). */
+static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
+{
+	(void)userdata;
+	return read(fd, buf, len);
+}
+
+static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	struct mount *m = userdata;
+	passthrough_patch_init(m->pt, iov, count);
+	return writev(fd, iov, count);
 }
 
 static const struct fuse_lowlevel_ops ops = {
@@ -558,7 +604,10 @@ int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache
 	if (real)
 		raise_readahead(real);
 	free(real);
-	if (fuse_set_signal_handlers(m->se) != 0) {
+	static const struct fuse_custom_io dev_io = { .read = dev_read, .writev = dev_writev };
+	int fd = fuse_session_fd(m->se);
+	if (!(m->pt = passthrough_new(m->se)) || fuse_session_custom_io(m->se, &dev_io, fd) != 0 ||
+	    fuse_set_signal_handlers(m->se) != 0) {
 		fuse_session_unmount(m->se);
 		goto fail;
 	}
@@ -568,6 +617,7 @@ int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache
 fail:
 	if (m->se)
 		fuse_session_destroy(m->se);
+	passthrough_free(m->pt);
 	inodes_free(m->inodes);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -601,6 +651,7 @@ void mount_free(struct mount *m)
 		cache_object_unref(f->obj);
 		free(f);
 	}
+	passthrough_free(m->pt);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }

@@ -5,6 +5,7 @@
 #ifndef TILEFS_MOUNT_H
 #define TILEFS_MOUNT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct cache;
@@ -15,6 +16,7 @@ struct mount_config {
 	const char *fsname;		/* shown in /proc/mounts */
 	const char *fuse_opts;		/* extra -o words, or NULL */
 	int ttl_s;			/* kernel entry/attr/negative caching */
+	bool passthrough;		/* sealed files read by the kernel (passthrough.h) */
 };
 
 /*

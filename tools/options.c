@@ -59,6 +59,10 @@ static const struct option_def defs[] = {
 	  "fetch units this close together with one request" },
 	{ "readahead", M, 0, OPT_SIZE, OFF(readahead), "SIZE", "16M", 0, 256 << 20,
 	  "largest readahead window of a sequential read (0: none)" },
+	{ "no-passthrough", M, 0, OPT_FLAG, OFF(no_passthrough), NULL, NULL, 0, 0,
+	  "read every file through the daemon, never by FUSE passthrough (by\n"
+	  "default the kernel reads files cached whole straight from the\n"
+	  "cache, where it can: Linux 6.9+, mounted by root)" },
 	{ "ttl", M, 0, OPT_LONG, OFF(ttl), "SECONDS", "60", 0, 86400 * 365,
 	  "trust directory listings and object versions this long; 0 checks\n"
 	  "the origin on every open" },

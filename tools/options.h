@@ -29,6 +29,7 @@ struct options {
 	enum prefetch_policy prefetch;
 	uint64_t merge_gap;
 	uint64_t readahead;
+	bool no_passthrough;
 	long ttl;
 	char *list_file;
 	char *ca_file;

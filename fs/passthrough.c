@@ -1,0 +1,234 @@
+/*
+ * passthrough.c - see passthrough.h. The kernel ABI used here (fuse.h of
+ * Linux 6.9 and later) is written out below: libfuse 3.14 installs no
+ * copy of that header, and its own is older.
+ */
+#define FUSE_USE_VERSION 312
+#include "fs/passthrough.h"
+#include "cache/base/log.h"
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#define KERNEL_MINOR_PASSTHROUGH 40	/* the protocol minor that brought it */
+#define INIT_EXT (1u << 30)		/* fuse_init_out.flags: flags2 is read */
+#define INIT2_PASSTHROUGH (1u << (37 - 32))	/* FUSE_PASSTHROUGH, in flags2 */
+#define OPEN_PASSTHROUGH (1u << 7)	/* FOPEN_PASSTHROUGH */
+#define OPEN_DIRECT_IO (1u << 0)	/* FOPEN_DIRECT_IO: overrides it for reads */
+
+struct out_header {
+	uint32_t len;
+	int32_t error;
+	uint64_t unique;
+};
+
+/* fuse_init_out up to max_stack_depth (libfuse's copy calls it unused) */
+struct init_out {
+	uint32_t major, minor, max_readahead, flags;
+	uint16_t max_background, congestion_threshold;
+	uint32_t max_write, time_gran;
+	uint16_t max_pages, map_alignment;
+	uint32_t flags2, max_stack_depth;
+};
+
+struct open_out {
+	uint64_t fh;
+	uint32_t open_flags;
+	int32_t backing_id;
+};
+
+struct backing_map {
+	int32_t fd;
+	uint32_t flags;
+	uint64_t padding;
+};
+
+#define DEV_IOC_BACKING_OPEN _IOW(229, 1, struct backing_map)
+#define DEV_IOC_BACKING_CLOSE _IOW(229, 2, uint32_t)
+
+/* The opens of one inode (only while it has some). */
+struct inode_opens {
+	struct inode_opens *next;
+	uint64_t ino;
+	unsigned n[3];			/* by enum io_mode */
+	int64_t object_id;		/* while n[IO_PASSED] > 0 */
+	int backing_id;			/* while n[IO_PASSED] > 0 */
+};
+
+struct passthrough {
+	int dev_fd;
+	bool asked;			/* set at INIT, before any other request */
+	_Atomic bool replied;		/* the INIT reply went out */
+	_Atomic bool on;		/* the kernel took it and ioctls work */
+	pthread_mutex_t lock;
+	struct inode_opens *inodes;	/* lock */
+};
+
+struct passthrough *passthrough_new(struct fuse_session *se)
+{
+	struct passthrough *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->dev_fd = fuse_session_fd(se);
+	pthread_mutex_init(&p->lock, NULL);
+	return p;
+}
+
+void passthrough_free(struct passthrough *p)
+{
+	if (!p)
+		return;
+	while (p->inodes) {
+		struct inode_opens *o = p->inodes;
+		p->inodes = o->next;
+		free(o);
+	}
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+void passthrough_init(struct passthrough *p, const struct fuse_conn_info *conn, bool wanted)
+{
+	p->asked = wanted && conn->proto_major == 7 &&
+		   conn->proto_minor >= KERNEL_MINOR_PASSTHROUGH;
+}
+
+void passthrough_patch_init(struct passthrough *p, struct iovec *iov, int count)
+{
+	if (atomic_load(&p->replied) || atomic_exchange(&p->replied, true))
+		return;
+	const struct out_header *h = iov[0].iov_base;
+	if (!p->asked || count < 2 || iov[0].iov_len < sizeof(*h) || h->error != 0 ||
+	    iov[1].iov_len < sizeof(struct init_out))
+		return;
+	struct init_out *out = iov[1].iov_base;
+	if (!(out->flags & INIT_EXT))
+		return;			/* the kernel offered no flags2 */
+	out->flags2 |= INIT2_PASSTHROUGH;
+	/* the cache dir must not itself be on a stacked filesystem (an
+	   overlay): backing files there are refused, and reads go the
+	   usual way */
+	out->max_stack_depth = 1;
+	atomic_store(&p->on, true);
+}
+
+static struct inode_opens *find(struct passthrough *p, uint64_t ino, bool add)
+{
+	for (struct inode_opens *o = p->inodes; o; o = o->next)
+		if (o->ino == ino)
+			return o;
+	struct inode_opens *o = add ? calloc(1, sizeof(*o)) : NULL;
+	if (o) {
+		o->ino = ino;
+		o->next = p->inodes;
+		p->inodes = o;
+	}
+	return o;
+}
+
+static void forget(struct passthrough *p, struct inode_opens *o)
+{
+	if (o->n[IO_CACHED] || o->n[IO_DIRECT] || o->n[IO_PASSED])
+		return;
+	for (struct inode_opens **link = &p->inodes; *link; link = &(*link)->next)
+		if (*link == o) {
+			*link = o->next;
+			free(o);
+			return;
+		}
+}
+
+bool passthrough_may(struct passthrough *p, uint64_t ino, int64_t object_id)
+{
+	if (!atomic_load(&p->on))
+		return false;
+	pthread_mutex_lock(&p->lock);
+	struct inode_opens *o = find(p, ino, false);
+	bool may = !o || !o->n[IO_PASSED] || o->object_id == object_id;
+	pthread_mutex_unlock(&p->lock);
+	return may;
+}
+
+int passthrough_open(struct passthrough *p, uint64_t ino, int64_t object_id, int fd)
+{
+	int id = -EBUSY;
+	pthread_mutex_lock(&p->lock);
+	struct inode_opens *o = find(p, ino, true);
+	if (!o) {
+		id = -ENOMEM;
+	} else if (o->n[IO_CACHED] || (o->n[IO_PASSED] && o->object_id != object_id)) {
+		/* -EBUSY */
+	} else if (o->n[IO_PASSED]) {
+		id = o->backing_id;
+	} else {
+		struct backing_map map = { .fd = fd };
+		id = ioctl(p->dev_fd, DEV_IOC_BACKING_OPEN, &map);
+		if (id < 0) {
+			id = -errno;
+			if (atomic_exchange(&p->on, false))
+				log_info("FUSE passthrough is off for this mount (%s%s): cached "
+					 "files are read through the daemon", strerror(-id),
+					 id == -EPERM ? ": it needs root" :
+					 id == -ELOOP ? ": the cache dir is on an overlay" : "");
+		} else {
+			o->object_id = object_id;
+			o->backing_id = id;
+		}
+	}
+	if (id >= 0) {
+		o->n[IO_PASSED]++;
+	} else if (o) {
+		forget(p, o);
+	}
+	pthread_mutex_unlock(&p->lock);
+	close(fd);
+	return id;
+}
+
+enum io_mode passthrough_count(struct passthrough *p, uint64_t ino, enum io_mode mode,
+			       int *backing_id)
+{
+	*backing_id = -1;
+	pthread_mutex_lock(&p->lock);
+	struct inode_opens *o = find(p, ino, true);
+	if (!o) {
+		mode = IO_DIRECT;	/* out of memory: the mode that mixes */
+	} else {
+		if (o->n[IO_PASSED]) {
+			mode = IO_PASSED;
+			*backing_id = o->backing_id;
+		}
+		o->n[mode]++;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return mode;
+}
+
+void passthrough_released(struct passthrough *p, uint64_t ino, enum io_mode mode)
+{
+	pthread_mutex_lock(&p->lock);
+	struct inode_opens *o = find(p, ino, false);
+	if (o && o->n[mode] && --o->n[mode] == 0 && mode == IO_PASSED) {
+		uint32_t id = (uint32_t)o->backing_id;
+		/* the kernel lets go of the file when its last open does */
+		ioctl(p->dev_fd, DEV_IOC_BACKING_CLOSE, &id);
+	}
+	if (o)
+		forget(p, o);
+	pthread_mutex_unlock(&p->lock);
+}
+
+int passthrough_reply_open(struct fuse_req *req, const struct fuse_file_info *fi, int backing_id,
+			   bool direct)
+{
+	struct open_out out = { .fh = fi->fh,
+				.open_flags = OPEN_PASSTHROUGH | (direct ? OPEN_DIRECT_IO : 0),
+				.backing_id = backing_id };
+	return fuse_reply_buf(req, (const char *)&out, sizeof(out));
+}

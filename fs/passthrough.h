@@ -1,0 +1,84 @@
+/*
+ * passthrough.h - FUSE passthrough: the kernel reads an open file's bytes
+ * straight from a local file, with no request to this daemon (Linux 6.9
+ * and later, CONFIG_FUSE_PASSTHROUGH, a mount by root). What may be read
+ * that way, and how it stays right, is the cache's business
+ * (cache_object_pin()); this is the FUSE side.
+ *
+ * Debian 12's libfuse 3.14 has no API for it, so this module does the
+ * three steps itself: the INIT reply gets the FUSE_PASSTHROUGH flag (in
+ * the custom I/O write hook, passthrough_patch_init()), a backing file is
+ * registered with the FUSE_DEV_IOC_BACKING_OPEN ioctl, and the open reply
+ * carries its id (passthrough_reply_open()).
+ *
+ * The kernel puts each inode in one I/O mode at a time: page cache, or
+ * passthrough to one backing file; an open asking for the other fails
+ * with EIO, and so does any open, direct I/O included, that does not name
+ * the backing file while the inode has one (fs/fuse/iomode.c). So the
+ * opens of an inode are counted here by mode: an open passes through only
+ * while no open of the inode uses the page cache and every one that
+ * passes through reads the same object version; one that cannot pass
+ * through while others do names their backing file with direct I/O on
+ * top, which sends its reads to the daemon (passthrough_count()).
+ *
+ * Layer: the FUSE front (fs/). Includes cache/base/ only (the log).
+ */
+#ifndef TILEFS_PASSTHROUGH_H
+#define TILEFS_PASSTHROUGH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct passthrough;
+struct fuse_session;
+struct fuse_conn_info;
+struct fuse_file_info;
+struct fuse_req;
+
+/* For the mounted session SE (fuse_session_fd()). NULL: out of memory. */
+struct passthrough *passthrough_new(struct fuse_session *se);
+void passthrough_free(struct passthrough *p);
+
+/* At INIT (the init callback): ask for passthrough if the kernel's protocol
+ * has it and WANTED. The reply is patched by passthrough_patch_init(),
+ * called with every message the session writes (the first is the INIT
+ * reply: the kernel sends nothing else before it). */
+void passthrough_init(struct passthrough *p, const struct fuse_conn_info *conn, bool wanted);
+void passthrough_patch_init(struct passthrough *p, struct iovec *iov, int count);
+
+/* How an open file is read: through the page cache, with direct I/O, or by
+ * the kernel from a backing file. */
+enum io_mode { IO_CACHED, IO_DIRECT, IO_PASSED };
+
+/* May an open of INO (OBJECT_ID) pass through, as far as its other opens
+ * of other versions tell (asked before pinning)? */
+bool passthrough_may(struct passthrough *p, uint64_t ino, int64_t object_id);
+/*
+ * Open INO (object version OBJECT_ID) with passthrough to the file FD
+ * (taken over: closed here, the kernel keeps what it needs). The backing
+ * file of an inode already passed through is shared. The backing id, or
+ * -errno: -EBUSY if opens of the inode use the page cache (open this one
+ * with direct I/O, so that they drain), or the ioctl's error (after
+ * EPERM, not root, passthrough is off for the mount, logged once).
+ * Counted as IO_PASSED on success.
+ */
+int passthrough_open(struct passthrough *p, uint64_t ino, int64_t object_id, int fd);
+/*
+ * Count an open of INO that does not pass through, wanting MODE (IO_CACHED
+ * or IO_DIRECT): the mode it gets. While other opens of INO pass through
+ * that is IO_PASSED, with *BACKING_ID their backing file's id (else -1):
+ * reply with passthrough_reply_open(..., true), which keeps its reads
+ * coming to the daemon (an mmap of it maps that backing file, though).
+ * Out of memory: IO_DIRECT, uncounted.
+ */
+enum io_mode passthrough_count(struct passthrough *p, uint64_t ino, enum io_mode mode,
+			       int *backing_id);
+/* Uncount an open of INO in MODE, as counted. */
+void passthrough_released(struct passthrough *p, uint64_t ino, enum io_mode mode);
+/* Reply to an open with passthrough to BACKING_ID, its reads sent to the
+ * daemon if DIRECT (direct I/O). 0 or libfuse's error. */
+int passthrough_reply_open(struct fuse_req *req, const struct fuse_file_info *fi, int backing_id,
+			   bool direct);
+
+#endif

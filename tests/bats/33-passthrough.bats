@@ -1,0 +1,306 @@
+#!/usr/bin/env bats
+# FUSE passthrough: a file cached whole is sealed (every unit checked, the
+# file synced and stamped), then the kernel reads it straight from the
+# cache, with no read request to the daemon and no request to the origin,
+# after a remount too; eviction leaves a file read that way alone; a file
+# written since its seal is checked again before the kernel reads it;
+# --no-passthrough.
+# Needs root and Linux 6.9 or later (the tests say so when skipped).
+
+bats_require_minimum_version 1.5.0
+load ../lib/tilefs
+
+setup() {
+	tilefs_setup
+	origin_start "$SAMPLES"
+	MNT=$T/mnt
+	CACHE=$T/cache
+	local v=$(uname -r) major minor
+	major=${v%%.*}
+	minor=${v#*.}
+	minor=${minor%%.*}
+	[ "$(id -u)" = 0 ] || skip "FUSE passthrough needs root"
+	[ "$major" -gt 6 ] || { [ "$major" = 6 ] && [ "$minor" -ge 9 ]; } ||
+		skip "FUSE passthrough needs Linux 6.9 or later (this is $v)"
+}
+
+teardown() {
+	tilefs_teardown
+}
+
+# mount_counted [ARGS...]: mount ORIGIN_URL on MNT, its counters on PORT
+mount_counted() {
+	PORT=$(_origin_free_port) || return 1
+	tilefs_mount "$ORIGIN_URL" "$MNT" --metrics-port "$PORT" "$@"
+}
+
+# metric NAME: the value of the sample NAME the mount serves on PORT
+metric() {
+	curl -fsS "http://127.0.0.1:$PORT/metrics" | awk -v n="$1" '$1 == n { print $2 }'
+}
+
+# sealed NAME: 1 if the cached object whose URL ends in /NAME is sealed
+sealed() {
+	sqlite3 "$CACHE/index.db" "SELECT count(*) FROM seals JOIN objects ON id = object_id
+		WHERE url LIKE '%/$1'"
+}
+
+# wait_sealed NAME: up to 10 s
+wait_sealed() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(sealed "$1")" = 1 ] && return 0
+		sleep 0.1
+	done
+	fail "$1 was not sealed within 10 s (log: $(tail -3 "$TILEFS_LOG"))"
+}
+
+# data_file NAME: the data file of the cached object whose URL ends in /NAME
+data_file() {
+	local id
+	id=$(sqlite3 "$CACHE/index.db" "SELECT id FROM objects WHERE url LIKE '%/$1'")
+	printf '%s\n' "$CACHE"/data-*/"$(printf %02x $((id & 255)))/$id"
+}
+
+# cache_whole FILE: read FILE through the mount twice (the second open of
+# an object cached whole has it sealed), and wait for its seal
+cache_whole() {
+	cmp "$SAMPLES/$1" "$MNT/$1"
+	cmp "$SAMPLES/$1" "$MNT/$1"
+	wait_sealed "$1"
+}
+
+# fd4_reads FILE [or-error]: does fd 4 read FILE's bytes (or fail, if
+# or-error)? Never other bytes.
+fd4_reads() {
+	"$PY" - "$@" <<'PY'
+import os, sys
+want = open(sys.argv[1], "rb").read()
+try:
+    got = os.pread(4, len(want) + 1, 0)
+except OSError:
+    sys.exit(0 if sys.argv[2:] == ["or-error"] else 1)
+sys.exit(0 if got == want else 1)
+PY
+}
+
+# open_passed NAME: cache NAME whole, then open it on fd 4, by passthrough
+open_passed() {
+	cache_whole "$1"
+	exec 4<"$MNT/$1"
+	assert_eq "$(metric tilefs_passthrough_opens_total)" 1 "passthrough opens"
+}
+
+@test "passthrough: a file cached whole is read by the kernel from the cache: same bytes, no read reaches the daemon" {
+	local served
+	mount_counted
+	cache_whole t512.tif
+	run -0 "$TILEFS" inspect "$MNT/t512.tif"
+	[[ $output == *$'\nsealed: checked whole'* ]] || fail "tilefs inspect says: $output"
+	assert_eq "$(metric tilefs_passthrough_opens_total)" 0 "passthrough opens before the seal"
+	served=$(metric tilefs_served_bytes_total)
+	origin_log_reset
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	run_to 60 "$PY" "$TESTS_LIB/rio_compare.py" "$MNT/t512.tif" "$SAMPLES/t512.tif"
+	[ "$(metric tilefs_passthrough_opens_total)" -ge 2 ] ||
+		fail "passthrough opens: $(metric tilefs_passthrough_opens_total)"
+	assert_eq "$(metric tilefs_served_bytes_total)" "$served" \
+		"bytes the daemon served while the kernel read the sealed file"
+	assert_eq "$(origin_file_requests)" 0 "requests for files"
+	local first
+	first=$(metric tilefs_passthrough_opens_total)
+
+	# the seal outlives the mount: nothing wrote the data file since, so
+	# the first open after a remount passes through
+	tilefs_umount "$MNT"
+	origin_log_reset
+	mount_counted
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	assert_eq "$(metric tilefs_passthrough_opens_total)" 1 "passthrough opens after the remount"
+	assert_eq "$(metric tilefs_served_bytes_total)" 0 "bytes served by the daemon after the remount"
+	assert_eq "$(origin_gets)" 0 "ranged GETs after the remount"
+	tilefs_umount "$MNT"
+	run -0 "$TILEFS" cache stat --cache-dir "$CACHE"
+	[[ $output == *$'\npassthrough opens: '$((first + 1))$'\n'* ]] ||
+		fail "cache stat says ($first + 1 wanted): $output"
+}
+
+@test "passthrough: eviction keeps the units of a file open by passthrough, which reads right throughout" {
+	mount_counted
+	open_passed t256.tif
+	tilefs_run cache clear --cache-dir "$CACHE"
+	assert_eq "$status" 0 "cache clear exit status ($err)"
+	[[ $out == *"kept "*" units of files open through a mount"* ]] || fail "cache clear said: $out"
+	[ "$(data_bytes "$CACHE")" -ge "$(stat -c %s "$SAMPLES/t256.tif")" ] ||
+		fail "the pinned file lost bytes: $(data_bytes "$CACHE") left"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	fd4_reads "$SAMPLES/t256.tif" || fail "the open file read other bytes after the eviction"
+	exec 4<&-
+	sleep 0.5	# the kernel releases the file asynchronously
+	tilefs_run cache clear --cache-dir "$CACHE"
+	[[ $out == "dropped "*" bytes"* && $out != *kept* ]] || fail "second cache clear said: $out"
+	assert_eq "$(sealed t256.tif)" 0 "the seal after the eviction"
+	origin_log_reset
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	[ "$(origin_gets)" -gt 0 ] || fail "the evicted file was read without a request"
+	tilefs_umount "$MNT"
+}
+
+@test "passthrough: a sealed file written while unmounted is checked again first: the kernel never reads a damaged byte" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	cache_whole t512.tif
+	tilefs_umount "$MNT"
+	local f
+	f=$(data_file t512.tif)
+	[ -f "$f" ] || fail "no data file for t512.tif ($f)"
+	printf '\x5a\x5a\x5a\x5a' | dd of="$f" bs=1 seek=200000 conv=notrunc status=none
+	mount_counted
+	origin_log_reset
+	: <"$MNT/t512.tif"	# an open, no read: the check it queues finds the damage
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -q "damaged (checksum)" "$TILEFS_LOG" && break
+		sleep 0.1
+	done
+	grep -q "damaged (checksum)" "$TILEFS_LOG" || fail "no damage logged: $(tail -5 "$TILEFS_LOG")"
+	assert_eq "$(sealed t512.tif)" 0 "the seal of the damaged file"
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	[ "$(origin_gets)" -gt 0 ] || fail "the damaged unit was not fetched again"
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	wait_sealed t512.tif
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	[ "$(metric tilefs_passthrough_opens_total)" -ge 1 ] ||
+		fail "the file sealed again was not passed through"
+	tilefs_umount "$MNT"
+}
+
+@test "passthrough: after tilefs warm the first open passes through, with no GET" {
+	tilefs_run warm --cache-dir "$CACHE" "$ORIGIN_URL"
+	assert_eq "$status" 0 "warm exit status ($err)"
+	origin_log_reset
+	mount_counted
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	cmp "$SAMPLES/nested/f32.tif" "$MNT/nested/f32.tif"
+	assert_eq "$(metric tilefs_passthrough_opens_total)" 2 "passthrough opens"
+	assert_eq "$(metric tilefs_served_bytes_total)" 0 "bytes served by the daemon"
+	assert_eq "$(origin_gets)" 0 "ranged GETs (a revalidation HEAD per file is all)"
+	tilefs_umount "$MNT"
+}
+
+@test "passthrough: kill -9 with a file open by passthrough: it never reads other bytes; its units stay until it is closed" {
+	mount_counted
+	open_passed t256.tif
+	tilefs_kill9 "$MNT"
+	tilefs_run cache clear --cache-dir "$CACHE"
+	[[ $out == *"kept "*" units of files open through a mount"* ]] || fail "cache clear said: $out"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	fd4_reads "$SAMPLES/t256.tif" or-error || fail "the open file read other bytes after the daemon died"
+	exec 4<&-
+	sleep 0.5
+	tilefs_run cache clear --cache-dir "$CACHE"
+	[[ $out == "dropped "*" bytes"* && $out != *kept* ]] || fail "cache clear after the close said: $out"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	tilefs_umount "$MNT"
+}
+
+@test "passthrough: while a file is open through the page cache, its next open does not pass through; once that is closed, one does" {
+	mount_counted
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"	# cached whole, not sealed yet
+	exec 4<"$MNT/t512.tif"			# the page cache; queues its seal
+	wait_sealed t512.tif
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"	# sealed, but fd 4 uses the page cache
+	fd4_reads "$SAMPLES/t512.tif" || fail "the page-cache open read other bytes"
+	assert_eq "$(metric tilefs_passthrough_opens_total)" 0 "passthrough opens beside a page-cache open"
+	exec 4<&-
+	sleep 0.5	# the kernel releases the file asynchronously
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	assert_eq "$(metric tilefs_passthrough_opens_total)" 1 "passthrough opens after it closed"
+	tilefs_umount "$MNT"
+}
+
+@test "passthrough: a new version opened while the old one is read by passthrough: each open reads its own version" {
+	# the kernel wants every open of an inode read by passthrough to name
+	# its backing file (any other open fails with EIO); the new version's
+	# open must still succeed and read the new bytes, the old file the old
+	mount_counted --ttl 1
+	cp "$SAMPLES/random.bin" "$T/old.bin"
+	"$PY" -c 'import sys; open(sys.argv[1], "wb").write(bytes(255 - b for b in open(sys.argv[2], "rb").read()))' \
+		"$T/new.bin" "$T/old.bin"
+	touch -d '2025-03-04 05:06:07 UTC' "$T/new.bin"
+	cache_whole random.bin
+	sleep 1.2	# past --ttl: the next open revalidates
+	run_to 60 "$PY" - "$MNT/random.bin" "$SAMPLES/random.bin" "$T/old.bin" "$T/new.bin" <<'PYEOF'
+import os, shutil, sys, time
+mnt, origin, old, new = sys.argv[1:]
+old_b, new_b = open(old, "rb").read(), open(new, "rb").read()
+fd1 = os.open(mnt, os.O_RDONLY)                 # the old version, by passthrough
+assert os.pread(fd1, 4096, 0) == old_b[:4096], "old open, first read"
+shutil.copy2(new, origin + ".tmp")
+os.rename(origin + ".tmp", origin)
+time.sleep(1.2)
+fd2 = os.open(mnt, os.O_RDONLY)                 # past --ttl: the new version
+assert os.pread(fd2, 131072, 131072) == new_b[131072:262144], "the new open reads new bytes"
+assert os.pread(fd1, 131072, 131072) == old_b[131072:262144], "the old open reads old bytes"
+fd3 = os.open(mnt, os.O_RDONLY)                 # a second open of the new version
+assert os.pread(fd3, len(new_b) + 1, 0) == new_b, "the second new open reads new bytes"
+os.close(fd1)
+os.close(fd2)
+os.close(fd3)
+time.sleep(0.5)                                 # the kernel releases asynchronously
+fd4 = os.open(mnt, os.O_RDONLY)
+assert os.pread(fd4, len(new_b) + 1, 0) == new_b, "an open after the old one closed"
+os.close(fd4)
+PYEOF
+	[ "$(metric tilefs_passthrough_opens_total)" -ge 1 ] ||
+		fail "the old version was not opened by passthrough (the test tests nothing)"
+	tilefs_umount "$MNT"
+}
+
+@test "passthrough: a mount by a user other than root says passthrough is off and reads through the daemon" {
+	local ud
+	ud=$(mktemp -d /tmp/tilefs-user.XXXXXX)
+	chmod 755 "$ud"
+	mkdir -p "$ud/mnt"
+	cp "$TILEFS" "$ud/tilefs"
+	cp "$SAMPLES/t512.tif" "$ud/t512.tif"
+	chown -R nobody "$ud"
+	# /dev/fuse 0666 as Debian makes it, in a mount namespace of this test
+	run -0 run_to 60 unshare -m --propagation private sh -c "
+		set -e
+		mknod -m 666 $ud/fuse c 10 229 && mount --bind $ud/fuse /dev/fuse
+		runuser -u nobody -- env HOME=$ud XDG_CACHE_HOME=$ud/xdg $ud/tilefs mount \
+			--log-level info $ORIGIN_URL $ud/mnt
+		for i in 1 2 3; do
+			runuser -u nobody -- cmp $ud/t512.tif $ud/mnt/t512.tif || {
+				runuser -u nobody -- fusermount3 -u $ud/mnt; exit 1; }
+			sleep 0.5
+		done
+		runuser -u nobody -- fusermount3 -u $ud/mnt"
+	echo "$output"
+	grep -q "FUSE passthrough is off for this mount (Operation not permitted: it needs root)" \
+		"$ud/xdg/tilefs/tilefs.log" || fail "log: $(cat "$ud/xdg/tilefs/tilefs.log")"
+	rm -rf "$ud"
+}
+
+@test "passthrough: --no-passthrough reads every file through the daemon" {
+	local served
+	mount_counted --no-passthrough
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	sleep 1
+	served=$(metric tilefs_served_bytes_total)
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	assert_eq "$(metric tilefs_passthrough_opens_total)" 0 "passthrough opens"
+	[ "$(metric tilefs_served_bytes_total)" -gt "$served" ] ||
+		fail "the daemon served nothing for the third read"
+	tilefs_umount "$MNT"
+}
