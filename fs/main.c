@@ -237,6 +237,8 @@ static int cmd_mount(int argc, char **argv)
 		.readahead_max = o.readahead,
 		.prefetch = o.prefetch,
 		.listing_ttl_s = (int)o.ttl,
+		/* half the connections, as for streaming: demand goes first */
+		.ahead_threads = (int)(o.max_connections + 1) / 2,
 	};
 	int err = stack_start(&stack, &o, &tuning, err_text, sizeof(err_text));
 	if (err) {

@@ -6,6 +6,7 @@
 #include "cache/namespace/namespace.h"
 #include "cache/origin/http.h"
 #include "cache/origin/provider.h"
+#include "cache/base/log.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -48,11 +49,16 @@ int stack_start(struct stack *s, const struct options *o, const struct stack_tun
 			 strerror(-rc));
 		return rc;
 	}
-	return ns_new(s->src, s->http, s->cache, t->listing_ttl_s, &s->ns);
+	rc = ns_new(s->src, s->http, s->cache, t->listing_ttl_s, &s->ns);
+	if (!rc && t->ahead_threads && ns_revalidate_ahead(s->ns, t->ahead_threads) != 0)
+		log_warn("cannot start revalidating ahead: each file's first open asks");
+	return rc;
 }
 
 void stack_release(struct stack *s)
 {
+	if (s->ns)
+		ns_stop_ahead(s->ns);	/* its HEADs need the client */
 	if (s->cache)
 		cache_stop_prefetch(s->cache);	/* its stream GETs need the client */
 	http_client_free(s->http);	/* before the cache: fetches settle into it */

@@ -33,6 +33,7 @@ struct stack_tuning {
 	uint64_t readahead_max;
 	enum prefetch_policy prefetch;
 	int listing_ttl_s;		/* how long a listing is kept */
+	int ahead_threads;		/* ns_revalidate_ahead(); 0: off */
 };
 
 /*

@@ -75,6 +75,9 @@ struct cache_listed {
  */
 int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		      const struct cache_listed *listed, struct cache_object **out);
+/* Does the index hold a version of the object at URL (so that opening it
+ * costs at most a HEAD, no data)? No request. */
+bool cache_object_known(struct cache *c, const char *url);
 struct cache_object *cache_object_ref(struct cache_object *obj);
 void cache_object_unref(struct cache_object *obj);
 uint64_t cache_object_size(const struct cache_object *obj);

@@ -339,6 +339,12 @@ static void known_load(struct cache *c, const struct cache_object *obj)
 	free(v);
 }
 
+bool cache_object_known(struct cache *c, const char *url)
+{
+	struct index_object latest;
+	return index_object_latest(c->index, url, &latest) == 0;
+}
+
 int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		      const struct cache_listed *listed, struct cache_object **out)
 {

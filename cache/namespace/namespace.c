@@ -30,6 +30,7 @@
 
 #define MAX_ENTRIES 1000000	/* per directory: ~150 MB of nodes */
 #define MAX_PAGES 100000
+#define AHEAD_MAX 10000		/* files queued for revalidation ahead */
 
 struct ns_node {
 	char *name;
@@ -57,6 +58,8 @@ struct ns_node {
 	struct cache_object *older;	/* the version before, while still open */
 	time_t validated_at;
 	bool outdated;			/* a later listing disagrees with obj */
+	bool ahead_done;		/* queued for revalidation ahead once */
+	struct ns_node *ahead_next;	/* in ns->ahead_head's queue */
 };
 
 struct namespace {
@@ -71,6 +74,14 @@ struct namespace {
 	struct ns_node *retired;	/* out of the tree, not yet freed */
 	uint64_t known_bytes;		/* listed_bytes of every listing made */
 	size_t unknown_dirs;		/* listings with bytes_unknown */
+	/* revalidation ahead (ns_revalidate_ahead()): files queued, each
+	 * with a hold, and the threads that take them */
+	pthread_t *ahead;
+	int nahead;
+	bool ahead_stopping;
+	pthread_cond_t ahead_work;
+	struct ns_node *ahead_head, *ahead_tail;
+	size_t ahead_len;
 };
 
 /* Nodes allocated and not yet freed, in this process (ns_nodes_alive()). */
@@ -130,6 +141,7 @@ int ns_new(struct source *src, struct http_client *http, struct cache *cache, in
 	clock_gettime(CLOCK_REALTIME, &ns->started);
 	pthread_mutex_init(&ns->lock, NULL);
 	pthread_cond_init(&ns->done, NULL);
+	pthread_cond_init(&ns->ahead_work, NULL);
 	*out = ns;
 	return 0;
 }
@@ -162,10 +174,12 @@ void ns_free(struct namespace *ns)
 {
 	if (!ns)
 		return;
+	ns_stop_ahead(ns);
 	node_free(ns->root);
 	ns_reap(ns);		/* nothing holds a node any more */
 	pthread_mutex_destroy(&ns->lock);
 	pthread_cond_destroy(&ns->done);
+	pthread_cond_destroy(&ns->ahead_work);
 	free(ns);
 }
 
@@ -363,6 +377,29 @@ static bool listing_disagrees(const struct ns_node *n)
 	return n->listed_etag && !cache_object_listed(n->obj, &l);
 }
 
+/* Queue DIR's files for revalidation ahead (ns_revalidate_ahead()) that
+ * may need it: no version pinned, and no ETag listed that could vouch for
+ * one. The threads skip those with nothing cached. ns->lock held. */
+static void ahead_queue(struct namespace *ns, struct ns_node *dir)
+{
+	if (!ns->nahead || ns->ahead_stopping || ns->ttl_s == 0)
+		return;
+	for (size_t i = 0; i < dir->nchildren && ns->ahead_len < AHEAD_MAX; i++) {
+		struct ns_node *n = dir->children[i];
+		if (n->is_dir || n->ahead_done || n->obj || n->listed_etag)
+			continue;
+		n->ahead_done = true;
+		node_hold(n, 1);
+		if (ns->ahead_tail)
+			ns->ahead_tail->ahead_next = n;
+		else
+			ns->ahead_head = n;
+		ns->ahead_tail = n;
+		ns->ahead_len++;
+		pthread_cond_signal(&ns->ahead_work);
+	}
+}
+
 /* dir_refresh() with DIR held. */
 static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 {
@@ -428,6 +465,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 		dir->listed = true;
 		dir->listed_at = time(NULL);
 		count_bytes(ns, dir);
+		ahead_queue(ns, dir);
 	} else {
 		for (size_t i = 0; i < l.n; i++)
 			node_free(l.nodes[i]);
@@ -570,6 +608,97 @@ static int file_validate(struct namespace *ns, struct ns_node *n, bool *unchange
 	int err = file_validate_held(ns, n, unchanged);
 	node_hold(n, -1);
 	return err;
+}
+
+/* ---- revalidation ahead ---- */
+
+/* Is N still in the tree (not retired by a later listing)? ns->lock held. */
+static bool in_tree(const struct ns_node *n)
+{
+	for (; n->parent; n = n->parent)
+		if (child_find(n->parent, n->name, NULL) != n)
+			return false;
+	return true;
+}
+
+/* Revalidate N, queued and held, if a version of it is cached and none is
+ * pinned yet; ns->lock held (dropped while asking). */
+static void ahead_one(struct namespace *ns, struct ns_node *n)
+{
+	if (n->obj || n->busy || !in_tree(n))
+		return;
+	char *path = node_path(n);
+	char *url = n->url ? strdup(n->url) : path ? source_object_url(ns->src, path) : NULL;
+	free(path);
+	if (!url)
+		return;
+	pthread_mutex_unlock(&ns->lock);
+	bool known = cache_object_known(ns->cache, url);
+	free(url);
+	pthread_mutex_lock(&ns->lock);
+	bool unchanged;
+	if (known && !n->obj && in_tree(n) && file_validate_held(ns, n, &unchanged) != 0)
+		log_debug("revalidation ahead of %s failed; its open will ask again", n->name);
+}
+
+static void *ahead_thread(void *arg)
+{
+	struct namespace *ns = arg;
+	pthread_mutex_lock(&ns->lock);
+	for (;;) {
+		while (!ns->ahead_head && !ns->ahead_stopping)
+			pthread_cond_wait(&ns->ahead_work, &ns->lock);
+		if (ns->ahead_stopping)
+			break;
+		struct ns_node *n = ns->ahead_head;
+		ns->ahead_head = n->ahead_next;
+		if (!ns->ahead_head)
+			ns->ahead_tail = NULL;
+		ns->ahead_len--;
+		n->ahead_next = NULL;
+		ahead_one(ns, n);
+		node_hold(n, -1);
+		ns_reap(ns);
+	}
+	pthread_mutex_unlock(&ns->lock);
+	return NULL;
+}
+
+int ns_revalidate_ahead(struct namespace *ns, int threads)
+{
+	if (threads <= 0 || !ns->cache)
+		return 0;
+	ns->ahead = calloc((size_t)threads, sizeof(*ns->ahead));
+	if (!ns->ahead)
+		return -ENOMEM;
+	for (; ns->nahead < threads; ns->nahead++)
+		if (pthread_create(&ns->ahead[ns->nahead], NULL, ahead_thread, ns) != 0)
+			break;
+	return ns->nahead ? 0 : -EAGAIN;
+}
+
+void ns_stop_ahead(struct namespace *ns)
+{
+	pthread_mutex_lock(&ns->lock);
+	ns->ahead_stopping = true;
+	pthread_cond_broadcast(&ns->ahead_work);
+	pthread_mutex_unlock(&ns->lock);
+	for (int i = 0; i < ns->nahead; i++)
+		pthread_join(ns->ahead[i], NULL);
+	free(ns->ahead);
+	ns->ahead = NULL;
+	ns->nahead = 0;
+	pthread_mutex_lock(&ns->lock);
+	while (ns->ahead_head) {
+		struct ns_node *n = ns->ahead_head;
+		ns->ahead_head = n->ahead_next;
+		n->ahead_next = NULL;
+		node_hold(n, -1);
+	}
+	ns->ahead_tail = NULL;
+	ns->ahead_len = 0;
+	ns_reap(ns);
+	pthread_mutex_unlock(&ns->lock);
 }
 
 static void attr_of(struct namespace *ns, const struct ns_node *n, struct ns_attr *out)

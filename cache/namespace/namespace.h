@@ -40,6 +40,19 @@ struct ns_attr {
 int ns_new(struct source *src, struct http_client *http, struct cache *cache, int ttl_s,
 	   struct namespace **out);
 void ns_free(struct namespace *ns);
+/*
+ * Revalidate ahead, with THREADS threads (call once, before any other
+ * use; 0: off, the default). When a listing shows files that have a
+ * version in the cache but none pinned yet, and gave no ETag that could
+ * vouch for it (plain HTTP), each is checked in the background, the HEAD
+ * its first open would send, so that the open finds it current and sends
+ * nothing: after a remount, readers do not wait a round trip per file.
+ * Once per file per namespace; never a file with nothing cached; off with
+ * a ttl of 0. ns_stop_ahead() stops the threads (before the HTTP client
+ * goes); ns_free() does too.
+ */
+int ns_revalidate_ahead(struct namespace *ns, int threads);
+void ns_stop_ahead(struct namespace *ns);
 /* Files and directories held in memory by the namespaces of this process:
  * names that left a listing are freed once no call uses them. */
 size_t ns_nodes_alive(void);

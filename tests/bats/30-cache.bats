@@ -58,6 +58,39 @@ file_gets() {
 	tilefs_umount "$MNT"
 }
 
+@test "a remount revalidates ahead: a listing's cached files get their HEAD in the background, once; their opens send nothing; a changed one reads new bytes" {
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	tilefs_umount "$MNT"
+	same_size_rewrite "$SAMPLES/t512.tif" "$T/t512.new"
+	touch -d '2025-03-04 05:06:07 UTC' "$T/t512.new"
+	mv "$T/t512.new" "$SAMPLES/t512.tif"
+	origin_log_reset
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	ls "$MNT" >/dev/null
+	local i
+	for ((i = 0; i < 50; i++)); do
+		[ "$(origin_count HEAD /t256.tif)" = 1 ] && [ "$(origin_count HEAD /t512.tif)" = 1 ] &&
+			[ "$(origin_gets /t512.tif)" -ge 1 ] && break
+		sleep 0.1
+	done
+	assert_eq "$(origin_count HEAD /t256.tif)" 1 "HEADs of t256.tif (cached) after the listing"
+	assert_eq "$(origin_count HEAD /t512.tif)" 1 "HEADs of t512.tif (cached, changed) after the listing"
+	assert_eq "$(origin_select 'u == "/random.bin" || u == "/notes.txt"' | wc -l)" 0 \
+		"requests for files never cached"
+	sleep 0.3
+	origin_log_reset
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	assert_eq "$(origin_lines | wc -l)" 0 "requests for the open and read of t256.tif"
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"	# the new version
+	assert_eq "$(origin_count HEAD)" 0 "HEADs at the opens"
+	ls "$MNT" >/dev/null
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	assert_eq "$(origin_count HEAD)" 0 "HEADs after another listing within --ttl"
+	tilefs_umount "$MNT"
+}
+
 @test "--ttl 0: a cold open costs one ranged GET at 0 (no HEAD); a warm open exactly one HEAD" {
 	tilefs_mount "$ORIGIN_URL" "$MNT" --ttl 0
 	ls "$MNT" >/dev/null
