@@ -15,6 +15,7 @@ struct inode {
 	struct inode *next;		/* in its bucket */
 	uint64_t hash;
 	uint64_t lookups;
+	bool retired;			/* out of the table (inodes_retire()) */
 	char path[];
 };
 
@@ -108,6 +109,7 @@ uint64_t inodes_lookup(struct inodes *t, const char *path)
 		memcpy(e->path, path, len + 1);
 		e->hash = h;
 		e->lookups = 0;
+		e->retired = false;
 		if (t->count > t->nbuckets)
 			grow(t);
 		e->next = t->buckets[h & (t->nbuckets - 1)];
@@ -120,6 +122,29 @@ uint64_t inodes_lookup(struct inodes *t, const char *path)
 	return ino;
 }
 
+/* Take E out of its bucket; lock held. */
+static void unchain(struct inodes *t, struct inode *e)
+{
+	struct inode **p = &t->buckets[e->hash & (t->nbuckets - 1)];
+	while (*p != e)
+		p = &(*p)->next;
+	*p = e->next;
+}
+
+bool inodes_retire(struct inodes *t, uint64_t ino)
+{
+	if (ino == INODES_ROOT)
+		return false;
+	struct inode *e = (struct inode *)(uintptr_t)ino;
+	pthread_mutex_lock(&t->lock);
+	if (!e->retired) {
+		unchain(t, e);
+		e->retired = true;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return true;
+}
+
 void inodes_forget(struct inodes *t, uint64_t ino, uint64_t n)
 {
 	if (ino == INODES_ROOT)
@@ -128,10 +153,8 @@ void inodes_forget(struct inodes *t, uint64_t ino, uint64_t n)
 	pthread_mutex_lock(&t->lock);
 	e->lookups -= n < e->lookups ? n : e->lookups;
 	if (e->lookups == 0) {
-		struct inode **p = &t->buckets[e->hash & (t->nbuckets - 1)];
-		while (*p != e)
-			p = &(*p)->next;
-		*p = e->next;
+		if (!e->retired)
+			unchain(t, e);
 		t->count--;
 		free(e);
 	}

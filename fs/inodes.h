@@ -7,6 +7,7 @@
 #ifndef TILEFS_INODES_H
 #define TILEFS_INODES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,9 @@ void inodes_free(struct inodes *t);
 /* The number of PATH (relative, no leading '/'), counting one lookup: a
  * new one on its first. 0: out of memory. */
 uint64_t inodes_lookup(struct inodes *t, const char *path);
+/* Give PATH a new number at its next lookup; INO (PATH's now) lives on
+ * until forgotten, for the files open on it. False for the root. */
+bool inodes_retire(struct inodes *t, uint64_t ino);
 /* Uncount N lookups of INO; at none left, its number is gone. */
 void inodes_forget(struct inodes *t, uint64_t ino, uint64_t n);
 /* INO's path, valid until INO is forgotten (the kernel sends nothing about

@@ -262,6 +262,16 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -err);
 		return;
 	}
+	/* The kernel reads this inode from an older version's file (its opens
+	 * pass through), and would map that file for this open too. So the
+	 * path gets a new inode: ESTALE makes the kernel look it up again and
+	 * retry the open, once, which then opens the new inode. */
+	if (passthrough_passes_other(m->pt, ino, cache_object_id(obj)) &&
+	    inodes_retire(m->inodes, ino)) {
+		cache_object_unref(obj);
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
 	struct open_file *f = calloc(1, sizeof(*f));
 	if (!f) {
 		cache_object_unref(obj);

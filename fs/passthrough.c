@@ -155,6 +155,15 @@ bool passthrough_may(struct passthrough *p, uint64_t ino, int64_t object_id)
 	return may;
 }
 
+bool passthrough_passes_other(struct passthrough *p, uint64_t ino, int64_t object_id)
+{
+	pthread_mutex_lock(&p->lock);
+	struct inode_opens *o = find(p, ino, false);
+	bool other = o && o->n[IO_PASSED] && o->object_id != object_id;
+	pthread_mutex_unlock(&p->lock);
+	return other;
+}
+
 int passthrough_open(struct passthrough *p, uint64_t ino, int64_t object_id, int fd)
 {
 	int id = -EBUSY;

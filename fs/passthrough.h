@@ -17,9 +17,11 @@
  * the backing file while the inode has one (fs/fuse/iomode.c). So the
  * opens of an inode are counted here by mode: an open passes through only
  * while no open of the inode uses the page cache and every one that
- * passes through reads the same object version; one that cannot pass
- * through while others do names their backing file with direct I/O on
- * top, which sends its reads to the daemon (passthrough_count()).
+ * passes through reads the same object version; one of that version that
+ * cannot pass through while others do names their backing file with
+ * direct I/O on top, which sends its reads to the daemon
+ * (passthrough_count()). An open of another version is given an inode of
+ * its own instead (passthrough_passes_other()).
  *
  * Layer: the FUSE front (fs/). Includes cache/base/ only (the log).
  */
@@ -54,6 +56,11 @@ enum io_mode { IO_CACHED, IO_DIRECT, IO_PASSED };
 /* May an open of INO (OBJECT_ID) pass through, as far as its other opens
  * of other versions tell (asked before pinning)? */
 bool passthrough_may(struct passthrough *p, uint64_t ino, int64_t object_id);
+/* Do opens of INO pass through to the file of a version other than
+ * OBJECT_ID? An open of OBJECT_ID on INO would then have to name that
+ * file, and an mmap of it would map that version: it needs an inode of
+ * its own (fs/mount.c). */
+bool passthrough_passes_other(struct passthrough *p, uint64_t ino, int64_t object_id);
 /*
  * Open INO (object version OBJECT_ID) with passthrough to the file FD
  * (taken over: closed here, the kernel keeps what it needs). The backing

@@ -68,28 +68,34 @@ static bool matches(const char *shown, const char *pattern)
 	return fnmatch(pattern, shown, 0) == 0;
 }
 
-/* Drop every unit of OBJECT_ID; adds what was dropped to *units, *bytes
- * (a unit a mount evicted meanwhile counts as dropped), and to *kept the
- * units of a file a mount has open with passthrough (pinned). */
+/* Drop every unit of OBJECT_ID (a sealed file's go at once); adds what
+ * went to *units, *bytes (a mount evicting meanwhile counts too), and to
+ * *kept the units of a file a mount has open with passthrough (pinned). */
 static int drop_object(struct admin *a, int64_t object_id, uint64_t *units, uint64_t *bytes,
 		       uint64_t *kept)
 {
 	struct index_unit *v;
 	size_t n;
-	int err = index_units_of(a->ix, object_id, &v, &n);
+	uint64_t units_before, bytes_before, units_after, bytes_after;
+	int err = index_object_usage(a->ix, object_id, &units_before, &bytes_before);
+	if (!err)
+		err = index_units_of(a->ix, object_id, &v, &n);
+	if (err)
+		return err;
 	for (size_t i = 0; !err && i < n; i++) {
-		err = unit_evict(a->ix, a->store, &v[i]);
+		err = unit_evict(a->ix, a->store, &v[i], NULL);
 		if (err == -ENOENT)
-			err = 0;	/* gone already */
-		if (err == -EBUSY) {
+			err = 0;	/* gone already (with the rest of a sealed file) */
+		else if (err == -EBUSY) {
 			(*kept)++;
 			err = 0;
-		} else if (!err) {
-			(*units)++;
-			*bytes += v[i].len;
 		}
 	}
 	free(v);
+	if (index_object_usage(a->ix, object_id, &units_after, &bytes_after) == 0) {
+		*units += units_before > units_after ? units_before - units_after : 0;
+		*bytes += bytes_before > bytes_after ? bytes_before - bytes_after : 0;
+	}
 	return err;
 }
 

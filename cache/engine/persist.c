@@ -24,38 +24,47 @@
 #include <time.h>
 
 #define EVICT_BATCH 64
+#define EVICT_SKIP 64	/* pinned files passed over in one round */
 #define JOB_BATCH 64
 #define PERSIST_BATCH 64	/* settled entries stored at once */
 
 /* Drop units, least valuable first, while the cache holds more than LIMIT;
- * then down to 95% of it. */
+ * then down to 95% of it. Units of a pinned file (read by passthrough) are
+ * passed over, up to EVICT_SKIP such files a round. */
 static void evict_to(struct cache *c, uint64_t limit)
 {
 	uint64_t usage;
 	struct index_unit victims[EVICT_BATCH];
+	int64_t pinned[EVICT_SKIP];
+	size_t npinned = 0;
 
 	if (index_usage(c->index, &usage) != 0 || usage <= limit)
 		return;
 	uint64_t target = limit - limit / 20;
 	while (usage > target) {
 		size_t n = 0;
-		if (index_eviction_candidates(c->index, victims, EVICT_BATCH, &n) != 0 || n == 0)
+		if (index_eviction_candidates(c->index, pinned, npinned, victims, EVICT_BATCH,
+					      &n) != 0 || n == 0)
 			break;
-		size_t pinned = 0;
 		for (size_t i = 0; i < n && usage > target; i++) {
-			int err = unit_evict(c->index, c->store, &victims[i]);
-			pinned += err == -EBUSY;	/* its file is read by passthrough */
-			if (err == -ENOENT || err == -EBUSY)
-				continue;	/* -ENOENT: another process evicted it */
+			uint64_t freed;
+			int err = unit_evict(c->index, c->store, &victims[i], &freed);
+			if (err == -EBUSY) {	/* pinned, or being fetched */
+				if (npinned == EVICT_SKIP)
+					return;	/* later */
+				if (!npinned || pinned[npinned - 1] != victims[i].object_id)
+					pinned[npinned++] = victims[i].object_id;
+				continue;
+			}
+			if (err == -ENOENT)
+				continue;	/* another process evicted it */
 			if (err)
 				return;		/* the index cannot change now: later */
-			usage -= victims[i].len < usage ? victims[i].len : usage;
+			usage -= freed < usage ? freed : usage;
 			pthread_mutex_lock(&c->lock);
-			c->stats.evicted += victims[i].len;
+			c->stats.evicted += freed;
 			pthread_mutex_unlock(&c->lock);
 		}
-		if (pinned == n)
-			break;	/* the least valuable are all pinned: later */
 	}
 }
 

@@ -73,6 +73,16 @@ int cache_object_seal(struct cache *c, struct cache_object *obj)
 	char *buf = NULL;
 	uint64_t cap = 0;
 	int err = index_units_of(c->index, obj->id, &v, &n);
+	/* they must tile the object: each unit where the one before ends
+	   (ordered by offset), the last at its end */
+	uint64_t end = 0;
+	for (size_t i = 0; !err && i < n; i++) {
+		if (v[i].off != end)
+			err = -ENOENT;
+		end = v[i].off + v[i].len;
+	}
+	if (!err && end != obj->version.size)
+		err = -ENOENT;
 	for (size_t i = 0; !err && i < n; i++) {
 		if (v[i].len > cap) {
 			free(buf);
@@ -108,8 +118,8 @@ int cache_object_seal(struct cache *c, struct cache_object *obj)
 	return err;
 }
 
-/* Have the seal thread seal OBJ; once at a time, and again only after a
- * seal that found it incomplete or damaged (seal_thread()). */
+/* Have the seal thread seal OBJ; once at a time (seal_thread() lets it be
+ * queued again once done). */
 static void seal_later(struct cache *c, struct cache_object *obj)
 {
 	if (atomic_exchange(&obj->seal_queued, true))
@@ -141,11 +151,10 @@ void *seal_thread(void *arg)
 		c->seals = job->next;
 		job->next = NULL;
 		pthread_mutex_unlock(&c->lock);
-		int err = cache_object_seal(c, job->obj);
-		/* a unit found damaged (evicted) or gone: it may be complete
-		   again later; any other error would only repeat */
-		if (err == -EBADMSG || err == -ENOENT)
-			atomic_store(&job->obj->seal_queued, false);
+		/* sealed, or not: either may change (a unit evicted, fetched
+		   again), and the next open that finds it unsealed asks again */
+		cache_object_seal(c, job->obj);
+		atomic_store(&job->obj->seal_queued, false);
 		pthread_mutex_lock(&c->lock);
 		job_done(&job);
 	}

@@ -382,8 +382,8 @@ static bool listing_disagrees(const struct ns_node *n)
  * one. The threads skip those with nothing cached. ns->lock held. */
 static void ahead_queue(struct namespace *ns, struct ns_node *dir)
 {
-	if (!ns->nahead || ns->ahead_stopping || ns->ttl_s == 0)
-		return;
+	if (ns->ahead_stopping || !ns->nahead || ns->ttl_s == 0)
+		return;	/* (ns_stop_ahead() clears nahead only once stopping) */
 	for (size_t i = 0; i < dir->nchildren && ns->ahead_len < AHEAD_MAX; i++) {
 		struct ns_node *n = dir->children[i];
 		if (n->is_dir || n->ahead_done || n->obj || n->listed_etag)

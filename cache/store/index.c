@@ -42,9 +42,12 @@
  *       data file's inode number and ctime then (index_seal()): while the
  *       file still has them, nothing has written it since, and the kernel
  *       may read it as it is (FUSE passthrough, cache/engine/seal.c).
- *       Dropping any unit of the object drops its seal (trigger
- *       units_unseal); an older tilefs sharing the cache dir keeps that
- *       rule too, as the trigger lives in the database.
+ *       Dropping any unit of the object breaks its seal (trigger
+ *       units_break_seal sets ino to 0; an older tilefs sharing the cache
+ *       dir keeps that rule too, as the trigger lives in the database).
+ *       The row stays, broken or not, until the object is evicted whole
+ *       (index_object_evict()): a file once sealed may be mapped by the
+ *       kernel still, so it is never punched (unit.h, invariant 7).
  *   claims(object_id, off, pid, since)
  *       a process fetching a unit (others wait for it instead of fetching
  *       the same bytes), or evicting one (nobody writes it meanwhile).
@@ -122,6 +125,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_UNIT_DROP_CHANGES] = "SELECT changes()",
 	[ST_USAGE] = "SELECT value FROM meta WHERE key = 'usage'",
 	[ST_EVICT] = "SELECT id, object_id, off, len, crc FROM units "
+		     "WHERE object_id NOT IN (SELECT value FROM json_each(?2)) "
 		     "ORDER BY hits > 1, last_access LIMIT ?1",
 	[ST_COUNTS] = "SELECT (SELECT count(*) FROM objects), (SELECT count(*) FROM units), "
 		      "(SELECT value FROM meta WHERE key = 'usage') - "
@@ -137,7 +141,13 @@ static const char *const stmt_sql[ST_COUNT] = {
 			   "ON u.object_id = o.id GROUP BY o.id ORDER BY o.url, o.id",
 	[ST_SEAL_PUT] = "INSERT OR REPLACE INTO seals(object_id, ino, ctime_ns) SELECT ?1, ?3, ?4 "
 			"WHERE (SELECT total(len) FROM units WHERE object_id = ?1) = ?2",
-	[ST_SEAL_GET] = "SELECT ino, ctime_ns FROM seals WHERE object_id = ?1",
+	[ST_SEAL_GET] = "SELECT ino, ctime_ns FROM seals WHERE object_id = ?1 AND ino != 0",
+	[ST_OBJECT_EVICT_CHECK] = "SELECT (SELECT count(*) FROM seals WHERE object_id = ?1), "
+				  "(SELECT count(*) FROM claims WHERE object_id = ?1), "
+				  "(SELECT coalesce(sum(len), 0) FROM units WHERE object_id = ?1)",
+	[ST_OBJECT_CLAIM_ALL] = "INSERT INTO claims(object_id, off, pid, since) "
+				"SELECT object_id, off, ?2, ?3 FROM units WHERE object_id = ?1",
+	[ST_SEAL_DROP] = "DELETE FROM seals WHERE object_id = ?1",
 	[ST_OBJECT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - 10), "
 			    "last_access = ?1 WHERE object_id = ?2",
 	[ST_UNITS_OF] = "SELECT id, off, len, crc FROM units WHERE object_id = ?1 ORDER BY off",
@@ -180,8 +190,9 @@ static const char schema_sql[] =
 	"  UPDATE meta SET value = value - OLD.len WHERE key = 'usage'; END;"
 	"CREATE TABLE IF NOT EXISTS seals(object_id INTEGER PRIMARY KEY, ino INTEGER NOT NULL,"
 	"  ctime_ns INTEGER NOT NULL);"
-	"CREATE TRIGGER IF NOT EXISTS units_unseal AFTER DELETE ON units BEGIN"
-	"  DELETE FROM seals WHERE object_id = OLD.object_id; END;"
+	"DROP TRIGGER IF EXISTS units_unseal;"
+	"CREATE TRIGGER IF NOT EXISTS units_break_seal AFTER DELETE ON units BEGIN"
+	"  UPDATE seals SET ino = 0 WHERE object_id = OLD.object_id; END;"
 	"INSERT OR IGNORE INTO meta VALUES ('schema', 4);"
 	"INSERT OR IGNORE INTO meta VALUES ('usage', 0);"
 	"INSERT OR IGNORE INTO meta VALUES ('instance', lower(hex(randomblob(8))));";

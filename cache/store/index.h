@@ -135,6 +135,16 @@ int index_unit_drop(struct index *ix, int64_t unit_id);
  */
 int index_unit_evict(struct index *ix, const struct index_unit *u);
 /*
+ * Evict OBJECT_ID whole if it was ever sealed (a seals row, broken or
+ * not): claim every unit of it, delete their rows, its seal and its edges,
+ * in one transaction; *BYTES gets the bytes of the units dropped. 0: the
+ * caller now removes its data file (store_unlink()) and then calls
+ * index_object_unclaim(). -ENOENT: never sealed (evict it unit by unit).
+ * -EBUSY: a unit of it is claimed. Or the index's error (nothing changed).
+ */
+int index_object_evict(struct index *ix, int64_t object_id, uint64_t *bytes);
+int index_object_unclaim(struct index *ix, int64_t object_id);
+/*
  * Edges: the few bytes of a unit not cached whole that a reader's aligned
  * buffer touched (a sliver), kept in the index itself so that a later read
  * of them, in any process, costs no request. At most INDEX_EDGE_MAX bytes;
@@ -183,8 +193,9 @@ int index_unclaim(struct index *ix, int64_t object_id, uint64_t off);
 /* Bytes of all units. */
 int index_usage(struct index *ix, uint64_t *bytes);
 /* Up to MAX units to evict first: read once before those read again,
- * least recently read first. */
-int index_eviction_candidates(struct index *ix, struct index_unit *out, size_t max, size_t *n);
+ * least recently read first; none of the objects SKIP[0..nskip) (pinned). */
+int index_eviction_candidates(struct index *ix, const int64_t *skip, size_t nskip,
+			      struct index_unit *out, size_t max, size_t *n);
 
 /* Totals for `cache stat`-like reporting: objects, units and the bytes of
  * the units (the usage less the edges). */

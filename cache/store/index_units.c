@@ -12,6 +12,8 @@
 #include "cache/base/proc.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -191,6 +193,56 @@ int index_unit_evict(struct index *ix, const struct index_unit *u)
 				 u->off + u->len + INDEX_EDGE_MAX);
 	err = index_commit(c, err);
 out:
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_object_evict(struct index *ix, int64_t object_id, uint64_t *bytes)
+{
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_begin(c);
+
+	if (err)
+		goto out;
+	sqlite3_stmt *s = index_stmt(c, ST_OBJECT_EVICT_CHECK);
+	if (!s) {
+		err = index_commit(c, -EIO);
+		goto out;
+	}
+	sqlite3_bind_int64(s, 1, object_id);
+	int rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW)
+		err = index_sql_error(c->db, rc, "check an object to evict");
+	else if (sqlite3_column_int64(s, 0) == 0)
+		err = -ENOENT;	/* never sealed: evicted unit by unit */
+	else if (sqlite3_column_int64(s, 1) != 0)
+		err = -EBUSY;	/* a unit of it is being fetched or evicted */
+	else
+		*bytes = (uint64_t)sqlite3_column_int64(s, 2);
+	sqlite3_reset(s);
+	s = err ? NULL : index_stmt(c, ST_OBJECT_CLAIM_ALL);
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_int64(s, 2, getpid());
+		sqlite3_bind_int64(s, 3, index_now());
+		err = index_exec(c, s, "claim an evicted object");
+	}
+	if (!err)
+		err = index_exec_keyed(c, ST_OBJECT_DROP_UNITS, object_id, 0, "evict an object");
+	if (!err)
+		err = index_exec_keyed(c, ST_SEAL_DROP, object_id, 0, "drop a seal");
+	if (!err)
+		err = index_exec_keyed(c, ST_OBJECT_DROP_EDGES, object_id, 0, "drop edges");
+	err = index_commit(c, err);
+out:
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_object_unclaim(struct index *ix, int64_t object_id)
+{
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_exec_keyed(c, ST_OBJECT_DROP_CLAIMS, object_id, 0, "release claims");
 	index_conn_put(ix, c);
 	return err;
 }
@@ -426,8 +478,17 @@ int index_usage(struct index *ix, uint64_t *bytes)
 	return err;
 }
 
-int index_eviction_candidates(struct index *ix, struct index_unit *out, size_t max, size_t *n)
+int index_eviction_candidates(struct index *ix, const int64_t *skip, size_t nskip,
+			      struct index_unit *out, size_t max, size_t *n)
 {
+	char *list = malloc(nskip * 21 + 3), *p = list;	/* a JSON array of ids */
+	if (!list)
+		return -ENOMEM;
+	*p++ = '[';
+	for (size_t i = 0; i < nskip; i++)
+		p += sprintf(p, "%s%" PRId64, i ? "," : "", skip[i]);
+	strcpy(p, "]");
+
 	struct index_conn *c = index_conn_get(ix);
 	sqlite3_stmt *s = index_stmt(c, ST_EVICT);
 	int err = 0, rc;
@@ -435,9 +496,11 @@ int index_eviction_candidates(struct index *ix, struct index_unit *out, size_t m
 	*n = 0;
 	if (!s) {
 		index_conn_put(ix, c);
+		free(list);
 		return -EIO;
 	}
 	sqlite3_bind_int64(s, 1, (int64_t)max);
+	sqlite3_bind_text(s, 2, list, -1, free);
 	while (*n < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct index_unit *u = &out[(*n)++];
 		u->id = sqlite3_column_int64(s, 0);

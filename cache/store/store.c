@@ -4,7 +4,10 @@
  * DESIGN: fds live in a table of FD_SLOTS entries under st->lock. A caller
  * takes a slot (busy++) for one pread/pwrite/fallocate and gives it back;
  * a slot is closed and reused only when idle. When every slot is busy the
- * caller uses a file of its own for that one operation.
+ * caller uses a file of its own for that one operation. A slot opened
+ * before the last store_unlink() of any process is not used again (its
+ * file may be gone): the shared counters are two words of
+ * data-<instance>/punches.
  *
  * Every file is opened under a directory fd (the cache dir, the data
  * directory, its xx/ subdirectory), never following a link: data
@@ -38,6 +41,7 @@ struct fd_slot {
 	int fd;
 	int busy;
 	uint64_t used;		/* for least-recently-used */
+	uint64_t unlinks;	/* store_unlinks() when it was opened */
 };
 
 struct store {
@@ -48,7 +52,8 @@ struct store {
 	struct fd_slot slots[FD_SLOTS];	/* protected by lock */
 	uint64_t clock;		/* protected by lock */
 	bool reserve_held;	/* protected by lock */
-	_Atomic uint64_t *punches;	/* shared by every process, or NULL */
+	_Atomic uint64_t *punches;	/* [0] punches, [1] unlinks: shared by
+					   every process, or NULL */
 	_Atomic uint64_t own_punches;	/* without it: each read a new count */
 };
 
@@ -88,8 +93,9 @@ static void remove_other_generations(const char *dir, const char *keep)
 	closedir(d);
 }
 
-/* Map data-<instance>/punches (created by the first process, 0600, never
- * removed while its data directory lives). Its block is allocated first:
+/* Map data-<instance>/punches, the punch and unlink counters (created by
+ * the first process, 0600, never removed while its data directory lives;
+ * a file of one word, from an older tilefs, grows). Its block is allocated first:
  * a write to a mapped page with no block behind it on a full disk would
  * be a SIGBUS, not an error. */
 static void map_punches(struct store *st)
@@ -100,9 +106,9 @@ static void map_punches(struct store *st)
 	if (!err && (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode)))
 		err = EINVAL;
 	if (!err)
-		err = posix_fallocate(fd, 0, sizeof(uint64_t));
+		err = posix_fallocate(fd, 0, 2 * sizeof(uint64_t));
 	if (!err) {
-		void *p = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		void *p = mmap(NULL, 2 * sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (p != MAP_FAILED)
 			st->punches = p;
 		else
@@ -118,7 +124,15 @@ static void map_punches(struct store *st)
 uint64_t store_punches(struct store *st)
 {
 	if (st->punches)
-		return atomic_load(st->punches);
+		return atomic_load(&st->punches[0]);
+	return atomic_fetch_add(&st->own_punches, 1);
+}
+
+/* Unlinks made so far in this cache dir (the same rule as punches). */
+static uint64_t store_unlinks(struct store *st)
+{
+	if (st->punches)
+		return atomic_load(&st->punches[1]);
 	return atomic_fetch_add(&st->own_punches, 1);
 }
 
@@ -165,7 +179,7 @@ void store_close(struct store *st)
 	if (st->root)
 		pthread_mutex_destroy(&st->lock);
 	if (st->punches)
-		munmap((void *)st->punches, sizeof(uint64_t));
+		munmap((void *)st->punches, 2 * sizeof(uint64_t));
 	if (st->root_fd >= 0)
 		close(st->root_fd);
 	if (st->dir_fd >= 0)
@@ -205,10 +219,15 @@ static struct fd_slot *slot_take(struct store *st, int64_t id, bool create, int 
 
 	*own = -1;
 	*err = 0;
+	uint64_t unlinks = store_unlinks(st);	/* before the open */
 	pthread_mutex_lock(&st->lock);
 	for (int i = 0; i < FD_SLOTS; i++) {
 		struct fd_slot *s = &st->slots[i];
-		if (s->object_id == id) {
+		if (s->object_id && s->unlinks != unlinks && !s->busy) {
+			close(s->fd);	/* opened before an unlink: perhaps not the file now */
+			s->object_id = 0;
+		}
+		if (s->object_id == id && s->unlinks == unlinks) {
 			s->busy++;
 			s->used = ++st->clock;
 			pthread_mutex_unlock(&st->lock);
@@ -243,6 +262,7 @@ static struct fd_slot *slot_take(struct store *st, int64_t id, bool create, int 
 		victim->object_id = id;
 		victim->fd = fd;
 		victim->used = ++st->clock;
+		victim->unlinks = unlinks;
 	}
 	pthread_mutex_unlock(&st->lock);
 	return victim;
@@ -308,11 +328,22 @@ int store_punch(struct store *st, int64_t id, uint64_t off, uint64_t len)
 		return err == -ENOENT ? 0 : err;
 	int fd = s ? s->fd : own;
 	if (st->punches)
-		atomic_fetch_add(st->punches, 1);
+		atomic_fetch_add(&st->punches[0], 1);
 	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) != 0)
 		err = -errno;
 	slot_give(st, s, own);
 	return err;
+}
+
+int store_unlink(struct store *st, int64_t id)
+{
+	char path[40];
+	snprintf(path, sizeof(path), "%02x/%" PRId64, (unsigned)(id & 0xff), id);
+	if (st->punches) {	/* counted first, as a punch and as an unlink */
+		atomic_fetch_add(&st->punches[0], 1);
+		atomic_fetch_add(&st->punches[1], 1);
+	}
+	return unlinkat(st->root_fd, path, 0) == 0 || errno == ENOENT ? 0 : -errno;
 }
 
 /* OBJECT_ID's file, read-only, under flock(2) operation OP (see store.h). */

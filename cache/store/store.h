@@ -47,6 +47,15 @@ int store_punch(struct store *st, int64_t object_id, uint64_t off, uint64_t len)
  * is always "perhaps").
  */
 uint64_t store_punches(struct store *st);
+/*
+ * Remove OBJECT_ID's data file, counting a punch first (its bytes are gone
+ * for whoever opens it next). The file lives on, unchanged, for whoever
+ * has it open or mapped (the kernel, for a passthrough open: unit.h,
+ * invariant 7); every process's store reopens its files before using
+ * them again, so later writes go to a new file. 0 (also if there was no
+ * file) or -errno.
+ */
+int store_unlink(struct store *st, int64_t object_id);
 
 /*
  * Pins: a file open for reading elsewhere (the kernel reading it for a

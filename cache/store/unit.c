@@ -64,20 +64,30 @@ int unit_verify(struct index *ix, struct store *st, const struct index_unit *u, 
 	/* evicted while we read it (row gone first), or really damaged: a row
 	   is only worth its bytes, so a damaged one goes */
 	if (index_unit_find(ix, u->object_id, u->off, &now) == 0 && now.id == u->id)
-		*dropped = unit_evict(ix, st, u) == 0;
+		*dropped = unit_evict(ix, st, u, NULL) == 0;
 	return err;
 }
 
-int unit_evict(struct index *ix, struct store *st, const struct index_unit *u)
+int unit_evict(struct index *ix, struct store *st, const struct index_unit *u, uint64_t *freed)
 {
 	int hold = store_hold(st, u->object_id);	/* invariant 6 */
 	if (hold < 0 && hold != -ENOENT)
 		return hold;
-	int err = index_unit_evict(ix, u);
-	if (!err) {
-		store_punch(st, u->object_id, u->off, u->len);
-		index_unclaim(ix, u->object_id, u->off);
+	uint64_t whole = 0;
+	int err = hold >= 0 ? index_object_evict(ix, u->object_id, &whole) : -ENOENT;
+	if (!err) {			/* invariant 7 */
+		store_unlink(st, u->object_id);
+		index_object_unclaim(ix, u->object_id);
+	} else if (err == -ENOENT) {
+		whole = u->len;
+		err = index_unit_evict(ix, u);
+		if (!err) {
+			store_punch(st, u->object_id, u->off, u->len);
+			index_unclaim(ix, u->object_id, u->off);
+		}
 	}
+	if (freed)
+		*freed = err ? 0 : whole;
 	if (hold >= 0)
 		close(hold);
 	return err;

@@ -28,7 +28,15 @@
  *       the bytes are punched (unit_evict()), and fails with -EBUSY if the
  *       file is pinned. A pinned file's bytes therefore never change:
  *       writes only ever put an object version's own bytes at their own
- *       offsets. Dropping a row drops the object's seal (index_seal()).
+ *       offsets. Dropping a row breaks the object's seal (index_seal()).
+ *   (7) A data file once sealed is never punched, as the kernel may map
+ *       it still (a passthrough file mmap()ed stays mapped after its
+ *       close, and its pin goes with the close): such an object is
+ *       evicted whole, its units claimed and their rows, seal and edges
+ *       dropped in one transaction (index_object_evict()), then its file
+ *       unlinked (counting a punch: store_unlink()), then the claims
+ *       released. A mapping keeps the old file's bytes; later writes go to
+ *       a new file.
  *
  * Layer: the store. Includes cache/base/ and its own folder only; never the
  * origin, the engine or FUSE (tests/check-layers).
@@ -83,9 +91,11 @@ void unit_abandon(struct index *ix, struct store *st, int64_t object_id, uint64_
 int unit_verify(struct index *ix, struct store *st, const struct index_unit *u, void *dst,
 		bool *dropped);
 
-/* Evict U (invariants 3 and 6). 0, -ENOENT if its row was gone already
- * (its bytes are then left alone), -EBUSY if its data file is pinned, or
+/* Evict U (invariants 3, 6 and 7), and with it every unit of its object if
+ * the object was ever sealed; *FREED (if not NULL) gets the bytes dropped.
+ * 0, -ENOENT if its row was gone already (its bytes are then left alone),
+ * -EBUSY if its data file is pinned (or, sealed, has a unit claimed), or
  * the index's error (nothing changed). */
-int unit_evict(struct index *ix, struct store *st, const struct index_unit *u);
+int unit_evict(struct index *ix, struct store *st, const struct index_unit *u, uint64_t *freed);
 
 #endif

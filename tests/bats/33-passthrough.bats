@@ -42,7 +42,7 @@ metric() {
 # sealed NAME: 1 if the cached object whose URL ends in /NAME is sealed
 sealed() {
 	sqlite3 "$CACHE/index.db" "SELECT count(*) FROM seals JOIN objects ON id = object_id
-		WHERE url LIKE '%/$1'"
+		WHERE url LIKE '%/$1' AND ino != 0"
 }
 
 # wait_sealed NAME: up to 10 s
@@ -149,6 +149,41 @@ open_passed() {
 	tilefs_umount "$MNT"
 }
 
+@test "passthrough: a file mapped by passthrough keeps its bytes after its close, when the cache is cleared" {
+	mount_counted
+	cache_whole t256.tif
+	# map it, close it (its pin goes with the release), clear the cache,
+	# drop the page cache, read the map
+	"$PY" - "$MNT/t256.tif" "$SAMPLES/t256.tif" "$TILEFS" cache clear --cache-dir "$CACHE" \
+		>"$T/mapped.out" 2>&1 <<'PY' || fail "$(cat "$T/mapped.out")"
+import ctypes, os, subprocess, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size = os.fstat(fd).st_size
+p = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED (Python's mmap keeps a dup)
+if p in (None, ctypes.c_void_p(-1).value):
+    sys.exit("mmap: " + os.strerror(ctypes.get_errno()))
+ctypes.string_at(p, 4096)
+os.close(fd)
+time.sleep(0.5)  # the kernel releases the file asynchronously
+out = subprocess.run(sys.argv[3:], capture_output=True, text=True).stdout
+if not out.startswith("dropped ") or "kept" in out:
+    sys.exit("cache clear said: " + out)
+os.system("sync; echo 3 >/proc/sys/vm/drop_caches")
+want = open(sys.argv[2], "rb").read()
+got = ctypes.string_at(p, size)
+if got != want:
+    sys.exit("the map reads other bytes: %d of %d differ" %
+             (sum(a != b for a, b in zip(got, want)), len(want)))
+PY
+	assert_eq "$(metric tilefs_passthrough_opens_total)" 1 "passthrough opens"
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	tilefs_umount "$MNT"
+}
+
 @test "passthrough: a sealed file written while unmounted is checked again first: the kernel never reads a damaged byte" {
 	tilefs_mount "$ORIGIN_URL" "$MNT"
 	cache_whole t512.tif
@@ -227,8 +262,9 @@ open_passed() {
 
 @test "passthrough: a new version opened while the old one is read by passthrough: each open reads its own version" {
 	# the kernel wants every open of an inode read by passthrough to name
-	# its backing file (any other open fails with EIO); the new version's
-	# open must still succeed and read the new bytes, the old file the old
+	# its backing file (any other open fails with EIO), and maps that file
+	# for it; the new version's open must still succeed and read (and map)
+	# the new bytes, the old file the old
 	mount_counted --ttl 1
 	cp "$SAMPLES/random.bin" "$T/old.bin"
 	"$PY" -c 'import sys; open(sys.argv[1], "wb").write(bytes(255 - b for b in open(sys.argv[2], "rb").read()))' \
@@ -237,7 +273,7 @@ open_passed() {
 	cache_whole random.bin
 	sleep 1.2	# past --ttl: the next open revalidates
 	run_to 60 "$PY" - "$MNT/random.bin" "$SAMPLES/random.bin" "$T/old.bin" "$T/new.bin" <<'PYEOF'
-import os, shutil, sys, time
+import mmap, os, shutil, sys, time
 mnt, origin, old, new = sys.argv[1:]
 old_b, new_b = open(old, "rb").read(), open(new, "rb").read()
 fd1 = os.open(mnt, os.O_RDONLY)                 # the old version, by passthrough
@@ -248,6 +284,12 @@ time.sleep(1.2)
 fd2 = os.open(mnt, os.O_RDONLY)                 # past --ttl: the new version
 assert os.pread(fd2, 131072, 131072) == new_b[131072:262144], "the new open reads new bytes"
 assert os.pread(fd1, 131072, 131072) == old_b[131072:262144], "the old open reads old bytes"
+m2 = mmap.mmap(fd2, 0, mmap.MAP_PRIVATE, mmap.PROT_READ)
+assert m2[:] == new_b, "a map of the new open reads new bytes"
+m1 = mmap.mmap(fd1, 0, mmap.MAP_SHARED, mmap.PROT_READ)
+assert m1[:] == old_b, "a map of the old open reads old bytes"
+m1.close()
+m2.close()
 fd3 = os.open(mnt, os.O_RDONLY)                 # a second open of the new version
 assert os.pread(fd3, len(new_b) + 1, 0) == new_b, "the second new open reads new bytes"
 os.close(fd1)

@@ -42,6 +42,17 @@ int main(void)
 	for (int i = 0; i < 20000; i++)
 		inodes_forget(t, ino[i], 2);
 	CHECK(inodes_count(t) == 2 && inodes_lookup(t, "dir/b.tif") == b, "all forgotten; b stays");
+
+	/* a retired number lives on for its files; the path gets a new one */
+	uint64_t old = inodes_lookup(t, "dir/c.tif");
+	CHECK(inodes_retire(t, old) && !inodes_retire(t, INODES_ROOT), "retire a number, not the root");
+	uint64_t fresh = inodes_lookup(t, "dir/c.tif");
+	CHECK(fresh && fresh != old && strcmp(inodes_path(t, old), "dir/c.tif") == 0 &&
+	      inodes_count(t) == 4, "the path's next lookup: a new number; the old one stays");
+	CHECK(inodes_retire(t, old), "retiring it again is harmless");
+	inodes_forget(t, old, 1);
+	CHECK(inodes_count(t) == 3 && inodes_lookup(t, "dir/c.tif") == fresh,
+	      "the retired one forgotten: gone, the new one stays");
 	inodes_free(t);
 	return check_done();
 }

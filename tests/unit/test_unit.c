@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,7 +83,7 @@ int main(void)
 	CHECK(store_read(st, obj.id, got, UNIT_LEN, 0) == 0 && got[0] == 0 && got[100] == 0 &&
 	      got[UNIT_LEN - 1] == 0, "the bytes are punched out");
 	CHECK(claim_elsewhere(obj.id, 0) == 0, "the eviction's claim is released");
-	CHECK(unit_evict(ix, st, &u) == -ENOENT, "evicting it again: -ENOENT");
+	CHECK(unit_evict(ix, st, &u, NULL) == -ENOENT, "evicting it again: -ENOENT");
 
 	/* unreadable: a row whose bytes are not in the data file */
 	CHECK(index_unit_add(ix, obj.id, 8 * UNIT_LEN, UNIT_LEN, 1234) == 0 &&
@@ -96,7 +97,7 @@ int main(void)
 	CHECK(index_claim(ix, obj.id, 0, 30, &holder) == 0 &&
 	      unit_put(ix, st, obj.id, 0, UNIT_LEN, bytes) == 0 &&
 	      index_unit_find(ix, obj.id, 0, &u) == 0, "put the unit again");
-	CHECK(unit_evict(ix, st, &u) == 0, "evict it (as a mount would)");
+	CHECK(unit_evict(ix, st, &u, NULL) == 0, "evict it (as a mount would)");
 	CHECK(index_claim(ix, obj.id, 0, 30, &holder) == 0 &&
 	      unit_put(ix, st, obj.id, 0, UNIT_LEN, other) == 0 &&
 	      index_unit_find(ix, obj.id, 0, &now) == 0 && now.id != u.id,
@@ -149,7 +150,7 @@ int main(void)
 		struct store *ost;
 		bool r;
 		int rc = index_open(dir, &oix, &r) || store_open(dir, index_instance(oix), &ost) ||
-			 unit_evict(oix, ost, &u);
+			 unit_evict(oix, ost, &u, NULL);
 		_exit(rc ? 1 : 0);
 	}
 	CHECK(waitpid(child, &wst, 0) == child && WIFEXITED(wst) && WEXITSTATUS(wst) == 0,
@@ -188,12 +189,12 @@ int main(void)
 		struct store *ost;
 		bool r;
 		int rc = index_open(dir, &oix, &r) || store_open(dir, index_instance(oix), &ost) ?
-			 -EIO : unit_evict(oix, ost, &u);
+			 -EIO : unit_evict(oix, ost, &u, NULL);
 		_exit(-rc);
 	}
 	CHECK(waitpid(child, &wst, 0) == child && WIFEXITED(wst) && WEXITSTATUS(wst) == EBUSY,
 	      "another process cannot evict a unit of a pinned file: -EBUSY");
-	CHECK(unit_evict(ix, st, &u) == -EBUSY, "nor can this one");
+	CHECK(unit_evict(ix, st, &u, NULL) == -EBUSY, "nor can this one");
 	CHECK(index_unit_find(ix, sealed.id, UNIT_LEN, &now) == 0 && now.id == u.id &&
 	      index_sealed(ix, sealed.id, &seen) == 0, "its row and the seal stand");
 	CHECK(store_stamp(pin, &seen) == 0 && seen.ctime_ns == stamp.ctime_ns,
@@ -208,15 +209,54 @@ int main(void)
 	CHECK(pread(pin, got, UNIT_LEN, UNIT_LEN) == UNIT_LEN && memcmp(got, bytes, UNIT_LEN) == 0,
 	      "the pinned file reads its bytes");
 	CHECK(store_hold(st, sealed.id) == -EBUSY, "the exclusive lock is refused while pinned");
+	/* invariant 7: the kernel maps a passthrough file, and the map
+	   outlives the open (and the pin) */
+	char path[400];
+	snprintf(path, sizeof(path), "%s/data-%s/%02x/%lld", dir, index_instance(ix),
+		 (unsigned)(sealed.id & 0xff), (long long)sealed.id);
+	int kfd = open(path, O_RDONLY);	/* the kernel's own open: no flock */
+	unsigned char *map = mmap(NULL, 3 * UNIT_LEN, PROT_READ, MAP_SHARED, kfd, 0);
+	CHECK(kfd >= 0 && map != MAP_FAILED && map[0] == bytes[0], "map the sealed file");
+	close(kfd);
 	close(pin);
-	CHECK(unit_evict(ix, st, &u) == 0, "unpinned: the unit is evicted");
-	CHECK(index_sealed(ix, sealed.id, &seen) == -ENOENT, "and the seal went with it");
+	struct store *st2;
+	CHECK(store_open(dir, index_instance(ix), &st2) == 0 &&
+	      store_read(st2, sealed.id, got, UNIT_LEN, 0) == 0,
+	      "a second store (another process) has the file open");
+	uint64_t freed = 0, units_left, bytes_left;
+	p0 = store_punches(st);
+	int err = unit_evict(ix, st, &u, &freed);
+	CHECK(err == 0 && freed == 3 * UNIT_LEN,
+	      "unpinned: the sealed object is evicted whole (%d, %llu bytes)", err,
+	      (unsigned long long)freed);
+	CHECK(index_object_usage(ix, sealed.id, &units_left, &bytes_left) == 0 &&
+	      units_left == 0 && index_sealed(ix, sealed.id, &seen) == -ENOENT &&
+	      store_punches(st) == p0 + 1, "no unit, no seal; one punch counted");
+	CHECK(claim_elsewhere(sealed.id, 0) == 0, "its claims are released");
+	CHECK(memcmp(map, bytes, UNIT_LEN) == 0 && memcmp(map + UNIT_LEN, bytes, UNIT_LEN) == 0 &&
+	      memcmp(map + 2 * UNIT_LEN, other, UNIT_LEN) == 0,
+	      "the map still reads the object's bytes (no hole punched)");
+	CHECK(store_read(st, sealed.id, got, UNIT_LEN, 0) == -EIO, "the data file is gone");
 	CHECK(index_claim(ix, sealed.id, UNIT_LEN, 30, &holder) == 0 &&
-	      unit_put(ix, st, sealed.id, UNIT_LEN, UNIT_LEN, bytes) == 0 &&
-	      index_seal(ix, sealed.id, sealed.size, &stamp) == 0 &&
+	      unit_put(ix, st2, sealed.id, UNIT_LEN, UNIT_LEN, other) == 0,
+	      "the other store puts a unit again");
+	CHECK(store_read(st, sealed.id, got, UNIT_LEN, UNIT_LEN) == 0 &&
+	      memcmp(got, other, UNIT_LEN) == 0 && memcmp(map + UNIT_LEN, bytes, UNIT_LEN) == 0,
+	      "into a new file, not the mapped one");
+	munmap(map, 3 * UNIT_LEN);
+	store_close(st2);
+	for (uint64_t k = 0; k < 3; k += 2)
+		CHECK(index_claim(ix, sealed.id, k * UNIT_LEN, 30, &holder) == 0 &&
+		      unit_put(ix, st, sealed.id, k * UNIT_LEN, UNIT_LEN, bytes) == 0,
+		      "put unit %llu back", (unsigned long long)k);
+	CHECK(index_seal(ix, sealed.id, sealed.size, &stamp) == 0 &&
 	      index_unit_find(ix, sealed.id, 0, &u) == 0 && index_unit_drop(ix, u.id) == 0 &&
 	      index_sealed(ix, sealed.id, &seen) == -ENOENT,
-	      "put back, sealed; a dropped row drops it too");
+	      "sealed again; a dropped row breaks the seal");
+	CHECK(index_unit_find(ix, sealed.id, UNIT_LEN, &u) == 0 &&
+	      unit_evict(ix, st, &u, &freed) == 0 && freed == 2 * UNIT_LEN &&
+	      index_object_usage(ix, sealed.id, &units_left, &bytes_left) == 0 && units_left == 0,
+	      "a broken seal still evicts the object whole");
 	CHECK(store_pin(st, 999999) == -ENOENT, "no data file: nothing to pin");
 
 	store_close(st);
