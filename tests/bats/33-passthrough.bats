@@ -184,6 +184,27 @@ PY
 	tilefs_umount "$MNT"
 }
 
+@test "passthrough: eviction passes over a pinned file at the head of its order and keeps the cache within --cache-size" {
+	mount_counted --cache-size 2M --block-size 8K
+	open_passed random.bin	# 128 units of 8 KiB, pinned while fd 4 is open
+	sleep 1	# the open's touch of its units is written (persist thread)
+	# the least valuable units of the cache, by far
+	sqlite3 "$CACHE/index.db" "UPDATE units SET last_access = 1, hits = 1 WHERE object_id =
+		(SELECT id FROM objects WHERE url LIKE '%/random.bin')"
+	local f used max=0 limit=$((2097152 + 1048576))
+	while IFS= read -r f; do
+		cmp "$SAMPLES/$f" "$MNT/$f" || fail "$f differs"
+		used=$(data_bytes "$CACHE")
+		[ "$used" -gt "$max" ] && max=$used
+	done < <(file_list "$SAMPLES")
+	[ "$max" -le "$limit" ] ||
+		fail "data-* reached $max bytes > $limit (2M and 1M of slack)"
+	fd4_reads "$SAMPLES/random.bin" || fail "the pinned file read other bytes"
+	[ "$(metric tilefs_evicted_bytes_total)" -gt 0 ] || fail "nothing was evicted"
+	exec 4<&-
+	tilefs_umount "$MNT"
+}
+
 @test "passthrough: a sealed file written while unmounted is checked again first: the kernel never reads a damaged byte" {
 	tilefs_mount "$ORIGIN_URL" "$MNT"
 	cache_whole t512.tif
