@@ -73,13 +73,13 @@ int unit_evict(struct index *ix, struct store *st, const struct index_unit *u, u
 	int hold = store_hold(st, u->object_id);	/* invariant 6 */
 	if (hold < 0 && hold != -ENOENT)
 		return hold;
-	uint64_t whole = 0;
-	int err = hold >= 0 ? index_object_evict(ix, u->object_id, &whole) : -ENOENT;
+	uint64_t dropped = 0;	/* bytes: the object's, or the unit's */
+	int err = hold >= 0 ? index_object_evict(ix, u->object_id, &dropped) : -ENOENT;
 	if (!err) {			/* invariant 7 */
 		store_unlink(st, u->object_id);
 		index_object_unclaim(ix, u->object_id);
 	} else if (err == -ENOENT) {
-		whole = u->len;
+		dropped = u->len;
 		err = index_unit_evict(ix, u);
 		if (!err) {
 			store_punch(st, u->object_id, u->off, u->len);
@@ -87,7 +87,7 @@ int unit_evict(struct index *ix, struct store *st, const struct index_unit *u, u
 		}
 	}
 	if (freed)
-		*freed = err ? 0 : whole;
+		*freed = err ? 0 : dropped;
 	if (hold >= 0)
 		close(hold);
 	return err;
