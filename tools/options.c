@@ -54,7 +54,7 @@ static const struct option_def defs[] = {
 	  "what a tile read also fetches: none, neighbors (the tiles around\n"
 	  "it), row (the rest of its tile row), object (the whole file, in the\n"
 	  "background), auto (object while the listed files fit in\n"
-	  "--cache-size, none otherwise)" },
+	  "--cache-size and no --tier is given, none otherwise)" },
 	{ "merge-gap", M, 0, OPT_SIZE, OFF(merge_gap), "SIZE", "32K", 0, 16 << 20,
 	  "fetch units this close together with one request" },
 	{ "readahead", M, 0, OPT_SIZE, OFF(readahead), "SIZE", "16M", 0, 256 << 20,

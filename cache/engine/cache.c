@@ -54,6 +54,12 @@ enum prefetch_policy prefetch_policy(struct cache *c)
 {
 	if (c->cfg.prefetch != PREFETCH_AUTO)
 		return c->cfg.prefetch;
+	/* Under a tier, what a host asks for must depend on what its readers
+	 * read and the file's cut alone: a stream cut short (an unmount, an
+	 * eviction) would leave each host a different rest to ask the store
+	 * for, and the first host would pay the store for whole files. */
+	if (c->cfg.tier_keys)
+		return PREFETCH_NONE;
 	return atomic_load(&c->mounted_bytes) <= c->cfg.size_limit ? PREFETCH_OBJECT : PREFETCH_NONE;
 }
 

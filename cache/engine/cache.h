@@ -131,7 +131,8 @@ const char *cache_dir(const struct cache *c);
  * whose tiles a reader reads (or misses in) is fetched whole in the
  * background while this fits in the cache size: every tile will be read in
  * a later epoch anyway, so the first one may as well keep the connections
- * busy. Otherwise only what is read is fetched. */
+ * busy. Otherwise, and always under a tier (--tier), only what is read
+ * is fetched. */
 void cache_set_mounted_bytes(struct cache *c, uint64_t bytes);
 
 /* Read up to LEN bytes at OFF into BUF; returns bytes read (short only at

@@ -31,7 +31,7 @@ struct extent {
 };
 
 /* PREFETCH_AUTO is the engine's choice per read: OBJECT while the mounted
- * data fits in the cache, NONE otherwise (cache.h). */
+ * data fits in the cache and no tier is used, NONE otherwise (cache.h). */
 enum prefetch_policy { PREFETCH_NONE, PREFETCH_NEIGHBORS, PREFETCH_ROW, PREFETCH_OBJECT,
 		       PREFETCH_AUTO };
 

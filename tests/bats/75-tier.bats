@@ -31,8 +31,7 @@ teardown() {
 read_chips() {
 	local host=$1 src=$2
 	shift 2
-	tilefs_mount "$src" "$T/mnt$host" --cache-dir "$T/cache$host" --tier "$TIER_URL" \
-		--prefetch none "$@"
+	tilefs_mount "$src" "$T/mnt$host" --cache-dir "$T/cache$host" --tier "$TIER_URL" "$@"
 	run "$PY" "$TESTS_LIB/chips.py" --chips 30 "$T/mnt$host" "$SAMPLES"
 	echo "host $host: $output"
 	assert_eq "$status" 0 "chips through host $host"
@@ -48,8 +47,7 @@ read_chips() {
 	# the mount helpers keep per-mount state that is not for two at once)
 	local h
 	for h in 1 2; do
-		tilefs_mount "$ORIGIN_URL" "$T/mnt$h" --cache-dir "$T/cache$h" --tier "$TIER_URL" \
-			--prefetch none
+		tilefs_mount "$ORIGIN_URL" "$T/mnt$h" --cache-dir "$T/cache$h" --tier "$TIER_URL"
 	done
 	"$PY" "$TESTS_LIB/chips.py" --chips 30 "$T/mnt1" "$SAMPLES" >"$T/chips1.out" 2>&1 &
 	local h1=$!
@@ -84,8 +82,7 @@ read_chips() {
 	tier_start "$ORIGIN_URL"
 	local h after1=
 	for h in 1 2 3; do
-		tilefs_mount "$ORIGIN_URL" "$T/mnt$h" --cache-dir "$T/cache$h" --tier "$TIER_URL" \
-			--prefetch none
+		tilefs_mount "$ORIGIN_URL" "$T/mnt$h" --cache-dir "$T/cache$h" --tier "$TIER_URL"
 		run "$PY" "$TESTS_LIB/chips.py" --chips 40 --procs 4 "$T/mnt$h" "$SAMPLES"
 		assert_eq "$status" 0 "chips through host $h: $output"
 		tilefs_umount "$T/mnt$h"
@@ -97,11 +94,54 @@ read_chips() {
 	assert_eq "$(origin_dup_ranges)" "" "ranges the store served twice"
 }
 
+@test "tier: with default options a host asks the store only for what its readers read" {
+	# The data fits the cache, so without a tier --prefetch auto streams
+	# each file whole. Through a tier that would make what a host asks for
+	# depend on how far its streams got before it stopped, and every later
+	# host would ask the store for the rest: under --tier, auto fetches
+	# what is read and nothing else.
+	mkdir -p "$T/big"
+	"$PY" - "$T/big/big.tif" <<'PY'
+import sys, numpy as np, rasterio
+from rasterio.transform import from_origin
+rng = np.random.default_rng(27)
+arr = rng.integers(0, 65535, (1, 4096, 4096), dtype=np.uint16)
+prof = dict(driver="GTiff", width=4096, height=4096, count=1, dtype="uint16", tiled=True,
+            blockxsize=256, blockysize=256, crs="EPSG:32633",
+            transform=from_origin(500000, 5000000, 10, 10))
+with rasterio.open(sys.argv[1], "w", **prof) as ds:
+    ds.write(arr)
+PY
+	origin_start "$T/big"
+	origin_fault 'rate?bps=20000000'
+	tier_start "$ORIGIN_URL"
+	local h
+	for h in 1 2; do
+		tilefs_mount "$ORIGIN_URL" "$T/mnt$h" --cache-dir "$T/cache$h" --tier "$TIER_URL"
+		run "$PY" -c 'import sys, rasterio
+from rasterio.windows import Window
+with rasterio.open(sys.argv[1]) as ds:
+    print(ds.read(1, window=Window(1024, 1024, 256, 256)).sum())' "$T/mnt$h/big.tif"
+		assert_eq "$status" 0 "a chip through host $h: $output"
+		tilefs_umount "$T/mnt$h"
+		[ "$h" = 1 ] && local after1=$(wc -l <"$ORIGIN_LOG")
+	done
+	cat "$ORIGIN_LOG"
+	# a header and one 128 KiB tile, with the slivers around it; not the
+	# 32 MiB file
+	local asked
+	asked=$(awk '$1 == "GET" && match($3, /bytes=[0-9]+-[0-9]+/) {
+		split(substr($3, RSTART + 6, RLENGTH - 6), b, "-"); n += b[2] - b[1] + 1 }
+		END { print n + 0 }' "$ORIGIN_LOG")
+	[ "$asked" -lt 1048576 ] || fail "the store was asked for $asked bytes"
+	assert_eq "$(wc -l <"$ORIGIN_LOG")" "$after1" "store requests of host 2"
+}
+
 @test "tier: with the tier stopped the mount reads from the store, says so once, counts it" {
 	origin_start "$SAMPLES"
 	tier_start "$ORIGIN_URL"
 	tier_stop
-	tilefs_mount "$ORIGIN_URL" "$T/mnt" --tier "$TIER_URL" --prefetch none \
+	tilefs_mount "$ORIGIN_URL" "$T/mnt" --tier "$TIER_URL" \
 		--metrics-file "$T/m.prom"
 	run "$PY" "$TESTS_LIB/chips.py" --chips 20 "$T/mnt" "$SAMPLES"
 	assert_eq "$status" 0 "chips with the tier down: $output"
