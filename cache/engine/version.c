@@ -46,7 +46,9 @@ int version_verdict(const struct version *v, const struct http_request *req)
 		return -ESTALE;
 	if (req->err)
 		return req->err;
-	if ((v->etag[0] && req->etag[0] && strcmp(v->etag, req->etag) != 0) ||
+	/* an answer without the ETag the version has cannot be tied to it
+	   (RFC 9110: a 206 carries the ETag a 200 would) */
+	if ((v->etag[0] && strcmp(v->etag, req->etag) != 0) ||
 	    (!v->etag[0] && strcmp(v->last_modified, req->last_modified) != 0) ||
 	    (req->object_size != UINT64_MAX && req->object_size != v->size))
 		return -ESTALE;

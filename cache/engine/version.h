@@ -33,7 +33,8 @@ void version_pin(const struct version *v, struct http_request *req);
 /*
  * What REQ's outcome means for a read of V: 0, -ESTALE when the origin no
  * longer has V (404: gone; 416: shrunk; 412, or an answer naming another
- * ETag, Last-Modified or size: changed), or REQ's other error.
+ * ETag, Last-Modified or size: changed; an answer without the ETag V has:
+ * not V as far as anyone can tell), or REQ's other error.
  */
 int version_verdict(const struct version *v, const struct http_request *req);
 

@@ -394,7 +394,9 @@ int attempt_verdict(struct http_request *req, CURLcode code)
 			return -EAGAIN;
 		return -EIO;
 	}
-	if (req->first_etag[0] && req->etag[0] && strcmp(req->first_etag, req->etag) != 0) {
+	/* a resumed transfer's later answer must name the first one's ETag:
+	   one without it may be of another version */
+	if (req->first_etag[0] && strcmp(req->first_etag, req->etag) != 0) {
 		snprintf(req->error, sizeof(req->error), "object changed during the transfer");
 		return -ESTALE;
 	}

@@ -203,6 +203,40 @@ transient() {
 	log_has "retrying"
 }
 
+@test "answers without the ETag of the version being read: an error, never another version's bytes" {
+	# a tiled TIFF: read with direct I/O until cached whole, so the kernel
+	# reads no further ahead than the reader; --prefetch none: the tiles are
+	# fetched after the change (the data would fit the cache, so auto
+	# would stream them at the first read)
+	cp "$SAMPLES/t512.tif" "$SAMPLES/big.tif"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none
+	run "$PY" - "$MNT/big.tif" "$SAMPLES/big.tif" "$ORIGIN_URL" <<'PY'
+import os, sys, urllib.request
+mnt, src, url = sys.argv[1:]
+old = open(src, "rb").read()
+with open(mnt, "rb") as f:
+    head = f.read(4096)
+    # another version of the same size, every byte changed; from now on
+    # the origin ignores If-Match and names no ETag
+    new = bytes(b ^ 0xFF for b in old)
+    with open(src + ".tmp", "wb") as out:
+        out.write(new)
+    os.rename(src + ".tmp", src)
+    urllib.request.urlopen(url + "_fault/novalidators?count=-1&path=/big.tif").read()
+    try:
+        rest = f.read()
+    except OSError as e:
+        print("error", e.errno)
+        sys.exit(0)
+got = head + rest
+print("old" if got == old else "new" if got == new else "mixed: %d of %d bytes old" % (
+    sum(1 for a, b in zip(got, old) if a == b), len(old)))
+PY
+	assert_eq "$status" 0 "reader: $output"
+	[[ $output == "error "* ]] || fail "the read gave: $output"
+	tilefs_alive "$MNT"
+}
+
 @test "503 twice on the directory listing at mount time, --retries 3: the mount succeeds" {
 	origin_fault 'status?code=503&count=2&path=/'
 	tilefs_mount "$ORIGIN_URL" "$MNT" --log-level info --retries 3

@@ -33,6 +33,10 @@
 #   /_fault/shiftrange?count=2[&path=...]
 #        the next COUNT ranged requests get as many bytes as they asked
 #        for, but from offset 0 (a broken server: 206, wrong Content-Range)
+#   /_fault/novalidators?count=2[&path=...]
+#        the next COUNT data requests have their If-Match and
+#        If-Unmodified-Since ignored and are answered without an ETag (a
+#        server or proxy that drops validators)
 #   /_fault/rate?bps=2000000     limit every data response to BPS bytes/s
 #   /_fault/delay?ms=500&count=2 hold the next COUNT data requests MS ms
 #   /_fault/clear                back to normal
@@ -174,9 +178,17 @@ http {
                         ngx.req.set_header("Range", "bytes=0-" .. (tonumber(last) - tonumber(first)))
                     end
                 end
+                if tilefs_take("novalidators") then
+                    ngx.req.clear_header("If-Match")
+                    ngx.req.clear_header("If-Unmodified-Since")
+                    ngx.ctx.noetag = true
+                end
                 if tilefs_take("truncate") then
                     return ngx.exec("@truncate")
                 end
+            }
+            header_filter_by_lua_block {
+                if ngx.ctx.noetag then ngx.header["ETag"] = nil end
             }
         }
 
@@ -227,6 +239,8 @@ http {
                     arm("norange")
                 elseif what == "shiftrange" then
                     arm("shiftrange")
+                elseif what == "novalidators" then
+                    arm("novalidators")
                 elseif what == "delay" then
                     f:set("delay.ms", num(a.ms, 1000))
                     arm("delay")

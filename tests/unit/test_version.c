@@ -39,8 +39,15 @@ int main(void)
 
 	struct http_request r = answer("\"abc\"", lm, 1000, 0);
 	CHECK(version_verdict(&v, &r) == 0, "the same version");
+	r = answer("", lm, 1000, 0);
+	CHECK(version_verdict(&v, &r) == -ESTALE, "no ETag where the version has one: stale");
 	r = answer("", "", UINT64_MAX, 0);
-	CHECK(version_verdict(&v, &r) == 0, "an answer that names nothing is not stale");
+	CHECK(version_verdict(&v, &r) == -ESTALE, "nor one that names nothing");
+	struct http_request bare = answer("", "", 1000, 0);
+	struct version nothing;
+	version_of_answer(&nothing, &bare);
+	CHECK(version_verdict(&nothing, &r) == 0,
+	      "an answer that names nothing, of a version named by nothing: not stale");
 	r = answer("\"abd\"", lm, 1000, 0);
 	CHECK(version_verdict(&v, &r) == -ESTALE, "another ETag is stale");
 	r = answer("\"abc\"", lm, 999, 0);
