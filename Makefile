@@ -31,7 +31,7 @@ DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/%)
 
-all: $(BUILD)/tilefs $(UNIT_BIN)
+all: $(BUILD)/tilefs $(UNIT_BIN) $(BUILD)/fake_tilefs
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -50,6 +50,11 @@ $(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(LIB)
 # the one unit test of the FUSE front's own parts
 $(BUILD)/test_inodes: $(BUILD)/tests/unit/test_inodes.o $(BUILD)/fs/inodes.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# A FUSE file system passing itself off as tilefs, for the tests of inspect
+# (tests/lib/fake_tilefs.c): FUSE only, none of tilefs.
+$(BUILD)/fake_tilefs: $(BUILD)/tests/lib/fake_tilefs.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs fuse3)
 
 # The layer rule first, unit tests again under ASan/UBSan, then everything
 # (unit + bats).

@@ -180,34 +180,54 @@ static int render(struct metrics *m, bool up, char **text, size_t *len)
 	return fclose(f) == 0 ? 0 : -EIO;
 }
 
-/* Replace PATH with the counters, atomically. The mount's file in the
- * cache dir is 0600 like all of the cache dir (--metrics-file stays 0644,
- * for a collector run as another user). */
+/* Replace PATH with the counters, atomically: they go to a new file of a
+ * random name beside PATH (mkostemps: created, never an existing file or
+ * a link someone planted), renamed over PATH. Its ".tmp" suffix keeps a
+ * collector reading *.prom from the half-written file. The mount's file in
+ * the cache dir is 0600 like all of the cache dir (--metrics-file is made
+ * 0644, for a collector run as another user). */
 static int write_file(struct metrics *m, const char *path, bool up)
 {
+	static const char suffix[] = ".tmp";
 	char tmp[4400], *text = NULL;
 	size_t len = 0;
 	bool private = path == m->mount_file;
-	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+	int fd = -1;
+	FILE *f = NULL;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX%s", path, suffix) >= sizeof(tmp))
+		return -ENAMETOOLONG;
 	int err = render(m, up, &text, &len);
-	int fd = err ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-				 (private ? O_NOFOLLOW : 0), private ? 0600 : 0644);
-	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
-	if (!err && !f) {
+	if (err)
+		goto out;
+	fd = mkostemps(tmp, (int)strlen(suffix), O_CLOEXEC);
+	if (fd < 0) {
 		err = -errno;
-		if (fd >= 0)
-			close(fd);
+		goto out;
 	}
-	if (f) {
-		if (fwrite(text, 1, len, f) != len)
-			err = -EIO;
-		if (fclose(f) != 0 && !err)
-			err = -errno;
-		if (!err && rename(tmp, path) != 0)
-			err = -errno;
-		if (err)
-			unlink(tmp);
+	if (!private && fchmod(fd, 0644) != 0) {
+		err = -errno;
+		goto unlink_tmp;
 	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		goto unlink_tmp;
+	}
+	fd = -1;	/* f has it */
+	if (fwrite(text, 1, len, f) != len)
+		err = -EIO;
+	if (fclose(f) != 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, path) != 0)
+		err = -errno;
+	if (!err)
+		goto out;
+unlink_tmp:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+out:
 	free(text);
 	return err;
 }

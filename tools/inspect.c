@@ -7,9 +7,12 @@
  * cached; --blocks adds one line per tile or strip.
  *
  * The cache dir of a file in a mount comes from a user.* xattr, which
- * anyone may set on their own files: it is believed only when the file is
- * on a tilefs mount (FUSE, mounted with subtype tilefs), and the dir must
- * pass options_check_cache_dir() like any other.
+ * anyone may set on their own files, and any FUSE file system may answer:
+ * it is believed only when the file is on a tilefs mount (FUSE, mounted
+ * with subtype tilefs) of the caller's or root's, and the dir must pass
+ * options_check_cache_dir_as_is(). inspect only reads: it opens the index
+ * with index_open_readonly() and changes nothing in the cache dir, which
+ * may be one tilefs never made.
  */
 #include "tools/inspect.h"
 #include "cache/store/index.h"
@@ -18,6 +21,7 @@
 #include "cache/tiff/tiff.h"
 #include "tools/options.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -41,9 +45,10 @@ static void usage(FILE *out)
 		"\n"
 		"Show what tilefs knows of a file: its TIFF IFDs (size, tile size, tile\n"
 		"count, compression), how it is cut into cache units, and how much of it\n"
-		"is cached. PATH is a file in a tilefs mount (read from the mount's cache\n"
-		"index, no request made) or any local TIFF (parsed directly); URL is the\n"
-		"URL a mount read the object from, looked up in the cache index.\n"
+		"is cached. PATH is a file in a tilefs mount of yours or root's (read from\n"
+		"the mount's cache index, no request made) or any other TIFF (parsed\n"
+		"directly); URL is the URL a mount read the object from, looked up in the\n"
+		"cache index. The cache is only read: nothing in it is changed.\n"
 		"\n"
 		"Options:\n"
 		"  --blocks          also list every tile or strip: block IFD INDEX OFFSET LENGTH\n"
@@ -156,16 +161,19 @@ static int inspect_indexed(const char *path, const char *dir, int64_t id, const 
 {
 	struct index *ix;
 	struct index_object obj;
-	bool rebuilt;
 	void *blob = NULL;
 	size_t blob_len = 0;
 	uint64_t header_len = 0, units = 0, bytes = 0;
 	struct tiff_map *map = NULL;
 	int status = 1;
 
-	if (options_check_cache_dir(dir) == -EPERM)
+	if (options_check_cache_dir_as_is(dir) == -EPERM)
 		return 1;	/* said what to fix */
-	int err = index_open(dir, &ix, &rebuilt);
+	int err = index_open_readonly(dir, &ix);
+	if (err == -ENOENT) {
+		fprintf(stderr, "tilefs: %s: no tilefs cache index in %s\n", path, dir);
+		return 1;
+	}
 	if (err) {
 		fprintf(stderr, "tilefs: cannot open the cache index in %s: %s\n", dir,
 			strerror(-err));
@@ -216,27 +224,65 @@ out:
 	return status;
 }
 
-/* Is PATH on a tilefs mount: FUSE, and its line of /proc/self/mountinfo
- * (found by device number) says fuse.tilefs? */
-static bool on_tilefs_mount(const char *path)
+/*
+ * LINE of /proc/self/mountinfo, "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS
+ * [TAGS...] - TYPE SOURCE SUPER_OPTIONS" (the kernel escapes blanks in
+ * fields): if it is the mount of device DEV and of type fuse.tilefs, set
+ * *OWNER to its user_id= (the user who mounted it) and return 0; else
+ * -ENOENT.
+ */
+static int mountinfo_owner(const char *line, dev_t dev, uid_t *owner)
+{
+	unsigned maj, min;
+	int n = 0;
+
+	if (sscanf(line, "%*u %*u %u:%u %n", &maj, &min, &n) != 2 || n == 0 ||
+	    makedev(maj, min) != dev)
+		return -ENOENT;
+	const char *type = strstr(line + n, " - ");
+	if (!type || strncmp(type + 3, "fuse.tilefs ", 12) != 0)
+		return -ENOENT;
+	const char *opts = strchr(type + 15, ' ');	/* after SOURCE */
+	for (const char *p = opts ? opts + 1 : NULL; p; p = strchr(p, ',')) {
+		p += *p == ',';
+		if (strncmp(p, "user_id=", 8) != 0 || !isdigit((unsigned char)p[8]))
+			continue;
+		char *end;
+		errno = 0;
+		unsigned long uid = strtoul(p + 8, &end, 10);
+		if (errno || uid > UINT32_MAX || (*end && *end != ',' && *end != '\n'))
+			return -ENOENT;
+		*owner = (uid_t)uid;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/*
+ * Is FD (a file opened O_PATH) on a tilefs mount: FUSE, and its line of
+ * /proc/self/mountinfo (found by device number) says fuse.tilefs? Then
+ * *OWNER is the user who mounted it, and 0 is returned; else -ENOENT.
+ */
+static int tilefs_mount_owner(int fd, uid_t *owner)
 {
 	struct statfs fs;
 	struct stat st;
-	char line[8192], dev[64];
-	bool found = false;
+	char *line = NULL;
+	size_t cap = 0;
+	int err = -ENOENT;
 
-	if (statfs(path, &fs) != 0 || fs.f_type != FUSE_SUPER_MAGIC || stat(path, &st) != 0)
-		return false;
-	snprintf(dev, sizeof(dev), " %u:%u ", major(st.st_dev), minor(st.st_dev));
+	if (fstatfs(fd, &fs) != 0 || fs.f_type != FUSE_SUPER_MAGIC || fstat(fd, &st) != 0)
+		return -ENOENT;
 	FILE *f = fopen("/proc/self/mountinfo", "re");
-	while (f && !found && fgets(line, sizeof(line), f)) {
-		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... - FSTYPE SOURCE ... */
-		char *at = strstr(line, dev), *sep = strstr(line, " - ");
-		found = at && sep && at < sep && strncmp(sep + 3, "fuse.tilefs ", 12) == 0;
-	}
-	if (f)
-		fclose(f);
-	return found;
+	if (!f)
+		return -ENOENT;
+	/* getline: a line is as long as the kernel makes it (a few escaped
+	 * paths of PATH_MAX at most), never cut in two */
+	while (err == -ENOENT && getline(&line, &cap, f) > 0)
+		err = mountinfo_owner(line, st.st_dev, owner);
+	free(line);
+	fclose(f);
+	return err;
 }
 
 static int inspect_mounted(const char *path, const char *xattr, bool blocks)
@@ -288,11 +334,27 @@ int inspect_main(int argc, char **argv)
 		free(dir);
 		return status;
 	}
-	char xattr[4300];
-	ssize_t n = getxattr(path, INSPECT_XATTR_OBJECT, xattr, sizeof(xattr) - 1);
-	if (n > 0 && on_tilefs_mount(path)) {
-		xattr[n] = '\0';
-		return inspect_mounted(path, xattr, blocks);
+	/* O_PATH: the checks and the xattr are of one file, and opening it
+	 * asks a mount nothing */
+	int fd = open(path, O_PATH | O_CLOEXEC);
+	uid_t owner;
+	if (fd >= 0 && tilefs_mount_owner(fd, &owner) == 0) {
+		if (owner != geteuid() && owner != 0) {
+			fprintf(stderr, "tilefs: %s is on a tilefs mount of uid %ld: only a mount "
+				"of yours or root's names its cache; reading the file itself\n",
+				path, (long)owner);
+		} else {
+			char xattr[4300], fd_path[64];
+			snprintf(fd_path, sizeof(fd_path), "/proc/self/fd/%d", fd);
+			ssize_t n = getxattr(fd_path, INSPECT_XATTR_OBJECT, xattr, sizeof(xattr) - 1);
+			if (n > 0) {
+				xattr[n] = '\0';
+				close(fd);
+				return inspect_mounted(path, xattr, blocks);
+			}
+		}
 	}
+	if (fd >= 0)
+		close(fd);
 	return inspect_local(path, blocks);
 }

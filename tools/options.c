@@ -525,7 +525,8 @@ static int mkdir_parents(const char *path)
 	return 0;
 }
 
-int options_check_cache_dir(const char *dir)
+/* Check DIR (private_dir_open()); CLOSE_TO_OTHERS: also make it 0700. */
+static int check_cache_dir(const char *dir, bool close_to_others)
 {
 	char why[256];
 	int fd = private_dir_open(dir, why, sizeof(why));
@@ -535,10 +536,20 @@ int options_check_cache_dir(const char *dir)
 		return fd;
 	/* an older tilefs made it 0755 (and index.db 0644): close it to others */
 	struct stat st;
-	if (fstat(fd, &st) == 0 && (st.st_mode & 077))
+	if (close_to_others && fstat(fd, &st) == 0 && (st.st_mode & 077))
 		fchmod(fd, st.st_mode & 07700);
 	close(fd);
 	return 0;
+}
+
+int options_check_cache_dir(const char *dir)
+{
+	return check_cache_dir(dir, true);
+}
+
+int options_check_cache_dir_as_is(const char *dir)
+{
+	return check_cache_dir(dir, false);
 }
 
 int options_make_cache_dir(const char *dir)

@@ -94,6 +94,11 @@ int options_make_cache_dir(const char *dir);
  * errors (-errno: no such dir, ...) are the caller's to report.
  */
 int options_check_cache_dir(const char *dir);
+/*
+ * The same check, changing nothing: for a command that only reads a cache
+ * (inspect), whose DIR may be named by a mount rather than by the user.
+ */
+int options_check_cache_dir_as_is(const char *dir);
 
 /* "500M", "2G", "1048576" (binary multiples); -EINVAL if not a size. */
 int parse_size(const char *text, uint64_t *out);

@@ -97,7 +97,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION INDEX_SCHEMA_VERSION
 
 static const char *const stmt_sql[ST_COUNT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",

@@ -60,6 +60,18 @@ struct index_unit {
  */
 int index_open(const char *dir, struct index **out, bool *rebuilt);
 void index_close(struct index *ix);
+/*
+ * Open DIR/index.db to read it only, for a command that reports on a cache
+ * (tilefs inspect): nothing in DIR is created, set aside or chmod'ed, by
+ * tilefs or by SQLite (index_readonly.c says how). DIR must pass
+ * private_dir_open() (else -EPERM, logged) and hold index.db, a regular
+ * file of this user, and index.lock (held shared while open), as every
+ * index_open() leaves them: else -ENOENT, not logged, when DIR holds no
+ * cache index. -EBADMSG (logged): not a tilefs index of this schema.
+ * Writing through IX fails, and index_instance() is empty. Caller frees
+ * with index_close().
+ */
+int index_open_readonly(const char *dir, struct index **out);
 /* Random name of this database's generation: data files live under
  * "data-<instance>", so files from an older database are never trusted. */
 const char *index_instance(struct index *ix);

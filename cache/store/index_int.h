@@ -26,6 +26,8 @@
 #include <stdint.h>
 
 #define INDEX_POOL_SIZE 6
+/* meta.schema of the databases this tilefs writes and reads. */
+#define INDEX_SCHEMA_VERSION 4
 
 /* The prepared statements; their SQL is stmt_sql in index.c. */
 enum stmt_id {

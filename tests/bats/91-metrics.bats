@@ -86,6 +86,33 @@ print(s.getsockname()[1])'
 	assert_eq "$(metric "$T/m.prom" tilefs_up)" 0 "tilefs_up after unmount"
 }
 
+@test "metrics: a link planted where the metrics file is written is not followed; the file is still written" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --metrics-file "$T/m.prom"
+	local pid i
+	pid=$(tilefs_pid "$MNT") || fail "no daemon for $MNT"
+	# the name an older tilefs wrote its next rewrite to
+	echo untouched >"$T/victim"
+	ln -s "$T/victim" "$T/m.prom.$pid.tmp"
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	local size
+	size=$(stat -c %s "$SAMPLES/t256.tif")
+	# a rewrite after the read (every 5 s): up to 60 s on a busy machine
+	for ((i = 0; i < 600; i++)); do
+		[ "$(metric "$T/m.prom" tilefs_served_bytes_total 2>/dev/null)" = "$size" ] && break
+		sleep 0.1
+	done
+	assert_eq "$(metric "$T/m.prom" tilefs_served_bytes_total)" "$size" "bytes served, rewritten"
+	assert_eq "$(cat "$T/victim")" untouched "the file the planted link names"
+	[ -L "$T/m.prom.$pid.tmp" ] || fail "the planted link was moved or replaced"
+	[ -f "$T/m.prom" ] && [ ! -L "$T/m.prom" ] || fail "the metrics file is not a regular file"
+	assert_eq "$(stat -c %a "$T/m.prom")" 644 "the metrics file's mode"
+	tilefs_umount "$MNT"
+	assert_eq "$(metric "$T/m.prom" tilefs_up)" 0 "tilefs_up after unmount"
+	assert_eq "$(cat "$T/victim")" untouched "the file the planted link names, after unmount"
+	assert_eq "$(find "$T" -maxdepth 1 -name 'm.prom.*' ! -type l | wc -l)" 0 \
+		"temporary files left beside the metrics file"
+}
+
 @test "metrics: failed requests and reads are counted as errors" {
 	tilefs_mount "$ORIGIN_URL" "$MNT" --metrics-file "$T/m.prom" --retries 1
 	origin_fault 'status?code=503&count=-1&path=/t512.tif'

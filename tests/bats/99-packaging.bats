@@ -141,6 +141,20 @@ wait_gone() {
 	! is_mounted "$MNT" || fail "-f (fake) mounted"
 }
 
+@test "mount.tilefs: option words are never globbed against the files of the current directory" {
+	mkdir -p "$T/here" "$MNT"
+	touch "$T/here/allow_other" "$T/here/log_file=x.log"
+	cd "$T/here"
+	run -0 /sbin/mount.tilefs "http://127.0.0.1:1/" "$MNT" -f -v -o 'ro,*'
+	echo "$output"
+	assert_eq "$output" "mount.tilefs: /usr/bin/tilefs mount -o * http://127.0.0.1:1/ $MNT" \
+		"mount.tilefs -v with -o 'ro,*'"
+	run -0 /sbin/mount.tilefs "http://127.0.0.1:1/" "$MNT" -f -v -o 'allow_*'
+	echo "$output"
+	assert_eq "$output" "mount.tilefs: /usr/bin/tilefs mount -o allow_* http://127.0.0.1:1/ $MNT" \
+		"mount.tilefs -v with -o 'allow_*'"
+}
+
 @test "tilefs(1) lists every option of --help, and only those; mount.tilefs(8) points to it" {
 	man1=$(zcat "$BATS_FILE_TMPDIR/tree/usr/share/man/man1/tilefs.1.gz")
 	help_opts=$( (/usr/bin/tilefs mount --help; /usr/bin/tilefs warm --help) |
