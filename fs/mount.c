@@ -85,6 +85,8 @@ static void fill_stat(struct stat *st, fuse_ino_t ino, const struct ns_attr *a,
 static int child_path(struct mount *m, fuse_ino_t parent, const char *name, char *buf)
 {
 	const char *dir = inodes_path(m->inodes, parent);
+	if (!dir)
+		return -ESTALE;
 	int n = snprintf(buf, PATH_SIZE, "%s%s%s", dir, *dir ? "/" : "", name);
 	return n < 0 || n >= PATH_SIZE ? -ENAMETOOLONG : 0;
 }
@@ -141,7 +143,8 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		a.size = cache_object_size(obj);
 		a.mtime = (struct timespec){ .tv_sec = cache_object_mtime(obj) };
 	} else {
-		err = ns_getattr(m->ns, inodes_path(m->inodes, ino), &a);
+		const char *path = inodes_path(m->inodes, ino);
+		err = path ? ns_getattr(m->ns, path, &a) : -ESTALE;
 	}
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -211,6 +214,7 @@ static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 {
 	struct mount *m = mount_of(req);
 	struct fill_ctx f = { req, malloc(size), size, 0, offset };
+	const char *path;
 	int err = 0;
 	(void)fi;
 
@@ -222,7 +226,8 @@ static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 		goto reply;
 	if (offset < 2 && fill_name(&f, "..", true))
 		goto reply;
-	err = ns_readdir(m->ns, inodes_path(m->inodes, ino), (size_t)(f.next - 2), fill_one, &f);
+	path = inodes_path(m->inodes, ino);
+	err = path ? ns_readdir(m->ns, path, (size_t)(f.next - 2), fill_one, &f) : -ESTALE;
 reply:
 	if (err)
 		fuse_reply_err(req, -err);
@@ -257,7 +262,8 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	int err = ns_open(m->ns, inodes_path(m->inodes, ino), &obj, &unchanged, &older_open);
+	const char *path = inodes_path(m->inodes, ino);
+	int err = path ? ns_open(m->ns, path, &obj, &unchanged, &older_open) : -ESTALE;
 	if (err) {
 		fuse_reply_err(req, -err);
 		return;
@@ -365,7 +371,8 @@ static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
-	int err = ns_open(m->ns, inodes_path(m->inodes, ino), &obj, &unchanged, &older_open);
+	const char *path = inodes_path(m->inodes, ino);
+	int err = path ? ns_open(m->ns, path, &obj, &unchanged, &older_open) : -ESTALE;
 	if (err) {
 		fuse_reply_err(req, err == -EISDIR ? ENODATA : -err);
 		return;
