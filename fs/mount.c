@@ -268,16 +268,6 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -err);
 		return;
 	}
-	/* The kernel reads this inode from an older version's file (its opens
-	 * pass through), and would map that file for this open too. So the
-	 * path gets a new inode: ESTALE makes the kernel look it up again and
-	 * retry the open, once, which then opens the new inode. */
-	if (passthrough_passes_other(m->pt, ino, cache_object_id(obj)) &&
-	    inodes_retire(m->inodes, ino)) {
-		cache_object_unref(obj);
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
 	struct open_file *f = calloc(1, sizeof(*f));
 	if (!f) {
 		cache_object_unref(obj);
@@ -286,13 +276,6 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	f->obj = obj;
 	f->ino = ino;
-	pthread_mutex_lock(&m->lock);
-	f->next = m->open;
-	if (m->open)
-		m->open->prev = f;
-	m->open = f;
-	pthread_mutex_unlock(&m->lock);
-	fi->fh = (uint64_t)(uintptr_t)f;
 	/* Page-cache pages belong to the inode, shared by every open file:
 	 * a new version drops them (keep_cache off), and while a file of an
 	 * older version is still open the new one bypasses them (direct_io),
@@ -316,13 +299,36 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (pin >= 0 && (backing = passthrough_open(m->pt, ino, id, pin)) == -EBUSY)
 			mode = IO_DIRECT;	/* page-cache opens of it drain first */
 	}
-	if (backing >= 0) {
-		f->mode = IO_PASSED;
+	bool passes = backing >= 0;	/* by its own passthrough open */
+	int got = passes ? IO_PASSED :
+		  backing == -ESTALE ? -ESTALE : passthrough_count(m->pt, ino, id, mode, &backing);
+	if (got < 0) {
+		/* -ESTALE: the kernel reads this inode from another version's
+		 * file (its opens pass through), and would map that file for
+		 * this open too. So the path gets a new inode: ESTALE makes the
+		 * kernel look it up again and retry the open, once, which then
+		 * opens the new inode. */
+		if (got == -ESTALE)
+			inodes_retire(m->inodes, ino);
+		free(f);
+		cache_object_unref(obj);
+		fuse_reply_err(req, -got);
+		return;
+	}
+	f->mode = (enum io_mode)got;
+	pthread_mutex_lock(&m->lock);
+	f->next = m->open;
+	if (m->open)
+		m->open->prev = f;
+	m->open = f;
+	pthread_mutex_unlock(&m->lock);
+	fi->fh = (uint64_t)(uintptr_t)f;
+	if (passes) {
 		cache_object_passed(m->cache, obj);
 		err = passthrough_reply_open(req, fi, backing, false);
-	} else if ((f->mode = passthrough_count(m->pt, ino, mode, &backing)) == IO_PASSED) {
-		/* others of this inode pass through, so it must name their
-		   backing file; direct I/O keeps its reads coming here */
+	} else if (f->mode == IO_PASSED) {
+		/* others of this inode pass through to this version's file, so
+		   it must name it; direct I/O keeps its reads coming here */
 		err = passthrough_reply_open(req, fi, backing, true);
 	} else {
 		fi->keep_cache = unchanged && !older_open;
