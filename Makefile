@@ -47,8 +47,10 @@ $(BUILD)/tilefs: $(DAEMON_OBJ) $(LIB)
 $(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# the one unit test of the FUSE front's own parts
+# the unit tests of the FUSE front's own parts
 $(BUILD)/test_inodes: $(BUILD)/tests/unit/test_inodes.o $(BUILD)/fs/inodes.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/test_passthrough: $(BUILD)/tests/unit/test_passthrough.o $(BUILD)/fs/passthrough.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # A FUSE file system passing itself off as tilefs, for the tests of inspect

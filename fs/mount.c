@@ -85,6 +85,8 @@ static void fill_stat(struct stat *st, fuse_ino_t ino, const struct ns_attr *a,
 static int child_path(struct mount *m, fuse_ino_t parent, const char *name, char *buf)
 {
 	const char *dir = inodes_path(m->inodes, parent);
+	if (!dir)
+		return -ESTALE;
 	int n = snprintf(buf, PATH_SIZE, "%s%s%s", dir, *dir ? "/" : "", name);
 	return n < 0 || n >= PATH_SIZE ? -ENAMETOOLONG : 0;
 }
@@ -141,7 +143,8 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		a.size = cache_object_size(obj);
 		a.mtime = (struct timespec){ .tv_sec = cache_object_mtime(obj) };
 	} else {
-		err = ns_getattr(m->ns, inodes_path(m->inodes, ino), &a);
+		const char *path = inodes_path(m->inodes, ino);
+		err = path ? ns_getattr(m->ns, path, &a) : -ESTALE;
 	}
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -211,6 +214,7 @@ static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 {
 	struct mount *m = mount_of(req);
 	struct fill_ctx f = { req, malloc(size), size, 0, offset };
+	const char *path;
 	int err = 0;
 	(void)fi;
 
@@ -222,7 +226,8 @@ static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 		goto reply;
 	if (offset < 2 && fill_name(&f, "..", true))
 		goto reply;
-	err = ns_readdir(m->ns, inodes_path(m->inodes, ino), (size_t)(f.next - 2), fill_one, &f);
+	path = inodes_path(m->inodes, ino);
+	err = path ? ns_readdir(m->ns, path, (size_t)(f.next - 2), fill_one, &f) : -ESTALE;
 reply:
 	if (err)
 		fuse_reply_err(req, -err);
@@ -257,19 +262,10 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	int err = ns_open(m->ns, inodes_path(m->inodes, ino), &obj, &unchanged, &older_open);
+	const char *path = inodes_path(m->inodes, ino);
+	int err = path ? ns_open(m->ns, path, &obj, &unchanged, &older_open) : -ESTALE;
 	if (err) {
 		fuse_reply_err(req, -err);
-		return;
-	}
-	/* The kernel reads this inode from an older version's file (its opens
-	 * pass through), and would map that file for this open too. So the
-	 * path gets a new inode: ESTALE makes the kernel look it up again and
-	 * retry the open, once, which then opens the new inode. */
-	if (passthrough_passes_other(m->pt, ino, cache_object_id(obj)) &&
-	    inodes_retire(m->inodes, ino)) {
-		cache_object_unref(obj);
-		fuse_reply_err(req, ESTALE);
 		return;
 	}
 	struct open_file *f = calloc(1, sizeof(*f));
@@ -280,13 +276,6 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	f->obj = obj;
 	f->ino = ino;
-	pthread_mutex_lock(&m->lock);
-	f->next = m->open;
-	if (m->open)
-		m->open->prev = f;
-	m->open = f;
-	pthread_mutex_unlock(&m->lock);
-	fi->fh = (uint64_t)(uintptr_t)f;
 	/* Page-cache pages belong to the inode, shared by every open file:
 	 * a new version drops them (keep_cache off), and while a file of an
 	 * older version is still open the new one bypasses them (direct_io),
@@ -310,13 +299,36 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (pin >= 0 && (backing = passthrough_open(m->pt, ino, id, pin)) == -EBUSY)
 			mode = IO_DIRECT;	/* page-cache opens of it drain first */
 	}
-	if (backing >= 0) {
-		f->mode = IO_PASSED;
+	bool passes = backing >= 0;	/* by its own passthrough open */
+	int got = passes ? IO_PASSED :
+		  backing == -ESTALE ? -ESTALE : passthrough_count(m->pt, ino, id, mode, &backing);
+	if (got < 0) {
+		/* -ESTALE: the kernel reads this inode from another version's
+		 * file (its opens pass through), and would map that file for
+		 * this open too. So the path gets a new inode: ESTALE makes the
+		 * kernel look it up again and retry the open, once, which then
+		 * opens the new inode. */
+		if (got == -ESTALE)
+			inodes_retire(m->inodes, ino);
+		free(f);
+		cache_object_unref(obj);
+		fuse_reply_err(req, -got);
+		return;
+	}
+	f->mode = (enum io_mode)got;
+	pthread_mutex_lock(&m->lock);
+	f->next = m->open;
+	if (m->open)
+		m->open->prev = f;
+	m->open = f;
+	pthread_mutex_unlock(&m->lock);
+	fi->fh = (uint64_t)(uintptr_t)f;
+	if (passes) {
 		cache_object_passed(m->cache, obj);
 		err = passthrough_reply_open(req, fi, backing, false);
-	} else if ((f->mode = passthrough_count(m->pt, ino, mode, &backing)) == IO_PASSED) {
-		/* others of this inode pass through, so it must name their
-		   backing file; direct I/O keeps its reads coming here */
+	} else if (f->mode == IO_PASSED) {
+		/* others of this inode pass through to this version's file, so
+		   it must name it; direct I/O keeps its reads coming here */
 		err = passthrough_reply_open(req, fi, backing, true);
 	} else {
 		fi->keep_cache = unchanged && !older_open;
@@ -365,7 +377,8 @@ static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
-	int err = ns_open(m->ns, inodes_path(m->inodes, ino), &obj, &unchanged, &older_open);
+	const char *path = inodes_path(m->inodes, ino);
+	int err = path ? ns_open(m->ns, path, &obj, &unchanged, &older_open) : -ESTALE;
 	if (err) {
 		fuse_reply_err(req, err == -EISDIR ? ENODATA : -err);
 		return;

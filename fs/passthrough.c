@@ -155,24 +155,17 @@ bool passthrough_may(struct passthrough *p, uint64_t ino, int64_t object_id)
 	return may;
 }
 
-bool passthrough_passes_other(struct passthrough *p, uint64_t ino, int64_t object_id)
-{
-	pthread_mutex_lock(&p->lock);
-	struct inode_opens *o = find(p, ino, false);
-	bool other = o && o->n[IO_PASSED] && o->object_id != object_id;
-	pthread_mutex_unlock(&p->lock);
-	return other;
-}
-
 int passthrough_open(struct passthrough *p, uint64_t ino, int64_t object_id, int fd)
 {
-	int id = -EBUSY;
+	int id;
 	pthread_mutex_lock(&p->lock);
 	struct inode_opens *o = find(p, ino, true);
 	if (!o) {
 		id = -ENOMEM;
-	} else if (o->n[IO_CACHED] || (o->n[IO_PASSED] && o->object_id != object_id)) {
-		/* -EBUSY */
+	} else if (o->n[IO_PASSED] && o->object_id != object_id) {
+		id = -ESTALE;
+	} else if (o->n[IO_CACHED]) {
+		id = -EBUSY;
 	} else if (o->n[IO_PASSED]) {
 		id = o->backing_id;
 	} else {
@@ -200,23 +193,26 @@ int passthrough_open(struct passthrough *p, uint64_t ino, int64_t object_id, int
 	return id;
 }
 
-enum io_mode passthrough_count(struct passthrough *p, uint64_t ino, enum io_mode mode,
-			       int *backing_id)
+int passthrough_count(struct passthrough *p, uint64_t ino, int64_t object_id, enum io_mode mode,
+		      int *backing_id)
 {
+	int got = (int)mode;
 	*backing_id = -1;
 	pthread_mutex_lock(&p->lock);
 	struct inode_opens *o = find(p, ino, true);
 	if (!o) {
-		mode = IO_DIRECT;	/* out of memory: the mode that mixes */
+		got = -ENOMEM;
+	} else if (o->n[IO_PASSED] && o->object_id != object_id) {
+		got = -ESTALE;	/* its backing file holds another version */
 	} else {
 		if (o->n[IO_PASSED]) {
-			mode = IO_PASSED;
+			got = IO_PASSED;
 			*backing_id = o->backing_id;
 		}
-		o->n[mode]++;
+		o->n[got]++;
 	}
 	pthread_mutex_unlock(&p->lock);
-	return mode;
+	return got;
 }
 
 void passthrough_released(struct passthrough *p, uint64_t ino, enum io_mode mode)

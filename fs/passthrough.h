@@ -14,14 +14,24 @@
  * The kernel puts each inode in one I/O mode at a time: page cache, or
  * passthrough to one backing file; an open asking for the other fails
  * with EIO, and so does any open, direct I/O included, that does not name
- * the backing file while the inode has one (fs/fuse/iomode.c). So the
- * opens of an inode are counted here by mode: an open passes through only
- * while no open of the inode uses the page cache and every one that
- * passes through reads the same object version; one of that version that
- * cannot pass through while others do names their backing file with
- * direct I/O on top, which sends its reads to the daemon
- * (passthrough_count()). An open of another version is given an inode of
- * its own instead (passthrough_passes_other()).
+ * the backing file while the inode has one (fs/fuse/iomode.c); an mmap of
+ * any open of it maps the backing file. So the opens of an inode are
+ * counted here by mode, and the backing file is shared by one object
+ * version only:
+ *
+ *   (1) An open passes through only while no open of the inode uses the
+ *       page cache, and no open of it passes through to another version
+ *       (passthrough_open()).
+ *   (2) An open of the passing version that cannot pass through itself
+ *       names the backing file with direct I/O on top, which sends its
+ *       reads to the daemon (passthrough_count()).
+ *   (3) An open of another version while one passes through is refused
+ *       with -ESTALE, never counted nor given the backing file: the
+ *       caller gives the path an inode of its own (fs/mount.c).
+ *
+ * Each of passthrough_open() and passthrough_count() checks the inode's
+ * opens and counts its own under one lock, so no open of another version
+ * can slip in between the check and the count.
  *
  * Layer: the FUSE front (fs/). Includes cache/base/ only (the log).
  */
@@ -53,34 +63,31 @@ void passthrough_patch_init(struct passthrough *p, struct iovec *iov, int count)
  * the kernel from a backing file. */
 enum io_mode { IO_CACHED, IO_DIRECT, IO_PASSED };
 
-/* May an open of INO (OBJECT_ID) pass through, as far as its other opens
- * of other versions tell (asked before pinning)? */
+/* Might an open of INO (OBJECT_ID) pass through? A hint, asked before
+ * pinning: passthrough_open() decides. */
 bool passthrough_may(struct passthrough *p, uint64_t ino, int64_t object_id);
-/* Do opens of INO pass through to the file of a version other than
- * OBJECT_ID? An open of OBJECT_ID on INO would then have to name that
- * file, and an mmap of it would map that version: it needs an inode of
- * its own (fs/mount.c). */
-bool passthrough_passes_other(struct passthrough *p, uint64_t ino, int64_t object_id);
 /*
  * Open INO (object version OBJECT_ID) with passthrough to the file FD
  * (taken over: closed here, the kernel keeps what it needs). The backing
- * file of an inode already passed through is shared. The backing id, or
- * -errno: -EBUSY if opens of the inode use the page cache (open this one
- * with direct I/O, so that they drain), or the ioctl's error (after
- * EPERM, not root, passthrough is off for the mount, logged once).
- * Counted as IO_PASSED on success.
+ * file of opens of the same version is shared. The backing id, counted as
+ * IO_PASSED, or -errno, uncounted: -ESTALE if opens of INO pass through to
+ * another version (rule 3 above), -EBUSY if opens of INO use the page
+ * cache (count this one with IO_DIRECT, so that they drain), -ENOMEM, or
+ * the ioctl's error (after EPERM, not root, passthrough is off for the
+ * mount, logged once).
  */
 int passthrough_open(struct passthrough *p, uint64_t ino, int64_t object_id, int fd);
 /*
- * Count an open of INO that does not pass through, wanting MODE (IO_CACHED
- * or IO_DIRECT): the mode it gets. While other opens of INO pass through
- * that is IO_PASSED, with *BACKING_ID their backing file's id (else -1):
- * reply with passthrough_reply_open(..., true), which keeps its reads
- * coming to the daemon (an mmap of it maps that backing file, though).
- * Out of memory: IO_DIRECT, uncounted.
+ * Count an open of INO (object version OBJECT_ID) that does not pass
+ * through, wanting MODE (IO_CACHED or IO_DIRECT): the mode it gets, or
+ * -errno, uncounted. While opens of INO pass through to OBJECT_ID's file
+ * that is IO_PASSED, with *BACKING_ID its id (else -1): reply with
+ * passthrough_reply_open(..., true), which keeps its reads coming to the
+ * daemon (rule 2). -ESTALE if they pass through to another version's
+ * (rule 3); -ENOMEM.
  */
-enum io_mode passthrough_count(struct passthrough *p, uint64_t ino, enum io_mode mode,
-			       int *backing_id);
+int passthrough_count(struct passthrough *p, uint64_t ino, int64_t object_id, enum io_mode mode,
+		      int *backing_id);
 /* Uncount an open of INO in MODE, as counted. */
 void passthrough_released(struct passthrough *p, uint64_t ino, enum io_mode mode);
 /* Reply to an open with passthrough to BACKING_ID, its reads sent to the

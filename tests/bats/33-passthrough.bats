@@ -326,6 +326,54 @@ PYEOF
 	tilefs_umount "$MNT"
 }
 
+@test "passthrough: a new version beside a passed-through old one gets a new inode number, which its path keeps" {
+	# the one case where a path changes number within a mount (inodes.h):
+	# the old open keeps the old number, the path the new one, after both
+	# are closed and the kernel has forgotten them too
+	mount_counted --ttl 1
+	"$PY" -c 'import sys; open(sys.argv[1], "wb").write(bytes(255 - b for b in open(sys.argv[2], "rb").read()))' \
+		"$T/new.bin" "$SAMPLES/random.bin"
+	touch -d '2025-03-04 05:06:07 UTC' "$T/new.bin"
+	cache_whole random.bin
+	local first
+	first=$(stat -c %i "$MNT/random.bin")
+	sleep 1.2	# past --ttl: the next open revalidates
+	run_to 60 "$PY" - "$MNT/random.bin" "$SAMPLES/random.bin" "$T/new.bin" "$first" <<'PYEOF'
+import mmap, os, shutil, sys, time
+mnt, origin, new, first = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+new_b = open(new, "rb").read()
+fd1 = os.open(mnt, os.O_RDONLY)                 # the old version, by passthrough
+assert os.fstat(fd1).st_ino == first, "the old open: the path's number"
+shutil.copy2(new, origin + ".tmp")
+os.rename(origin + ".tmp", origin)
+time.sleep(1.2)
+fd2 = os.open(mnt, os.O_RDONLY)                 # past --ttl: the new version
+second = os.fstat(fd2).st_ino
+assert second != first, "the new version has a number of its own"
+assert os.stat(mnt).st_ino == second, "the path now has the new number"
+assert os.fstat(fd1).st_ino == first, "the old open keeps the old one"
+m2 = mmap.mmap(fd2, 0, mmap.MAP_PRIVATE, mmap.PROT_READ)
+assert m2[:] == new_b, "a map of the new open reads new bytes"
+m2.close()
+os.close(fd1)
+os.close(fd2)
+PYEOF
+	local second
+	second=$("$PY" -c 'import os, sys; print(os.stat(sys.argv[1]).st_ino)' "$MNT/random.bin")
+	[ "$second" != "$first" ] || fail "the path kept the old number $first"
+	sleep 0.5	# the kernel releases asynchronously
+	cd /
+	sync
+	echo 2 >/proc/sys/vm/drop_caches	# the kernel forgets both inodes
+	sleep 1
+	assert_eq "$(stat -c %i "$MNT/random.bin")" "$second" "the path's number after the kernel forgot it"
+	cmp "$T/new.bin" "$MNT/random.bin"
+	assert_eq "$(stat -c %i "$MNT/random.bin")" "$second" "the path's number after an open"
+	[ "$(metric tilefs_passthrough_opens_total)" -ge 1 ] ||
+		fail "the old version was not opened by passthrough (the test tests nothing)"
+	tilefs_umount "$MNT"
+}
+
 @test "passthrough: a mount by a user other than root says passthrough is off and reads through the daemon" {
 	local ud
 	ud=$(mktemp -d /tmp/tilefs-user.XXXXXX)
