@@ -38,7 +38,7 @@ EOF
 # copy_corpus: the shared TIFF corpus into the origin as good/ and bad/
 # (copies: the corpus itself is never touched), or skip the test.
 copy_corpus() {
-	local corpus=${TILEFS_CORPUS:-$REPO_ROOT/../shared/corpus}
+	local corpus=${TILEFS_CORPUS:-$REPO_ROOT/tests/data/corpus}
 	[ -d "$corpus/good" ] || skip "no TIFF corpus at $corpus (set TILEFS_CORPUS)"
 	cp -r "$corpus/good" "$SAMPLES/good"
 	cp -r "$corpus/bad" "$SAMPLES/bad"

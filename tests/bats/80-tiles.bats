@@ -10,7 +10,7 @@ bats_require_minimum_version 1.5.0
 load ../lib/tilefs
 
 TB=$TESTS_LIB/tiff_blocks.py
-CORPUS=${TILEFS_CORPUS:-$REPO_ROOT/../shared/corpus}
+CORPUS=${TILEFS_CORPUS:-$REPO_ROOT/tests/data/corpus}
 
 setup() {
 	tilefs_setup

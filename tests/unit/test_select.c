@@ -2,7 +2,7 @@
  * header, the overviews, one IFD, a pixel window over the full-resolution
  * image and its masks in every plane; on made-up tile maps and on a real
  * COG with masks from the shared corpus ($TILEFS_CORPUS or
- * ../shared/corpus; read in place). */
+ * tests/data/corpus; read in place). */
 #include "cache/tiff/layout.h"
 #include "cache/tiff/select.h"
 #include "cache/tiff/tiff.h"
@@ -223,7 +223,7 @@ static void corpus_cog(void)
 	const char *root = getenv("TILEFS_CORPUS");
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/good/gen_bigtiff_be_tiled_mask.tif",
-		 root ? root : "../shared/corpus");
+		 root ? root : "tests/data/corpus");
 	int fd = open(path, O_RDONLY);
 	struct stat st;
 	struct tiff_map *m = NULL;

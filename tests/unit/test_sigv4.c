@@ -1,6 +1,6 @@
 /*
  * test_sigv4.c - Signature V4 against every case of the published AWS
- * test suite in ../shared/vectors/aws-sigv4 (or $TILEFS_SIGV4_VECTORS):
+ * test suite in tests/data/vectors/aws-sigv4 (or $TILEFS_SIGV4_VECTORS):
  * canonical request, string to sign and signature, header signing.
  */
 #include "cache/origin/crypto.h"
@@ -171,7 +171,7 @@ int main(void)
 {
 	const char *root = getenv("TILEFS_SIGV4_VECTORS");
 	if (!root)
-		root = "../shared/vectors/aws-sigv4";
+		root = "tests/data/vectors/aws-sigv4";
 	struct dirent **entries;
 	int n = scandir(root, &entries, NULL, by_name);
 	CHECK(n > 2, "vectors found in %s", root);

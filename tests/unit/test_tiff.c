@@ -2,7 +2,7 @@
  * parses and survives encode/decode; no bad file crashes it or gets past
  * the checks with a block outside the file; read errors are not taken for
  * a malformed file; damaged blobs are refused. The corpus is
- * $TILEFS_CORPUS or ../shared/corpus. */
+ * $TILEFS_CORPUS or tests/data/corpus. */
 #include "cache/tiff/tiff.h"
 #include "check.h"
 
@@ -132,7 +132,7 @@ int main(void)
 {
 	const char *root = getenv("TILEFS_CORPUS");
 	if (!root)
-		root = "../shared/corpus";
+		root = "tests/data/corpus";
 	corpus(root, "good", true);
 	corpus(root, "bad", false);
 	damaged(root);
