@@ -193,7 +193,7 @@ int attempt_prepare(const struct http_config *cfg, struct http_request *req)
 	req->cut_short = false;
 	req->sink_err = 0;
 	req->range_first = req->range_last = UINT64_MAX;
-	req->via_tier = req->tier && tier_usable(req->tier, http_now_ms());
+	req->via_tier = req->tier && !req->skip_tier && tier_usable(req->tier, http_now_ms());
 	char tier_host[300];
 	char *tier_url = req->via_tier ? tier_request_url(req->tier, req->url, tier_host,
 							    sizeof(tier_host)) : NULL;
@@ -281,9 +281,11 @@ int attempt_prepare(const struct http_config *cfg, struct http_request *req)
 			return err;
 		}
 	}
-	/* credentials never follow a redirect (see http.h) */
+	/* credentials never follow a redirect (see http.h), nor do the tier's
+	   headers: curl would send them to the redirect's host */
 	req->signed_attempt = unsigned_tail ? unsigned_tail->next != NULL : h != NULL;
-	curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, req->signed_attempt ? 0L : 1L);
+	curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION,
+			 req->signed_attempt || req->via_tier ? 0L : 1L);
 	if (req->via_tier) {
 		/* the store's Host, as signed; the tier's own secret */
 		h = curl_slist_append(h, tier_host);

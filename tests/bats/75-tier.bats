@@ -20,6 +20,7 @@ setup() {
 teardown() {
 	tilefs_teardown
 	tier_stop
+	tier_store_stop
 	[ -n "$STORE_PID" ] && kill "$STORE_PID" 2>/dev/null
 	if declare -f azurite_stop >/dev/null; then azurite_stop; fi
 	if declare -f s3rver_stop >/dev/null; then s3rver_stop; fi
@@ -238,4 +239,17 @@ read_chips() {
 	tilefs_umount "$T/mnt4"
 	tail -n +$((after + 1)) "$ORIGIN_LOG"
 	assert_eq "$(wc -l <"$ORIGIN_LOG")" "$after" "store requests of the third and fourth host"
+}
+
+@test "tier: a redirect through the tier never carries the tier's secret or Host to another server" {
+	tier_store_start "$SAMPLES"
+	tier_start "$STORE_REDIRECT_URL" --secret s3cr3t-tier
+	tilefs_mount "$STORE_REDIRECT_URL" "$T/mnt" --tier "$TIER_URL" --tier-secret s3cr3t-tier
+	cmp_tree "$SAMPLES" "$T/mnt"
+	tilefs_umount "$T/mnt"
+	cat "$STORE_LOG"
+	[ "$(awk '$1 == "GET"' "$STORE_LOG" | wc -l)" -gt 0 ] || fail "nothing reached the redirect's target"
+	assert_eq "$(grep -c s3cr3t-tier "$STORE_LOG")" 0 "requests at the target with the tier's secret"
+	assert_eq "$(grep -vc "\"127.0.0.1:$STORE_PORT\" \"-\"" "$STORE_LOG")" 0 \
+		"requests at the target with another Host or the secret"
 }
