@@ -253,3 +253,48 @@ read_chips() {
 	assert_eq "$(grep -vc "\"127.0.0.1:$STORE_PORT\" \"-\"" "$STORE_LOG")" 0 \
 		"requests at the target with another Host or the secret"
 }
+
+@test "tier-config: 127.0.0.1 unless told, a warning without a secret, a pid file per listener" {
+	tier_store_start "$SAMPLES"
+	tilefs_run tier-config "$STORE_URL"
+	assert_eq "$status" 0 "exit status"
+	[[ $out == *"listen 127.0.0.1:8080;"* ]] || fail "$out"
+	[[ $out == *"pid /run/tilefs-tier-127.0.0.1-8080.pid;"* ]] || fail "$out"
+	[[ $err == *"warning: no --secret (nor TILEFS_TIER_SECRET): the tier answers whoever reaches 127.0.0.1:8080"* ]] || fail "$err"
+	tilefs_run tier-config "$STORE_URL" --listen 10.0.0.5:8081 --secret s3cr3t-tier
+	[[ $out == *"pid /run/tilefs-tier-10.0.0.5-8081.pid;"* ]] || fail "$out"
+	assert_eq "$err" "" "stderr with a secret"
+	tilefs_run tier-config "$STORE_URL" --tls-cert "$T/c.pem"
+	assert_eq "$status" 2 "--tls-cert without --tls-key"
+}
+
+@test "tier: GET and HEAD only reach the store through the tier, even with the secret" {
+	tier_store_start "$SAMPLES"
+	tier_start "$STORE_URL" --secret s3cr3t-tier
+	local m code
+	for m in PUT DELETE POST PATCH; do
+		code=$(curl -s -o /dev/null -w '%{http_code}' -X "$m" -H "Host: 127.0.0.1:$STORE_PORT" \
+			-H 'X-Tilefs-Tier-Secret: s3cr3t-tier' --data-binary x "$TIER_URL/t512.tif")
+		assert_eq "$code" 405 "$m through the tier"
+	done
+	assert_eq "$(curl -s -o /dev/null -w '%{http_code}' -I -H "Host: 127.0.0.1:$STORE_PORT" \
+		-H 'X-Tilefs-Tier-Secret: s3cr3t-tier' "$TIER_URL/t512.tif")" 200 "HEAD through the tier"
+	cat "$STORE_LOG"
+	assert_eq "$(awk '$1 != "GET" && $1 != "HEAD"' "$STORE_LOG" | wc -l)" 0 \
+		"requests at the store other than GET and HEAD"
+	[ "$(awk '$1 == "HEAD"' "$STORE_LOG" | wc -l)" -gt 0 ] || fail "the HEAD did not reach the store"
+}
+
+@test "tier: a client's extra header (x-ms-range) never reaches the store, nor poisons the tier's cache" {
+	tier_store_start "$SAMPLES"
+	tier_start "$STORE_URL"
+	# as tilefs opens random.bin: its first --header-size bytes (64K) without If-Match;
+	# the store honours x-ms-range over Range (Azure does)
+	curl -s -o "$T/poison" -H "Host: 127.0.0.1:$STORE_PORT" -H 'Range: bytes=0-65535' \
+		-H 'x-ms-range: bytes=65536-131071' "$TIER_URL/random.bin"
+	tilefs_mount "$STORE_URL" "$T/mnt" --tier "$TIER_URL" --retries 1
+	run_to 120 cmp "$SAMPLES/random.bin" "$T/mnt/random.bin"
+	cmp_tree "$SAMPLES" "$T/mnt"
+	tilefs_umount "$T/mnt"
+	assert_eq "$(grep -c 'bytes=65536-131071' "$STORE_LOG")" 0 "x-ms-range at the store"
+}
