@@ -416,7 +416,7 @@ int tier_config_main(int argc, char **argv)
 			"answers whoever reaches %s\n", tc.listen);
 	if (tc.secret) {
 		struct tier *check;
-		if (tier_new("http://tier", tc.secret, &check, err, sizeof(err)) != 0) {
+		if (tier_new("http://tier", tc.secret, NULL, &check, err, sizeof(err)) != 0) {
 			fprintf(stderr, "tilefs: %s\n", err);
 			return 2;
 		}

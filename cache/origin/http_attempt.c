@@ -222,8 +222,10 @@ int attempt_prepare(const struct http_config *cfg, struct http_request *req)
 	if (req->sink)
 		curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, SINK_BUFFER);
 	curl_easy_setopt(easy, CURLOPT_USERAGENT, "tilefs/" TILEFS_VERSION);
-	if (cfg->ca_file)
-		curl_easy_setopt(easy, CURLOPT_CAINFO, cfg->ca_file);
+	/* the tier has a certificate of its own, for its own name */
+	const char *ca_file = req->via_tier ? tier_ca_file(req->tier) : cfg->ca_file;
+	if (ca_file)
+		curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file);
 	struct http_attempt a = { .method = req->head ? "HEAD" : "GET", .url = req->url };
 	if (req->method) {
 		a.method = req->method;
@@ -355,8 +357,9 @@ int attempt_verdict(struct http_request *req, CURLcode code)
 		if (!req->error[0] || code != CURLE_WRITE_ERROR)
 			snprintf(req->error, sizeof(req->error), "%s%s",
 				 curl_easy_strerror(code),
-				 curl_code_is_tls_trust(code) ?
-				 " (is the server's CA trusted? see --ca-file)" : "");
+				 !curl_code_is_tls_trust(code) ? "" : req->via_tier ?
+				 " (is the tier's CA trusted? see --tier-ca-file)" :
+				 " (is the server's CA trusted? see --ca-file)");
 		if (code == CURLE_UNSUPPORTED_PROTOCOL)
 			snprintf(req->error, sizeof(req->error), "%s",
 				 strncasecmp(req->url, "https:", 6) == 0 ?

@@ -241,6 +241,105 @@ read_chips() {
 	assert_eq "$(wc -l <"$ORIGIN_LOG")" "$after" "store requests of the third and fourth host"
 }
 
+# gcs_setup: the sample data as bucket "eo" of a GCS-like https store
+# (tier_store_start --tls), a --from-file list of its files in $T/list.
+gcs_setup() {
+	mkdir -p "$T/store"
+	ln -s "$SAMPLES" "$T/store/eo"
+	(cd "$SAMPLES" && find . -name '*.tif' | sed 's|^\./||') >"$T/list"
+	tier_store_start "$T/store" --tls
+	GCS_ENDPOINT=https://localhost:$STORE_PORT
+}
+
+@test "tier: an http:// tier for an https store is refused with a bearer token or a SAS, unless --tier-allow-http" {
+	gcs_setup
+	tier_start "$STORE_URL" --ca-file "$STORE_CA"
+	tier_log_reset
+	local token=ya29.tilefs-test-token
+	export GOOGLE_OAUTH_ACCESS_TOKEN=$token
+	mkdir -p "$T/mnt"
+	tilefs_run warm gs://eo/ --endpoint "$GCS_ENDPOINT" --ca-file "$STORE_CA" \
+		--from-file "$T/list" --tier "$TIER_URL" --cache-dir "$T/cache"
+	assert_eq "$status" 2 "warm of a bearer-token source through an http tier"
+	[[ $err == *"--tier $TIER_URL is plain HTTP, and every request for gs://eo/ carries the bearer token of GOOGLE_OAUTH_ACCESS_TOKEN"* ]] || fail "$err"
+	[[ $err == *"--tier-allow-http"* && $err == *"--tier-ca-file"* && $err == *"--help"* ]] || fail "$err"
+	tilefs_run mount gs://eo/ "$T/mnt" --endpoint "$GCS_ENDPOINT" --ca-file "$STORE_CA" \
+		--tier "$TIER_URL" --cache-dir "$T/cache"
+	assert_eq "$status" 2 "mount of a bearer-token source through an http tier"
+	[[ $err == *"is plain HTTP"*"--tier-allow-http"* ]] || fail "$err"
+	unset GOOGLE_OAUTH_ACCESS_TOKEN
+	# a SAS, in SOURCE or in the environment
+	tilefs_run mount "az://acct/cogs/eo?sv=2021-08-06&sig=SASSIG" "$T/mnt" \
+		--endpoint "$GCS_ENDPOINT" --tier "$TIER_URL" --cache-dir "$T/cache"
+	assert_eq "$status" 2 "mount of a SAS source through an http tier"
+	[[ $err == *"carries the SAS in SOURCE"*"--tier-allow-http"* ]] || fail "$err"
+	[[ $err != *SASSIG* ]] || fail "the SAS on stderr: $err"
+	AZURE_STORAGE_SAS_TOKEN='sv=2021-08-06&sig=SASSIG' tilefs_run warm az://acct/cogs/eo \
+		--endpoint "$GCS_ENDPOINT" --tier "$TIER_URL" --cache-dir "$T/cache"
+	assert_eq "$status" 2 "warm of a SAS source through an http tier"
+	[[ $err == *"carries the SAS of AZURE_STORAGE_SAS_TOKEN"* ]] || fail "$err"
+	# a token in the query of an https source
+	tilefs_run mount "${STORE_URL}eo/?token=qtok" "$T/mnt" --ca-file "$STORE_CA" \
+		--tier "$TIER_URL" --cache-dir "$T/cache"
+	assert_eq "$status" 2 "mount of a source with a query through an http tier"
+	[[ $err == *"carries the query string of SOURCE"* ]] || fail "$err"
+	assert_eq "$(wc -l <"$TIER_LOG")" 0 "requests the tier saw from refused commands"
+	assert_eq "$(wc -l <"$STORE_LOG")" 0 "requests the store saw from refused commands"
+
+	# the opt-in: the token goes through the tier, as asked
+	GOOGLE_OAUTH_ACCESS_TOKEN=$token tilefs_run warm gs://eo/ --endpoint "$GCS_ENDPOINT" \
+		--ca-file "$STORE_CA" --from-file "$T/list" --tier "$TIER_URL" --tier-allow-http \
+		--cache-dir "$T/cache"
+	assert_eq "$status" 0 "warm with --tier-allow-http"
+	[ "$(tier_count MISS)" -gt 0 ] || fail "nothing went through the tier"
+	grep -q "\"Bearer $token\"" "$STORE_LOG" || fail "the store never saw the token"
+	tilefs_mount "${STORE_URL}eo/?token=qtok" "$T/mnt" --ca-file "$STORE_CA" \
+		--tier "$TIER_URL" --tier-allow-http --cache-dir "$T/cache2"
+	cmp_tree "$SAMPLES" "$T/mnt"
+	tilefs_umount "$T/mnt"
+	# and an anonymous source or a signature binding one request is not refused
+	tilefs_run warm gs://eo/ --endpoint "$GCS_ENDPOINT" --ca-file "$STORE_CA" \
+		--from-file "$T/list" --tier "$TIER_URL" --no-sign-request --cache-dir "$T/cache3"
+	assert_eq "$status" 0 "anonymous warm through an http tier"
+	GS_ACCESS_KEY_ID=GOOG1TEST GS_SECRET_ACCESS_KEY=hmacsecret tilefs_run warm gs://eo/ \
+		--endpoint "$GCS_ENDPOINT" --ca-file "$STORE_CA" --from-file "$T/list" \
+		--tier "$TIER_URL" --cache-dir "$T/cache4"
+	assert_eq "$status" 0 "HMAC-signed warm through an http tier"
+}
+
+@test "tier: an https tier (tier-config --tls-cert) carries a bearer token, verified with --tier-ca-file" {
+	gcs_setup
+	TIER_TLS=1 tier_start "$STORE_URL" --ca-file "$STORE_CA"
+	[[ $TIER_URL == https://* ]]
+	export GOOGLE_OAUTH_ACCESS_TOKEN=ya29.tilefs-test-token
+	run "$TILEFS" warm gs://eo/ --endpoint "$GCS_ENDPOINT" --ca-file "$STORE_CA" \
+		--from-file "$T/list" --tier "$TIER_URL" --tier-ca-file "$TIER_CA" --cache-dir "$T/cache1"
+	assert_eq "$status" 0 "warm through the https tier: $output"
+	[ "$(tier_count MISS)" -gt 0 ] || fail "nothing went through the tier"
+	# a second host reads through it: every range a hit, none from the store
+	local before
+	before=$(awk '$4 == 206' "$STORE_LOG" | wc -l)
+	run "$TILEFS" warm gs://eo/ --endpoint "$GCS_ENDPOINT" --ca-file "$STORE_CA" \
+		--from-file "$T/list" --tier "$TIER_URL" --tier-ca-file "$TIER_CA" --cache-dir "$T/cache2"
+	assert_eq "$status" 0 "second warm: $output"
+	assert_eq "$(awk '$4 == 206' "$STORE_LOG" | wc -l)" "$before" "ranges of host 2 from the store"
+	# the tier's certificate is checked: without its CA the mount fails, naming the option
+	mkdir -p "$T/mnt"
+	tilefs_run mount "${STORE_URL}eo/" "$T/mnt" --ca-file "$STORE_CA" --tier "$TIER_URL" \
+		--cache-dir "$T/cache3"
+	assert_eq "$status" 1 "mount through an https tier not trusted"
+	[[ $err == *"--tier-ca-file"* ]] || fail "$err"
+	tilefs_mount "${STORE_URL}eo/?token=qtok" "$T/mnt" --ca-file "$STORE_CA" \
+		--tier "$TIER_URL" --tier-ca-file "$TIER_CA" --cache-dir "$T/cache4"
+	cmp_tree "$SAMPLES" "$T/mnt"
+	tilefs_umount "$T/mnt"
+	# --tier-ca-file is for an https tier
+	tilefs_run mount "${STORE_URL}eo/" "$T/mnt" --tier "http://127.0.0.1:$TIER_PORT" \
+		--tier-ca-file "$TIER_CA"
+	assert_eq "$status" 2 "--tier-ca-file with an http tier"
+	[[ $err == *"--tier-ca-file is for an https:// tier"* ]] || fail "$err"
+}
+
 @test "tier: a redirect through the tier never carries the tier's secret or Host to another server" {
 	tier_store_start "$SAMPLES"
 	tier_start "$STORE_REDIRECT_URL" --secret s3cr3t-tier
