@@ -91,6 +91,13 @@ static const struct option_def defs[] = {
 	{ "tier-secret", M | W, 0, OPT_STRING, OFF(tier_secret), "SECRET", NULL, 0, 0,
 	  "send SECRET to the tier in X-Tilefs-Tier-Secret (default:\n"
 	  "TILEFS_TIER_SECRET); the tier-config --secret it was made with" },
+	{ "tier-ca-file", M | W, 0, OPT_STRING, OFF(tier_ca_file), "FILE", NULL, 0, 0,
+	  "trust the CA certificates in FILE (PEM) for an https:// --tier\n"
+	  "(default: the system's; --ca-file is the store's)" },
+	{ "tier-allow-http", M | W, 0, OPT_FLAG, OFF(tier_allow_http), NULL, NULL, 0, 0,
+	  "let an http:// --tier carry a bearer token, a SAS or a token in\n"
+	  "SOURCE's query in clear to an https store (refused without it):\n"
+	  "only where the network to the tier is trusted" },
 	{ "retries", M | W, 0, OPT_LONG, OFF(retries), "N", "5", 0, 100,
 	  "retries of a failed request before the read fails with EIO" },
 	{ "connections", M, 0, OPT_LONG, OFF(max_connections), "N", "16", 1, 256,
@@ -487,6 +494,8 @@ struct source_options options_source(const struct options *o)
 		.tier = o->tier,
 		.tier_secret = o->tier_secret ? o->tier_secret :
 			       o->tier ? getenv("TILEFS_TIER_SECRET") : NULL,
+		.tier_ca_file = o->tier_ca_file,
+		.tier_allow_http = o->tier_allow_http,
 	};
 }
 

@@ -39,6 +39,8 @@ struct options {
 	char *log_file;
 	char *endpoint;
 	char *tier, *tier_secret;	/* shared cache tier (README "Cluster") */
+	char *tier_ca_file;		/* verifies an https:// tier */
+	bool tier_allow_http;		/* an http:// tier may see credentials */
 	char *region;
 	bool virtual_hosted;
 	bool no_sign_request;

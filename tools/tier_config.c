@@ -3,16 +3,24 @@
  *
  * What the generated nginx does, and why (README, "Cluster"):
  * - Requests arrive as tilefs would send them to the store: the store's
- *   path, query and Host, its Authorization, x-amz-* or x-ms-* headers,
- *   Range and If-Match. They go upstream unchanged (the signature covers
- *   the path, the Host and, for Azure Shared Key, Range and If-Match), so
- *   the tier needs no credential. Only a Host naming the store is served.
+ *   path, query and Host, its Authorization, x-amz-*, x-goog-* or x-ms-*
+ *   headers, Range and If-Match. They go upstream unchanged (the signature
+ *   covers the path, the Host and, for Azure Shared Key, Range and
+ *   If-Match), so the tier needs no credential. Only a Host naming the
+ *   store is served, only GET and HEAD, and only the headers tilefs sends
+ *   (TIER_HEADERS) are forwarded: a header the store honours but the key
+ *   leaves out (Azure's x-ms-range overrides Range) would let one client
+ *   cache other bytes under a key for all.
  * - Ranged GETs are cached; the key is the store host, the path (no query:
- *   a SAS or a token must not split the cache) and If-Match (the object's
- *   version, so a new version never meets old bytes) and the exact Range:
- *   every host cuts a file into the same tiles, so they ask for the same
- *   ranges. --slice SIZE caches fixed slices instead (nginx's slice
- *   module); it rewrites Range, which breaks Azure Shared Key signatures.
+ *   a SAS or a token must not split the cache), If-Match (the object's
+ *   version, so a new version never meets old bytes), x-ms-version (it
+ *   shapes Azure's answers) and the exact Range: every host cuts a file
+ *   into the same tiles, so they ask for the same ranges. --slice SIZE
+ *   caches fixed slices instead (nginx's slice module); it rewrites Range,
+ *   which breaks Azure Shared Key signatures.
+ * - It listens on 127.0.0.1 unless told an address, with TLS given a
+ *   certificate (a bearer token or a SAS must not cross the network in
+ *   clear: cache/origin/tier.h), and warns without a secret.
  * - Listings (GETs without Range: 200) are cached for --listing-valid,
  *   keyed by their query as well; HEADs (version checks) pass through.
  * - proxy_cache_lock: concurrent misses for one key make one upstream
@@ -34,6 +42,7 @@ struct tier_config {
 	const char *source, *endpoint, *region, *listen, *cache_dir, *inactive, *valid, *listing_valid;
 	const char *secret;
 	const char *ca_file, *access_log, *error_log, *pid, *user;
+	const char *tls_cert, *tls_key;	/* both: the tier listens with TLS */
 	uint64_t cache_size, slice;
 	bool help;
 };
@@ -49,8 +58,14 @@ static const struct {
 	  TC_OFF(endpoint), false },
 	{ "region", "REGION", "S3 region (default: AWS_REGION, us-east-1), as for mount",
 	  TC_OFF(region), false },
-	{ "listen", "ADDR:PORT", "where the tier listens (default 8080: every address;\n"
-	  "keep it on the cluster's private network)", TC_OFF(listen), false },
+	{ "listen", "ADDR:PORT", "where the tier listens (default 127.0.0.1:8080: this\n"
+	  "host only; give the cluster's private address; a bare PORT\n"
+	  "or 0.0.0.0:PORT listens on every address)", TC_OFF(listen), false },
+	{ "tls-cert", "FILE", "listen with TLS: the tier's certificate chain (PEM);\n"
+	  "mounts then give --tier https://NAME:PORT (--tier-ca-file).\n"
+	  "Needed for a source whose requests carry a bearer token or\n"
+	  "a SAS to an https store", TC_OFF(tls_cert), false },
+	{ "tls-key", "FILE", "the private key of --tls-cert (PEM)", TC_OFF(tls_key), false },
 	{ "cache-dir", "DIR", "the tier's cache (default /var/cache/tilefs-tier)",
 	  TC_OFF(cache_dir), false },
 	{ "cache-size", "SIZE", "most bytes the tier keeps (default 100G)",
@@ -73,7 +88,8 @@ static const struct {
 	  TC_OFF(access_log), false },
 	{ "error-log", "FILE", "default /var/log/nginx/tilefs-tier.error.log",
 	  TC_OFF(error_log), false },
-	{ "pid", "FILE", "default /run/tilefs-tier.pid", TC_OFF(pid), false },
+	{ "pid", "FILE", "default /run/tilefs-tier-ADDR-PORT.pid, one per --listen",
+	  TC_OFF(pid), false },
 	{ "user", "USER", "nginx's worker user (default www-data)", TC_OFF(user), false },
 };
 
@@ -86,9 +102,10 @@ void tier_config_usage(FILE *out)
 		"       tilefs tier-config [OPTIONS] --endpoint URL\n"
 		"\n"
 		"Print an nginx configuration for a shared cache tier in front of the store\n"
-		"SOURCE reads from: mounts and warms given --tier http://THIS-HOST:PORT send\n"
-		"it their requests, signed for the store, and each range is fetched from\n"
-		"the store once for all of them. Run it with 'nginx -c FILE'.\n"
+		"SOURCE reads from: mounts and warms given --tier http(s)://THIS-HOST:PORT\n"
+		"send it their requests, signed for the store, and each range is fetched\n"
+		"from the store once for all of them. It forwards GET and HEAD only, with\n"
+		"the headers tilefs sends. Run it with 'nginx -c FILE'.\n"
 		"\n"
 		"Options:\n");
 	for (size_t i = 0; i < TC_NDEFS; i++) {
@@ -178,6 +195,18 @@ static int split_origin(const char *origin, char *scheme, char *host, size_t hos
 	return *port > 0 && *port < 65536 ? 0 : -EINVAL;
 }
 
+/*
+ * The request headers forwarded to the store besides Host and Range: what
+ * tilefs sends (cache/origin: http_attempt.c, the providers' signers) and
+ * the stores check. Whatever else a client sends stays at the tier.
+ */
+static const char *const tier_headers[] = {
+	"Authorization", "If-Match", "If-Unmodified-Since",
+	"x-amz-date", "x-amz-content-sha256", "x-amz-security-token", "x-amz-request-payer",
+	"x-goog-date", "x-goog-content-sha256",
+	"x-ms-date", "x-ms-version",
+};
+
 static void print_config(FILE *out, const struct tier_config *tc, const char *scheme,
 			 const char *host, long port)
 {
@@ -187,11 +216,13 @@ static void print_config(FILE *out, const struct tier_config *tc, const char *sc
 	if (zone_mb < 16)
 		zone_mb = 16;
 
+	bool tls = tc->tls_cert != NULL;
 	fprintf(out,
 		"# nginx configuration of a tilefs cache tier (tilefs tier-config %s)\n"
-		"# for the store %s://%s:%ld. Mounts use it with --tier http://THIS-HOST:PORT.\n"
+		"# for the store %s://%s:%ld. Mounts use it with --tier %s://THIS-HOST:PORT.\n"
 		"# Anyone who can reach the listen address reads what it cached: keep it\n"
 		"# on the cluster's private network%s.\n"
+		"%s"
 		"user %s;\n"
 		"worker_processes auto;\n"
 		"pid %s;\n"
@@ -223,6 +254,12 @@ static void print_config(FILE *out, const struct tier_config *tc, const char *sc
 		"    map $request_uri $tilefs_path {\n"
 		"        \"~^(?<p>[^?]*)\" $p;\n"
 		"    }\n"
+		"    # GET and HEAD only: nothing else reaches the store\n"
+		"    map $request_method $tilefs_method_ok {\n"
+		"        GET 1;\n"
+		"        HEAD 1;\n"
+		"        default 0;\n"
+		"    }\n"
 		"    # only the store's own name is forwarded\n"
 		"    map $http_host $tilefs_host_ok {\n"
 		"        \"%s\" 1;\n"
@@ -235,14 +272,28 @@ static void print_config(FILE *out, const struct tier_config *tc, const char *sc
 		"        keepalive_timeout 60s;\n"
 		"    }\n"
 		"    server {\n"
-		"        listen %s;\n"
-		"        location / {\n",
-		TILEFS_VERSION, scheme, host, port,
+		"        listen %s%s;\n",
+		TILEFS_VERSION, scheme, host, port, tls ? "https" : "http",
 		tc->secret ? ", and every request must carry the secret header" :
 			     "\n# (or make one with --secret)",
+		tls ? "" : "# Without TLS (--tls-cert), what the requests carry, credentials and\n"
+			   "# the secret among them, crosses that network in clear.\n",
 		tc->user, tc->pid, tc->error_log, tc->access_log, tc->cache_dir, zone_mb,
 		tc->cache_size >> 20, tc->inactive, tc->cache_dir, tc->cache_dir,
-		host, host, port, host, port, tc->listen);
+		host, host, port, host, port, tc->listen, tls ? " ssl" : "");
+	if (tls)
+		fprintf(out,
+			"        ssl_certificate %s;\n"
+			"        ssl_certificate_key %s;\n"
+			"        ssl_protocols TLSv1.2 TLSv1.3;\n"
+			"        ssl_session_cache shared:tilefs_tier_tls:10m;\n"
+			"        ssl_session_timeout 1h;\n",
+			tc->tls_cert, tc->tls_key);
+	fprintf(out,
+		"        location / {\n"
+		"            if ($tilefs_method_ok = 0) {\n"
+		"                return 405;\n"
+		"            }\n");
 	if (tc->secret)
 		fprintf(out,
 			"            if ($http_x_tilefs_tier_secret != \"%s\") {\n"
@@ -255,23 +306,31 @@ static void print_config(FILE *out, const struct tier_config *tc, const char *sc
 		"            proxy_pass %s://tilefs_store;\n"
 		"            proxy_http_version 1.1;\n"
 		"            proxy_set_header Connection \"\";\n"
-		"            # what the store's signature covers, unchanged\n"
-		"            proxy_set_header Host $http_host;\n"
-		"            proxy_set_header If-Match $http_if_match;\n"
-		"            proxy_set_header If-Unmodified-Since $http_if_unmodified_since;\n"
-		"            proxy_set_header " TIER_SECRET_HEADER " \"\";\n",
+		"            # only the headers tilefs sends, unchanged (the store's\n"
+		"            # signature covers some); the rest stay here, so none\n"
+		"            # that the cache key leaves out changes the answer\n"
+		"            proxy_pass_request_headers off;\n"
+		"            proxy_set_header Host $http_host;\n",
 		scheme);
+	for (size_t i = 0; i < sizeof(tier_headers) / sizeof(tier_headers[0]); i++) {
+		char var[64];
+		size_t n = 0;
+		for (const char *p = tier_headers[i]; *p && n + 1 < sizeof(var); p++)
+			var[n++] = *p == '-' ? '_' : (char)tolower((unsigned char)*p);
+		var[n] = '\0';
+		fprintf(out, "            proxy_set_header %s $http_%s;\n", tier_headers[i], var);
+	}
 	if (tc->slice)
 		fprintf(out,
 			"            # fixed slices: Range is rewritten (Azure Shared Key fails)\n"
 			"            slice %" PRIu64 "k;\n"
 			"            proxy_set_header Range $slice_range;\n"
-			"            proxy_cache_key \"$http_host$tilefs_path|$http_if_match|$slice_range|$tilefs_listing_args\";\n",
+			"            proxy_cache_key \"$http_host$tilefs_path|$http_if_match|$http_x_ms_version|$slice_range|$tilefs_listing_args\";\n",
 			tc->slice >> 10);
 	else
 		fprintf(out,
 			"            proxy_set_header Range $http_range;\n"
-			"            proxy_cache_key \"$http_host$tilefs_path|$http_if_match|$http_range|$tilefs_listing_args\";\n");
+			"            proxy_cache_key \"$http_host$tilefs_path|$http_if_match|$http_x_ms_version|$http_range|$tilefs_listing_args\";\n");
 	fprintf(out,
 		"            proxy_cache tilefs_tier;\n"
 		"            proxy_cache_methods GET;\n"
@@ -316,7 +375,7 @@ static void print_config(FILE *out, const struct tier_config *tc, const char *sc
 int tier_config_main(int argc, char **argv)
 {
 	struct tier_config tc = {
-		.listen = "8080",
+		.listen = "127.0.0.1:8080",
 		.cache_dir = "/var/cache/tilefs-tier",
 		.cache_size = 100ull << 30,
 		.inactive = "30d",
@@ -325,7 +384,6 @@ int tier_config_main(int argc, char **argv)
 		.ca_file = "/etc/ssl/certs/ca-certificates.crt",
 		.access_log = "/var/log/nginx/tilefs-tier.access.log",
 		.error_log = "/var/log/nginx/tilefs-tier.error.log",
-		.pid = "/run/tilefs-tier.pid",
 		.user = "www-data",
 	};
 	char err[512];
@@ -337,11 +395,28 @@ int tier_config_main(int argc, char **argv)
 		tier_config_usage(stdout);
 		return 0;
 	}
+	if (!tc.tls_cert != !tc.tls_key) {
+		fprintf(stderr, "tilefs: --tls-cert and --tls-key go together\n"
+			"Try 'tilefs tier-config --help'.\n");
+		return 2;
+	}
+	/* two tiers on one host must not share a pid file */
+	char pid[300];
+	if (!tc.pid) {
+		size_t n = (size_t)snprintf(pid, sizeof(pid), "/run/tilefs-tier-");
+		for (const char *p = tc.listen; *p && n + 5 < sizeof(pid); p++)
+			pid[n++] = isalnum((unsigned char)*p) || *p == '.' ? *p : '-';
+		snprintf(pid + n, sizeof(pid) - n, ".pid");
+		tc.pid = pid;
+	}
 	if (!tc.secret)
 		tc.secret = getenv("TILEFS_TIER_SECRET");
+	if (!tc.secret)
+		fprintf(stderr, "tilefs: warning: no --secret (nor TILEFS_TIER_SECRET): the tier "
+			"answers whoever reaches %s\n", tc.listen);
 	if (tc.secret) {
 		struct tier *check;
-		if (tier_new("http://tier", tc.secret, &check, err, sizeof(err)) != 0) {
+		if (tier_new("http://tier", tc.secret, NULL, &check, err, sizeof(err)) != 0) {
 			fprintf(stderr, "tilefs: %s\n", err);
 			return 2;
 		}

@@ -572,7 +572,8 @@ int warm_main(int argc, char **argv)
 
 	int err = stack_init(&w.stack, &o, err_text, sizeof(err_text));
 	if (err) {
-		fprintf(stderr, "tilefs: %s\n", err_text);
+		fprintf(stderr, "tilefs: %s\n%s", err_text,
+			err == -EINVAL ? "Try 'tilefs warm --help'.\n" : "");
 		status = err == -EINVAL ? EXIT_USAGE : 1;
 		goto out;
 	}

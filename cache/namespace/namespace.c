@@ -945,7 +945,8 @@ void ns_list_error(const struct source *src, int err, char *buf, size_t len)
 	char hint[512];
 
 	if (err == -EPERM)
-		snprintf(hint, sizeof(hint), "give the CA with --ca-file FILE");
+		snprintf(hint, sizeof(hint), "give the CA with --ca-file FILE%s",
+			 src->tier ? " (the store's) or --tier-ca-file FILE (the tier's)" : "");
 	else if (err == -EACCES)
 		snprintf(hint, sizeof(hint), "check the credentials%s%s",
 			 src->credentials[0] ? " from " : "", src->credentials);

@@ -95,7 +95,7 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 		pthread_mutex_lock(&c->lock);
 		if (req->via_tier)
 			c->stats.tier_attempts++;
-		else
+		else if (!req->skip_tier)
 			c->stats.tier_fallbacks++;
 		pthread_mutex_unlock(&c->lock);
 	}
@@ -182,9 +182,32 @@ static bool tier_unreachable(struct http_client *c, struct http_request *req, CU
 	return true;
 }
 
+/*
+ * Did the tier pass on a redirect (of an unsigned request: a signed one
+ * follows none)? Its Location is for the store's clients, and the tier's
+ * headers must not follow it: start the request again at the store
+ * directly (not counted as a retry), where curl follows it as for any
+ * request without the tier.
+ */
+static bool tier_redirected(struct http_client *c, struct http_request *req, CURLcode code)
+{
+	long status = 0;
+	if (!req->via_tier || req->signed_attempt || code != CURLE_OK)
+		return false;
+	curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status < 300 || status >= 400 || status == 304)
+		return false;
+	log_debug("tier %s passed on HTTP %ld for %s; asking the store directly",
+		  tier_url(req->tier), status, req->log_name);
+	req->skip_tier = true;
+	attempt_end(c, req);
+	start_or_fail(c, req);
+	return true;
+}
+
 static void on_attempt_done(struct http_client *c, struct http_request *req, CURLcode code)
 {
-	if (tier_unreachable(c, req, code))
+	if (tier_unreachable(c, req, code) || tier_redirected(c, req, code))
 		return;
 	int verdict = attempt_verdict(req, code);
 
@@ -394,6 +417,7 @@ static void request_reset(struct http_request *req, size_t max_body)
 	req->object_size = UINT64_MAX;
 	req->etag[0] = req->last_modified[0] = req->error[0] = '\0';
 	req->first_etag[0] = '\0';
+	req->skip_tier = false;
 	req->easy = NULL;
 	req->sent_headers = NULL;
 	req->max_body = max_body;

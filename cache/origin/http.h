@@ -19,7 +19,9 @@
  * only to https, from http to http or https, to any host: it carries
  * nothing a redirect could leak (curl never carries a URL's query or
  * user to the new location), and an http:// URL was never protected from
- * whoever answers it.
+ * whoever answers it. An attempt through a cache tier (tier.h) follows no
+ * redirect either: the request goes again to the store directly, which
+ * may redirect it, so the tier's headers never reach another host.
  *
  * The one exception to the fetch thread is http_fetch_once(): a single
  * attempt on the calling thread, for credential endpoints asked while
@@ -151,6 +153,8 @@ struct http_request {
 	int sink_err;			/* the sink's error, which ended the body */
 	bool signed_attempt;		/* the signer added headers: no redirects */
 	bool via_tier;			/* this attempt went to req->tier */
+	bool skip_tier;			/* the tier answered a redirect: the
+					   store directly from now on */
 	uint64_t range_first, range_last; /* from Content-Range; UINT64_MAX none */
 	size_t body_cap;
 	size_t max_body;

@@ -193,7 +193,7 @@ int attempt_prepare(const struct http_config *cfg, struct http_request *req)
 	req->cut_short = false;
 	req->sink_err = 0;
 	req->range_first = req->range_last = UINT64_MAX;
-	req->via_tier = req->tier && tier_usable(req->tier, http_now_ms());
+	req->via_tier = req->tier && !req->skip_tier && tier_usable(req->tier, http_now_ms());
 	char tier_host[300];
 	char *tier_url = req->via_tier ? tier_request_url(req->tier, req->url, tier_host,
 							    sizeof(tier_host)) : NULL;
@@ -222,8 +222,10 @@ int attempt_prepare(const struct http_config *cfg, struct http_request *req)
 	if (req->sink)
 		curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, SINK_BUFFER);
 	curl_easy_setopt(easy, CURLOPT_USERAGENT, "tilefs/" TILEFS_VERSION);
-	if (cfg->ca_file)
-		curl_easy_setopt(easy, CURLOPT_CAINFO, cfg->ca_file);
+	/* the tier has a certificate of its own, for its own name */
+	const char *ca_file = req->via_tier ? tier_ca_file(req->tier) : cfg->ca_file;
+	if (ca_file)
+		curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file);
 	struct http_attempt a = { .method = req->head ? "HEAD" : "GET", .url = req->url };
 	if (req->method) {
 		a.method = req->method;
@@ -281,9 +283,11 @@ int attempt_prepare(const struct http_config *cfg, struct http_request *req)
 			return err;
 		}
 	}
-	/* credentials never follow a redirect (see http.h) */
+	/* credentials never follow a redirect (see http.h), nor do the tier's
+	   headers: curl would send them to the redirect's host */
 	req->signed_attempt = unsigned_tail ? unsigned_tail->next != NULL : h != NULL;
-	curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, req->signed_attempt ? 0L : 1L);
+	curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION,
+			 req->signed_attempt || req->via_tier ? 0L : 1L);
 	if (req->via_tier) {
 		/* the store's Host, as signed; the tier's own secret */
 		h = curl_slist_append(h, tier_host);
@@ -353,8 +357,9 @@ int attempt_verdict(struct http_request *req, CURLcode code)
 		if (!req->error[0] || code != CURLE_WRITE_ERROR)
 			snprintf(req->error, sizeof(req->error), "%s%s",
 				 curl_easy_strerror(code),
-				 curl_code_is_tls_trust(code) ?
-				 " (is the server's CA trusted? see --ca-file)" : "");
+				 !curl_code_is_tls_trust(code) ? "" : req->via_tier ?
+				 " (is the tier's CA trusted? see --tier-ca-file)" :
+				 " (is the server's CA trusted? see --ca-file)");
 		if (code == CURLE_UNSUPPORTED_PROTOCOL)
 			snprintf(req->error, sizeof(req->error), "%s",
 				 strncasecmp(req->url, "https:", 6) == 0 ?

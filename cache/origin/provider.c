@@ -61,6 +61,27 @@ out:
 	return out;
 }
 
+/*
+ * Refuse a plain-HTTP tier for an https store when SRC's requests carry a
+ * reusable credential: whoever listens between this host and the tier
+ * could read it and use it for requests of their own. A signature that
+ * binds one request (Signature V4, Azure Shared Key) is not refused: a
+ * listener learns that request and its answer, nothing it could sign.
+ */
+static int tier_check_clear(const struct source *src, const struct source_options *opts,
+			    char *err, size_t err_size)
+{
+	if (tier_tls(src->tier) || !src->reusable || opts->tier_allow_http ||
+	    strncmp(src->origin, "https://", 8) != 0)
+		return 0;
+	snprintf(err, err_size, "--tier %s is plain HTTP, and every request for %s carries %s, "
+		 "which anyone on the network to the tier could read and reuse: use an https:// "
+		 "tier (tier-config --tls-cert and --tls-key; --tier-ca-file here), or "
+		 "--tier-allow-http if that network is trusted", tier_url(src->tier), src->display,
+		 src->reusable);
+	return -EINVAL;
+}
+
 int source_open(const char *text, const struct source_options *opts, struct source **out,
 		char *err, size_t err_size)
 {
@@ -79,9 +100,14 @@ int source_open(const char *text, const struct source_options *opts, struct sour
 				 (*out)->display);
 			rc = -EINVAL;
 		} else if (opts->tier) {
-			rc = tier_new(opts->tier, opts->tier_secret, &(*out)->tier, err, err_size);
-		} else if (opts->tier_secret) {
-			snprintf(err, err_size, "--tier-secret needs --tier");
+			rc = tier_new(opts->tier, opts->tier_secret, opts->tier_ca_file,
+				      &(*out)->tier, err, err_size);
+			if (!rc)
+				rc = tier_check_clear(*out, opts, err, err_size);
+		} else if (opts->tier_secret || opts->tier_ca_file || opts->tier_allow_http) {
+			snprintf(err, err_size, "%s needs --tier",
+				 opts->tier_secret ? "--tier-secret" :
+				 opts->tier_ca_file ? "--tier-ca-file" : "--tier-allow-http");
 			rc = -EINVAL;
 		}
 		if (rc) {

@@ -32,6 +32,9 @@ struct source_options {
 	long page_size;			/* objects per listing page (0: server's) */
 	const char *tier;		/* URL of a shared cache tier (tier.h) */
 	const char *tier_secret;	/* sent to the tier alone, or NULL */
+	const char *tier_ca_file;	/* verifies an https:// tier, or NULL */
+	bool tier_allow_http;		/* an http:// tier may see a reusable
+					   credential (a trusted network) */
 };
 
 /*
@@ -55,6 +58,11 @@ struct source {
 	char *display;		/* SOURCE without secrets, for messages */
 	const char *credentials;	/* where the credentials came from, for
 					   messages ("" when anonymous) */
+	const char *reusable;	/* NULL, or what every request carries that
+				   whoever sees it could send again in other
+				   requests (a bearer token, a SAS, a token in
+				   the query; not a signature that binds one
+				   request), for messages: set by the provider */
 	char *origin;		/* scheme://host:port of the source's own URLs,
 				   set by source_open(): the only place that
 				   gets credentials (see source_prepare()) */
@@ -63,7 +71,10 @@ struct source {
 };
 
 /* Find the provider for SOURCE and open it into *out (caller frees with
- * source_free()). On failure err gets a message naming what to fix. */
+ * source_free()). On failure err gets a message naming what to fix:
+ * -EINVAL for SOURCE or an option, among them an http:// --tier for an
+ * https store whose requests carry a reusable credential (without
+ * tier_allow_http), which would cross the network in clear. */
 int source_open(const char *source, const struct source_options *opts, struct source **out,
 		char *err, size_t err_size);
 void source_free(struct source *src);

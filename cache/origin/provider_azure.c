@@ -263,6 +263,7 @@ static int find_credentials(struct azure_source *az, char *query, const struct s
 	if (query) {
 		az->sas = query;
 		az->base.credentials = "the SAS in SOURCE";
+		az->base.reusable = "the SAS in SOURCE";
 		return 0;
 	}
 	if (opts->no_sign_request) {
@@ -272,6 +273,7 @@ static int find_credentials(struct azure_source *az, char *query, const struct s
 	if (env_sas && env_sas[strspn(env_sas, "?")]) {
 		az->sas = strdup(env_sas + strspn(env_sas, "?"));
 		az->base.credentials = "AZURE_STORAGE_SAS_TOKEN";
+		az->base.reusable = "the SAS of AZURE_STORAGE_SAS_TOKEN";
 		return az->sas ? 0 : -ENOMEM;
 	}
 	if (env_key && env_key[0])

@@ -73,6 +73,7 @@ static int gcs_credentials(struct gcs_source *g, bool no_sign, char *err, size_t
 		snprintf(g->bearer, n, "Authorization: Bearer %s", token);
 		g->auth = GCS_BEARER;
 		g->base.credentials = "GOOGLE_OAUTH_ACCESS_TOKEN";
+		g->base.reusable = "the bearer token of GOOGLE_OAUTH_ACCESS_TOKEN";
 		return 0;
 	}
 	if ((id && *id) || (secret && *secret)) {

@@ -66,6 +66,9 @@ static int http_open(const char *text, const struct source_options *opts, struct
 	h->base.provider = &provider_http;
 	h->base.display = url_for_log(text);
 	h->base.credentials = "";
+	/* a query on every URL is a token as a rule (it is never logged) */
+	if (query && query[0])
+		h->base.reusable = "the query string of SOURCE";
 	(void)opts;
 	size_t plen = strlen(path);
 	bool slash = plen > 0 && path[plen - 1] == '/';

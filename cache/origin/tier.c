@@ -18,11 +18,14 @@
 struct tier {
 	char *url;			/* as given, without a trailing '/' */
 	char *secret_line;		/* "X-Tilefs-Tier-Secret: ..." or NULL */
+	char *ca_file;			/* --tier-ca-file, or NULL */
+	bool tls;			/* https:// */
 	_Atomic uint64_t down_until_ms;	/* 0: up */
 	atomic_bool reported;		/* the outage was logged */
 };
 
-int tier_new(const char *url, const char *secret, struct tier **out, char *err, size_t err_size)
+int tier_new(const char *url, const char *secret, const char *ca_file, struct tier **out,
+	     char *err, size_t err_size)
 {
 	*out = NULL;
 	bool https = strncasecmp(url, "https://", 8) == 0;
@@ -50,11 +53,16 @@ int tier_new(const char *url, const char *secret, struct tier **out, char *err, 
 			return -EINVAL;
 		}
 	}
+	if (ca_file && !https) {
+		snprintf(err, err_size, "--tier-ca-file is for an https:// tier; '%s' is http://", url);
+		return -EINVAL;
+	}
 	struct tier *t = calloc(1, sizeof(*t));
 	if (!t)
 		goto nomem;
+	t->tls = https;
 	t->url = strndup(url, (size_t)(rest - url));
-	if (!t->url)
+	if (!t->url || (ca_file && !(t->ca_file = strdup(ca_file))))
 		goto nomem;
 	if (secret) {
 		size_t n = sizeof(TIER_SECRET_HEADER) + 2 + strlen(secret);
@@ -79,12 +87,23 @@ void tier_free(struct tier *t)
 	if (t->secret_line)
 		explicit_bzero(t->secret_line, strlen(t->secret_line));
 	free(t->secret_line);
+	free(t->ca_file);
 	free(t);
 }
 
 const char *tier_url(const struct tier *t)
 {
 	return t->url;
+}
+
+bool tier_tls(const struct tier *t)
+{
+	return t->tls;
+}
+
+const char *tier_ca_file(const struct tier *t)
+{
+	return t->ca_file;
 }
 
 bool tier_usable(struct tier *t, uint64_t now_ms)

@@ -5,7 +5,15 @@
  * and query, the store's Host, the same signed headers) and forwards what
  * it has not cached. Only where the connection goes changes, so a
  * signature made for the store verifies at the store, and the tier never
- * holds a credential.
+ * holds a credential of its own: it sees the ones each request carries.
+ * An https:// tier is verified like a store, with its own CA bundle
+ * (--tier-ca-file); provider.c refuses an http:// tier for an https store
+ * whose requests carry a credential a listener could reuse, unless told
+ * the network is trusted.
+ *
+ * Tier headers (the store's Host, the secret) are for the tier alone: an
+ * attempt through the tier follows no redirect (http.c sends the request
+ * to the store directly instead).
  *
  * When the tier cannot be connected to, requests go to the store directly
  * for TIER_RETRY_S seconds, then the tier is tried again; the caller logs
@@ -30,14 +38,20 @@ struct tier;
 
 /*
  * Parse URL (http:// or https://, host and port, no path beyond "/", no
- * user, no query) and SECRET (NULL or printable ASCII without blanks, at
- * most TIER_SECRET_MAX bytes) into *out (caller frees with tier_free()).
- * -EINVAL with what to fix in ERR.
+ * user, no query), SECRET (NULL or printable ASCII without blanks, at
+ * most TIER_SECRET_MAX bytes) and CA_FILE (NULL: the system's trust
+ * store; only for an https:// URL) into *out (caller frees with
+ * tier_free()). -EINVAL with what to fix in ERR.
  */
-int tier_new(const char *url, const char *secret, struct tier **out, char *err, size_t err_size);
+int tier_new(const char *url, const char *secret, const char *ca_file, struct tier **out,
+	     char *err, size_t err_size);
 void tier_free(struct tier *t);
 /* The tier's URL, for log lines and messages (holds no secret). */
 const char *tier_url(const struct tier *t);
+/* Is the tier https:// (requests to it travel under TLS)? */
+bool tier_tls(const struct tier *t);
+/* The CA bundle that verifies the tier, or NULL (the system's). Borrowed. */
+const char *tier_ca_file(const struct tier *t);
 
 /* Should an attempt starting at NOW_MS (a monotonic clock) go to the tier? */
 bool tier_usable(struct tier *t, uint64_t now_ms);

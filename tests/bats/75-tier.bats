@@ -20,6 +20,7 @@ setup() {
 teardown() {
 	tilefs_teardown
 	tier_stop
+	tier_store_stop
 	[ -n "$STORE_PID" ] && kill "$STORE_PID" 2>/dev/null
 	if declare -f azurite_stop >/dev/null; then azurite_stop; fi
 	if declare -f s3rver_stop >/dev/null; then s3rver_stop; fi
@@ -278,4 +279,161 @@ with rasterio.open(sys.argv[1]) as ds:
 	tilefs_umount "$T/mnt4"
 	tail -n +$((after + 1)) "$ORIGIN_LOG"
 	assert_eq "$(wc -l <"$ORIGIN_LOG")" "$after" "store requests of the third and fourth host"
+}
+
+# gcs_setup: the sample data as bucket "eo" of a GCS-like https store
+# (tier_store_start --tls), a --from-file list of its files in $T/list.
+gcs_setup() {
+	mkdir -p "$T/store"
+	ln -s "$SAMPLES" "$T/store/eo"
+	(cd "$SAMPLES" && find . -name '*.tif' | sed 's|^\./||') >"$T/list"
+	tier_store_start "$T/store" --tls
+	GCS_ENDPOINT=https://localhost:$STORE_PORT
+}
+
+@test "tier: an http:// tier for an https store is refused with a bearer token or a SAS, unless --tier-allow-http" {
+	gcs_setup
+	tier_start "$STORE_URL" --ca-file "$STORE_CA"
+	tier_log_reset
+	local token=ya29.tilefs-test-token
+	export GOOGLE_OAUTH_ACCESS_TOKEN=$token
+	mkdir -p "$T/mnt"
+	tilefs_run warm gs://eo/ --endpoint "$GCS_ENDPOINT" --ca-file "$STORE_CA" \
+		--from-file "$T/list" --tier "$TIER_URL" --cache-dir "$T/cache"
+	assert_eq "$status" 2 "warm of a bearer-token source through an http tier"
+	[[ $err == *"--tier $TIER_URL is plain HTTP, and every request for gs://eo/ carries the bearer token of GOOGLE_OAUTH_ACCESS_TOKEN"* ]] || fail "$err"
+	[[ $err == *"--tier-allow-http"* && $err == *"--tier-ca-file"* && $err == *"--help"* ]] || fail "$err"
+	tilefs_run mount gs://eo/ "$T/mnt" --endpoint "$GCS_ENDPOINT" --ca-file "$STORE_CA" \
+		--tier "$TIER_URL" --cache-dir "$T/cache"
+	assert_eq "$status" 2 "mount of a bearer-token source through an http tier"
+	[[ $err == *"is plain HTTP"*"--tier-allow-http"* ]] || fail "$err"
+	unset GOOGLE_OAUTH_ACCESS_TOKEN
+	# a SAS, in SOURCE or in the environment
+	tilefs_run mount "az://acct/cogs/eo?sv=2021-08-06&sig=SASSIG" "$T/mnt" \
+		--endpoint "$GCS_ENDPOINT" --tier "$TIER_URL" --cache-dir "$T/cache"
+	assert_eq "$status" 2 "mount of a SAS source through an http tier"
+	[[ $err == *"carries the SAS in SOURCE"*"--tier-allow-http"* ]] || fail "$err"
+	[[ $err != *SASSIG* ]] || fail "the SAS on stderr: $err"
+	AZURE_STORAGE_SAS_TOKEN='sv=2021-08-06&sig=SASSIG' tilefs_run warm az://acct/cogs/eo \
+		--endpoint "$GCS_ENDPOINT" --tier "$TIER_URL" --cache-dir "$T/cache"
+	assert_eq "$status" 2 "warm of a SAS source through an http tier"
+	[[ $err == *"carries the SAS of AZURE_STORAGE_SAS_TOKEN"* ]] || fail "$err"
+	# a token in the query of an https source
+	tilefs_run mount "${STORE_URL}eo/?token=qtok" "$T/mnt" --ca-file "$STORE_CA" \
+		--tier "$TIER_URL" --cache-dir "$T/cache"
+	assert_eq "$status" 2 "mount of a source with a query through an http tier"
+	[[ $err == *"carries the query string of SOURCE"* ]] || fail "$err"
+	assert_eq "$(wc -l <"$TIER_LOG")" 0 "requests the tier saw from refused commands"
+	assert_eq "$(wc -l <"$STORE_LOG")" 0 "requests the store saw from refused commands"
+
+	# the opt-in: the token goes through the tier, as asked
+	GOOGLE_OAUTH_ACCESS_TOKEN=$token tilefs_run warm gs://eo/ --endpoint "$GCS_ENDPOINT" \
+		--ca-file "$STORE_CA" --from-file "$T/list" --tier "$TIER_URL" --tier-allow-http \
+		--cache-dir "$T/cache"
+	assert_eq "$status" 0 "warm with --tier-allow-http"
+	[ "$(tier_count MISS)" -gt 0 ] || fail "nothing went through the tier"
+	grep -q "\"Bearer $token\"" "$STORE_LOG" || fail "the store never saw the token"
+	tilefs_mount "${STORE_URL}eo/?token=qtok" "$T/mnt" --ca-file "$STORE_CA" \
+		--tier "$TIER_URL" --tier-allow-http --cache-dir "$T/cache2"
+	cmp_tree "$SAMPLES" "$T/mnt"
+	tilefs_umount "$T/mnt"
+	# and an anonymous source or a signature binding one request is not refused
+	tilefs_run warm gs://eo/ --endpoint "$GCS_ENDPOINT" --ca-file "$STORE_CA" \
+		--from-file "$T/list" --tier "$TIER_URL" --no-sign-request --cache-dir "$T/cache3"
+	assert_eq "$status" 0 "anonymous warm through an http tier"
+	GS_ACCESS_KEY_ID=GOOG1TEST GS_SECRET_ACCESS_KEY=hmacsecret tilefs_run warm gs://eo/ \
+		--endpoint "$GCS_ENDPOINT" --ca-file "$STORE_CA" --from-file "$T/list" \
+		--tier "$TIER_URL" --cache-dir "$T/cache4"
+	assert_eq "$status" 0 "HMAC-signed warm through an http tier"
+}
+
+@test "tier: an https tier (tier-config --tls-cert) carries a bearer token, verified with --tier-ca-file" {
+	gcs_setup
+	TIER_TLS=1 tier_start "$STORE_URL" --ca-file "$STORE_CA"
+	[[ $TIER_URL == https://* ]]
+	export GOOGLE_OAUTH_ACCESS_TOKEN=ya29.tilefs-test-token
+	run "$TILEFS" warm gs://eo/ --endpoint "$GCS_ENDPOINT" --ca-file "$STORE_CA" \
+		--from-file "$T/list" --tier "$TIER_URL" --tier-ca-file "$TIER_CA" --cache-dir "$T/cache1"
+	assert_eq "$status" 0 "warm through the https tier: $output"
+	[ "$(tier_count MISS)" -gt 0 ] || fail "nothing went through the tier"
+	# a second host reads through it: every range a hit, none from the store
+	local before
+	before=$(awk '$4 == 206' "$STORE_LOG" | wc -l)
+	run "$TILEFS" warm gs://eo/ --endpoint "$GCS_ENDPOINT" --ca-file "$STORE_CA" \
+		--from-file "$T/list" --tier "$TIER_URL" --tier-ca-file "$TIER_CA" --cache-dir "$T/cache2"
+	assert_eq "$status" 0 "second warm: $output"
+	assert_eq "$(awk '$4 == 206' "$STORE_LOG" | wc -l)" "$before" "ranges of host 2 from the store"
+	# the tier's certificate is checked: without its CA the mount fails, naming the option
+	mkdir -p "$T/mnt"
+	tilefs_run mount "${STORE_URL}eo/" "$T/mnt" --ca-file "$STORE_CA" --tier "$TIER_URL" \
+		--cache-dir "$T/cache3"
+	assert_eq "$status" 1 "mount through an https tier not trusted"
+	[[ $err == *"--tier-ca-file"* ]] || fail "$err"
+	tilefs_mount "${STORE_URL}eo/?token=qtok" "$T/mnt" --ca-file "$STORE_CA" \
+		--tier "$TIER_URL" --tier-ca-file "$TIER_CA" --cache-dir "$T/cache4"
+	cmp_tree "$SAMPLES" "$T/mnt"
+	tilefs_umount "$T/mnt"
+	# --tier-ca-file is for an https tier
+	tilefs_run mount "${STORE_URL}eo/" "$T/mnt" --tier "http://127.0.0.1:$TIER_PORT" \
+		--tier-ca-file "$TIER_CA"
+	assert_eq "$status" 2 "--tier-ca-file with an http tier"
+	[[ $err == *"--tier-ca-file is for an https:// tier"* ]] || fail "$err"
+}
+
+@test "tier: a redirect through the tier never carries the tier's secret or Host to another server" {
+	tier_store_start "$SAMPLES"
+	tier_start "$STORE_REDIRECT_URL" --secret s3cr3t-tier
+	tilefs_mount "$STORE_REDIRECT_URL" "$T/mnt" --tier "$TIER_URL" --tier-secret s3cr3t-tier
+	cmp_tree "$SAMPLES" "$T/mnt"
+	tilefs_umount "$T/mnt"
+	cat "$STORE_LOG"
+	[ "$(awk '$1 == "GET"' "$STORE_LOG" | wc -l)" -gt 0 ] || fail "nothing reached the redirect's target"
+	assert_eq "$(grep -c s3cr3t-tier "$STORE_LOG")" 0 "requests at the target with the tier's secret"
+	assert_eq "$(grep -vc "\"127.0.0.1:$STORE_PORT\" \"-\"" "$STORE_LOG")" 0 \
+		"requests at the target with another Host or the secret"
+}
+
+@test "tier-config: 127.0.0.1 unless told, a warning without a secret, a pid file per listener" {
+	tier_store_start "$SAMPLES"
+	tilefs_run tier-config "$STORE_URL"
+	assert_eq "$status" 0 "exit status"
+	[[ $out == *"listen 127.0.0.1:8080;"* ]] || fail "$out"
+	[[ $out == *"pid /run/tilefs-tier-127.0.0.1-8080.pid;"* ]] || fail "$out"
+	[[ $err == *"warning: no --secret (nor TILEFS_TIER_SECRET): the tier answers whoever reaches 127.0.0.1:8080"* ]] || fail "$err"
+	tilefs_run tier-config "$STORE_URL" --listen 10.0.0.5:8081 --secret s3cr3t-tier
+	[[ $out == *"pid /run/tilefs-tier-10.0.0.5-8081.pid;"* ]] || fail "$out"
+	assert_eq "$err" "" "stderr with a secret"
+	tilefs_run tier-config "$STORE_URL" --tls-cert "$T/c.pem"
+	assert_eq "$status" 2 "--tls-cert without --tls-key"
+}
+
+@test "tier: GET and HEAD only reach the store through the tier, even with the secret" {
+	tier_store_start "$SAMPLES"
+	tier_start "$STORE_URL" --secret s3cr3t-tier
+	local m code
+	for m in PUT DELETE POST PATCH; do
+		code=$(curl -s -o /dev/null -w '%{http_code}' -X "$m" -H "Host: 127.0.0.1:$STORE_PORT" \
+			-H 'X-Tilefs-Tier-Secret: s3cr3t-tier' --data-binary x "$TIER_URL/t512.tif")
+		assert_eq "$code" 405 "$m through the tier"
+	done
+	assert_eq "$(curl -s -o /dev/null -w '%{http_code}' -I -H "Host: 127.0.0.1:$STORE_PORT" \
+		-H 'X-Tilefs-Tier-Secret: s3cr3t-tier' "$TIER_URL/t512.tif")" 200 "HEAD through the tier"
+	cat "$STORE_LOG"
+	assert_eq "$(awk '$1 != "GET" && $1 != "HEAD"' "$STORE_LOG" | wc -l)" 0 \
+		"requests at the store other than GET and HEAD"
+	[ "$(awk '$1 == "HEAD"' "$STORE_LOG" | wc -l)" -gt 0 ] || fail "the HEAD did not reach the store"
+}
+
+@test "tier: a client's extra header (x-ms-range) never reaches the store, nor poisons the tier's cache" {
+	tier_store_start "$SAMPLES"
+	tier_start "$STORE_URL"
+	# as tilefs opens random.bin: its first --header-size bytes (64K) without If-Match;
+	# the store honours x-ms-range over Range (Azure does)
+	curl -s -o "$T/poison" -H "Host: 127.0.0.1:$STORE_PORT" -H 'Range: bytes=0-65535' \
+		-H 'x-ms-range: bytes=65536-131071' "$TIER_URL/random.bin"
+	tilefs_mount "$STORE_URL" "$T/mnt" --tier "$TIER_URL" --retries 1
+	run_to 120 cmp "$SAMPLES/random.bin" "$T/mnt/random.bin"
+	cmp_tree "$SAMPLES" "$T/mnt"
+	tilefs_umount "$T/mnt"
+	assert_eq "$(grep -c 'bytes=65536-131071' "$STORE_LOG")" 0 "x-ms-range at the store"
 }
