@@ -653,9 +653,25 @@ void ns_stop_ahead(struct namespace *ns)
 	pthread_mutex_unlock(&ns->lock);
 }
 
+/*
+ * The mtime shown for a file that its listing dates LISTED and whose
+ * version says VERSION (either 0: not known). A listing's date is known
+ * from the first listing on, the same in every mount, so it stands for a
+ * version that agrees with it to the minute (index pages print no
+ * seconds); a version outside that minute is another one (changed since
+ * the listing), which shows its own. With neither, a fixed 0 (the epoch):
+ * never the time of the mount.
+ */
+static time_t shown_mtime(time_t listed, time_t version)
+{
+	if (listed && (!version || (version >= listed && version < listed + 60)))
+		return listed;
+	return version;
+}
+
 static void attr_of(struct namespace *ns, const struct ns_node *n, struct ns_attr *out)
 {
-	time_t mtime = 0;
+	time_t version = 0;
 	out->is_dir = n->is_dir;
 	out->size = 0;
 	out->mtime = ns->started;
@@ -666,14 +682,11 @@ static void attr_of(struct namespace *ns, const struct ns_node *n, struct ns_att
 	}
 	if (n->obj && !n->outdated) {
 		out->size = cache_object_size(n->obj);
-		mtime = cache_object_mtime(n->obj);
-	} else {
-		if (n->listed_size >= 0)
-			out->size = (uint64_t)n->listed_size;
-		mtime = n->listed_mtime;
+		version = cache_object_mtime(n->obj);
+	} else if (n->listed_size >= 0) {
+		out->size = (uint64_t)n->listed_size;
 	}
-	if (mtime)
-		out->mtime = (struct timespec){ .tv_sec = mtime };
+	out->mtime = (struct timespec){ .tv_sec = shown_mtime(n->listed_mtime, version) };
 }
 
 int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out)
@@ -741,6 +754,35 @@ int ns_open(struct namespace *ns, const char *path, struct cache_object **out, b
 	ns_reap(ns);
 	pthread_mutex_unlock(&ns->lock);
 	return err;
+}
+
+void ns_open_attr(struct namespace *ns, const char *path, const struct cache_object *obj,
+		  struct ns_attr *out)
+{
+	struct ns_node *n = ns->root;
+	char name[256];
+
+	pthread_mutex_lock(&ns->lock);
+	while (*path == '/')
+		path++;
+	while (n && *path) {	/* as resolve(), but lists nothing */
+		size_t len = strcspn(path, "/");
+		if (len >= sizeof(name) || !n->is_dir) {
+			n = NULL;
+			break;
+		}
+		memcpy(name, path, len);
+		name[len] = '\0';
+		path += len;
+		while (*path == '/')
+			path++;
+		n = ns_child_find(n, name, NULL);
+	}
+	time_t listed = n && !n->is_dir ? n->listed_mtime : 0;
+	pthread_mutex_unlock(&ns->lock);
+	out->is_dir = false;
+	out->size = cache_object_size(obj);
+	out->mtime = (struct timespec){ .tv_sec = shown_mtime(listed, cache_object_mtime(obj)) };
 }
 
 char *ns_url(struct namespace *ns, const char *path, struct cache_listed *listed, char *etag)

@@ -29,7 +29,10 @@ struct source;
 
 /* A directory's mtime moves, to the nanosecond, when a listing changes its
  * names (or their types) and when its listing is older than the ttl: a
- * cache of its entries holds while it is the same. */
+ * cache of its entries holds while it is the same. A file's is the date
+ * its listing gives (to the minute, from an index page) while its version
+ * agrees with that, else its version's Last-Modified, else 0: the same in
+ * every mount and through the mount's life. */
 struct ns_attr {
 	bool is_dir;
 	uint64_t size;
@@ -62,6 +65,12 @@ size_t ns_nodes_alive(void);
 int ns_load_manifest(struct namespace *ns, const char *path, char *err, size_t err_size);
 
 int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out);
+
+/* The attributes of the file at PATH open with version OBJ (from
+ * ns_open()), without a request: OBJ's size and the mtime ns_getattr()
+ * shows while that version is the current one. */
+void ns_open_attr(struct namespace *ns, const char *path, const struct cache_object *obj,
+		  struct ns_attr *out);
 
 /* List the directory at PATH, calling fill() for its entries in name
  * order from the START-th (0: the first) until fill() returns nonzero.
