@@ -13,7 +13,9 @@
  * stays in use across the lock drop, so those take a hold on it and on
  * each of its ancestors (node_hold()); a retired node is freed only once
  * it has no hold. Open files keep their versions through their own
- * references (cache_object_ref()), not through the node.
+ * references (cache_object_ref()), not through the node. Past the bound
+ * on names held (tree.c), whole listings leave the same way: the children
+ * of directories no call holds, with no file open below.
  */
 #include "cache/namespace/namespace.h"
 #include "cache/namespace/namespace_int.h"
@@ -23,7 +25,6 @@
 #include "cache/origin/provider.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,46 +33,6 @@
 #define MAX_ENTRIES 1000000	/* per directory: ~150 MB of nodes */
 #define MAX_PAGES 100000
 #define AHEAD_MAX 10000		/* files queued for revalidation ahead */
-
-/* Nodes allocated and not yet freed, in this process (ns_nodes_alive()). */
-static atomic_size_t nodes_alive;
-
-size_t ns_nodes_alive(void)
-{
-	return atomic_load(&nodes_alive);
-}
-
-struct ns_node *ns_node_new(struct namespace *ns, const char *name, bool is_dir,
-			    struct ns_node *parent)
-{
-	struct ns_node *n = calloc(1, sizeof(*n));
-	if (!n)
-		return NULL;
-	n->name = strdup(name);
-	if (!n->name) {
-		free(n);
-		return NULL;
-	}
-	atomic_fetch_add(&nodes_alive, 1);
-	n->is_dir = is_dir;
-	n->parent = parent;
-	n->listed_size = -1;
-	return n;
-}
-
-void ns_node_free(struct namespace *ns, struct ns_node *n)
-{
-	for (size_t i = 0; i < n->nchildren; i++)
-		ns_node_free(ns, n->children[i]);
-	free(n->children);
-	cache_object_unref(n->obj);
-	cache_object_unref(n->older);
-	free(n->listed_etag);
-	free(n->url);
-	free(n->name);
-	free(n);
-	atomic_fetch_sub(&nodes_alive, 1);
-}
 
 int ns_new(struct source *src, struct http_client *http, struct cache *cache, int ttl_s,
 	   struct namespace **out)
@@ -88,6 +49,7 @@ int ns_new(struct source *src, struct http_client *http, struct cache *cache, in
 	ns->http = http;
 	ns->cache = cache;
 	ns->ttl_s = ttl_s;
+	ns_set_max_names(ns, 0);
 	clock_gettime(CLOCK_REALTIME, &ns->started);
 	pthread_mutex_init(&ns->lock, NULL);
 	pthread_cond_init(&ns->done, NULL);
@@ -133,41 +95,6 @@ void ns_free(struct namespace *ns)
 	free(ns);
 }
 
-/* ns->lock held */
-struct ns_node *ns_child_find(struct ns_node *dir, const char *name, size_t *pos)
-{
-	size_t lo = 0, hi = dir->nchildren;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int cmp = strcmp(dir->children[mid]->name, name);
-		if (cmp == 0) {
-			if (pos)
-				*pos = mid;
-			return dir->children[mid];
-		}
-		if (cmp < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (pos)
-		*pos = lo;
-	return NULL;
-}
-
-/* ns->lock held */
-int ns_child_insert(struct ns_node *dir, struct ns_node *child, size_t pos)
-{
-	struct ns_node **grown = realloc(dir->children, (dir->nchildren + 1) * sizeof(*grown));
-	if (!grown)
-		return -ENOMEM;
-	dir->children = grown;
-	memmove(grown + pos + 1, grown + pos, (dir->nchildren - pos) * sizeof(*grown));
-	grown[pos] = child;
-	dir->nchildren++;
-	return 0;
-}
-
 /* Path of N relative to the root ("a/b", "" for the root); caller frees.
  * ns->lock held. */
 static char *node_path(const struct ns_node *n)
@@ -202,9 +129,9 @@ static int listing_add(void *arg, const struct listing_entry *e)
 {
 	struct listing *l = arg;
 	struct namespace *ns = l->ns;
-	if (l->n >= MAX_ENTRIES) {
-		log_error("a directory lists more than %d entries; showing the first ones",
-			  MAX_ENTRIES);
+	if (l->n >= MAX_ENTRIES || l->n >= ns->max_names) {
+		log_error("a directory lists more than %zu entries; showing the first ones%s",
+			  l->n, l->n < MAX_ENTRIES ? " (--max-names)" : "");
 		return -EFBIG;
 	}
 	if (l->n == l->cap) {
@@ -401,8 +328,11 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 				changed = true;
 			}
 		}
-		if ((changed || kept != dir->nchildren) && dir->listed)
+		/* (after a drop, the names the kernel may keep are those of
+		 * the listing before) */
+		if ((changed || kept != dir->nchildren) && (dir->listed || dir->dropped))
 			clock_gettime(CLOCK_REALTIME, &dir->changed_at);
+		dir->dropped = false;
 		for (size_t i = 0; i < dir->nchildren; i++) {
 			struct ns_node *old = dir->children[i];
 			struct ns_node **still = bsearch(&old, l.nodes, kept, sizeof(*l.nodes), by_name);
@@ -418,6 +348,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 		dir->listed_at = time(NULL);
 		count_bytes(ns, dir);
 		ahead_queue(ns, dir);
+		ns_names_shed(ns);
 	} else {
 		for (size_t i = 0; i < l.n; i++)
 			ns_node_free(ns, l.nodes[i]);
@@ -438,6 +369,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
  * Children that are gone go to ns->retired. */
 static int dir_refresh(struct namespace *ns, struct ns_node *dir)
 {
+	dir->used = ++ns->uses;
 	node_hold(dir, 1);
 	int err = dir_refresh_held(ns, dir);
 	node_hold(dir, -1);
@@ -564,20 +496,11 @@ static int file_validate(struct namespace *ns, struct ns_node *n, bool *unchange
 
 /* ---- revalidation ahead ---- */
 
-/* Is N still in the tree (not retired by a later listing)? ns->lock held. */
-static bool in_tree(const struct ns_node *n)
-{
-	for (; n->parent; n = n->parent)
-		if (ns_child_find(n->parent, n->name, NULL) != n)
-			return false;
-	return true;
-}
-
 /* Revalidate N, queued and held, if a version of it is cached and none is
  * pinned yet; ns->lock held (dropped while asking). */
 static void ahead_one(struct namespace *ns, struct ns_node *n)
 {
-	if (n->obj || n->busy || !in_tree(n))
+	if (n->obj || n->busy || !ns_in_tree(n))
 		return;
 	char *path = node_path(n);
 	char *url = n->url ? strdup(n->url) : path ? source_object_url(ns->src, path) : NULL;
@@ -589,7 +512,7 @@ static void ahead_one(struct namespace *ns, struct ns_node *n)
 	free(url);
 	pthread_mutex_lock(&ns->lock);
 	bool unchanged;
-	if (known && !n->obj && in_tree(n) && file_validate_held(ns, n, &unchanged) != 0)
+	if (known && !n->obj && ns_in_tree(n) && file_validate_held(ns, n, &unchanged) != 0)
 		log_debug("revalidation ahead of %s failed; its open will ask again", n->name);
 }
 

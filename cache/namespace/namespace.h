@@ -56,6 +56,16 @@ void ns_free(struct namespace *ns);
  */
 int ns_revalidate_ahead(struct namespace *ns, int threads);
 void ns_stop_ahead(struct namespace *ns);
+/*
+ * Hold at most MAX names (files and directories) in memory; 0: the
+ * default, 1/16 of the machine's memory at 512 bytes a name, within 100k
+ * to 4M (call before any other use). Past it, the listings of the
+ * directories used least recently, none in use and with no file open
+ * below, are dropped (a warning says how many) and listed again when used;
+ * a directory alone longer than MAX shows its first MAX names (an error
+ * says so). Names from a manifest are never dropped.
+ */
+void ns_set_max_names(struct namespace *ns, size_t max);
 /* Files and directories held in memory by the namespaces of this process:
  * names that left a listing are freed once no call uses them. */
 size_t ns_nodes_alive(void);

@@ -1,13 +1,15 @@
 /*
  * namespace_int.h - private to cache/namespace: the tree of nodes that
- * namespace.c keeps, and the few functions of it that manifest.c (which
- * builds a tree from a manifest instead of listings) calls. Nothing in
- * namespace.c calls manifest.c.
+ * namespace.c keeps, what tree.c does with its nodes (and the bound on
+ * how many are held), and what of namespace.c manifest.c (a tree from a
+ * manifest instead of listings) calls. The files form a chain, each
+ * calling only those below it: manifest.c, namespace.c, tree.c.
  */
 #ifndef TILEFS_NAMESPACE_INT_H
 #define TILEFS_NAMESPACE_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +36,8 @@ struct ns_node {
 	size_t nchildren;
 	bool fixed;			/* from a manifest: never listed */
 	bool listed, busy;
+	bool dropped;			/* its listing was dropped (names_shed()) */
+	uint64_t used;			/* ns->uses when last listed or looked in */
 	time_t listed_at;
 	struct timespec changed_at;	/* its names may have changed since (ns_attr);
 					 * 0: not since its first listing */
@@ -60,6 +64,11 @@ struct namespace {
 	struct ns_node *retired;	/* out of the tree, not yet freed */
 	uint64_t known_bytes;		/* listed_bytes of every listing made */
 	size_t unknown_dirs;		/* listings with bytes_unknown */
+	atomic_size_t names;		/* its nodes not yet freed, listings being
+					 * read included (ns_node_new()) */
+	size_t max_names;		/* the bound on names (ns_set_max_names()) */
+	uint64_t uses;			/* counts dir_refresh() calls */
+	bool shed_before;		/* ns_names_shed() dropped listings before */
 	/* revalidation ahead (ns_revalidate_ahead()): files queued, each
 	 * with a hold, and the threads that take them */
 	pthread_t *ahead;
@@ -69,6 +78,8 @@ struct namespace {
 	struct ns_node *ahead_head, *ahead_tail;
 	size_t ahead_len;
 };
+
+/* tree.c */
 
 /* A node named NAME (copied) under PARENT, counted in ns->names; caller
  * frees with ns_node_free() (which frees its subtree too). */
@@ -80,6 +91,15 @@ void ns_node_free(struct namespace *ns, struct ns_node *n);
 struct ns_node *ns_child_find(struct ns_node *dir, const char *name, size_t *pos);
 /* Put CHILD at POS of DIR's children; ns->lock held. */
 int ns_child_insert(struct ns_node *dir, struct ns_node *child, size_t pos);
+/* Is N still in the tree (not retired by a later listing or dropped with
+ * its directory's listing)? ns->lock held. */
+bool ns_in_tree(const struct ns_node *n);
+/* Over ns->max_names, drop listings (see ns_set_max_names()); ns->lock
+ * held, by a call that holds the node it works on. */
+void ns_names_shed(struct namespace *ns);
+
+/* namespace.c */
+
 /* Tell the cache how many bytes the listings so far show; ns->lock held. */
 void ns_tell_cache_bytes(struct namespace *ns);
 
