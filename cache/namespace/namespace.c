@@ -533,6 +533,8 @@ static void *ahead_thread(void *arg)
 		n->ahead_next = NULL;
 		ahead_one(ns, n);
 		node_hold(n, -1);
+		if (!ns->ahead_head)
+			ns_names_shed(ns);	/* what the queue kept in use */
 		ns_reap(ns);
 	}
 	pthread_mutex_unlock(&ns->lock);

@@ -95,7 +95,9 @@ int ns_child_insert(struct ns_node *dir, struct ns_node *child, size_t pos);
  * its directory's listing)? ns->lock held. */
 bool ns_in_tree(const struct ns_node *n);
 /* Over ns->max_names, drop listings (see ns_set_max_names()); ns->lock
- * held, by a call that holds the node it works on. */
+ * held, and a hold on every node the caller still uses. Files queued for
+ * revalidation ahead hold their directories: the queue's thread calls it
+ * again once the queue is empty. */
 void ns_names_shed(struct namespace *ns);
 
 /* namespace.c */
