@@ -138,10 +138,9 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int err = 0;
 
 	if (fi && fi->fh) {
-		struct cache_object *obj = open_obj(fi);
-		a.is_dir = false;
-		a.size = cache_object_size(obj);
-		a.mtime = (struct timespec){ .tv_sec = cache_object_mtime(obj) };
+		/* the mtime a stat of the path shows: another would make the
+		 * kernel drop the file's cached pages (FUSE_CAP_AUTO_INVAL_DATA) */
+		ns_open_attr(m->ns, inodes_path(m->inodes, ino), open_obj(fi), &a);
 	} else {
 		const char *path = inodes_path(m->inodes, ino);
 		err = path ? ns_getattr(m->ns, path, &a) : -ESTALE;

@@ -66,6 +66,10 @@ static const struct option_def defs[] = {
 	{ "ttl", M, 0, OPT_LONG, OFF(ttl), "SECONDS", "60", 0, 86400 * 365,
 	  "trust directory listings and object versions this long; 0 checks\n"
 	  "the origin on every open" },
+	{ "max-names", M | W, 0, OPT_LONG, OFF(max_names), "N", NULL, 1000, 1L << 40,
+	  "hold at most N names of files and directories in memory; past\n"
+	  "it, directories used least recently are listed again when used\n"
+	  "(default: 1/16 of the memory at 512 B a name, 100k to 4M)" },
 	{ "list", M, 0, OPT_STRING, OFF(list_file), "FILE", NULL, 0, 0,
 	  "take the file tree from FILE (relative paths or URLs, one per line)\n"
 	  "instead of directory listings" },

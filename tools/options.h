@@ -31,6 +31,7 @@ struct options {
 	uint64_t readahead;
 	bool no_passthrough;
 	long ttl;
+	long max_names;			/* 0: the default (ns_set_max_names()) */
 	char *list_file;
 	char *ca_file;
 	long retries;

@@ -50,6 +50,8 @@ int stack_start(struct stack *s, const struct options *o, const struct stack_tun
 		return rc;
 	}
 	rc = ns_new(s->src, s->http, s->cache, t->listing_ttl_s, &s->ns);
+	if (!rc)
+		ns_set_max_names(s->ns, (size_t)o->max_names);
 	if (!rc && t->ahead_threads && ns_revalidate_ahead(s->ns, t->ahead_threads) != 0)
 		log_warn("cannot start revalidating ahead: each file's first open asks");
 	return rc;

@@ -13,16 +13,18 @@
  * stays in use across the lock drop, so those take a hold on it and on
  * each of its ancestors (node_hold()); a retired node is freed only once
  * it has no hold. Open files keep their versions through their own
- * references (cache_object_ref()), not through the node.
+ * references (cache_object_ref()), not through the node. Past the bound
+ * on names held (tree.c), whole listings leave the same way: the children
+ * of directories no call holds, with no file open below.
  */
 #include "cache/namespace/namespace.h"
+#include "cache/namespace/namespace_int.h"
 #include "cache/engine/cache.h"
 #include "cache/origin/http.h"
 #include "cache/base/log.h"
 #include "cache/origin/provider.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,104 +34,13 @@
 #define MAX_PAGES 100000
 #define AHEAD_MAX 10000		/* files queued for revalidation ahead */
 
-struct ns_node {
-	char *name;
-	struct ns_node *parent;
-	struct ns_node *retired_next;
-	unsigned holds;			/* threads using it or a descendant across
-					 * a drop of ns->lock: see node_hold() */
-	bool is_dir;
-	int64_t listed_size;		/* -1: unknown until a probe */
-	char *listed_etag;		/* NULL: the listing gave none */
-	time_t listed_mtime;		/* 0: the listing gave none */
-	char *url;			/* from a manifest; NULL: built from the path */
-	/* directories */
-	struct ns_node **children;	/* sorted by name */
-	size_t nchildren;
-	bool fixed;			/* from a manifest: never listed */
-	bool listed, busy;
-	time_t listed_at;
-	struct timespec changed_at;	/* its names may have changed since (ns_attr);
-					 * 0: not since its first listing */
-	uint64_t listed_bytes;		/* its files' sizes, as last listed */
-	bool bytes_unknown;		/* a file listed without a size */
-	/* files */
-	struct cache_object *obj;	/* the version last pinned */
-	struct cache_object *older;	/* the version before, while still open */
-	time_t validated_at;
-	bool outdated;			/* a later listing disagrees with obj */
-	bool ahead_done;		/* queued for revalidation ahead once */
-	struct ns_node *ahead_next;	/* in ns->ahead_head's queue */
-};
-
-struct namespace {
-	struct source *src;
-	struct http_client *http;
-	struct cache *cache;
-	int ttl_s;
-	struct timespec started;
-	pthread_mutex_t lock;
-	pthread_cond_t done;		/* a busy node finished */
-	struct ns_node *root;
-	struct ns_node *retired;	/* out of the tree, not yet freed */
-	uint64_t known_bytes;		/* listed_bytes of every listing made */
-	size_t unknown_dirs;		/* listings with bytes_unknown */
-	/* revalidation ahead (ns_revalidate_ahead()): files queued, each
-	 * with a hold, and the threads that take them */
-	pthread_t *ahead;
-	int nahead;
-	bool ahead_stopping;
-	pthread_cond_t ahead_work;
-	struct ns_node *ahead_head, *ahead_tail;
-	size_t ahead_len;
-};
-
-/* Nodes allocated and not yet freed, in this process (ns_nodes_alive()). */
-static atomic_size_t nodes_alive;
-
-size_t ns_nodes_alive(void)
-{
-	return atomic_load(&nodes_alive);
-}
-
-static struct ns_node *node_new(const char *name, bool is_dir, struct ns_node *parent)
-{
-	struct ns_node *n = calloc(1, sizeof(*n));
-	if (!n)
-		return NULL;
-	n->name = strdup(name);
-	if (!n->name) {
-		free(n);
-		return NULL;
-	}
-	atomic_fetch_add(&nodes_alive, 1);
-	n->is_dir = is_dir;
-	n->parent = parent;
-	n->listed_size = -1;
-	return n;
-}
-
-static void node_free(struct ns_node *n)
-{
-	for (size_t i = 0; i < n->nchildren; i++)
-		node_free(n->children[i]);
-	free(n->children);
-	cache_object_unref(n->obj);
-	cache_object_unref(n->older);
-	free(n->listed_etag);
-	free(n->url);
-	free(n->name);
-	free(n);
-	atomic_fetch_sub(&nodes_alive, 1);
-}
-
 int ns_new(struct source *src, struct http_client *http, struct cache *cache, int ttl_s,
 	   struct namespace **out)
 {
 	struct namespace *ns = calloc(1, sizeof(*ns));
 	if (!ns)
 		return -ENOMEM;
-	ns->root = node_new("", true, NULL);
+	ns->root = ns_node_new(ns, "", true, NULL);
 	if (!ns->root) {
 		free(ns);
 		return -ENOMEM;
@@ -138,6 +49,7 @@ int ns_new(struct source *src, struct http_client *http, struct cache *cache, in
 	ns->http = http;
 	ns->cache = cache;
 	ns->ttl_s = ttl_s;
+	ns_set_max_names(ns, 0);
 	clock_gettime(CLOCK_REALTIME, &ns->started);
 	pthread_mutex_init(&ns->lock, NULL);
 	pthread_cond_init(&ns->done, NULL);
@@ -166,7 +78,7 @@ static void ns_reap(struct namespace *ns)
 			continue;
 		}
 		*link = n->retired_next;
-		node_free(n);	/* with its subtree: no hold there either */
+		ns_node_free(ns, n);	/* with its subtree: no hold there either */
 	}
 }
 
@@ -175,47 +87,12 @@ void ns_free(struct namespace *ns)
 	if (!ns)
 		return;
 	ns_stop_ahead(ns);
-	node_free(ns->root);
+	ns_node_free(ns, ns->root);
 	ns_reap(ns);		/* nothing holds a node any more */
 	pthread_mutex_destroy(&ns->lock);
 	pthread_cond_destroy(&ns->done);
 	pthread_cond_destroy(&ns->ahead_work);
 	free(ns);
-}
-
-/* ns->lock held */
-static struct ns_node *child_find(struct ns_node *dir, const char *name, size_t *pos)
-{
-	size_t lo = 0, hi = dir->nchildren;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int cmp = strcmp(dir->children[mid]->name, name);
-		if (cmp == 0) {
-			if (pos)
-				*pos = mid;
-			return dir->children[mid];
-		}
-		if (cmp < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (pos)
-		*pos = lo;
-	return NULL;
-}
-
-/* ns->lock held */
-static int child_insert(struct ns_node *dir, struct ns_node *child, size_t pos)
-{
-	struct ns_node **grown = realloc(dir->children, (dir->nchildren + 1) * sizeof(*grown));
-	if (!grown)
-		return -ENOMEM;
-	dir->children = grown;
-	memmove(grown + pos + 1, grown + pos, (dir->nchildren - pos) * sizeof(*grown));
-	grown[pos] = child;
-	dir->nchildren++;
-	return 0;
 }
 
 /* Path of N relative to the root ("a/b", "" for the root); caller frees.
@@ -243,6 +120,7 @@ static char *node_path(const struct ns_node *n)
 /* ---- listings ---- */
 
 struct listing {
+	struct namespace *ns;
 	struct ns_node **nodes;
 	size_t n, cap;
 };
@@ -250,9 +128,10 @@ struct listing {
 static int listing_add(void *arg, const struct listing_entry *e)
 {
 	struct listing *l = arg;
-	if (l->n >= MAX_ENTRIES) {
-		log_error("a directory lists more than %d entries; showing the first ones",
-			  MAX_ENTRIES);
+	struct namespace *ns = l->ns;
+	if (l->n >= MAX_ENTRIES || l->n >= ns->max_names) {
+		log_error("a directory lists more than %zu entries; showing the first ones%s",
+			  l->n, l->n < MAX_ENTRIES ? " (--max-names)" : "");
 		return -EFBIG;
 	}
 	if (l->n == l->cap) {
@@ -263,13 +142,13 @@ static int listing_add(void *arg, const struct listing_entry *e)
 		l->nodes = grown;
 		l->cap = cap;
 	}
-	struct ns_node *n = node_new(e->name, e->is_dir, NULL);
+	struct ns_node *n = ns_node_new(ns, e->name, e->is_dir, NULL);
 	if (!n)
 		return -ENOMEM;
 	n->listed_size = e->size;
 	n->listed_mtime = e->mtime;
 	if (e->etag[0] && !(n->listed_etag = strdup(e->etag))) {
-		node_free(n);
+		ns_node_free(ns, n);
 		return -ENOMEM;
 	}
 	l->nodes[l->n++] = n;
@@ -332,7 +211,7 @@ static int fetch_listing(struct namespace *ns, const char *dir_path, struct list
  * far show: the sum over every listing made (a directory that disappeared
  * still counts, which errs towards "does not fit"), unknown while a listing
  * or a manifest gave no size. */
-static void tell_cache_bytes(struct namespace *ns)
+void ns_tell_cache_bytes(struct namespace *ns)
 {
 	if (ns->cache)
 		cache_set_mounted_bytes(ns->cache, ns->unknown_dirs ? UINT64_MAX : ns->known_bytes);
@@ -356,7 +235,7 @@ static void count_bytes(struct namespace *ns, struct ns_node *dir)
 	ns->unknown_dirs += (size_t)unknown - (size_t)dir->bytes_unknown;
 	dir->listed_bytes = bytes;
 	dir->bytes_unknown = unknown;
-	tell_cache_bytes(ns);
+	ns_tell_cache_bytes(ns);
 }
 
 /* What N's last listing said of N; its etag points into N (ns->lock
@@ -416,7 +295,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 	char *path = node_path(dir);
 	pthread_mutex_unlock(&ns->lock);
 
-	struct listing l = { 0 };
+	struct listing l = { .ns = ns };
 	int err = path ? fetch_listing(ns, path, &l) : -ENOMEM;
 	if (!err && l.n > 0)
 		qsort(l.nodes, l.n, sizeof(*l.nodes), by_name);
@@ -428,10 +307,10 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 		bool changed = false;
 		for (size_t i = 0; i < l.n; i++) {
 			if (kept > 0 && strcmp(l.nodes[kept - 1]->name, l.nodes[i]->name) == 0) {
-				node_free(l.nodes[i]);	/* listed twice */
+				ns_node_free(ns, l.nodes[i]);	/* listed twice */
 				continue;
 			}
-			struct ns_node *old = child_find(dir, l.nodes[i]->name, NULL);
+			struct ns_node *old = ns_child_find(dir, l.nodes[i]->name, NULL);
 			if (old && old->is_dir == l.nodes[i]->is_dir) {
 				struct ns_node *fresh = l.nodes[i];
 				old->listed_size = fresh->listed_size;
@@ -441,7 +320,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 				fresh->listed_etag = NULL;
 				if (old->obj && listing_disagrees(old))
 					old->outdated = true;	/* changed on the origin */
-				node_free(fresh);
+				ns_node_free(ns, fresh);
 				l.nodes[kept++] = old;
 			} else {
 				l.nodes[i]->parent = dir;
@@ -449,8 +328,11 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 				changed = true;
 			}
 		}
-		if ((changed || kept != dir->nchildren) && dir->listed)
+		/* (after a drop, the names the kernel may keep are those of
+		 * the listing before) */
+		if ((changed || kept != dir->nchildren) && (dir->listed || dir->dropped))
 			clock_gettime(CLOCK_REALTIME, &dir->changed_at);
+		dir->dropped = false;
 		for (size_t i = 0; i < dir->nchildren; i++) {
 			struct ns_node *old = dir->children[i];
 			struct ns_node **still = bsearch(&old, l.nodes, kept, sizeof(*l.nodes), by_name);
@@ -466,9 +348,10 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 		dir->listed_at = time(NULL);
 		count_bytes(ns, dir);
 		ahead_queue(ns, dir);
+		ns_names_shed(ns);
 	} else {
 		for (size_t i = 0; i < l.n; i++)
-			node_free(l.nodes[i]);
+			ns_node_free(ns, l.nodes[i]);
 		free(l.nodes);
 		if (dir->listed) {
 			log_warn("cannot list /%s again (%s); keeping the last listing",
@@ -486,6 +369,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
  * Children that are gone go to ns->retired. */
 static int dir_refresh(struct namespace *ns, struct ns_node *dir)
 {
+	dir->used = ++ns->uses;
 	node_hold(dir, 1);
 	int err = dir_refresh_held(ns, dir);
 	node_hold(dir, -1);
@@ -514,7 +398,7 @@ static int resolve(struct namespace *ns, const char *path, struct ns_node **out)
 		int err = dir_refresh(ns, n);
 		if (err)
 			return err;
-		n = child_find(n, name, NULL);
+		n = ns_child_find(n, name, NULL);
 		if (!n)
 			return -ENOENT;
 	}
@@ -612,20 +496,11 @@ static int file_validate(struct namespace *ns, struct ns_node *n, bool *unchange
 
 /* ---- revalidation ahead ---- */
 
-/* Is N still in the tree (not retired by a later listing)? ns->lock held. */
-static bool in_tree(const struct ns_node *n)
-{
-	for (; n->parent; n = n->parent)
-		if (child_find(n->parent, n->name, NULL) != n)
-			return false;
-	return true;
-}
-
 /* Revalidate N, queued and held, if a version of it is cached and none is
  * pinned yet; ns->lock held (dropped while asking). */
 static void ahead_one(struct namespace *ns, struct ns_node *n)
 {
-	if (n->obj || n->busy || !in_tree(n))
+	if (n->obj || n->busy || !ns_in_tree(n))
 		return;
 	char *path = node_path(n);
 	char *url = n->url ? strdup(n->url) : path ? source_object_url(ns->src, path) : NULL;
@@ -637,7 +512,7 @@ static void ahead_one(struct namespace *ns, struct ns_node *n)
 	free(url);
 	pthread_mutex_lock(&ns->lock);
 	bool unchanged;
-	if (known && !n->obj && in_tree(n) && file_validate_held(ns, n, &unchanged) != 0)
+	if (known && !n->obj && ns_in_tree(n) && file_validate_held(ns, n, &unchanged) != 0)
 		log_debug("revalidation ahead of %s failed; its open will ask again", n->name);
 }
 
@@ -658,6 +533,8 @@ static void *ahead_thread(void *arg)
 		n->ahead_next = NULL;
 		ahead_one(ns, n);
 		node_hold(n, -1);
+		if (!ns->ahead_head)
+			ns_names_shed(ns);	/* what the queue kept in use */
 		ns_reap(ns);
 	}
 	pthread_mutex_unlock(&ns->lock);
@@ -701,9 +578,25 @@ void ns_stop_ahead(struct namespace *ns)
 	pthread_mutex_unlock(&ns->lock);
 }
 
+/*
+ * The mtime shown for a file that its listing dates LISTED and whose
+ * version says VERSION (either 0: not known). A listing's date is known
+ * from the first listing on, the same in every mount, so it stands for a
+ * version that agrees with it to the minute (index pages print no
+ * seconds); a version outside that minute is another one (changed since
+ * the listing), which shows its own. With neither, a fixed 0 (the epoch):
+ * never the time of the mount.
+ */
+static time_t shown_mtime(time_t listed, time_t version)
+{
+	if (listed && (!version || (version >= listed && version < listed + 60)))
+		return listed;
+	return version;
+}
+
 static void attr_of(struct namespace *ns, const struct ns_node *n, struct ns_attr *out)
 {
-	time_t mtime = 0;
+	time_t version = 0;
 	out->is_dir = n->is_dir;
 	out->size = 0;
 	out->mtime = ns->started;
@@ -714,14 +607,11 @@ static void attr_of(struct namespace *ns, const struct ns_node *n, struct ns_att
 	}
 	if (n->obj && !n->outdated) {
 		out->size = cache_object_size(n->obj);
-		mtime = cache_object_mtime(n->obj);
-	} else {
-		if (n->listed_size >= 0)
-			out->size = (uint64_t)n->listed_size;
-		mtime = n->listed_mtime;
+		version = cache_object_mtime(n->obj);
+	} else if (n->listed_size >= 0) {
+		out->size = (uint64_t)n->listed_size;
 	}
-	if (mtime)
-		out->mtime = (struct timespec){ .tv_sec = mtime };
+	out->mtime = (struct timespec){ .tv_sec = shown_mtime(n->listed_mtime, version) };
 }
 
 int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out)
@@ -791,6 +681,35 @@ int ns_open(struct namespace *ns, const char *path, struct cache_object **out, b
 	return err;
 }
 
+void ns_open_attr(struct namespace *ns, const char *path, const struct cache_object *obj,
+		  struct ns_attr *out)
+{
+	struct ns_node *n = ns->root;
+	char name[256];
+
+	pthread_mutex_lock(&ns->lock);
+	while (*path == '/')
+		path++;
+	while (n && *path) {	/* as resolve(), but lists nothing */
+		size_t len = strcspn(path, "/");
+		if (len >= sizeof(name) || !n->is_dir) {
+			n = NULL;
+			break;
+		}
+		memcpy(name, path, len);
+		name[len] = '\0';
+		path += len;
+		while (*path == '/')
+			path++;
+		n = ns_child_find(n, name, NULL);
+	}
+	time_t listed = n && !n->is_dir ? n->listed_mtime : 0;
+	pthread_mutex_unlock(&ns->lock);
+	out->is_dir = false;
+	out->size = cache_object_size(obj);
+	out->mtime = (struct timespec){ .tv_sec = shown_mtime(listed, cache_object_mtime(obj)) };
+}
+
 char *ns_url(struct namespace *ns, const char *path, struct cache_listed *listed, char *etag)
 {
 	struct ns_node *n;
@@ -805,137 +724,6 @@ char *ns_url(struct namespace *ns, const char *path, struct cache_listed *listed
 	ns_reap(ns);
 	pthread_mutex_unlock(&ns->lock);
 	return url;
-}
-
-/* ---- manifests ---- */
-
-/* Add the file at relative PATH (URL: explicit, or NULL); ns->lock held. */
-static int manifest_add(struct namespace *ns, char *path, const char *url)
-{
-	struct ns_node *dir = ns->root;
-	char *save = NULL;
-
-	for (char *name = strtok_r(path, "/", &save); name; name = strtok_r(NULL, "/", &save)) {
-		if (!source_name_valid(name))
-			return -EINVAL;
-		bool last = save == NULL || *save == '\0';
-		size_t pos;
-		struct ns_node *n = child_find(dir, name, &pos);
-		if (n && n->is_dir == !last) {
-			dir = n;
-			continue;
-		}
-		if (n)
-			return -EEXIST;
-		n = node_new(name, !last, dir);
-		if (!n)
-			return -ENOMEM;
-		n->fixed = true;
-		n->listed = true;
-		if (last && url) {
-			n->url = strdup(url);
-			if (!n->url) {
-				node_free(n);
-				return -ENOMEM;
-			}
-		}
-		int err = child_insert(dir, n, pos);
-		if (err) {
-			node_free(n);
-			return err;
-		}
-		dir = n;
-	}
-	return 0;
-}
-
-/* Manifest LINE as a message may show it, into BUF: without a query string
- * (a URL's credentials too: url_for_log()) and with control characters
- * escaped (\n, \x1b), so a line can neither leak a token nor forge output. */
-static const char *line_for_log(const char *line, char *buf, size_t size)
-{
-	bool is_url = strstr(line, "://") != NULL;
-	char *url = is_url ? url_for_log(line) : NULL;
-	const char *s = url ? url : is_url ? "" : line;
-	size_t len = strcspn(s, url ? "" : "?"), o = 0;
-
-	for (size_t i = 0; i < len && o + 5 < size; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '\n' || c == '\r' || c == '\t' || c == '\\') {
-			buf[o++] = '\\';
-			buf[o++] = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : '\\';
-		} else if (c < 0x20 || c == 0x7f) {
-			o += (size_t)snprintf(buf + o, size - o, "\\x%02x", c);
-		} else {
-			buf[o++] = (char)c;
-		}
-	}
-	buf[o] = '\0';
-	free(url);
-	return buf;
-}
-
-int ns_load_manifest(struct namespace *ns, const char *path, char *err_text, size_t err_size)
-{
-	FILE *f = fopen(path, "re");
-	char line[8192];
-	int err = 0, lineno = 0;
-
-	if (!f) {
-		snprintf(err_text, err_size, "cannot read the list %s: %s", path, strerror(errno));
-		return -errno;
-	}
-	char *prefix = source_object_url(ns->src, "");
-	if (!prefix) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	prefix[strcspn(prefix, "?")] = '\0';
-
-	pthread_mutex_lock(&ns->lock);
-	ns->root->fixed = ns->root->listed = true;
-	ns->unknown_dirs++;	/* a manifest gives no sizes */
-	tell_cache_bytes(ns);
-	while (!err && fgets(line, sizeof(line), f)) {
-		lineno++;
-		char *s = line, *end = line + strlen(line);
-		while (end > s && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
-			*--end = '\0';
-		while (*s == ' ' || *s == '\t')
-			s++;
-		if (!*s || *s == '#')
-			continue;
-		const char *url = NULL;
-		char rel[8192];
-		if (strstr(s, "://")) {
-			if (strncmp(s, prefix, strlen(prefix)) == 0) {
-				snprintf(rel, sizeof(rel), "%s", s + strlen(prefix));
-				if (rel[strcspn(rel, "?")])
-					url = s;	/* a signed URL: fetch it as given */
-				rel[strcspn(rel, "?#")] = '\0';
-				err = url_decode(rel);
-			} else {
-				/* elsewhere: shown as host/path, fetched as given */
-				snprintf(rel, sizeof(rel), "%s", strstr(s, "://") + 3);
-				rel[strcspn(rel, "?#")] = '\0';
-				err = url_decode(rel);
-				url = s;
-			}
-		} else {
-			snprintf(rel, sizeof(rel), "%s", s);
-		}
-		if (!err)
-			err = manifest_add(ns, rel, url);
-		if (err) {
-			char shown[1024];
-			snprintf(err_text, err_size, "%s line %d: '%s' is not a usable file path (%s)",
-				 path, lineno, line_for_log(s, shown, sizeof(shown)), strerror(-err));
-		}
-	}
-	pthread_mutex_unlock(&ns->lock);
-	free(prefix);
-	fclose(f);
-	return err;
 }
 
 void ns_list_error(const struct source *src, int err, char *buf, size_t len)

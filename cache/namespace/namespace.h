@@ -29,7 +29,10 @@ struct source;
 
 /* A directory's mtime moves, to the nanosecond, when a listing changes its
  * names (or their types) and when its listing is older than the ttl: a
- * cache of its entries holds while it is the same. */
+ * cache of its entries holds while it is the same. A file's is the date
+ * its listing gives (to the minute, from an index page) while its version
+ * agrees with that, else its version's Last-Modified, else 0: the same in
+ * every mount and through the mount's life. */
 struct ns_attr {
 	bool is_dir;
 	uint64_t size;
@@ -53,6 +56,16 @@ void ns_free(struct namespace *ns);
  */
 int ns_revalidate_ahead(struct namespace *ns, int threads);
 void ns_stop_ahead(struct namespace *ns);
+/*
+ * Hold at most MAX names (files and directories) in memory; 0: the
+ * default, 1/16 of the machine's memory at 512 bytes a name, within 100k
+ * to 4M (call before any other use). Past it, the listings of the
+ * directories used least recently, none in use and with no file open
+ * below, are dropped (a warning says how many) and listed again when used;
+ * a directory alone longer than MAX shows its first MAX names (an error
+ * says so). Names from a manifest are never dropped.
+ */
+void ns_set_max_names(struct namespace *ns, size_t max);
 /* Files and directories held in memory by the namespaces of this process:
  * names that left a listing are freed once no call uses them. */
 size_t ns_nodes_alive(void);
@@ -62,6 +75,12 @@ size_t ns_nodes_alive(void);
 int ns_load_manifest(struct namespace *ns, const char *path, char *err, size_t err_size);
 
 int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out);
+
+/* The attributes of the file at PATH open with version OBJ (from
+ * ns_open()), without a request: OBJ's size and the mtime ns_getattr()
+ * shows while that version is the current one. */
+void ns_open_attr(struct namespace *ns, const char *path, const struct cache_object *obj,
+		  struct ns_attr *out);
 
 /* List the directory at PATH, calling fill() for its entries in name
  * order from the START-th (0: the first) until fill() returns nonzero.

@@ -171,6 +171,88 @@ static int64_t size_after_link(const char *p, const char *end)
 	return size;
 }
 
+/* Days from 1970-01-01 to Y-M-D of the proleptic Gregorian calendar
+ * (H. Hinnant's days_from_civil): no timegm(), no TZ. */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	int64_t yoe = y - era * 400;
+	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+/* The unsigned number of exactly WIDTH digits at P (P + WIDTH <= END), or
+ * -1. */
+static int digits_at(const char *p, const char *end, int width)
+{
+	int v = 0;
+	if (end - p < width)
+		return -1;
+	for (int i = 0; i < width; i++) {
+		if (!isdigit((unsigned char)p[i]))
+			return -1;
+		v = v * 10 + (p[i] - '0');
+	}
+	return v;
+}
+
+/*
+ * The time an index page prints at P, read as UTC; 0 if there is none.
+ * nginx autoindex prints "22-Nov-2026 09:14" (UTC unless
+ * autoindex_localtime is on), Apache's mod_autoindex "2026-11-22 09:14"
+ * (2.4) or nginx's form (2.2), in the server's local time; either may add
+ * ":SS". A listing's mtime is then only as fine as a minute.
+ */
+static time_t date_at(const char *p, const char *end)
+{
+	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+	int y, mon = 0, d;
+	const char *t;
+
+	if ((y = digits_at(p, end, 4)) >= 0 && end - p >= 10 && p[4] == '-' && p[7] == '-') {
+		mon = digits_at(p + 5, end, 2);
+		d = digits_at(p + 8, end, 2);
+		t = p + 10;
+	} else if ((d = digits_at(p, end, 2)) >= 0 && end - p >= 11 && p[2] == '-' &&
+		   p[6] == '-' && (y = digits_at(p + 7, end, 4)) >= 0) {
+		for (int i = 0; i < 12; i++)
+			if (memcmp(p + 3, months + 3 * i, 3) == 0)
+				mon = i + 1;
+		t = p + 11;
+	} else {
+		return 0;
+	}
+	if (end - t < 6 || *t != ' ' || t[3] != ':')
+		return 0;
+	int h = digits_at(t + 1, end, 2), min = digits_at(t + 4, end, 2), sec = 0;
+	if (end - t >= 9 && t[6] == ':' && digits_at(t + 7, end, 2) >= 0)
+		sec = digits_at(t + 7, end, 2);
+	if (y < 1970 || mon < 1 || mon > 12 || d < 1 || d > 31 || h < 0 || h > 23 || min < 0 ||
+	    min > 59 || sec < 0 || sec > 60)
+		return 0;
+	return (time_t)(days_from_civil(y, mon, d) * 86400 + h * 3600 + min * 60 + sec);
+}
+
+/* The first date on the rest of the line at P, within END: what nginx and
+ * Apache print after an entry's link. At most 512 bytes are looked at. */
+static time_t date_after_link(const char *p, const char *end)
+{
+	if (end - p > 512)
+		end = p + 512;
+	for (; p < end && *p != '\n'; p++) {
+		if (!isdigit((unsigned char)*p))
+			continue;
+		time_t t = date_at(p, end);
+		if (t)
+			return t;
+		while (p + 1 < end && isdigit((unsigned char)p[1]))
+			p++;	/* not from the middle of a number */
+	}
+	return 0;
+}
+
 /*
  * Turn an href into an entry name relative to the listed directory, or
  * return false for links that are not entries (sorting, parent, elsewhere).
@@ -274,9 +356,13 @@ static int http_parse_listing(struct source *src, const char *dir, const char *b
 		}
 		const char *link_end = find(p, entry_end, "</a>");
 		int64_t size = -1;
-		if (!is_dir && link_end)
+		time_t mtime = 0;
+		if (!is_dir && link_end) {
 			size = size_after_link(link_end + 4, entry_end);
-		struct listing_entry e = { .name = href, .is_dir = is_dir, .size = size, .etag = "" };
+			mtime = date_after_link(link_end + 4, entry_end);
+		}
+		struct listing_entry e = { .name = href, .is_dir = is_dir, .size = size, .etag = "",
+					   .mtime = mtime };
 		int rc = add(arg, &e);
 		if (rc)
 			return rc;

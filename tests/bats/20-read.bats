@@ -417,3 +417,47 @@ PYEOF
 		tilefs_umount "$MNT"
 	done
 }
+
+# mtime_open_read PATH: st_mtime of PATH, opened, read to the end and fstat'ed (a
+# read after the attributes expired asks for them with the open file).
+mtime_open_read() {
+	"$PY" - "$1" <<'EOF2'
+import os, sys
+with open(sys.argv[1], "rb") as f:
+    while f.read(1 << 20):
+        pass
+    print(int(os.fstat(f.fileno()).st_mtime))
+EOF2
+}
+
+@test "a file's mtime is the origin's, to the minute nginx lists: before and after reads, after --ttl, in a new mount" {
+	mkdir -p "$SAMPLES/dated"
+	cp "$SAMPLES/t256.tif" "$SAMPLES/dated/read.tif"
+	cp "$SAMPLES/t512.tif" "$SAMPLES/dated/unread.tif"
+	touch -d '2024-03-05 07:08:09 UTC' "$SAMPLES/dated/read.tif"
+	touch -d '2023-11-12 13:14:15 UTC' "$SAMPLES/dated/unread.tif"
+	# nginx autoindex lists dates in UTC, to the minute
+	local want_read=$(($(stat -c %Y "$SAMPLES/dated/read.tif") / 60 * 60))
+	local want_unread=$(($(stat -c %Y "$SAMPLES/dated/unread.tif") / 60 * 60))
+	local round
+	for round in "fresh mount" "new mount, read.tif cached"; do
+		tilefs_mount "$ORIGIN_URL" "$MNT" --ttl 1
+		assert_eq "$(stat -c %Y "$MNT/dated/read.tif")" "$want_read" \
+			"mtime of read.tif before a read ($round)"
+		assert_eq "$(stat -c %Y "$MNT/dated/unread.tif")" "$want_unread" \
+			"mtime of unread.tif ($round)"
+		assert_eq "$(mtime_open_read "$MNT/dated/read.tif")" "$want_read" \
+			"fstat mtime of read.tif while read ($round)"
+		cmp "$SAMPLES/dated/read.tif" "$MNT/dated/read.tif"
+		assert_eq "$(stat -c %Y "$MNT/dated/read.tif")" "$want_read" \
+			"mtime of read.tif after a read ($round)"
+		sleep 1.5	# --ttl passes: listing, version and attributes are asked again
+		assert_eq "$(mtime_open_read "$MNT/dated/read.tif")" "$want_read" \
+			"fstat mtime of read.tif read after --ttl ($round)"
+		assert_eq "$(stat -c %Y "$MNT/dated/read.tif")" "$want_read" \
+			"mtime of read.tif after --ttl ($round)"
+		assert_eq "$(stat -c %Y "$MNT/dated/unread.tif")" "$want_unread" \
+			"mtime of unread.tif after --ttl ($round)"
+		tilefs_umount "$MNT"
+	done
+}

@@ -201,3 +201,33 @@ EOF
 	tilefs_alive "$MNT"
 	tilefs_umount "$MNT"
 }
+
+@test "names held are bounded (--max-names): the oldest listings are dropped and listed again, the daemon lives" {
+	hostile_start tree=11x20000
+	cp "$SAMPLES/t256.tif" "$T/www/t256.tif"
+	tilefs_mount "http://127.0.0.1:$PORT0/" "$MNT" --max-names 50000 \
+		--metrics-file "$T/metrics.prom"
+	local k n i nodes
+	for ((k = 0; k < 11; k++)); do
+		n=$(run_to 60 ls -f "$MNT/d$k" | grep -c '^f.*\.tif$')
+		assert_eq "$n" 20000 "entries listed in d$k"
+	done
+	grep -q 'names in memory, over --max-names 50000: dropped the listings of' "$TILEFS_LOG" ||
+		fail "no line about dropped listings: $(tail -n 5 "$TILEFS_LOG")"
+	# the names held, in samples taken after the walk (files queued for
+	# revalidation ahead keep their directories in use a while)
+	rm -f "$T/metrics.prom"
+	for ((i = 0; i < 900; i++)); do
+		nodes=$(awk '$1 == "tilefs_namespace_nodes" { print $2 }' "$T/metrics.prom" 2>/dev/null || :)
+		[ -n "$nodes" ] && [ "$nodes" -le 50000 ] && break
+		sleep 0.1
+	done
+	[ -n "$nodes" ] && [ "$nodes" -le 50000 ] || fail "names held after the walk: '$nodes'"
+	# d0's listing was dropped: a name in it is found by listing it again
+	assert_eq "$(grep -c '"path": "/d0/"' "$HOSTILE_LOG")" 1 "listings of d0 before"
+	stat "$MNT/d0/f19999.tif" >/dev/null
+	assert_eq "$(grep -c '"path": "/d0/"' "$HOSTILE_LOG")" 2 "listings of d0 after a lookup in it"
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	tilefs_alive "$MNT"
+	tilefs_umount "$MNT"
+}

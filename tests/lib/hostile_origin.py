@@ -12,6 +12,9 @@ written to PORTS, one a line, in the order given, once all listen.
                     (above curl's 1 B/s stall check, far below any sane rate)
     listing=N       a GET of a path ending in '/' answers an index page of N
                     links with no </a> and no newline; files otherwise
+    tree=DxN        "/" answers an index page of D directories d0/ .. d<D-1>/
+                    and the files of DIR; each "/dK/" one of N files f0.tif ..
+                    (nginx's format); files otherwise
     redirect=I      every request answers 302 to the same path on listener I
                     (http://127.0.0.1:PORT_I)
     tls-redirect=I  the same over TLS (--cert, --key)
@@ -71,6 +74,21 @@ def make_handler(index, role, arg, opts, ports):
             if role == "listing" and path.endswith("/"):
                 links = "".join('<a href="f%d.tif">f%d ' % (i, i) for i in range(arg))
                 self.send_body(200, ("<html><body><pre>" + links).encode(),
+                               [("Content-Type", "text/html")])
+                return
+            if role == "tree" and path.endswith("/"):
+                dirs, files = arg
+                if path == "/":
+                    names = ["d%d/" % i for i in range(dirs)]
+                    names += sorted(os.listdir(opts.root)) if opts.root else []
+                elif re.fullmatch(r"/d\d+/", path) and int(path[2:-1]) < dirs:
+                    names = ["f%d.tif" % i for i in range(files)]
+                else:
+                    self.send_body(404, b"not found\n")
+                    return
+                lines = "".join('<a href="%s">%s</a>  01-Jan-2024 00:00  %s\n'
+                                % (n, n, "-" if n.endswith("/") else "1234") for n in names)
+                self.send_body(200, ("<html><body><pre>" + lines + "</pre>").encode(),
                                [("Content-Type", "text/html")])
                 return
             local = os.path.normpath(os.path.join(opts.root, path.lstrip("/")))
@@ -139,9 +157,12 @@ def main():
     servers = []
     for i, spec in enumerate(opts.roles):
         role, _, arg = spec.partition("=")
-        if role not in ("files", "trickle", "listing", "redirect", "tls-redirect"):
+        if role not in ("files", "trickle", "listing", "tree", "redirect", "tls-redirect"):
             sys.exit("hostile_origin.py: unknown role '%s'" % spec)
-        arg = int(arg) if arg else 0
+        if role == "tree":
+            arg = tuple(int(x) for x in arg.split("x"))
+        else:
+            arg = int(arg) if arg else 0
         srv = Server(i, opts, ("127.0.0.1", 0), make_handler(i, role, arg, opts, ports))
         if role.startswith("tls-"):
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -65,6 +65,11 @@ int main(void)
 	CHECK(strcmp(s.names[1], "a+b.tif") == 0 && !s.dirs[1] && s.sizes[1] == 12345,
 	      "file with its exact size (%lld)", (long long)(long long)s.sizes[1]);
 	CHECK(strcmp(s.names[2], "x&y.tif") == 0 && s.sizes[2] == 0, "entity decoded, size 0");
+	/* nginx prints each file's mtime in UTC to the minute: stat shows it
+	   from the first listing on, the same in every mount */
+	CHECK(s.mtimes[1] == 1795338840 && s.mtimes[2] == 1795338840,
+	      "nginx date 22-Nov-2026 09:14 is its UTC time (%lld)", (long long)s.mtimes[1]);
+	CHECK(s.mtimes[0] == 0, "no mtime for a directory (%lld)", (long long)s.mtimes[0]);
 
 	/* a body ends where it ends (no NUL): a size at its very end is read
 	   within it (found by tests/fuzz/fuzz_listing.c; ASan saw strtoll
@@ -87,6 +92,28 @@ int main(void)
 	CHECK(strcmp(s.names[0], "scene.tif") == 0 && s.sizes[0] == -1,
 	      "inexact size is unknown (%lld)", (long long)(long long)s.sizes[0]);
 	CHECK(strcmp(s.names[1], "nested") == 0 && s.dirs[1], "absolute link under the prefix");
+	CHECK(s.mtimes[0] == 1795338840, "apache date 2026-11-22 09:14 (%lld)",
+	      (long long)s.mtimes[0]);
+
+	/* dates with seconds, on a leap day; numbers that are no date, and
+	   dates out of range, give none */
+	static const char dated_page[] =
+		"<a href=\"s.tif\">s.tif</a> 2024-01-01 12:34:56  12K\n"
+		"<a href=\"l.tif\">l.tif</a> 29-Feb-2000 23:59  7\n"
+		"<a href=\"m.tif\">m.tif</a> 12024-01-01 12:34 1\n"
+		"<a href=\"o.tif\">o.tif</a> 31-Foo-2026 09:14 1\n"
+		"<a href=\"h.tif\">h.tif</a> 2026-13-01 09:14 2026-11-22 24:00 1\n"
+		"<a href=\"t.tif\">t.tif</a> 2026-11-22 09";
+	memset(&s, 0, sizeof(s));
+	CHECK(source_parse_listing(src, "", dated_page, strlen(dated_page), collect, &s, &next) ==
+	      0 && s.n == 6, "dated page parses (%d)", s.n);
+	CHECK(s.mtimes[0] == 1704112496, "with seconds (%lld)", (long long)s.mtimes[0]);
+	CHECK(s.mtimes[1] == 951868740 && s.sizes[1] == 7, "leap day (%lld)",
+	      (long long)s.mtimes[1]);
+	CHECK(s.mtimes[2] == 0 && s.mtimes[3] == 0 && s.mtimes[4] == 0 && s.mtimes[5] == 0,
+	      "no date from a longer number, a bad month, a bad hour, a cut date "
+	      "(%lld %lld %lld %lld)", (long long)s.mtimes[2], (long long)s.mtimes[3],
+	      (long long)s.mtimes[4], (long long)s.mtimes[5]);
 
 	/* links without </a> (and no newline): each entry's search stops at
 	   the next link, so 200k of them parse in linear time */
