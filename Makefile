@@ -72,6 +72,11 @@ unit: $(UNIT_BIN)
 layers:
 	tests/check-layers
 
+# The files of each folder call only files below them (tests/check-calls,
+# from the object files' symbols).
+calls: $(LIB_OBJ) $(DAEMON_OBJ)
+	tests/check-calls $(BUILD)
+
 demo: all
 	examples/demo.sh
 
@@ -156,7 +161,7 @@ deb:
 clean:
 	rm -rf build build-sanitize
 
-.PHONY: all check layers unit demo bench bench-quick bench-warm bench-cluster valgrind fuzz clean man install deb
+.PHONY: calls all check layers unit demo bench bench-quick bench-warm bench-cluster valgrind fuzz clean man install deb
 # keep the unit tests' objects (pattern-rule intermediates) between builds
 .SECONDARY:
 -include $(LIB_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)
