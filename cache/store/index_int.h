@@ -1,5 +1,5 @@
 /*
- * index_int.h - private to cache/store/index.c and index_units.c: the
+ * index_int.h - private to cache/store/index.c, index_open.c and index_units.c: the
  * connection pool and the prepared statements both use. Everyone else uses
  * index.h.
  *
