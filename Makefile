@@ -31,7 +31,7 @@ DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/%)
 
-all: $(BUILD)/tilefs $(UNIT_BIN)
+all: $(BUILD)/tilefs $(UNIT_BIN) $(BUILD)/fault_shim.so
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -50,6 +50,12 @@ $(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(LIB)
 # the one unit test of the FUSE front's own parts
 $(BUILD)/test_inodes: $(BUILD)/tests/unit/test_inodes.o $(BUILD)/fs/inodes.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The fault tests' LD_PRELOAD library (I/O errors on chosen files); never
+# built with the sanitizers, as it is loaded before their runtime.
+$(BUILD)/fault_shim.so: tests/lib/fault_shim.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wextra -fPIC -shared -o $@ $< -ldl
 
 # The layer rule first, unit tests again under ASan/UBSan, then everything
 # (unit + bats).

@@ -216,6 +216,8 @@ static int object_checked(const struct index_object *o, uint64_t header_len, boo
 static int object_row(struct index *ix, enum stmt_id id, const char *url, int64_t object_id,
 		      struct index_object *out)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	sqlite3_stmt *s = index_stmt(c, id);
 	int err = -EIO;
@@ -253,6 +255,8 @@ int index_object_get(struct index *ix, int64_t id, struct index_object *out)
 
 int index_object_usage(struct index *ix, int64_t id, uint64_t *units, uint64_t *bytes)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	sqlite3_stmt *s = index_stmt(c, ST_OBJECT_USAGE);
 	int err = -EIO;
@@ -275,6 +279,8 @@ int index_object_usage(struct index *ix, int64_t id, uint64_t *units, uint64_t *
 int index_object_add(struct index *ix, const char *url, struct index_object *obj,
 		     const void *map, size_t map_len, bool *created)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_begin(c);
 
@@ -331,12 +337,14 @@ out:
 int index_object_map(struct index *ix, int64_t id, uint64_t *header_len, void **map,
 		     size_t *map_len)
 {
+	*map = NULL;
+	*map_len = 0;
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	sqlite3_stmt *s = index_stmt(c, ST_MAP_GET);
 	int err = -EIO;
 
-	*map = NULL;
-	*map_len = 0;
 	if (s) {
 		sqlite3_bind_int64(s, 1, id);
 		int rc = sqlite3_step(s);
@@ -368,6 +376,8 @@ int index_object_map(struct index *ix, int64_t id, uint64_t *header_len, void **
 
 int index_objects_all(struct index *ix, struct index_listed **out, size_t *n)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	sqlite3_stmt *s = index_stmt(c, ST_OBJECTS_ALL);
 	struct index_listed *v = NULL;
@@ -421,6 +431,8 @@ void index_listed_free(struct index_listed *v, size_t n)
 }
 int index_object_drop(struct index *ix, int64_t id)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_begin(c);
 
@@ -441,6 +453,8 @@ int index_object_drop(struct index *ix, int64_t id)
 }
 int index_counts(struct index *ix, uint64_t *objects, uint64_t *units, uint64_t *bytes)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	sqlite3_stmt *s = index_stmt(c, ST_COUNTS);
 	int err = -EIO;

@@ -88,9 +88,11 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SCHEMA_VERSION 4
+#define OPEN_TRIES 20		/* each step of an open, while its error may pass */
 
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
@@ -188,7 +190,7 @@ static int db_files_private(int dir_fd, const char *path)
 		int err = 0;
 		if (!S_ISREG(st.st_mode)) {
 			log_error("cache index %s%s is not a regular file", path, names[i] + 8);
-			err = -EPERM;
+			err = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 		} else if ((st.st_mode & 077) && fchmod(fd, 0600) != 0) {
 			err = -errno;
 		}
@@ -197,6 +199,26 @@ static int db_files_private(int dir_fd, const char *path)
 			return err;
 	}
 	return 0;
+}
+
+/* The first column of the first row SQL gives, as text into BUF (SIZE
+ * bytes) or as an integer into *NUMBER; no row leaves them as they are.
+ * 0, or the mapped error of a statement that could not run. */
+static int first_value(struct index_conn *c, const char *sql, char *buf, size_t size,
+		       int64_t *number)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(c->db, sql, -1, &s, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(s);
+	const unsigned char *text = rc == SQLITE_ROW ? sqlite3_column_text(s, 0) : NULL;
+	if (rc == SQLITE_ROW && buf)
+		snprintf(buf, size, "%s", text ? (const char *)text : "");
+	if (rc == SQLITE_ROW && number)
+		*number = sqlite3_column_int64(s, 0);
+	int err = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : index_sql_error(c->db, rc, sql);
+	sqlite3_finalize(s);
+	return err;
 }
 
 /* Create the schema if missing and check the database is sound. */
@@ -209,42 +231,37 @@ static int setup(struct index *ix, struct index_conn *c)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, &msg);
 	if (rc != SQLITE_OK) {
+		int err = index_sql_error(c->db, rc, "set up");	/* before the rollback's */
 		sqlite3_free(msg);
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-		return index_sql_error(c->db, rc, "set up");
+		return err;
 	}
 
-	sqlite3_stmt *s = NULL;
-	bool ok = false;
+	/* a check that could not run (an I/O error) says nothing of the
+	   database: only an answer other than "ok" is damage */
+	char answer[64] = "ok";
 	struct stat st;
-	if (stat(ix->path, &st) == 0 && st.st_size > (64 << 20)) {
-		ok = true;	/* large: rely on errors met later */
-	} else if (sqlite3_prepare_v2(c->db, "PRAGMA quick_check", -1, &s, NULL) == SQLITE_OK &&
-		   sqlite3_step(s) == SQLITE_ROW) {
-		ok = strcmp((const char *)sqlite3_column_text(s, 0), "ok") == 0;
-	}
-	sqlite3_finalize(s);
-	if (!ok) {
+	int err = 0;
+	if (stat(ix->path, &st) != 0 || st.st_size <= (64 << 20))	/* large: rely on errors met later */
+		err = first_value(c, "PRAGMA quick_check", answer, sizeof(answer), NULL);
+	if (!err && strcmp(answer, "ok") != 0) {
 		log_warn("cache index %s failed its integrity check", ix->path);
 		return -EBADMSG;
 	}
-
-	s = NULL;
-	rc = sqlite3_prepare_v2(c->db, "SELECT value FROM meta WHERE key = 'instance'", -1, &s, NULL);
-	if (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-		snprintf(ix->instance, sizeof(ix->instance), "%s", sqlite3_column_text(s, 0));
-	sqlite3_finalize(s);
+	if (!err)
+		err = first_value(c, "SELECT value FROM meta WHERE key = 'instance'", ix->instance,
+				  sizeof(ix->instance), NULL);
+	if (err)
+		return err;
 	if (!instance_ok(ix->instance)) {
 		/* it names the data directory: never a path of someone's choosing */
 		log_warn("cache index %s has a malformed instance id", ix->path);
 		return -EBADMSG;
 	}
-	s = NULL;
 	int64_t schema = 0;
-	if (sqlite3_prepare_v2(c->db, "SELECT value FROM meta WHERE key = 'schema'", -1, &s,
-			       NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-		schema = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
+	err = first_value(c, "SELECT value FROM meta WHERE key = 'schema'", NULL, 0, &schema);
+	if (err)
+		return err;
 	if (schema == 2 || schema == 3) {
 		/* tile_maps (3) and edges (4) were just created by schema_sql */
 		rc = sqlite3_exec(c->db, "UPDATE meta SET value = 4 WHERE key = 'schema'", NULL,
@@ -261,6 +278,31 @@ static int setup(struct index *ix, struct index_conn *c)
 		return -EBADMSG;
 	}
 	return 0;
+}
+
+/* Is ERR, met at the TRIES-th try of a step of index_open(), worth trying
+ * again? An I/O error (a disk's passing fault), another process holding
+ * the database, or a file SQLite could not open (-EACCES, whatever the
+ * cause), up to OPEN_TRIES; a database found damaged, twice more (a read
+ * that failed may look like damage), before it is set aside. */
+static bool try_again(int err, int tries)
+{
+	if (err == -EBADMSG)
+		return tries < 3;
+	return (err == -EIO || err == -EAGAIN || err == -EINTR || err == -EACCES) &&
+	       tries < OPEN_TRIES;
+}
+
+/* Before try TRIES + 1 of a step of index_open(): a pause growing from 10
+ * ms to 200 ms (OPEN_TRIES of them add up to under 4 s), logged the first
+ * time. */
+static void pause_before(int tries, const char *path, int err)
+{
+	if (tries == 1)
+		log_warn("cache index %s: %s at open; trying again", path, strerror(-err));
+	long ms = 10L * tries * tries;
+	struct timespec t = { 0, (ms < 200 ? ms : 200) * 1000 * 1000 };
+	nanosleep(&t, NULL);
 }
 
 /* Move a broken database aside so a fresh one can be made. */
@@ -313,15 +355,20 @@ int index_open(const char *dir, struct index **out, bool *rebuilt)
 		goto fail;
 	}
 
-	for (int attempt = 0;; attempt++) {
-		err = db_files_private(dir_fd, ix->path);
-		if (!err)
-			err = conn_open(ix, &ix->conns[0]);
-		if (!err)
-			err = setup(ix, &ix->conns[0]);
+	for (int attempt = 0, tries = 0;; attempt++) {
+		do {
+			if (tries)
+				pause_before(tries, ix->path, err);
+			err = db_files_private(dir_fd, ix->path);
+			if (!err)
+				err = conn_open(ix, &ix->conns[0]);
+			if (!err)
+				err = setup(ix, &ix->conns[0]);
+			if (err)
+				conn_close(&ix->conns[0]);
+		} while (err && try_again(err, ++tries));
 		if (!err)
 			break;
-		conn_close(&ix->conns[0]);
 		if (err != -EBADMSG || attempt > 0)
 			goto fail;	/* busy, full, unreadable: not ours to rebuild */
 		if (flock(ix->lock_fd, LOCK_EX | LOCK_NB) != 0) {
@@ -335,7 +382,11 @@ int index_open(const char *dir, struct index **out, bool *rebuilt)
 		*rebuilt = true;
 	}
 	for (int i = 1; i < INDEX_POOL_SIZE; i++) {
-		err = conn_open(ix, &ix->conns[i]);
+		int tries = 0;
+		while ((err = conn_open(ix, &ix->conns[i])) != 0 && try_again(err, ++tries)) {
+			conn_close(&ix->conns[i]);
+			pause_before(tries, ix->path, err);
+		}
 		if (err)
 			goto fail;
 	}

@@ -14,6 +14,11 @@
  * Thread-safe. Open files are kept in a small table (closed least recently
  * used first), so any number of objects costs a bounded number of fds.
  *
+ * No store: a cache whose index cannot be opened runs with ST NULL
+ * (cache/engine/cache.c). Reads, writes, punches and unlinks then fail
+ * with -ENODEV, pins and holds with -ENOENT (no file), and every
+ * store_punches() is a new count.
+ *
  * Layer: the store. Includes cache/base/ and its own folder only; never the
  * origin, the engine or FUSE (tests/check-layers).
  */

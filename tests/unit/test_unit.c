@@ -318,6 +318,14 @@ int main(void)
 	store_close(st);
 	index_close(ix);
 
+	/* no index, no store (a mount that could not open its cache) */
+	p0 = store_punches(NULL);
+	CHECK(store_punches(NULL) != p0 && store_read(NULL, 1, got, 1, 0) == -ENODEV &&
+	      store_write(NULL, 1, got, 1, 0) == -ENODEV && store_pin(NULL, 1) == -ENOENT &&
+	      !store_reserve_release(NULL), "no store: a new count each time, no file");
+	CHECK(unit_put(NULL, NULL, 1, 0, UNIT_LEN, bytes) == -ENODEV,
+	      "no store: a put fails and records nothing");
+
 	/* a reserve that is a link to another file: that file is never grown */
 	char reserve[300], victim[300], data[400];
 	struct stat sb;
