@@ -97,8 +97,11 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 			c->index = NULL;
 		}
 	}
-	/* index_open() tried again what may pass: this will not */
-	if (err && cfg->uncached_ok && err != -ENOMEM && err != -EPERM) {
+	/* index_open() tried again what may pass: this will not. A busy or
+	   locked index (another process: -EAGAIN, -EBUSY) fails the start,
+	   saying so, as does a cache dir that is not private (-EPERM) */
+	if (err && cfg->uncached_ok && err != -ENOMEM && err != -EPERM && err != -EAGAIN &&
+	    err != -EBUSY) {
 		log_error("cannot open the cache in %s (%s): reading every file from the origin, "
 			  "uncached", cfg->dir, strerror(-err));
 		err = 0;

@@ -55,7 +55,9 @@ struct cache_config {
  * (both borrowed until cache_close()). Caller frees with cache_close().
  * If the index cannot be opened (after index_open()'s tries) and
  * cfg->uncached_ok, the cache opens without index or store, logged at
- * error: every read then goes to the origin and nothing is kept. */
+ * error: every read then goes to the origin and nothing is kept. (Not
+ * when another process holds it busy or locked, nor for a cache dir that
+ * is not private: those fail.) */
 int cache_open(const struct cache_config *cfg, struct source *src, struct http_client *http,
 	       struct cache **out);
 /* Start no more whole-object prefetch GETs; returns once none will be

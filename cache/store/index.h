@@ -62,10 +62,11 @@ struct index_unit {
  * fails its integrity check (twice more, after a pause: a read that
  * failed may look like damage), has another schema or a malformed
  * instance is moved aside and rebuilt, and *rebuilt is set (unless another
- * process has it open: -EBUSY). An I/O error, a busy database or a file
- * SQLite could not open is tried again, for up to 4 s, before it is the
- * error; a full database is an error at once. Nothing is ever rebuilt but
- * for damage. Caller frees with index_close().
+ * process has it open: -EBUSY). An I/O error or a file SQLite could not
+ * open is tried again, for up to 4 s, before it is the error; a busy
+ * database (-EAGAIN, after SQLite's own 5 s wait) or a full one is an
+ * error at once. Nothing is ever rebuilt but for damage. Caller frees
+ * with index_close().
  */
 int index_open(const char *dir, struct index **out, bool *rebuilt);
 void index_close(struct index *ix);

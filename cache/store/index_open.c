@@ -281,16 +281,16 @@ static int setup(struct index *ix, struct index_conn *c)
 }
 
 /* Is ERR, met at the TRIES-th try of a step of index_open(), worth trying
- * again? An I/O error (a disk's passing fault), another process holding
- * the database, or a file SQLite could not open (-EACCES, whatever the
- * cause), up to OPEN_TRIES; a database found damaged, twice more (a read
- * that failed may look like damage), before it is set aside. */
+ * again? An I/O error (a disk's passing fault) or a file SQLite could not
+ * open (-EACCES, whatever the cause), up to OPEN_TRIES; a database found
+ * damaged, twice more (a read that failed may look like damage), before
+ * it is set aside. Not a busy database (-EAGAIN): SQLite waited for it
+ * already, and a mount should say so rather than wait on. */
 static bool try_again(int err, int tries)
 {
 	if (err == -EBADMSG)
 		return tries < 3;
-	return (err == -EIO || err == -EAGAIN || err == -EINTR || err == -EACCES) &&
-	       tries < OPEN_TRIES;
+	return (err == -EIO || err == -EINTR || err == -EACCES) && tries < OPEN_TRIES;
 }
 
 /* Before try TRIES + 1 of a step of index_open(): a pause growing from 10
