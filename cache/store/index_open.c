@@ -238,11 +238,12 @@ static int setup(struct index *ix, struct index_conn *c)
 	}
 
 	/* a check that could not run (an I/O error) says nothing of the
-	   database: only an answer other than "ok" is damage */
+	   database: only an answer other than "ok" is damage. A large one is
+	   not checked: errors met later tell. */
 	char answer[64] = "ok";
 	struct stat st;
 	int err = 0;
-	if (stat(ix->path, &st) != 0 || st.st_size <= (64 << 20))	/* large: rely on errors met later */
+	if (stat(ix->path, &st) != 0 || st.st_size <= (64 << 20))
 		err = first_value(c, "PRAGMA quick_check", answer, sizeof(answer), NULL);
 	if (!err && strcmp(answer, "ok") != 0) {
 		log_warn("cache index %s failed its integrity check", ix->path);
