@@ -31,7 +31,7 @@ DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/%)
 
-all: $(BUILD)/tilefs $(UNIT_BIN) $(BUILD)/fake_tilefs
+all: $(BUILD)/tilefs $(UNIT_BIN) $(BUILD)/fake_tilefs $(BUILD)/fault_shim.so
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -57,6 +57,12 @@ $(BUILD)/test_passthrough: $(BUILD)/tests/unit/test_passthrough.o $(BUILD)/fs/pa
 # (tests/lib/fake_tilefs.c): FUSE only, none of tilefs.
 $(BUILD)/fake_tilefs: $(BUILD)/tests/lib/fake_tilefs.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs fuse3)
+
+# The fault tests' LD_PRELOAD library (I/O errors on chosen files); never
+# built with the sanitizers, as it is loaded before their runtime.
+$(BUILD)/fault_shim.so: tests/lib/fault_shim.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wextra -fPIC -shared -o $@ $< -ldl
 
 # The layer rule first, unit tests again under ASan/UBSan, then everything
 # (unit + bats).

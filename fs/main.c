@@ -239,6 +239,8 @@ static int cmd_mount(int argc, char **argv)
 		.listing_ttl_s = (int)o.ttl,
 		/* half the connections, as for streaming: demand goes first */
 		.ahead_threads = (int)(o.max_connections + 1) / 2,
+		/* a mount serves reads even when its cache cannot (logged) */
+		.uncached_ok = true,
 	};
 	int err = stack_start(&stack, &o, &tuning, err_text, sizeof(err_text));
 	if (err) {

@@ -108,6 +108,9 @@ static void format(struct metrics *m, FILE *f, bool up)
 		label(m->cfg.cache_dir, c, sizeof(c)), (long)getpid());
 	counter(f, "tilefs_start_time_seconds", "gauge", "When the mount started (Unix time).",
 		(uint64_t)m->started);
+	counter(f, "tilefs_cache_uncached", "gauge",
+		"1 when the cache index could not be opened: every read goes to the origin.",
+		cache_uncached(m->cache));
 	counter(f, "tilefs_requests_total", "counter", "HTTP requests made to the origin.",
 		hs.requests);
 	counter(f, "tilefs_request_errors_total", "counter",

@@ -99,16 +99,23 @@ static int drop_object(struct admin *a, int64_t object_id, uint64_t *units, uint
 	return err;
 }
 
-static int cmd_stat(struct admin *a)
+/* What the cache holds, then what its recent mounts did. OPEN_ERR: the
+ * index could not be opened (said on stderr): only the mounts are told
+ * (those that ran then read uncached), and the exit status is 1. */
+static int cmd_stat(struct admin *a, int open_err)
 {
 	uint64_t objects, units, bytes;
-	int err = index_counts(a->ix, &objects, &units, &bytes);
-	if (err) {
+	int err = open_err ? open_err : index_counts(a->ix, &objects, &units, &bytes);
+	if (err && !open_err) {
 		fprintf(stderr, "tilefs: cannot read the cache index: %s\n", strerror(-err));
 		return 1;
 	}
-	printf("cache dir: %s\nobjects: %" PRIu64 "\nunits: %" PRIu64 "\nbytes: %" PRIu64 "\n",
-	       a->dir, objects, units, bytes);
+	if (err)
+		printf("cache dir: %s\nindex: cannot be opened (%s): mounts read uncached\n",
+		       a->dir, strerror(-err));
+	else
+		printf("cache dir: %s\nobjects: %" PRIu64 "\nunits: %" PRIu64 "\nbytes: %" PRIu64
+		       "\n", a->dir, objects, units, bytes);
 
 	struct mount_record recent[RECENT_MOUNTS];
 	size_t n = 0;
@@ -125,14 +132,15 @@ static int cmd_stat(struct admin *a)
 		const struct mount_record *m = &recent[i];
 		char when[32];
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&m->updated));
-		printf("mount %ld (%s, counted %s): %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
+		printf("mount %ld (%s%s, counted %s): %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
 		       " passthrough opens, %" PRIu64 " bytes served, %" PRIu64 " fetched in %" PRIu64
 		       " requests, %" PRIu64 " errors: %s on %s\n", m->pid,
-		       m->running ? "running" : "ended", when, m->hits, m->misses,
+		       m->running ? "running" : "ended", m->uncached ? ", uncached" : "", when,
+		       m->hits, m->misses,
 		       m->passthrough_opens, m->bytes_served, m->bytes_fetched, m->requests,
 		       m->errors, m->source, m->mountpoint);
 	}
-	return 0;
+	return err ? 1 : 0;
 }
 
 static int cmd_ls(struct admin *a, const char *pattern)
@@ -291,8 +299,10 @@ int cache_admin_main(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, "tilefs: cannot open the cache in %s: %s\n", dir ? dir : "?",
 			strerror(-err));
+		if (dir && strcmp(cmd, "stat") == 0 && err != -ENOMEM && err != -EPERM)
+			status = cmd_stat(&a, err);
 	} else if (strcmp(cmd, "stat") == 0) {
-		status = cmd_stat(&a);
+		status = cmd_stat(&a, 0);
 	} else if (strcmp(cmd, "ls") == 0) {
 		status = cmd_ls(&a, nargs ? args[0] : NULL);
 	} else if (strcmp(cmd, "verify") == 0) {

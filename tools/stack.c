@@ -42,6 +42,7 @@ int stack_start(struct stack *s, const struct options *o, const struct stack_tun
 		.prefetch = t->prefetch,
 		.claim_wait_s = 30,
 		.tier_keys = o->tier != NULL,
+		.uncached_ok = t->uncached_ok,
 	};
 	int rc = cache_open(&cc, s->src, s->http, &s->cache);
 	if (rc) {

@@ -8,6 +8,7 @@
 #ifndef TILEFS_STACK_H
 #define TILEFS_STACK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,8 @@ struct stack_tuning {
 	enum prefetch_policy prefetch;
 	int listing_ttl_s;		/* how long a listing is kept */
 	int ahead_threads;		/* ns_revalidate_ahead(); 0: off */
+	bool uncached_ok;		/* a cache index that cannot be opened:
+					   read uncached (mount), not fail */
 };
 
 /*

@@ -5,6 +5,7 @@
  * and the invariants they keep.
  */
 #include "cache/engine/engine_int.h"
+#include "cache/base/log.h"
 #include "cache/store/index.h"
 #include "cache/store/store.h"
 
@@ -68,6 +69,11 @@ const char *cache_dir(const struct cache *c)
 	return c->cfg.dir;
 }
 
+bool cache_uncached(const struct cache *c)
+{
+	return !c->index;	/* the store layer's "no index" (index.h) */
+}
+
 int cache_open(const struct cache_config *cfg, struct source *src, struct http_client *http,
 	       struct cache **out)
 {
@@ -90,11 +96,24 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 		goto fail_known;
 	}
 	err = index_open(cfg->dir, &c->index, &rebuilt);
+	if (!err) {
+		err = store_open(cfg->dir, index_instance(c->index), &c->store);
+		if (err) {
+			index_close(c->index);
+			c->index = NULL;
+		}
+	}
+	/* index_open() tried again what may pass: this will not. A busy or
+	   locked index (another process: -EAGAIN, -EBUSY) fails the start,
+	   saying so, as does a cache dir that is not private (-EPERM) */
+	if (err && cfg->uncached_ok && err != -ENOMEM && err != -EPERM && err != -EAGAIN &&
+	    err != -EBUSY) {
+		log_error("cannot open the cache in %s (%s): reading every file from the origin, "
+			  "uncached", cfg->dir, strerror(-err));
+		err = 0;
+	}
 	if (err)
 		goto fail_index;
-	err = store_open(cfg->dir, index_instance(c->index), &c->store);
-	if (err)
-		goto fail_store;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->changed, NULL);
 	pthread_cond_init(&c->work, NULL);
@@ -121,7 +140,6 @@ fail_thread:
 	pthread_cond_destroy(&c->changed);
 	pthread_mutex_destroy(&c->lock);
 	store_close(c->store);
-fail_store:
 	index_close(c->index);
 fail_index:
 	free(c->edges);

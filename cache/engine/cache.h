@@ -47,10 +47,17 @@ struct cache_config {
 	enum prefetch_policy prefetch;	/* what a tile miss adds */
 	int claim_wait_s;		/* wait this long for another process's fetch */
 	bool tier_keys;			/* --tier: GETs by plan_tier_run() */
+	bool uncached_ok;		/* an index that cannot be opened: read
+					   uncached (cache_uncached()), not fail */
 };
 
 /* Open the cache in cfg->dir, fetching through HTTP with SRC's credentials
- * (both borrowed until cache_close()). Caller frees with cache_close(). */
+ * (both borrowed until cache_close()). Caller frees with cache_close().
+ * If the index cannot be opened (after index_open()'s tries) and
+ * cfg->uncached_ok, the cache opens without index or store, logged at
+ * error: every read then goes to the origin and nothing is kept. (Not
+ * when another process holds it busy or locked, nor for a cache dir that
+ * is not private: those fail.) */
 int cache_open(const struct cache_config *cfg, struct source *src, struct http_client *http,
 	       struct cache **out);
 /* Start no more whole-object prefetch GETs; returns once none will be
@@ -125,6 +132,8 @@ void cache_object_passed(struct cache *c, struct cache_object *obj);
 int64_t cache_object_id(const struct cache_object *obj);
 /* The cache directory C was opened on. */
 const char *cache_dir(const struct cache *c);
+/* Does C read everything uncached, its index not usable (cfg->uncached_ok)? */
+bool cache_uncached(const struct cache *c);
 
 /* How many bytes the mounted files hold, as far as the caller knows
  * (UINT64_MAX, the value at open: unknown). With --prefetch auto, an object

@@ -9,6 +9,11 @@
  * process holds a write lock too long), -EBADMSG corrupt, -ENOSPC full,
  * -EIO the rest.
  *
+ * No index: where the cache dir's index cannot be opened, a cache runs
+ * with IX NULL (cache/engine/cache.c); every function then changes
+ * nothing and returns -ENODEV, so every lookup misses and nothing is
+ * recorded.
+ *
  * Layer: the store. Includes cache/base/ and its own folder only; never the
  * origin, the engine or FUSE (tests/check-layers). Only cache/store uses
  * sqlite3.h: SQLite stays behind this header.
@@ -52,11 +57,16 @@ struct index_unit {
 /*
  * Open (creating if needed) DIR/index.db. DIR must pass private_dir_open()
  * (else -EPERM, logged); the database, its -wal and -shm, and index.lock are
- * 0600 and opened without following links. A database that is not SQLite,
- * fails its integrity check, has another schema or a malformed instance is
- * moved aside and rebuilt, and *rebuilt is set (unless another process has
- * it open: -EBUSY). A busy or full database is an error, never rebuilt.
- * Caller frees with index_close().
+ * 0600 and opened without following links (one that is a directory:
+ * -EISDIR; another kind of file: -EINVAL). A database that is not SQLite,
+ * fails its integrity check (twice more, after a pause: a read that
+ * failed may look like damage), has another schema or a malformed
+ * instance is moved aside and rebuilt, and *rebuilt is set (unless another
+ * process has it open: -EBUSY). An I/O error or a file SQLite could not
+ * open is tried again, for up to 4 s, before it is the error; a busy
+ * database (-EAGAIN, after SQLite's own 5 s wait) or a full one is an
+ * error at once. Nothing is ever rebuilt but for damage. Caller frees
+ * with index_close().
  */
 int index_open(const char *dir, struct index **out, bool *rebuilt);
 void index_close(struct index *ix);

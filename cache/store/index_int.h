@@ -1,7 +1,7 @@
 /*
- * index_int.h - private to cache/store/index.c and index_units.c: the
- * connection pool and the prepared statements both use. Everyone else uses
- * index.h.
+ * index_int.h - private to cache/store/index.c, index_open.c and
+ * index_units.c: the connection pool and the prepared statements they
+ * use. Everyone else uses index.h.
  *
  * DESIGN: a fixed pool of INDEX_POOL_SIZE connections, each with its
  * prepared statements (prepared on first use from the table in index.c); a

@@ -20,6 +20,8 @@
 
 int index_units_of(struct index *ix, int64_t object_id, struct index_unit **out, size_t *n)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	sqlite3_stmt *s = index_stmt(c, ST_UNITS_OF);
 	struct index_unit *v = NULL;
@@ -62,6 +64,8 @@ int index_units_of(struct index *ix, int64_t object_id, struct index_unit **out,
 }
 int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct index_unit *out)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	sqlite3_stmt *s = index_stmt(c, ST_UNIT_FIND);
 	int err = -EIO;
@@ -116,6 +120,12 @@ int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *
 {
 	if (n == 0)
 		return 0;	/* no transaction for nothing */
+	if (!ix) {	/* no index */
+		for (size_t i = 0; i < n; i++)
+			if (!v[i].err)
+				v[i].err = -ENODEV;
+		return -ENODEV;
+	}
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_begin(c);
 
@@ -147,6 +157,8 @@ int index_unit_add(struct index *ix, int64_t object_id, uint64_t off, uint64_t l
 
 int index_unit_drop(struct index *ix, int64_t unit_id)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_exec_keyed(c, ST_UNIT_DROP, unit_id, 0, "drop unit");
 	index_conn_put(ix, c);
@@ -167,6 +179,8 @@ static int edges_drop(struct index_conn *c, int64_t object_id, uint64_t from, ui
 
 int index_unit_evict(struct index *ix, const struct index_unit *u)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_begin(c);
 
@@ -199,6 +213,8 @@ out:
 
 int index_object_evict(struct index *ix, int64_t object_id, uint64_t *bytes)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_begin(c);
 
@@ -241,6 +257,8 @@ out:
 
 int index_object_unclaim(struct index *ix, int64_t object_id)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_exec_keyed(c, ST_OBJECT_DROP_CLAIMS, object_id, 0, "release claims");
 	index_conn_put(ix, c);
@@ -250,6 +268,8 @@ int index_object_unclaim(struct index *ix, int64_t object_id)
 int index_edge_put(struct index *ix, int64_t object_id, uint64_t off, const void *bytes,
 		   size_t len)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	if (len == 0 || len > INDEX_EDGE_MAX)
 		return -EINVAL;
 	struct index_conn *c = index_conn_get(ix);
@@ -268,6 +288,8 @@ int index_edge_put(struct index *ix, int64_t object_id, uint64_t off, const void
 
 int index_edge_get(struct index *ix, int64_t object_id, uint64_t off, size_t len, void *dst)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	sqlite3_stmt *s = index_stmt(c, ST_EDGE_FIND);
 	int err = -EIO;
@@ -307,6 +329,8 @@ int index_edge_get(struct index *ix, int64_t object_id, uint64_t off, size_t len
 
 int index_units_touch(struct index *ix, const int64_t *unit_ids, size_t n)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_begin(c);
 
@@ -322,6 +346,8 @@ int index_units_touch(struct index *ix, const int64_t *unit_ids, size_t n)
 
 int index_object_touch(struct index *ix, int64_t object_id)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_exec_keyed(c, ST_OBJECT_TOUCH, index_now(), object_id, "touch units");
 	index_conn_put(ix, c);
@@ -331,6 +357,8 @@ int index_object_touch(struct index *ix, int64_t object_id)
 int index_seal(struct index *ix, int64_t object_id, uint64_t size,
 	       const struct store_stamp *stamp)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	sqlite3_stmt *s = index_stmt(c, ST_SEAL_PUT);
 	if (s) {
@@ -348,6 +376,8 @@ int index_seal(struct index *ix, int64_t object_id, uint64_t size,
 
 int index_sealed(struct index *ix, int64_t object_id, struct store_stamp *stamp)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	sqlite3_stmt *s = index_stmt(c, ST_SEAL_GET);
 	int err = -EIO;
@@ -415,6 +445,8 @@ static int claim_one(struct index_conn *c, int64_t object_id, uint64_t off, int 
 int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size_t n,
 		 int stale_s, int *result)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_begin(c);
 	pid_t holder;
@@ -435,6 +467,8 @@ int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size
 
 int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, pid_t *holder)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_begin(c);
 
@@ -451,6 +485,8 @@ int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, 
 
 int index_unclaim(struct index *ix, int64_t object_id, uint64_t off)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_exec_keyed(c, ST_CLAIM_DROP, object_id, (int64_t)off, "release claim");
 	index_conn_put(ix, c);
@@ -459,6 +495,8 @@ int index_unclaim(struct index *ix, int64_t object_id, uint64_t off)
 
 int index_usage(struct index *ix, uint64_t *bytes)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	sqlite3_stmt *s = index_stmt(c, ST_USAGE);
 	int err = -EIO;
@@ -481,6 +519,8 @@ int index_usage(struct index *ix, uint64_t *bytes)
 int index_eviction_candidates(struct index *ix, const int64_t *skip, size_t nskip,
 			      struct index_unit *out, size_t max, size_t *n)
 {
+	if (!ix)
+		return -ENODEV;	/* no index */
 	char *list = malloc(nskip * 21 + 3), *p = list;	/* a JSON array of ids */
 	if (!list)
 		return -ENOMEM;

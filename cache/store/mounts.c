@@ -106,6 +106,8 @@ static int read_mount(const char *path, struct mount_record *out)
 			up = strtol(line + 10, NULL, 10) == 1;
 		} else if (strncmp(line, "tilefs_start_time_seconds ", 26) == 0) {
 			out->started = (time_t)strtoll(line + 26, NULL, 10);
+		} else if (strncmp(line, "tilefs_cache_uncached ", 22) == 0) {
+			out->uncached = strtol(line + 22, NULL, 10) == 1;
 		}
 		for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 			size_t n = strlen(fields[i].name);

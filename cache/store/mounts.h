@@ -17,6 +17,8 @@
  *       a pid > 0 here is skipped
  *   tilefs_up 1|0
  *   tilefs_start_time_seconds T
+ *   tilefs_cache_uncached 1|0 (1: it read everything uncached, its cache
+ *       index could not be opened)
  *   tilefs_requests_total, tilefs_cache_hits_total, tilefs_cache_misses_total,
  *   tilefs_served_bytes_total, tilefs_fetched_bytes_total, tilefs_errors_total,
  *   tilefs_passthrough_opens_total
@@ -55,6 +57,7 @@ struct mount_record {
 	time_t started, updated;
 	char source[1024], mountpoint[1024];
 	uint64_t requests, hits, misses, bytes_served, bytes_fetched, errors, passthrough_opens;
+	bool uncached;			/* it could not open the cache index */
 };
 
 /* The mounts that have used CACHE_DIR, most recently updated first: at most

@@ -6,8 +6,8 @@
  * a slot is closed and reused only when idle. When every slot is busy the
  * caller uses a file of its own for that one operation. A slot opened
  * before the last store_unlink() of any process is not used again (its
- * file may be gone): the shared counters are two words of
- * data-<instance>/punches.
+ * file may be gone): the shared counters of punches and unlinks are
+ * counters.h's.
  *
  * Every file is opened under a directory fd (the cache dir, the data
  * directory, its xx/ subdirectory), never following a link: data
@@ -15,6 +15,7 @@
  * reserve 0600. The cache dir itself was checked by index_open().
  */
 #include "cache/store/store.h"
+#include "cache/store/counters.h"
 #include "cache/base/log.h"
 
 #include <ctype.h>
@@ -24,12 +25,11 @@
 #include <ftw.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdatomic.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,9 +52,7 @@ struct store {
 	struct fd_slot slots[FD_SLOTS];	/* protected by lock */
 	uint64_t clock;		/* protected by lock */
 	bool reserve_held;	/* protected by lock */
-	_Atomic uint64_t *punches;	/* [0] punches, [1] unlinks: shared by
-					   every process, or NULL */
-	_Atomic uint64_t own_punches;	/* without it: each read a new count */
+	struct counters *counters;	/* punches and unlinks, of every process */
 };
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -93,47 +91,18 @@ static void remove_other_generations(const char *dir, const char *keep)
 	closedir(d);
 }
 
-/* Map data-<instance>/punches, the punch and unlink counters (created by
- * the first process, 0600, never removed while its data directory lives;
- * a file of one word, from an older tilefs, grows). Its block is allocated first:
- * a write to a mapped page with no block behind it on a full disk would
- * be a SIGBUS, not an error. */
-static void map_punches(struct store *st)
-{
-	struct stat s;
-	int fd = openat(st->root_fd, "punches", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	int err = fd < 0 ? errno : 0;
-	if (!err && (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode)))
-		err = EINVAL;
-	if (!err)
-		err = posix_fallocate(fd, 0, 2 * sizeof(uint64_t));
-	if (!err) {
-		void *p = mmap(NULL, 2 * sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (p != MAP_FAILED)
-			st->punches = p;
-		else
-			err = errno;
-	}
-	if (fd >= 0)
-		close(fd);
-	if (!st->punches)
-		log_warn("cannot map %s/punches (%s): every cached read is checked in the index",
-			 st->root, strerror(err));
-}
-
 uint64_t store_punches(struct store *st)
 {
-	if (st->punches)
-		return atomic_load(&st->punches[0]);
-	return atomic_fetch_add(&st->own_punches, 1);
+	static _Atomic uint64_t none;	/* no store: a new count at each call */
+	if (!st)
+		return atomic_fetch_add(&none, 1);
+	return counters_get(st->counters, COUNTER_PUNCHES);
 }
 
 /* Unlinks made so far in this cache dir (the same rule as punches). */
 static uint64_t store_unlinks(struct store *st)
 {
-	if (st->punches)
-		return atomic_load(&st->punches[1]);
-	return atomic_fetch_add(&st->own_punches, 1);
+	return counters_get(st->counters, COUNTER_UNLINKS);
 }
 
 int store_open(const char *dir, const char *instance, struct store **out)
@@ -163,7 +132,11 @@ int store_open(const char *dir, const char *instance, struct store **out)
 		store_close(st);
 		return err;
 	}
-	map_punches(st);
+	int err = counters_open(st->root_fd, st->root, &st->counters);
+	if (err) {
+		store_close(st);
+		return err;
+	}
 	store_reserve_restore(st);
 	*out = st;
 	return 0;
@@ -178,8 +151,7 @@ void store_close(struct store *st)
 			close(st->slots[i].fd);
 	if (st->root)
 		pthread_mutex_destroy(&st->lock);
-	if (st->punches)
-		munmap((void *)st->punches, 2 * sizeof(uint64_t));
+	counters_close(st->counters);
 	if (st->root_fd >= 0)
 		close(st->root_fd);
 	if (st->dir_fd >= 0)
@@ -300,6 +272,8 @@ static int io_full(int fd, bool write, char *p, size_t len, uint64_t off)
 
 int store_write(struct store *st, int64_t id, const void *buf, size_t len, uint64_t off)
 {
+	if (!st)
+		return -ENODEV;
 	int own, err;
 	struct fd_slot *s = slot_take(st, id, true, &own, &err);
 	if (err)
@@ -311,6 +285,8 @@ int store_write(struct store *st, int64_t id, const void *buf, size_t len, uint6
 
 int store_read(struct store *st, int64_t id, void *buf, size_t len, uint64_t off)
 {
+	if (!st)
+		return -ENODEV;
 	int own, err;
 	struct fd_slot *s = slot_take(st, id, false, &own, &err);
 	if (err)
@@ -322,14 +298,17 @@ int store_read(struct store *st, int64_t id, void *buf, size_t len, uint64_t off
 
 int store_punch(struct store *st, int64_t id, uint64_t off, uint64_t len)
 {
+	if (!st)
+		return -ENODEV;
 	int own, err;
 	struct fd_slot *s = slot_take(st, id, false, &own, &err);
 	if (err)
 		return err == -ENOENT ? 0 : err;
 	int fd = s ? s->fd : own;
-	if (st->punches)
-		atomic_fetch_add(&st->punches[0], 1);
-	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) != 0)
+	/* an uncounted punch could be missed by a reader: the bytes stay */
+	err = counters_add(st->counters, false);
+	if (!err && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+			      (off_t)len) != 0)
 		err = -errno;
 	slot_give(st, s, own);
 	return err;
@@ -337,18 +316,22 @@ int store_punch(struct store *st, int64_t id, uint64_t off, uint64_t len)
 
 int store_unlink(struct store *st, int64_t id)
 {
+	if (!st)
+		return -ENODEV;
 	char path[40];
 	snprintf(path, sizeof(path), "%02x/%" PRId64, (unsigned)(id & 0xff), id);
-	if (st->punches) {	/* counted first, as a punch and as an unlink */
-		atomic_fetch_add(&st->punches[0], 1);
-		atomic_fetch_add(&st->punches[1], 1);
-	}
+	/* counted first, as a punch and as an unlink; unlinked even if that
+	   fails (the kernel may map the file: unit.h, invariant 7), which is
+	   safe as a unit read first in a process is checked whole */
+	counters_add(st->counters, true);
 	return unlinkat(st->root_fd, path, 0) == 0 || errno == ENOENT ? 0 : -errno;
 }
 
 /* OBJECT_ID's file, read-only, under flock(2) operation OP (see store.h). */
 static int lock_object(struct store *st, int64_t id, int op)
 {
+	if (!st)
+		return -ENOENT;
 	int fd = open_object(st, id, false, O_RDONLY);
 	if (fd < 0)
 		return fd;
@@ -382,6 +365,8 @@ int store_stamp(int fd, struct store_stamp *out)
 
 bool store_reserve_release(struct store *st)
 {
+	if (!st)
+		return false;
 	pthread_mutex_lock(&st->lock);
 	bool held = st->reserve_held;
 	st->reserve_held = false;
@@ -393,6 +378,8 @@ bool store_reserve_release(struct store *st)
 
 void store_reserve_restore(struct store *st)
 {
+	if (!st)
+		return;
 	pthread_mutex_lock(&st->lock);
 	bool held = st->reserve_held;
 	pthread_mutex_unlock(&st->lock);

@@ -14,6 +14,11 @@
  * Thread-safe. Open files are kept in a small table (closed least recently
  * used first), so any number of objects costs a bounded number of fds.
  *
+ * No store: a cache whose index cannot be opened runs with ST NULL
+ * (cache/engine/cache.c). Reads, writes, punches and unlinks then fail
+ * with -ENODEV, pins and holds with -ENOENT (no file), and every
+ * store_punches() is a new count.
+ *
  * Layer: the store. Includes cache/base/ and its own folder only; never the
  * origin, the engine or FUSE (tests/check-layers).
  */
@@ -36,15 +41,16 @@ void store_close(struct store *st);
 int store_write(struct store *st, int64_t object_id, const void *buf, size_t len, uint64_t off);
 int store_read(struct store *st, int64_t object_id, void *buf, size_t len, uint64_t off);
 /* Give back the disk space of [off, off+len) of OBJECT_ID's file. Counts
- * a punch first (store_punches()). */
+ * a punch first (store_punches()); if it cannot be counted, the bytes
+ * stay and that error is returned. */
 int store_punch(struct store *st, int64_t object_id, uint64_t off, uint64_t len);
 /*
  * Punches made so far in this cache dir by every process using it: a
- * counter in DIR/data-<instance>/punches, mapped shared, raised before the
+ * counter in DIR/data-<instance>/punches (counters.h), raised before the
  * bytes go. Whoever reads the same count before looking a unit up and
  * after reading its bytes knows no bytes were punched in between. Where
- * the file cannot be mapped, every call returns a new count (so the answer
- * is always "perhaps").
+ * the file cannot be read or was damaged, every call returns a new count
+ * (so the answer is always "perhaps"), and store_punch() punches nothing.
  */
 uint64_t store_punches(struct store *st);
 /*

@@ -14,8 +14,9 @@
  *       unit_record() -> index_units_add()).
  *   (3) Eviction deletes the row and claims the unit in one transaction,
  *       then punches the bytes out (counting the punch first:
- *       store_punches()), then releases the claim (unit_evict()). So no
- *       row ever points at bytes that are changing.
+ *       store_punches(); a punch that cannot be counted is not made),
+ *       then releases the claim (unit_evict()). So no row ever points at
+ *       bytes that are changing.
  *   (4) A reader that read a unit's bytes without checking them against
  *       the checksum serves them only if no punch was counted since before
  *       it found the row, or if looking the row up again finds the same row

@@ -282,3 +282,85 @@ PY
 	tilefs_umount "$MNT"
 	assert_eq "$(sqlite3 "$T/cache/index.db" 'pragma integrity_check;')" ok "rebuilt index.db"
 }
+
+# The LD_PRELOAD library that makes I/O calls on chosen files fail with EIO
+# (tests/lib/fault_shim.c), built by make beside tilefs.
+fault_shim() {
+	FAULT_SHIM=$(dirname "$TILEFS")/fault_shim.so
+	[ -f "$FAULT_SHIM" ] || fail "no $FAULT_SHIM (run make first)"
+	# a sanitizer runtime wants to be loaded first; the shim comes before it
+	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
+}
+
+# origin_read_all: the 206 bodies the origin sent add up to every byte of
+# the sample set (each file read whole went to the origin).
+origin_read_all() {
+	local total
+	total=$(find "$SAMPLES" -type f ! -name '.*' -printf '%s\n' | awk '{ n += $1 } END { print n }')
+	[ "$(origin_range_bytes)" -ge "$total" ] ||
+		fail "the origin sent $(origin_range_bytes) bytes for $total bytes read"
+}
+
+@test "3% of the I/O calls on index.db fail with EIO: every mount comes up and reads right" {
+	fault_shim
+	local seed
+	for seed in 1 2 3; do
+		rm -rf "$T/cache"
+		LD_PRELOAD=$FAULT_SHIM TILEFS_FAULT_MATCH=index.db TILEFS_FAULT_PERCENT=3 \
+			TILEFS_FAULT_SEED=$seed TILEFS_FAULT_LOG=$T/faults \
+			tilefs_mount "$ORIGIN_URL" "$MNT" --log-level info
+		cmp_tree "$SAMPLES" "$MNT" || fail "seed $seed: bytes differ from the origin's"
+		echo 3 >/proc/sys/vm/drop_caches
+		cmp_tree "$SAMPLES" "$MNT" || fail "seed $seed: bytes differ the second time"
+		tilefs_alive "$MNT"
+		tilefs_umount "$MNT"
+		! grep "reading every file from the origin" "$TILEFS_LOG" ||
+			fail "seed $seed: the open was not tried again until it worked"
+		tilefs_run cache stat --cache-dir "$T/cache"
+		[[ $status == 0 && $out == *"units: "[1-9]* ]] ||
+			fail "seed $seed: nothing was cached: $out"
+	done
+	[ -s "$T/faults" ] || fail "the shim made no call fail"
+	echo "calls failed: $(wc -l <"$T/faults")" >&2
+}
+
+# uncached_mount: the cache index cannot be opened (set up by the caller,
+# in $T/cache); the mount comes up anyway, says so in its log, its metric
+# and `tilefs cache stat`, reads the origin's bytes, and every read goes
+# to the origin.
+uncached_mount() {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --metrics-file "$T/metrics.prom" "$@"
+	log_has "error: cannot open the cache in $T/cache (.*): reading every file from the origin, uncached"
+	cmp_tree "$SAMPLES" "$MNT"
+	origin_log_reset
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp_tree "$SAMPLES" "$MNT"
+	origin_read_all
+	tilefs_alive "$MNT"
+}
+
+@test "index.db a directory: the mount reads uncached, says so in its log, metric and cache stat" {
+	mkdir -p -m 0700 "$T/cache/index.db"
+	uncached_mount
+	tilefs_run cache stat --cache-dir "$T/cache"
+	assert_eq "$status" 1 "exit of cache stat on an index that cannot be opened"
+	[[ $out == *"index: cannot be opened (Is a directory): mounts read uncached"* ]] ||
+		fail "cache stat: $out"
+	grep -q "^mount [0-9]* (running, uncached, counted .* on $MNT\$" <<<"$out" ||
+		fail "cache stat does not say the mount is uncached: $out"
+	tilefs_umount "$MNT"
+	grep -q '^tilefs_cache_uncached 1$' "$T/metrics.prom" ||
+		fail "metric: $(grep uncached "$T/metrics.prom")"
+	[ -d "$T/cache/index.db" ] && ! compgen -G "$T/cache/data-*" >/dev/null ||
+		fail "the cache dir was changed: $(ls "$T/cache")"
+}
+
+@test "every I/O call on index.db fails: the mount reads uncached, every read from the origin" {
+	fault_shim
+	LD_PRELOAD=$FAULT_SHIM TILEFS_FAULT_MATCH=index.db TILEFS_FAULT_PERCENT=100 \
+		uncached_mount
+	log_has "index.db: Input/output error at open; trying again"
+	tilefs_umount "$MNT"
+	grep -q '^tilefs_cache_uncached 1$' "$T/metrics.prom" ||
+		fail "metric: $(grep uncached "$T/metrics.prom")"
+}

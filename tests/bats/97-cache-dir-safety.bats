@@ -145,3 +145,49 @@ teardown() {
 	[ ! -e "$T/../../../tmp/x" ] && ! ls -d "$CACHE"/data-.* 2>/dev/null ||
 		fail "a data dir outside the cache"
 }
+
+# head_same MNT: the first 1 MiB of t512.tif (its header and first tiles,
+# not all of it, so it is never sealed) reads through MNT as at the origin.
+head_same() {
+	run_to 120 cmp -n 1048576 "$SAMPLES/t512.tif" "$1/t512.tif" ||
+		fail "the first MiB of t512.tif differs from the origin's"
+}
+
+# punch_count_file_damaged HOW: with t512.tif's first units cached and
+# known to the mount, HOW (truncate or replace) damages the shared count of
+# punches, another process evicts those units (punching them out), and the
+# mount still serves the origin's bytes, fetching them again.
+punch_count_file_damaged() {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$CACHE" --log-level info --prefetch none
+	head_same "$MNT"
+	head_same "$MNT"	# now read without asking the index
+	local punches
+	punches=$(compgen -G "$CACHE/data-*/punches") || fail "no punches file in $CACHE"
+	case $1 in
+	truncate)
+		truncate -s 0 "$punches"
+		head_same "$MNT"	# the mount reads the count before anyone rewrote it
+		tilefs_alive "$MNT"
+		;;
+	replace)
+		cp "$punches" "$punches.copy"	# the same counts, another file
+		mv "$punches.copy" "$punches"
+		;;
+	esac
+	tilefs_run cache evict --cache-dir "$CACHE" t512.tif
+	assert_eq "$status" 0 "exit of cache evict"
+	origin_log_reset
+	head_same "$MNT"
+	[ "$(origin_gets /t512.tif)" -gt 0 ] || fail "the evicted units were not fetched again"
+	head_same "$MNT"
+	tilefs_alive "$MNT"
+	tilefs_umount "$MNT"
+}
+
+@test "the punch count file truncated under a mount: no crash, the origin's bytes" {
+	punch_count_file_damaged truncate
+}
+
+@test "the punch count file replaced under a mount: the origin's bytes after an eviction" {
+	punch_count_file_damaged replace
+}

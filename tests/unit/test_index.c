@@ -227,6 +227,24 @@ int main(void)
 	snprintf(path, sizeof(path), "%s/index.db", dir);
 	snprintf(cmd, sizeof(cmd), "mv %s/index.db %s/real.db && ln -s real.db %s", dir, dir, path);
 	CHECK(system(cmd) == 0 && index_open(dir, &ix, &rebuilt) != 0, "nor an index.db link");
+	CHECK(unlink(path) == 0 && mkdir(path, 0700) == 0 &&
+	      index_open(dir, &ix, &rebuilt) == -EISDIR && !rebuilt,
+	      "an index.db directory: -EISDIR at once, nothing set aside");
+	struct stat sb;
+	CHECK(stat(path, &sb) == 0 && S_ISDIR(sb.st_mode), "the directory is left alone");
+
+	/* no index (a cache that could not open one): nothing changes, -ENODEV */
+	struct index_object none = { .size = 1, .block_size = 4096, .version = "v" };
+	struct index_unit nu;
+	struct index_unit_new nv[2] = { { 0, 4096, 1, 0 }, { 4096, 4096, 2, -EIO } };
+	pid_t nh;
+	CHECK(index_object_latest(NULL, "http://h/a", &none) == -ENODEV &&
+	      index_object_add(NULL, "http://h/a", &none, NULL, 0, &created) == -ENODEV &&
+	      index_unit_find(NULL, 1, 0, &nu) == -ENODEV &&
+	      index_claim(NULL, 1, 0, 30, &nh) == -ENODEV && index_unclaim(NULL, 1, 0) == -ENODEV &&
+	      index_usage(NULL, &usage) == -ENODEV, "no index: lookups, adds, claims: -ENODEV");
+	CHECK(index_units_add(NULL, 1, nv, 2) == -ENODEV && nv[0].err == -ENODEV &&
+	      nv[1].err == -EIO, "no index: units added each get -ENODEV (or keep their error)");
 
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	CHECK(system(cmd) == 0, "cleanup");

@@ -272,7 +272,59 @@ int main(void)
 	CHECK(store_punches(st) != p0, "and no two reads of its count are the same");
 	store_close(st);
 	CHECK(rmdir(punches) == 0, "punches a file again at the next open");
+
+	/* the count file damaged under a running store (its owner, a restore
+	   tool, a damaged disk): never a crash, never an old count again */
+	struct store *st3;
+	uint64_t saved[2];
+	CHECK(store_open(dir, index_instance(ix), &st) == 0 &&
+	      store_open(dir, index_instance(ix), &st2) == 0, "two stores (two processes)");
+	p0 = store_punches(st);
+	CHECK(truncate(punches, 0) == 0, "truncate the count file to 0 bytes");
+	uint64_t p1 = store_punches(st);
+	CHECK(p1 != p0, "a count read after a truncate is a new one");
+	CHECK(store_punch(st2, 1, 0, UNIT_LEN) == 0 && store_punches(st) != p1,
+	      "a punch by the other store after it is seen");
+	int cfd = open(punches, O_RDONLY);
+	CHECK(cfd >= 0 && pread(cfd, saved, sizeof(saved), 0) == (ssize_t)sizeof(saved) &&
+	      close(cfd) == 0, "save the file's counts");
+	p0 = store_punches(st);
+	CHECK(store_punch(st2, 1, 0, UNIT_LEN) == 0 && store_punches(st) != p0,
+	      "the other store punches");
+	cfd = open(punches, O_WRONLY);
+	CHECK(cfd >= 0 && pwrite(cfd, saved, sizeof(saved), 0) == (ssize_t)sizeof(saved) &&
+	      close(cfd) == 0, "an old copy written back over the file");
+	CHECK(store_punches(st) != p0, "the old count is not seen again");
+	p0 = store_punches(st);
+	char copy[450];
+	snprintf(copy, sizeof(copy), "%s.new", punches);
+	cfd = open(copy, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(cfd >= 0 && write(cfd, saved, sizeof(saved)) == (ssize_t)sizeof(saved) &&
+	      close(cfd) == 0 && rename(copy, punches) == 0,
+	      "the count file replaced by a copy holding old counts");
+	CHECK(store_open(dir, index_instance(ix), &st3) == 0 &&
+	      store_punch(st3, 1, 0, UNIT_LEN) == 0, "a store opened since punches");
+	p1 = store_punches(st);
+	CHECK(p1 != p0, "the first store sees a new count");
+	CHECK(store_punch(st3, 1, 0, UNIT_LEN) == 0 && store_punches(st) != p1 &&
+	      store_punches(st2) != p1, "and every later punch of the new store");
+	CHECK(unlink(punches) == 0 && mkdir(punches, 0700) == 0 &&
+	      store_punch(st, 1, 0, UNIT_LEN) != 0, "punches a directory: a punch is refused");
+	p0 = store_punches(st2);
+	CHECK(store_punches(st2) != p0 && rmdir(punches) == 0 && store_punches(st2) != p0,
+	      "no count is the same, until the file is back and counts anew");
+	store_close(st3);
+	store_close(st2);
+	store_close(st);
 	index_close(ix);
+
+	/* no index, no store (a mount that could not open its cache) */
+	p0 = store_punches(NULL);
+	CHECK(store_punches(NULL) != p0 && store_read(NULL, 1, got, 1, 0) == -ENODEV &&
+	      store_write(NULL, 1, got, 1, 0) == -ENODEV && store_pin(NULL, 1) == -ENOENT &&
+	      !store_reserve_release(NULL), "no store: a new count each time, no file");
+	CHECK(unit_put(NULL, NULL, 1, 0, UNIT_LEN, bytes) == -ENODEV,
+	      "no store: a put fails and records nothing");
 
 	/* a reserve that is a link to another file: that file is never grown */
 	char reserve[300], victim[300], data[400];
