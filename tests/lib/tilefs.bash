@@ -16,6 +16,9 @@
 #   tilefs_kill9 MNT                SIGKILL the daemon, detach the mount
 #   tilefs_log MNT                  path of that mount's log file
 #   is_mounted MNT                  true while MNT is in /proc/mounts
+#   wait_until WHAT CMD...          run CMD until it succeeds (an event the
+#                                   daemon brings about in the background),
+#                                   up to $TILEFS_WAIT_S s; else fail: WHAT
 #   cmp_tree LOCAL MNT, file_list DIR, data_bytes CACHEDIR, run_to SECS CMD,
 #   assert_eq, assert_enoent, fail, ro_tmpfs DIR
 #
@@ -44,6 +47,26 @@ TILEFS_NSTATE=0
 fail() {
 	printf '%s\n' "$*" >&2
 	return 1
+}
+
+# How long wait_until waits for an event: generous, as the machine may be
+# busy with other work (a test waits only as long as the event takes).
+TILEFS_WAIT_S=${TILEFS_WAIT_S:-90}
+
+# wait_until WHAT CMD...: run CMD every 0.1 s until it succeeds. CMD tests
+# for an event the daemon brings about in its own time (a metric, an index
+# row, a log line): never wait for that with a fixed sleep or a tight
+# bound. After TILEFS_WAIT_S seconds, fail: "WHAT did not happen ...".
+wait_until() {
+	local what=$1 deadline=$((SECONDS + TILEFS_WAIT_S))
+	shift
+	until "$@"; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			fail "$what did not happen within $TILEFS_WAIT_S s"
+			return 1
+		fi
+		sleep 0.1
+	done
 }
 
 # assert_eq ACTUAL EXPECTED WHAT
