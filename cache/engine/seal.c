@@ -14,6 +14,11 @@
  * a pinned file alone (unit.h, invariant 6): a pinned sealed file is its
  * object's bytes for as long as the pin lasts.
  *
+ * What is checked is exactly what is stamped: every unit is read through
+ * the pinned descriptor, the one synced and stamped, never through the
+ * store's own descriptors, which may name another file (one replaced or
+ * unlinked since the store opened it).
+ *
  * What the read path's checksums catch beyond this: bytes the disk itself
  * changes under an unchanged stamp (bit rot), which a local file would
  * serve too.
@@ -54,6 +59,25 @@ static int pin_sealed(struct cache *c, struct cache_object *obj)
 	return pin;
 }
 
+/* All LEN bytes at OFF of the file open on FD; 0 or -errno (-EIO for a
+ * file that ends early). */
+static int read_pinned(int fd, char *buf, size_t len, uint64_t off)
+{
+	while (len > 0) {
+		ssize_t n = pread(fd, buf, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		buf += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
 int cache_object_seal(struct cache *c, struct cache_object *obj)
 {
 	uint64_t units, bytes;
@@ -92,7 +116,9 @@ int cache_object_seal(struct cache *c, struct cache_object *obj)
 				break;
 			}
 		}
-		err = store_read(c->store, obj->id, buf, v[i].len, v[i].off);
+		/* through the pin: the file stamped below, whatever the store's
+		   descriptors name */
+		err = read_pinned(pin, buf, v[i].len, v[i].off);
 		if (!err && crc32c(0, buf, v[i].len) != v[i].crc)
 			err = -EBADMSG;
 		if (err)
@@ -106,9 +132,14 @@ int cache_object_seal(struct cache *c, struct cache_object *obj)
 	if (!err)
 		err = index_seal(c->index, obj->id, obj->version.size, &stamp);
 	close(pin);
-	/* a unit that fails its check is evicted the usual way */
-	if (bad.id && (buf || (buf = malloc(bad.len))))
-		load_unit(c, obj, &bad, store_punches(c->store), buf);
+	/* a unit that fails its check is evicted the usual way (load_unit()
+	   checks it again, through the store, and evicts it if it fails
+	   there too); if it passes there, the store's descriptor and the
+	   pinned one name different files, and the pinned one stays unsealed */
+	if (bad.id && (buf || (buf = malloc(bad.len))) &&
+	    load_unit(c, obj, &bad, store_punches(c->store), buf) == 0)
+		log_warn("%s: its data file differs at %" PRIu64 " from the one this process "
+			 "reads (replaced?); not sealed", obj->log_name, bad.off);
 	free(buf);
 	free(v);
 	if (err)

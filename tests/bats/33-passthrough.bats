@@ -270,6 +270,30 @@ PY
 	tilefs_umount "$MNT"
 }
 
+@test "passthrough: a data file replaced behind the daemon is checked through its pin: never sealed with bytes unchecked" {
+	mount_counted --log-level debug
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"	# the daemon keeps its data file open
+	wait_until "t512.tif cached whole" cached_whole t512.tif
+	local f
+	f=$(data_file t512.tif)
+	# another file takes its name (as a process other than tilefs may do):
+	# a pin opens that one, the daemon's open descriptor reads the first
+	cp -p "$f" "$f.new"
+	printf '\x5a\x5a\x5a\x5a' | dd of="$f.new" bs=1 seek=200000 conv=notrunc status=none
+	mv "$f.new" "$f"
+	: <"$MNT/t512.tif"	# cached whole: this open asks for the seal
+	wait_until "the seal of t512.tif tried" \
+		grep -qE "sealed t512.tif|t512.tif not sealed" "$TILEFS_LOG"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif" || fail "the mount read other bytes"
+	assert_eq "$(metric tilefs_passthrough_opens_total)" 0 "passthrough opens"
+	assert_eq "$(sealed t512.tif)" 0 "the seal of a data file with damaged bytes"
+	grep -q "warn: t512.tif: its data file differs at .* (replaced?); not sealed" "$TILEFS_LOG" ||
+		fail "log: $(tail -5 "$TILEFS_LOG")"
+	tilefs_umount "$MNT"
+}
+
 @test "passthrough: after tilefs warm the first open passes through, with no GET" {
 	tilefs_run warm --cache-dir "$CACHE" "$ORIGIN_URL"
 	assert_eq "$status" 0 "warm exit status ($err)"
