@@ -111,6 +111,22 @@ opened_passed() {
 	[ "$(metric tilefs_passthrough_opens_total)" -gt "$before" ]
 }
 
+# unit_count FILE: the units a TIFF in SAMPLES is cut into: its header and
+# each block (tile or strip) that is not empty
+unit_count() {
+	"$TILEFS" inspect "$SAMPLES/$1" |
+		sed -nE '1s/.* ([0-9]+) blocks \(([0-9]+) empty\).*/\1 \2/p' |
+		{ read -r blocks empty && echo $((blocks - empty + 1)); }
+}
+
+# claimed_or_cached NAME N: N units of the object whose URL ends in /NAME
+# are cached or claimed (being fetched)
+claimed_or_cached() {
+	[ "$(sqlite3 "$CACHE/index.db" "SELECT (SELECT count(*) FROM units WHERE object_id = id) +
+		(SELECT count(*) FROM claims WHERE object_id = id) FROM objects
+		WHERE url LIKE '%/$1'")" = "$2" ]
+}
+
 # open_passed NAME: cache NAME whole, then open it on fd 4, by passthrough
 open_passed() {
 	cache_whole "$1"
@@ -267,6 +283,31 @@ PY
 	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
 	[ "$(metric tilefs_passthrough_opens_total)" -ge 1 ] ||
 		fail "the file sealed again was not passed through"
+	tilefs_umount "$MNT"
+}
+
+@test "passthrough: an open while the last units of a file are on their way to the cache has it sealed once they are stored" {
+	local units
+	units=$(unit_count t512.tif)
+	mount_counted
+	exec 4<"$MNT/t512.tif"	# the first open caches the header
+	origin_fault 'delay?ms=5000&count=10'
+	run_to 120 cmp "$SAMPLES/t512.tif" - <&4 &	# its GETs are held 5 s
+	local reader=$!
+	exec 4<&-
+	wait_until "every unit of t512.tif cached or being fetched" claimed_or_cached t512.tif "$units"
+	# fetched or being fetched, not all cached: this open asks for the
+	# seal, and the persist thread queues it once the last unit is stored
+	: <"$MNT/t512.tif"
+	wait "$reader" || fail "the first open read other bytes"
+	origin_fault clear
+	wait_sealed t512.tif	# with no other open
+	origin_log_reset
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	assert_eq "$(metric tilefs_passthrough_opens_total)" 1 "passthrough opens"
+	assert_eq "$(origin_file_requests)" 0 "requests for files"
 	tilefs_umount "$MNT"
 }
 
