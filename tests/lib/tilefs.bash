@@ -9,7 +9,7 @@
 #                                   (adds --cache-dir $T/cache unless given);
 #                                   sets TILEFS_LOG; fails showing the log
 #   tilefs_umount MNT               fusermount3 -u, then waits for the daemon
-#                                   and asserts that it exited 0
+#                                   (wait_until) and asserts that it exited 0
 #   tilefs_run ARGS...              run tilefs, set status/out/err/err1
 #   tilefs_pid MNT                  pid of the daemon serving MNT
 #   tilefs_alive MNT                daemon running and MNT still mounted
@@ -240,28 +240,21 @@ tilefs_run() {
 
 # tilefs_umount MNT: unmount, wait for the daemon, assert it exited 0.
 tilefs_umount() {
-	local mnt=$1 s i pid st bad=0
+	local mnt=$1 s pid st bad=0
 	mnt=$(cd "$mnt" && pwd)
 	s=$(_tilefs_state "$mnt") || {
 		fail "tilefs_umount: $mnt was not mounted by tilefs_mount"
 		return 1
 	}
-	for ((i = 0; i < 20; i++)); do
-		fusermount3 -u "$mnt" 2>"$s/umount.err" && break
-		sleep 0.25
-	done
-	if [ "$i" = 20 ]; then
+	# busy while the kernel still holds a file of it (releases are
+	# asynchronous)
+	if ! wait_until "a successful fusermount3 -u $mnt" fusermount3 -u "$mnt" 2>"$s/umount.err"; then
 		cat "$s/umount.err" >&2
-		fail "fusermount3 -u $mnt failed"
 		return 1
 	fi
-	for ((i = 0; i < 300; i++)); do
-		[ -f "$s/done" ] && break
-		sleep 0.05
-	done
-	if [ ! -f "$s/done" ]; then
+	# the daemon stores what it fetched and closes the index before it exits
+	if ! wait_until "the exit of the daemon for $mnt after fusermount3 -u" test -f "$s/done"; then
 		_tilefs_show "$s"
-		fail "tilefs daemon for $mnt still running 15 s after fusermount3 -u"
 		return 1
 	fi
 	if [ -f "$s/daemon.status" ]; then
