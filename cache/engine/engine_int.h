@@ -98,6 +98,9 @@ struct cache_object {
 	atomic_bool whole_queued;	/* PREFETCH_OBJECT has started on it */
 	atomic_bool complete;		/* every unit was found cached once */
 	atomic_bool seal_queued;	/* seal_later() queued it (seal.c) */
+	bool seal_when_stored;		/* c->lock: an open found it all cached or
+					   on its way: seal it once its units
+					   in flight are stored (seal.c) */
 	_Atomic int64_t touched_at;	/* cache_object_pin() last touched it */
 	bool added;			/* this open put it in the index */
 	struct stream streams[STREAMS];	/* c->lock */
@@ -254,12 +257,16 @@ void wait_for_other(struct cache *c, struct cache_object *obj, struct inflight *
  * time (each is read whole: off the persist thread, which must keep
  * storing what is fetched meanwhile). */
 void *seal_thread(void *arg);
+/* Entries of OBJS[0..n) have just left the in-flight table (stored, or
+ * given up): queue the seal of each one an open marked (seal_when_stored)
+ * that has none left in it. c->lock held. */
+void seal_stored(struct cache *c, struct cache_object *const *objs, size_t n);
 
 /* persist.c */
 void *persist_thread(void *arg);
 /* Drop units, least valuable first, until the cache is within its bound. */
 void evict(struct cache *c);
-/* Drop the first job of LIST (c->jobs, c->seals). c->lock held. */
+/* Drop the first job of LIST (c->jobs). c->lock held. */
 void job_done(struct object_job **list);
 /* Queue OBJ for whole-object prefetch by the persist thread, once. */
 void object_prefetch_start(struct cache *c, struct cache_object *obj);

@@ -3,10 +3,11 @@
  * writes each fetched unit to its data file and records it in the index
  * (unit_put_many(), which releases the claims; one index transaction for
  * the units of an object settled together), releases the claims of units not
- * kept, takes entries out of the in-flight table, evicts while the cache is
- * over its bound, flushes the read times of hit units, and, when idle,
- * prefetches whole objects (--prefetch object) within a budget of bytes in
- * flight.
+ * kept, takes entries out of the in-flight table (then queues the seals
+ * that opens asked for once those units were stored: seal_stored()),
+ * evicts while the cache is over its bound, flushes the read times of hit
+ * units, and, when idle, prefetches whole objects (--prefetch object)
+ * within a budget of bytes in flight.
  *
  * DESIGN: one thread, so index writes are batched off the read path and
  * eviction never runs twice at once in a process; other processes evict
@@ -229,20 +230,28 @@ static void job_step(struct cache *c)
 }
 
 /* Store or release the settled entries V[0..n) (consecutive entries of one
- * object together), then take them out of the table (invariants 6 and 7).
+ * object together), then take them out of the table (invariants 6 and 7),
+ * and queue the seals opens asked for once they are stored.
  * Called and returns with c->lock held. */
 static void settled(struct cache *c, struct inflight **v, size_t n)
 {
+	struct cache_object *objs[PERSIST_BATCH];
+	size_t nobjs = 0;
+
 	pthread_mutex_unlock(&c->lock);
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && v[j]->obj == v[i]->obj; j++)
 			;
 		persist(c, v + i, j - i);
+		objs[nobjs++] = cache_object_ref(v[i]->obj);	/* outlives its entries */
 	}
 	evict(c);
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < n; i++)
 		table_remove(c, v[i]);	/* later reads find it in the index */
+	seal_stored(c, objs, nobjs);
+	for (size_t i = 0; i < nobjs; i++)
+		cache_object_unref(objs[i]);
 }
 
 void *persist_thread(void *arg)

@@ -14,9 +14,23 @@
  * a pinned file alone (unit.h, invariant 6): a pinned sealed file is its
  * object's bytes for as long as the pin lasts.
  *
+ * What is checked is exactly what is stamped: every unit is read through
+ * the pinned descriptor, the one synced and stamped, never through the
+ * store's own descriptors, which may name another file (one replaced or
+ * unlinked since the store opened it).
+ *
  * What the read path's checksums catch beyond this: bytes the disk itself
  * changes under an unchanged stamp (bit rot), which a local file would
  * serve too.
+ *
+ * DESIGN: a seal is asked for by an open (cache_object_pin()) and made on
+ * the seal thread, one object at a time, off the persist thread. An open
+ * asks when every unit of the object is cached, or on its way there: in
+ * this process's in-flight table, fetched or being fetched, for the
+ * persist thread to store (engine_int.h, invariant 6). Such an open marks
+ * the object (seal_when_stored), and the persist thread queues its seal
+ * once the last of those units has left the table (seal_stored()), so an
+ * open that comes while the persist thread is behind is not forgotten.
  */
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"
@@ -52,6 +66,25 @@ static int pin_sealed(struct cache *c, struct cache_object *obj)
 		return err;
 	}
 	return pin;
+}
+
+/* All LEN bytes at OFF of the file open on FD; 0 or -errno (-EIO for a
+ * file that ends early). */
+static int read_pinned(int fd, char *buf, size_t len, uint64_t off)
+{
+	while (len > 0) {
+		ssize_t n = pread(fd, buf, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		buf += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
 }
 
 int cache_object_seal(struct cache *c, struct cache_object *obj)
@@ -92,7 +125,9 @@ int cache_object_seal(struct cache *c, struct cache_object *obj)
 				break;
 			}
 		}
-		err = store_read(c->store, obj->id, buf, v[i].len, v[i].off);
+		/* through the pin: the file stamped below, whatever the store's
+		   descriptors name */
+		err = read_pinned(pin, buf, v[i].len, v[i].off);
 		if (!err && crc32c(0, buf, v[i].len) != v[i].crc)
 			err = -EBADMSG;
 		if (err)
@@ -106,9 +141,14 @@ int cache_object_seal(struct cache *c, struct cache_object *obj)
 	if (!err)
 		err = index_seal(c->index, obj->id, obj->version.size, &stamp);
 	close(pin);
-	/* a unit that fails its check is evicted the usual way */
-	if (bad.id && (buf || (buf = malloc(bad.len))))
-		load_unit(c, obj, &bad, store_punches(c->store), buf);
+	/* a unit that fails its check is evicted the usual way (load_unit()
+	   checks it again, through the store, and evicts it if it fails
+	   there too); if it passes there, the store's descriptor and the
+	   pinned one name different files, and the pinned one stays unsealed */
+	if (bad.id && (buf || (buf = malloc(bad.len))) &&
+	    load_unit(c, obj, &bad, store_punches(c->store), buf) == 0)
+		log_warn("%s: its data file differs at %" PRIu64 " from the one this process "
+			 "reads (replaced?); not sealed", obj->log_name, bad.off);
 	free(buf);
 	free(v);
 	if (err)
@@ -118,23 +158,93 @@ int cache_object_seal(struct cache *c, struct cache_object *obj)
 	return err;
 }
 
-/* Have the seal thread seal OBJ; once at a time (seal_thread() lets it be
- * queued again once done). */
-static void seal_later(struct cache *c, struct cache_object *obj)
+/* Have the seal thread seal OBJ: queued once until the seal thread takes
+ * it up (a request while it runs queues it again). c->lock held. */
+static void seal_later_locked(struct cache *c, struct cache_object *obj)
 {
-	if (atomic_exchange(&obj->seal_queued, true))
-		return;
+	if (c->stopping || atomic_exchange(&obj->seal_queued, true))
+		return;	/* stopping: the seal thread is gone, or going */
 	struct object_job *job = calloc(1, sizeof(*job));
 	if (!job) {
 		atomic_store(&obj->seal_queued, false);
 		return;
 	}
 	job->obj = cache_object_ref(obj);
-	pthread_mutex_lock(&c->lock);
 	job->next = c->seals;
 	c->seals = job;
 	pthread_cond_signal(&c->seal_work);
+}
+
+static void seal_later(struct cache *c, struct cache_object *obj)
+{
+	pthread_mutex_lock(&c->lock);
+	seal_later_locked(c, obj);
 	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * Bytes of object ID in the in-flight table on their way to the index:
+ * being fetched, or fetched for the persist thread to store. With MARK,
+ * their objects are marked to be sealed once they are stored. c->lock
+ * held; at most TABLE_SIZE slots and the entries in them.
+ */
+static uint64_t bytes_coming(struct cache *c, int64_t id, bool mark)
+{
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < TABLE_SIZE; i++) {
+		for (struct inflight *e = c->table[i]; e; e = e->table_next) {
+			if (e->obj->id != id || e->state == UNIT_FAILED ||
+			    (e->state == UNIT_READY && !e->persist))
+				continue;
+			bytes += e->unit.len;
+			if (mark)
+				e->obj->seal_when_stored = true;
+		}
+	}
+	return bytes;
+}
+
+/* An open found OBJ not all cached: if the rest is on its way (fetched or
+ * being fetched by this process), have the persist thread queue its seal
+ * once it is stored. */
+static void seal_once_stored(struct cache *c, struct cache_object *obj)
+{
+	uint64_t units, bytes;
+
+	pthread_mutex_lock(&c->lock);
+	uint64_t coming = bytes_coming(c, obj->id, false);
+	pthread_mutex_unlock(&c->lock);
+	/* the index after the table: a unit leaves the table only once it is
+	   in the index (or given up), so none is missed; one that moved in
+	   between is counted twice, which at worst asks for a seal that
+	   finds the object incomplete */
+	if (!coming || index_object_usage(c->index, obj->id, &units, &bytes) != 0 ||
+	    bytes + coming < obj->version.size)
+		return;
+	pthread_mutex_lock(&c->lock);
+	if (!bytes_coming(c, obj->id, true))
+		seal_later_locked(c, obj);	/* all stored meanwhile */
+	pthread_mutex_unlock(&c->lock);
+}
+
+void seal_stored(struct cache *c, struct cache_object *const *objs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct cache_object *obj = objs[i];
+		if (obj->seal_when_stored && !bytes_coming(c, obj->id, false)) {
+			obj->seal_when_stored = false;
+			seal_later_locked(c, obj);
+		}
+	}
+}
+
+/* Drop the first job of c->seals. c->lock held. */
+static void seal_job_drop(struct cache *c)
+{
+	struct object_job *job = c->seals;
+	c->seals = job->next;
+	cache_object_unref(job->obj);
+	free(job);
 }
 
 void *seal_thread(void *arg)
@@ -147,27 +257,34 @@ void *seal_thread(void *arg)
 			pthread_cond_wait(&c->seal_work, &c->lock);
 		if (c->stopping)
 			break;
-		struct object_job *job = c->seals;	/* seal_later() adds at the head */
-		c->seals = job->next;
-		job->next = NULL;
+		struct cache_object *obj = cache_object_ref(c->seals->obj);
+		seal_job_drop(c);	/* seal_later() adds at the head */
+		/* taken up: an open from now on may ask again (it may find a
+		   unit stored since this seal read the index) */
+		atomic_store(&obj->seal_queued, false);
 		pthread_mutex_unlock(&c->lock);
 		/* sealed, or not: either may change (a unit evicted, fetched
-		   again), and the next open that finds it unsealed asks again */
-		cache_object_seal(c, job->obj);
-		atomic_store(&job->obj->seal_queued, false);
+		   again), and the next open that finds it unsealed asks again;
+		   not all stored yet, it is sealed once it is */
+		if (cache_object_seal(c, obj) == -ENOENT)
+			seal_once_stored(c, obj);
+		cache_object_unref(obj);
 		pthread_mutex_lock(&c->lock);
-		job_done(&job);
 	}
 	while (c->seals)
-		job_done(&c->seals);
+		seal_job_drop(c);
 	pthread_mutex_unlock(&c->lock);
 	return NULL;
 }
 
 int cache_object_pin(struct cache *c, struct cache_object *obj)
 {
-	if (obj->id < 0 || !cache_object_complete(c, obj))
+	if (obj->id < 0)
 		return -ENOENT;
+	if (!cache_object_complete(c, obj)) {
+		seal_once_stored(c, obj);
+		return -ENOENT;
+	}
 	int pin = pin_sealed(c, obj);
 	if (pin == -ENOENT)
 		seal_later(c, obj);

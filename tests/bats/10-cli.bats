@@ -162,15 +162,12 @@ startup_error() {
 @test "-f runs in the foreground, logs to stderr, exits 0 on unmount" {
 	"$TILEFS" mount -f --cache-dir "$T/cache" --log-level debug "$ORIGIN_URL" "$MNT" \
 		</dev/null >"$T/fg.out" 2>"$T/fg.err" 3>&- &
-	local pid=$! i
+	local pid=$!
 	TILEFS_MNTS+=("$MNT")
 	TILEFS_STATES+=("$T/fg-state")
 	TILEFS_EXTRA_PIDS+=("$pid")
-	for ((i = 0; i < 200; i++)); do
-		is_mounted "$MNT" && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
+	mounted_or_gone() { is_mounted "$MNT" || ! kill -0 "$pid" 2>/dev/null; }
+	wait_until "the -f mount" mounted_or_gone
 	is_mounted "$MNT" || { cat "$T/fg.err"; fail "-f mount never appeared"; }
 	pid_alive "$pid" || fail "foreground tilefs exited"
 	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"

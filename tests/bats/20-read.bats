@@ -263,10 +263,7 @@ print(sorted((e.name, e.is_dir(follow_symlinks=False)) for e in os.scandir(sys.a
 	TILEFS_MNTS+=("$MNT")
 	TILEFS_STATES+=("$T/fg-state")
 	TILEFS_EXTRA_PIDS+=("$pid")
-	for ((i = 0; i < 200; i++)); do
-		is_mounted "$MNT" && break
-		sleep 0.05
-	done
+	wait_until "the -f mount" is_mounted "$MNT"
 	is_mounted "$MNT" || { cat "$T/fg.err"; fail "-f mount never appeared"; }
 	requests() { grep -c "opcode: $1 " "$T/fg.err"; }
 	assert_eq "$(ls "$MNT/many" | wc -l)" 300 "entries in many/"

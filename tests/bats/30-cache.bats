@@ -69,12 +69,11 @@ file_gets() {
 	origin_log_reset
 	tilefs_mount "$ORIGIN_URL" "$MNT"
 	ls "$MNT" >/dev/null
-	local i
-	for ((i = 0; i < 50; i++)); do
+	revalidated() {
 		[ "$(origin_count HEAD /t256.tif)" = 1 ] && [ "$(origin_count HEAD /t512.tif)" = 1 ] &&
-			[ "$(origin_gets /t512.tif)" -ge 1 ] && break
-		sleep 0.1
-	done
+			[ "$(origin_gets /t512.tif)" -ge 1 ]
+	}
+	wait_until "the revalidation ahead of t256.tif and t512.tif" revalidated
 	assert_eq "$(origin_count HEAD /t256.tif)" 1 "HEADs of t256.tif (cached) after the listing"
 	assert_eq "$(origin_count HEAD /t512.tif)" 1 "HEADs of t512.tif (cached, changed) after the listing"
 	assert_eq "$(origin_select 'u == "/random.bin" || u == "/notes.txt"' | wc -l)" 0 \
@@ -327,14 +326,10 @@ open(sys.argv[2], "wb").write(data)' "$SAMPLES/random.bin" "$T/new.bin"
 	tilefs_mount "$ORIGIN_URL" "$MNT"
 	origin_fault 'rate?bps=4000000'
 	run_to 120 cat "$MNT/big.bin" >/dev/null 2>&1 &
-	local reader=$! i
+	local reader=$!
 	# wait until a few MB have landed (allocated, not apparent, size)
-	for ((i = 0; i < 400; i++)); do
-		[ "$(du -scB1 "$CACHE"/data-* 2>/dev/null | tail -n 1 | cut -f 1)" -gt $((3 * 1048576)) ] && break
-		sleep 0.05
-	done
-	[ "$(du -scB1 "$CACHE"/data-* 2>/dev/null | tail -n 1 | cut -f 1)" -gt 0 ] ||
-		fail "nothing cached after 20 s of reading"
+	landed() { [ "$(data_bytes "$CACHE")" -gt $((3 * 1048576)) ]; }
+	wait_until "3 MB cached" landed
 	tilefs_kill9 "$MNT"
 	wait "$reader" && fail "the read survived the daemon's death?"
 	origin_fault clear

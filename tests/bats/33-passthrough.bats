@@ -45,14 +45,27 @@ sealed() {
 		WHERE url LIKE '%/$1' AND ino != 0"
 }
 
-# wait_sealed NAME: up to 10 s
+is_sealed() {
+	[ "$(sealed "$1")" = 1 ]
+}
+
+# wait_sealed NAME: the seal thread seals it in its own time
 wait_sealed() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ "$(sealed "$1")" = 1 ] && return 0
-		sleep 0.1
-	done
-	fail "$1 was not sealed within 10 s (log: $(tail -3 "$TILEFS_LOG"))"
+	wait_until "the seal of $1" is_sealed "$1" || fail "(log: $(tail -3 "$TILEFS_LOG"))"
+}
+
+# cached_whole NAME: every byte of the object whose URL ends in /NAME is
+# in the index (the persist thread stores units in its own time)
+cached_whole() {
+	[ "$(sqlite3 "$CACHE/index.db" "SELECT coalesce(sum(len), 0) = size FROM objects
+		LEFT JOIN units ON object_id = objects.id WHERE url LIKE '%/$1' GROUP BY objects.id")" = 1 ]
+}
+
+# unpinned FILE: no open file pins FILE (store_pin() holds a shared flock
+# while the kernel reads it by passthrough; the kernel lets go of it after
+# the last close, asynchronously)
+unpinned() {
+	flock -n -x "$1" true
 }
 
 # data_file NAME: the data file of the cached object whose URL ends in /NAME
@@ -82,6 +95,36 @@ except OSError:
     sys.exit(0 if sys.argv[2:] == ["or-error"] else 1)
 sys.exit(0 if got == want else 1)
 PY
+}
+
+# evicted_some: the mount on PORT counted bytes evicted
+evicted_some() {
+	[ "$(metric tilefs_evicted_bytes_total)" -gt 0 ]
+}
+
+# opened_passed NAME: read NAME through the mount (same bytes): did that
+# open pass through?
+opened_passed() {
+	local before
+	before=$(metric tilefs_passthrough_opens_total)
+	cmp "$SAMPLES/$1" "$MNT/$1" || fail "$1 differs"
+	[ "$(metric tilefs_passthrough_opens_total)" -gt "$before" ]
+}
+
+# unit_count FILE: the units a TIFF in SAMPLES is cut into: its header and
+# each block (tile or strip) that is not empty
+unit_count() {
+	"$TILEFS" inspect "$SAMPLES/$1" |
+		sed -nE '1s/.* ([0-9]+) blocks \(([0-9]+) empty\).*/\1 \2/p' |
+		{ read -r blocks empty && echo $((blocks - empty + 1)); }
+}
+
+# claimed_or_cached NAME N: N units of the object whose URL ends in /NAME
+# are cached or claimed (being fetched)
+claimed_or_cached() {
+	[ "$(sqlite3 "$CACHE/index.db" "SELECT (SELECT count(*) FROM units WHERE object_id = id) +
+		(SELECT count(*) FROM claims WHERE object_id = id) FROM objects
+		WHERE url LIKE '%/$1'")" = "$2" ]
 }
 
 # open_passed NAME: cache NAME whole, then open it on fd 4, by passthrough
@@ -139,7 +182,7 @@ open_passed() {
 	echo 3 >/proc/sys/vm/drop_caches
 	fd4_reads "$SAMPLES/t256.tif" || fail "the open file read other bytes after the eviction"
 	exec 4<&-
-	sleep 0.5	# the kernel releases the file asynchronously
+	wait_until "the release of t256.tif's data file" unpinned "$(data_file t256.tif)"
 	tilefs_run cache clear --cache-dir "$CACHE"
 	[[ $out == "dropped "*" bytes"* && $out != *kept* ]] || fail "second cache clear said: $out"
 	assert_eq "$(sealed t256.tif)" 0 "the seal after the eviction"
@@ -154,9 +197,10 @@ open_passed() {
 	cache_whole t256.tif
 	# map it, close it (its pin goes with the release), clear the cache,
 	# drop the page cache, read the map
-	"$PY" - "$MNT/t256.tif" "$SAMPLES/t256.tif" "$TILEFS" cache clear --cache-dir "$CACHE" \
+	DATA_FILE=$(data_file t256.tif) WAIT_S=$TILEFS_WAIT_S \
+		"$PY" - "$MNT/t256.tif" "$SAMPLES/t256.tif" "$TILEFS" cache clear --cache-dir "$CACHE" \
 		>"$T/mapped.out" 2>&1 <<'PY' || fail "$(cat "$T/mapped.out")"
-import ctypes, os, subprocess, sys, time
+import ctypes, fcntl, os, subprocess, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mmap.restype = ctypes.c_void_p
 libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
@@ -168,7 +212,18 @@ if p in (None, ctypes.c_void_p(-1).value):
     sys.exit("mmap: " + os.strerror(ctypes.get_errno()))
 ctypes.string_at(p, 4096)
 os.close(fd)
-time.sleep(0.5)  # the kernel releases the file asynchronously
+# the kernel lets go of the data file (its pin) asynchronously
+deadline = time.monotonic() + int(os.environ["WAIT_S"])
+with open(os.environ["DATA_FILE"], "rb") as data:
+    while True:
+        try:
+            fcntl.flock(data, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(data, fcntl.LOCK_UN)
+            break
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                sys.exit("the data file is still pinned after the close")
+            time.sleep(0.1)
 out = subprocess.run(sys.argv[3:], capture_output=True, text=True).stdout
 if not out.startswith("dropped ") or "kept" in out:
     sys.exit("cache clear said: " + out)
@@ -200,7 +255,7 @@ PY
 	[ "$max" -le "$limit" ] ||
 		fail "data-* reached $max bytes > $limit (2M and 1M of slack)"
 	fd4_reads "$SAMPLES/random.bin" || fail "the pinned file read other bytes"
-	[ "$(metric tilefs_evicted_bytes_total)" -gt 0 ] || fail "nothing was evicted"
+	wait_until "an eviction" evicted_some	# by the persist thread, in its own time
 	exec 4<&-
 	tilefs_umount "$MNT"
 }
@@ -216,12 +271,8 @@ PY
 	mount_counted
 	origin_log_reset
 	: <"$MNT/t512.tif"	# an open, no read: the check it queues finds the damage
-	local i
-	for ((i = 0; i < 100; i++)); do
-		grep -q "damaged (checksum)" "$TILEFS_LOG" && break
-		sleep 0.1
-	done
-	grep -q "damaged (checksum)" "$TILEFS_LOG" || fail "no damage logged: $(tail -5 "$TILEFS_LOG")"
+	wait_until "a damaged unit logged" grep -q "damaged (checksum)" "$TILEFS_LOG" ||
+		fail "log: $(tail -5 "$TILEFS_LOG")"
 	assert_eq "$(sealed t512.tif)" 0 "the seal of the damaged file"
 	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
 	[ "$(origin_gets)" -gt 0 ] || fail "the damaged unit was not fetched again"
@@ -232,6 +283,55 @@ PY
 	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
 	[ "$(metric tilefs_passthrough_opens_total)" -ge 1 ] ||
 		fail "the file sealed again was not passed through"
+	tilefs_umount "$MNT"
+}
+
+@test "passthrough: an open while the last units of a file are on their way to the cache has it sealed once they are stored" {
+	local units
+	units=$(unit_count t512.tif)
+	mount_counted
+	exec 4<"$MNT/t512.tif"	# the first open caches the header
+	origin_fault 'delay?ms=5000&count=10'
+	run_to 120 cmp "$SAMPLES/t512.tif" - <&4 &	# its GETs are held 5 s
+	local reader=$!
+	exec 4<&-
+	wait_until "every unit of t512.tif cached or being fetched" claimed_or_cached t512.tif "$units"
+	# fetched or being fetched, not all cached: this open asks for the
+	# seal, and the persist thread queues it once the last unit is stored
+	: <"$MNT/t512.tif"
+	wait "$reader" || fail "the first open read other bytes"
+	origin_fault clear
+	wait_sealed t512.tif	# with no other open
+	origin_log_reset
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	assert_eq "$(metric tilefs_passthrough_opens_total)" 1 "passthrough opens"
+	assert_eq "$(origin_file_requests)" 0 "requests for files"
+	tilefs_umount "$MNT"
+}
+
+@test "passthrough: a data file replaced behind the daemon is checked through its pin: never sealed with bytes unchecked" {
+	mount_counted --log-level debug
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"	# the daemon keeps its data file open
+	wait_until "t512.tif cached whole" cached_whole t512.tif
+	local f
+	f=$(data_file t512.tif)
+	# another file takes its name (as a process other than tilefs may do):
+	# a pin opens that one, the daemon's open descriptor reads the first
+	cp -p "$f" "$f.new"
+	printf '\x5a\x5a\x5a\x5a' | dd of="$f.new" bs=1 seek=200000 conv=notrunc status=none
+	mv "$f.new" "$f"
+	: <"$MNT/t512.tif"	# cached whole: this open asks for the seal
+	wait_until "the seal of t512.tif tried" \
+		grep -qE "sealed t512.tif|t512.tif not sealed" "$TILEFS_LOG"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif" || fail "the mount read other bytes"
+	assert_eq "$(metric tilefs_passthrough_opens_total)" 0 "passthrough opens"
+	assert_eq "$(sealed t512.tif)" 0 "the seal of a data file with damaged bytes"
+	grep -q "warn: t512.tif: its data file differs at .* (replaced?); not sealed" "$TILEFS_LOG" ||
+		fail "log: $(tail -5 "$TILEFS_LOG")"
 	tilefs_umount "$MNT"
 }
 
@@ -258,7 +358,7 @@ PY
 	echo 3 >/proc/sys/vm/drop_caches
 	fd4_reads "$SAMPLES/t256.tif" or-error || fail "the open file read other bytes after the daemon died"
 	exec 4<&-
-	sleep 0.5
+	wait_until "the release of t256.tif's data file" unpinned "$(data_file t256.tif)"
 	tilefs_run cache clear --cache-dir "$CACHE"
 	[[ $out == "dropped "*" bytes"* && $out != *kept* ]] || fail "cache clear after the close said: $out"
 	tilefs_mount "$ORIGIN_URL" "$MNT"
@@ -269,14 +369,16 @@ PY
 @test "passthrough: while a file is open through the page cache, its next open does not pass through; once that is closed, one does" {
 	mount_counted
 	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"	# cached whole, not sealed yet
+	wait_until "t512.tif cached whole" cached_whole t512.tif
 	exec 4<"$MNT/t512.tif"			# the page cache; queues its seal
 	wait_sealed t512.tif
 	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"	# sealed, but fd 4 uses the page cache
 	fd4_reads "$SAMPLES/t512.tif" || fail "the page-cache open read other bytes"
 	assert_eq "$(metric tilefs_passthrough_opens_total)" 0 "passthrough opens beside a page-cache open"
 	exec 4<&-
-	sleep 0.5	# the kernel releases the file asynchronously
-	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	# the kernel sends the release asynchronously: until the daemon has
+	# it, an open still goes through the page cache
+	wait_until "an open passed through after the close" opened_passed t512.tif
 	assert_eq "$(metric tilefs_passthrough_opens_total)" 1 "passthrough opens after it closed"
 	tilefs_umount "$MNT"
 }

@@ -22,25 +22,26 @@ metric() {
 	awk -v n="$2" '$1 == n { print $2 }' "$1"
 }
 
-# wait_metric FILE NAME VALUE: wait up to 12 s (two periods) for it
-wait_metric() {
-	local i
-	for ((i = 0; i < 120; i++)); do
-		[ "$(metric "$1" "$2" 2>/dev/null)" = "$3" ] && return 0
-		sleep 0.1
-	done
-	fail "$2 in $1: expected $3, got '$(metric "$1" "$2" 2>/dev/null)'"
+# metric_is FILE NAME VALUE, metric_ge FILE NAME MIN
+metric_is() {
+	[ "$(metric "$1" "$2" 2>/dev/null)" = "$3" ]
+}
+metric_ge() {
+	local v
+	v=$(metric "$1" "$2" 2>/dev/null)
+	[ -n "$v" ] && [ "$v" -ge "$3" ]
 }
 
-# wait_metric_ge FILE NAME MIN: wait up to 12 s for a value of at least MIN
+# wait_metric FILE NAME VALUE: wait for it (the file is rewritten every 5 s)
+wait_metric() {
+	wait_until "$2 = $3 in $1" metric_is "$@" ||
+		fail "$2 in $1: expected $3, got '$(metric "$1" "$2" 2>/dev/null)'"
+}
+
+# wait_metric_ge FILE NAME MIN: wait for a value of at least MIN
 wait_metric_ge() {
-	local i v
-	for ((i = 0; i < 120; i++)); do
-		v=$(metric "$1" "$2" 2>/dev/null)
-		[ -n "$v" ] && [ "$v" -ge "$3" ] && return 0
-		sleep 0.1
-	done
-	fail "$2 in $1: expected at least $3, got '$v'"
+	wait_until "$2 >= $3 in $1" metric_ge "$@" ||
+		fail "$2 in $1: expected at least $3, got '$(metric "$1" "$2" 2>/dev/null)'"
 }
 
 free_port() {

@@ -412,16 +412,15 @@ no_gets_after() {
 # SIG once every file's header is read (the fetching started), wait for it;
 # its stdout, stderr and exit status in $T/RUN.out, .err, .rc
 interrupt_warm() {
-	local sig=$1 run=$2 pid i n
+	local sig=$1 run=$2 pid i
 	shift 2
 	"$TILEFS" warm "$@" >"$T/$run.out" 2>"$T/$run.err" </dev/null 3>&- &
 	pid=$!
 	TILEFS_EXTRA_PIDS+=("$pid")
-	for ((i = 0; i < 200; i++)); do
-		n=$(origin_select 'r == "bytes=0-65535" || m == "HEAD"' | wc -l)
-		[ "$n" -ge 5 ] && break
-		sleep 0.05
-	done
+	headers_read() {
+		[ "$(origin_select 'r == "bytes=0-65535" || m == "HEAD"' | wc -l)" -ge 5 ]
+	}
+	wait_until "the headers of the warm's 5 files read" headers_read || return 1
 	sleep 0.3
 	kill -"$sig" "$pid"
 	for ((i = 0; i < 600; i++)); do

@@ -55,14 +55,12 @@ teardown() {
 	tilefs_teardown
 }
 
-# wait_gone MNT: the daemon serving MNT has exited (up to 15 s).
+# wait_gone MNT: the daemon serving MNT has exited.
+daemon_gone() {
+	! pgrep -f -- "tilefs mount .* $1\$" >/dev/null
+}
 wait_gone() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		pgrep -f -- "tilefs mount .* $1\$" >/dev/null || return 0
-		sleep 0.05
-	done
-	fail "the daemon for $1 still runs 15 s after umount"
+	wait_until "the exit of the daemon for $1 after umount" daemon_gone "$1"
 }
 
 @test "make deb: tilefs_VERSION_ARCH.deb with the runtime libraries as dependencies and every file" {

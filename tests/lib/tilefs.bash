@@ -9,13 +9,16 @@
 #                                   (adds --cache-dir $T/cache unless given);
 #                                   sets TILEFS_LOG; fails showing the log
 #   tilefs_umount MNT               fusermount3 -u, then waits for the daemon
-#                                   and asserts that it exited 0
+#                                   (wait_until) and asserts that it exited 0
 #   tilefs_run ARGS...              run tilefs, set status/out/err/err1
 #   tilefs_pid MNT                  pid of the daemon serving MNT
 #   tilefs_alive MNT                daemon running and MNT still mounted
 #   tilefs_kill9 MNT                SIGKILL the daemon, detach the mount
 #   tilefs_log MNT                  path of that mount's log file
 #   is_mounted MNT                  true while MNT is in /proc/mounts
+#   wait_until WHAT CMD...          run CMD until it succeeds (an event the
+#                                   daemon brings about in the background),
+#                                   up to $TILEFS_WAIT_S s; else fail: WHAT
 #   cmp_tree LOCAL MNT, file_list DIR, data_bytes CACHEDIR, run_to SECS CMD,
 #   assert_eq, assert_enoent, fail, ro_tmpfs DIR
 #
@@ -44,6 +47,26 @@ TILEFS_NSTATE=0
 fail() {
 	printf '%s\n' "$*" >&2
 	return 1
+}
+
+# How long wait_until waits for an event: generous, as the machine may be
+# busy with other work (a test waits only as long as the event takes).
+TILEFS_WAIT_S=${TILEFS_WAIT_S:-90}
+
+# wait_until WHAT CMD...: run CMD every 0.1 s until it succeeds. CMD tests
+# for an event the daemon brings about in its own time (a metric, an index
+# row, a log line): never wait for that with a fixed sleep or a tight
+# bound. After TILEFS_WAIT_S seconds, fail: "WHAT did not happen ...".
+wait_until() {
+	local what=$1 deadline=$((SECONDS + TILEFS_WAIT_S))
+	shift
+	until "$@"; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			fail "$what did not happen within $TILEFS_WAIT_S s"
+			return 1
+		fi
+		sleep 0.1
+	done
 }
 
 # assert_eq ACTUAL EXPECTED WHAT
@@ -217,28 +240,21 @@ tilefs_run() {
 
 # tilefs_umount MNT: unmount, wait for the daemon, assert it exited 0.
 tilefs_umount() {
-	local mnt=$1 s i pid st bad=0
+	local mnt=$1 s pid st bad=0
 	mnt=$(cd "$mnt" && pwd)
 	s=$(_tilefs_state "$mnt") || {
 		fail "tilefs_umount: $mnt was not mounted by tilefs_mount"
 		return 1
 	}
-	for ((i = 0; i < 20; i++)); do
-		fusermount3 -u "$mnt" 2>"$s/umount.err" && break
-		sleep 0.25
-	done
-	if [ "$i" = 20 ]; then
+	# busy while the kernel still holds a file of it (releases are
+	# asynchronous)
+	if ! wait_until "a successful fusermount3 -u $mnt" fusermount3 -u "$mnt" 2>"$s/umount.err"; then
 		cat "$s/umount.err" >&2
-		fail "fusermount3 -u $mnt failed"
 		return 1
 	fi
-	for ((i = 0; i < 300; i++)); do
-		[ -f "$s/done" ] && break
-		sleep 0.05
-	done
-	if [ ! -f "$s/done" ]; then
+	# the daemon stores what it fetched and closes the index before it exits
+	if ! wait_until "the exit of the daemon for $mnt after fusermount3 -u" test -f "$s/done"; then
 		_tilefs_show "$s"
-		fail "tilefs daemon for $mnt still running 15 s after fusermount3 -u"
 		return 1
 	fi
 	if [ -f "$s/daemon.status" ]; then
