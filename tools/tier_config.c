@@ -66,7 +66,8 @@ static const struct {
 	  "Needed for a source whose requests carry a bearer token or\n"
 	  "a SAS to an https store", TC_OFF(tls_cert), false },
 	{ "tls-key", "FILE", "the private key of --tls-cert (PEM)", TC_OFF(tls_key), false },
-	{ "cache-dir", "DIR", "the tier's cache (default /var/cache/tilefs-tier)",
+	{ "cache-dir", "DIR", "the tier's cache (default\n"
+	  "/var/cache/tilefs-tier-ADDR-PORT, one per --listen)",
 	  TC_OFF(cache_dir), false },
 	{ "cache-size", "SIZE", "most bytes the tier keeps (default 100G)",
 	  TC_OFF(cache_size), true },
@@ -84,9 +85,9 @@ static const struct {
 	  TC_OFF(slice), true },
 	{ "ca-file", "FILE", "CA bundle to verify an https store (default\n"
 	  "/etc/ssl/certs/ca-certificates.crt)", TC_OFF(ca_file), false },
-	{ "access-log", "FILE", "default /var/log/nginx/tilefs-tier.access.log",
+	{ "access-log", "FILE", "default /var/log/nginx/tilefs-tier-ADDR-PORT.access.log",
 	  TC_OFF(access_log), false },
-	{ "error-log", "FILE", "default /var/log/nginx/tilefs-tier.error.log",
+	{ "error-log", "FILE", "default /var/log/nginx/tilefs-tier-ADDR-PORT.error.log",
 	  TC_OFF(error_log), false },
 	{ "pid", "FILE", "default /run/tilefs-tier-ADDR-PORT.pid, one per --listen",
 	  TC_OFF(pid), false },
@@ -376,14 +377,11 @@ int tier_config_main(int argc, char **argv)
 {
 	struct tier_config tc = {
 		.listen = "127.0.0.1:8080",
-		.cache_dir = "/var/cache/tilefs-tier",
 		.cache_size = 100ull << 30,
 		.inactive = "30d",
 		.valid = "7d",
 		.listing_valid = "60s",
 		.ca_file = "/etc/ssl/certs/ca-certificates.crt",
-		.access_log = "/var/log/nginx/tilefs-tier.access.log",
-		.error_log = "/var/log/nginx/tilefs-tier.error.log",
 		.user = "www-data",
 	};
 	char err[512];
@@ -400,14 +398,30 @@ int tier_config_main(int argc, char **argv)
 			"Try 'tilefs tier-config --help'.\n");
 		return 2;
 	}
-	/* two tiers on one host must not share a pid file */
-	char pid[300];
+	/* two tiers on one host must not share a pid file, a cache (each
+	   one's cache manager would evict the other's files) or logs */
+	char tag[128], pid[192], cache_dir[192], access_log[192], error_log[192];
+	size_t n = 0;
+	for (const char *p = tc.listen; *p && n + 1 < sizeof(tag); p++)
+		tag[n++] = isalnum((unsigned char)*p) || *p == '.' ? *p : '-';
+	tag[n] = '\0';
 	if (!tc.pid) {
-		size_t n = (size_t)snprintf(pid, sizeof(pid), "/run/tilefs-tier-");
-		for (const char *p = tc.listen; *p && n + 5 < sizeof(pid); p++)
-			pid[n++] = isalnum((unsigned char)*p) || *p == '.' ? *p : '-';
-		snprintf(pid + n, sizeof(pid) - n, ".pid");
+		snprintf(pid, sizeof(pid), "/run/tilefs-tier-%s.pid", tag);
 		tc.pid = pid;
+	}
+	if (!tc.cache_dir) {
+		snprintf(cache_dir, sizeof(cache_dir), "/var/cache/tilefs-tier-%s", tag);
+		tc.cache_dir = cache_dir;
+	}
+	if (!tc.access_log) {
+		snprintf(access_log, sizeof(access_log),
+			 "/var/log/nginx/tilefs-tier-%s.access.log", tag);
+		tc.access_log = access_log;
+	}
+	if (!tc.error_log) {
+		snprintf(error_log, sizeof(error_log), "/var/log/nginx/tilefs-tier-%s.error.log",
+			 tag);
+		tc.error_log = error_log;
 	}
 	if (!tc.secret)
 		tc.secret = getenv("TILEFS_TIER_SECRET");

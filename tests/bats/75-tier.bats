@@ -393,7 +393,7 @@ gcs_setup() {
 		"requests at the target with another Host or the secret"
 }
 
-@test "tier-config: 127.0.0.1 unless told, a warning without a secret, a pid file per listener" {
+@test "tier-config: 127.0.0.1 unless told, a warning without a secret, a pid file, cache and logs per listener" {
 	tier_store_start "$SAMPLES"
 	tilefs_run tier-config "$STORE_URL"
 	assert_eq "$status" 0 "exit status"
@@ -402,6 +402,9 @@ gcs_setup() {
 	[[ $err == *"warning: no --secret (nor TILEFS_TIER_SECRET): the tier answers whoever reaches 127.0.0.1:8080"* ]] || fail "$err"
 	tilefs_run tier-config "$STORE_URL" --listen 10.0.0.5:8081 --secret s3cr3t-tier
 	[[ $out == *"pid /run/tilefs-tier-10.0.0.5-8081.pid;"* ]] || fail "$out"
+	[[ $out == *"proxy_cache_path /var/cache/tilefs-tier-10.0.0.5-8081 "* ]] || fail "$out"
+	[[ $out == *"access_log /var/log/nginx/tilefs-tier-10.0.0.5-8081.access.log "* ]] || fail "$out"
+	[[ $out == *"error_log /var/log/nginx/tilefs-tier-10.0.0.5-8081.error.log "* ]] || fail "$out"
 	assert_eq "$err" "" "stderr with a secret"
 	tilefs_run tier-config "$STORE_URL" --tls-cert "$T/c.pem"
 	assert_eq "$status" 2 "--tls-cert without --tls-key"
