@@ -59,10 +59,16 @@ static void mount_usage(FILE *out)
 	fprintf(out,
 		"usage: tilefs mount [OPTIONS] SOURCE MOUNTPOINT\n"
 		"\n"
-		"Mount SOURCE read-only at MOUNTPOINT (an existing directory). SOURCE is an\n"
-		"http:// or https:// URL of a directory whose index pages list its files\n"
-		"(nginx autoindex, Apache), or any prefix with --list. Returns once the\n"
-		"mount is ready; unmount with 'fusermount3 -u MOUNTPOINT'.\n"
+		"Mount SOURCE read-only at MOUNTPOINT (an existing directory). SOURCE is one of\n"
+		"  http(s)://HOST/PATH/          a directory whose index pages list its files\n"
+		"                                (nginx autoindex, Apache), or any prefix\n"
+		"                                with --list\n"
+		"  s3://BUCKET/PREFIX            S3, or an S3-compatible store (--endpoint)\n"
+		"  az://ACCOUNT/CONTAINER/PREFIX Azure Blob Storage (also\n"
+		"                                https://ACCOUNT.blob.core.windows.net/...)\n"
+		"  gs://BUCKET/PREFIX            Google Cloud Storage\n"
+		"Credentials come from the environment (man tilefs, ENVIRONMENT). Returns\n"
+		"once the mount is ready; unmount with 'fusermount3 -u MOUNTPOINT'.\n"
 		"\n"
 		"Options:\n");
 	options_usage(out, OPTIONS_MOUNT);
@@ -312,8 +318,7 @@ out:
 int main(int argc, char **argv)
 {
 	/* Fetch buffers (up to 16 MiB) are reused from the heap instead of
-	   being mapped, faulted in and unmapped for every GET: that halved
-	   the rate of tilefs warm. */
+	   being mapped, faulted in and unmapped for every GET. */
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	if (argc < 2) {

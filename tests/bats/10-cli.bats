@@ -38,6 +38,18 @@ startup_error() {
 	grep -q -- "--version" <<<"$out"
 }
 
+@test "mount --help names every kind of SOURCE: http(s)://, s3://, az://, gs://" {
+	tilefs_run mount --help
+	assert_eq "$status" 0 "exit status"
+	local usage scheme missing=""
+	usage=$(sed -n '/^Options:/q;p' <<<"$out")
+	for scheme in 'http(s)://' 's3://' 'az://' 'gs://'; do
+		grep -qF -- "$scheme" <<<"$usage" || missing="$missing $scheme"
+	done
+	[ -z "$missing" ] || fail "mount --help's SOURCE text does not name:$missing
+$usage"
+}
+
 @test "--version exits 0 and prints the name and a version number" {
 	tilefs_run --version
 	assert_eq "$status" 0 "exit status"
