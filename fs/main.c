@@ -335,6 +335,10 @@ int main(int argc, char **argv)
 		manpage_print(stdout);
 		return 0;
 	}
+	if (strcmp(argv[1], "--help-markdown") == 0) {	/* docs/OPTIONS.md, for make docs */
+		manpage_print_markdown(stdout);
+		return 0;
+	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
 		printf("tilefs %s\n", TILEFS_VERSION);
 		return 0;

@@ -286,3 +286,16 @@ $usage"
 		tilefs_umount "$MNT"
 	done
 }
+
+@test "docs/OPTIONS.md is what 'tilefs --help-markdown' prints (make docs)" {
+	tilefs_run --help-markdown
+	assert_eq "$status" 0 "exit status"
+	printf '%s\n' "$out" >"$T/options.md"
+	diff -u "$REPO_ROOT/docs/OPTIONS.md" "$T/options.md" >"$T/options.diff" ||
+		fail "docs/OPTIONS.md differs from the option table: run 'make docs'
+$(head -n 40 "$T/options.diff")"
+	local o
+	for o in --cache-dir --tier-allow-http --jobs --partial; do
+		grep -q -- "\`$o" "$REPO_ROOT/docs/OPTIONS.md" || fail "docs/OPTIONS.md lacks $o" || return 1
+	done
+}
