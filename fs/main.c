@@ -67,8 +67,8 @@ static void mount_usage(FILE *out)
 		"  az://ACCOUNT/CONTAINER/PREFIX Azure Blob Storage (also\n"
 		"                                https://ACCOUNT.blob.core.windows.net/...)\n"
 		"  gs://BUCKET/PREFIX            Google Cloud Storage\n"
-		"Credentials come from the environment (man tilefs, ENVIRONMENT). Returns\n"
-		"once the mount is ready; unmount with 'fusermount3 -u MOUNTPOINT'.\n"
+		"Where credentials come from: 'man tilefs' (ENVIRONMENT). Returns once the\n"
+		"mount is ready; unmount with 'fusermount3 -u MOUNTPOINT'.\n"
 		"\n"
 		"Options:\n");
 	options_usage(out, OPTIONS_MOUNT);
