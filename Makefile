@@ -125,6 +125,11 @@ $(BUILD)/man/tilefs.1: $(BUILD)/tilefs
 	@mkdir -p $(dir $@)
 	$(BUILD)/tilefs --help-man >$@.tmp && mv $@.tmp $@
 
+# docs/OPTIONS.md comes from the same table (tilefs --help-markdown);
+# tests/bats/10-cli.bats checks that the committed file is what it prints.
+docs: $(BUILD)/tilefs
+	$(BUILD)/tilefs --help-markdown >docs/OPTIONS.md.tmp && mv docs/OPTIONS.md.tmp docs/OPTIONS.md
+
 # What the .deb holds (packaging/debian/rules runs this with PREFIX=/usr).
 PREFIX ?= /usr/local
 SYSTEMD_UNIT_DIR ?= /lib/systemd/system
@@ -167,7 +172,7 @@ deb:
 clean:
 	rm -rf build build-sanitize
 
-.PHONY: calls all check layers unit demo bench bench-quick bench-warm bench-cluster valgrind fuzz clean man install deb
+.PHONY: calls all check layers unit demo bench bench-quick bench-warm bench-cluster valgrind fuzz clean man docs install deb
 # keep the unit tests' objects (pattern-rule intermediates) between builds
 .SECONDARY:
 -include $(LIB_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)

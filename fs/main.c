@@ -59,9 +59,15 @@ static void mount_usage(FILE *out)
 	fprintf(out,
 		"usage: tilefs mount [OPTIONS] SOURCE MOUNTPOINT\n"
 		"\n"
-		"Mount SOURCE read-only at MOUNTPOINT (an existing directory). SOURCE is an\n"
-		"http:// or https:// URL of a directory whose index pages list its files\n"
-		"(nginx autoindex, Apache), or any prefix with --list. Returns once the\n"
+		"Mount SOURCE read-only at MOUNTPOINT (an existing directory). SOURCE is one of\n"
+		"  http(s)://HOST/PATH/          a directory whose index pages list its files\n"
+		"                                (nginx autoindex, Apache), or any prefix\n"
+		"                                with --list\n"
+		"  s3://BUCKET/PREFIX            S3, or an S3-compatible store (--endpoint)\n"
+		"  az://ACCOUNT/CONTAINER/PREFIX Azure Blob Storage (also\n"
+		"                                https://ACCOUNT.blob.core.windows.net/...)\n"
+		"  gs://BUCKET/PREFIX            Google Cloud Storage\n"
+		"Where credentials come from: 'man tilefs' (ENVIRONMENT). Returns once the\n"
 		"mount is ready; unmount with 'fusermount3 -u MOUNTPOINT'.\n"
 		"\n"
 		"Options:\n");
@@ -314,8 +320,7 @@ out:
 int main(int argc, char **argv)
 {
 	/* Fetch buffers (up to 16 MiB) are reused from the heap instead of
-	   being mapped, faulted in and unmapped for every GET: that halved
-	   the rate of tilefs warm. */
+	   being mapped, faulted in and unmapped for every GET. */
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	if (argc < 2) {
@@ -330,6 +335,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--help-man") == 0) {	/* tilefs(1), for make man */
 		manpage_print(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--help-markdown") == 0) {	/* docs/OPTIONS.md, for make docs */
+		manpage_print_markdown(stdout);
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {

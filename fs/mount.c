@@ -161,8 +161,8 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
  * mtime changes: the namespace moves it when a listing changes the names
  * and when the listing is older than --ttl (the kernel asks for it again
  * after --ttl, and then reads the entries again, which lists the
- * directory). A warm chip then costs an open and a release, where it cost
- * four more requests. A kernel without that gets the same entries read a
+ * directory). A warm open then costs the daemon an open and a release, no
+ * directory requests. A kernel without that gets the same entries read a
  * reply at a time.
  */
 static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -203,10 +203,9 @@ static int fill_one(void *arg, const char *name, const struct ns_attr *attr)
 /*
  * Names and types only, from OFFSET on (offsets 1 and 2 follow "." and
  * "..", 2 + i + 1 the i-th entry), a reply at a time, and no READDIRPLUS
- * (ll_init): attributes for the kernel to make an inode of each cost the
- * daemon 9 ms per warm chip in a directory of 3,000 files, where GDAL
- * stats none of them. A stat after a readdir is one lookup, answered from
- * memory.
+ * (ll_init): attributes would make the kernel build an inode of every
+ * entry, and GDAL, which reads a directory at every open, stats none of
+ * them. A stat after a readdir is one lookup, answered from memory.
  */
 static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
 		       struct fuse_file_info *fi)

@@ -9,5 +9,8 @@
 #include <stdio.h>
 
 void manpage_print(FILE *out);
+/* docs/OPTIONS.md, printed by the hidden `tilefs --help-markdown` (make
+ * docs): the same table as a Markdown page, so the docs cannot drift. */
+void manpage_print_markdown(FILE *out);
 
 #endif

@@ -705,3 +705,43 @@ void options_man(FILE *out, unsigned cmd)
 	}
 	fputs(".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nshow this help\n", out);
 }
+
+/* Text for a Markdown table cell: each newline of the table's help becomes
+ * a space, '|' is escaped. */
+static void markdown_text(FILE *out, const char *text)
+{
+	for (const char *p = text; *p; p++) {
+		if (*p == '\n')
+			fputc(' ', out);
+		else if (*p == '|')
+			fputs("\\|", out);
+		else
+			fputc(*p, out);
+	}
+}
+
+void options_markdown(FILE *out, unsigned cmd)
+{
+	fputs("| option | default | meaning |\n|---|---|---|\n", out);
+	for (size_t i = 0; i < NDEFS; i++) {
+		const struct option_def *d = &defs[i];
+		if (!(d->cmds & cmd))
+			continue;
+		fputs("| `", out);
+		if (d->short_name)
+			fprintf(out, "-%c`, `", d->short_name);
+		fprintf(out, "--%s%s%s` | ", d->name, d->arg ? " " : "", d->arg ? d->arg : "");
+		if (d->type == OPT_FLAG)
+			fputs("off", out);
+		else if (d->def)
+			fprintf(out, "`%s`", d->def);
+		fputs(" | ", out);
+		markdown_text(out, d->help);
+		fputs(" |\n", out);
+	}
+	if (cmd == OPTIONS_MOUNT) {
+		fputs("| `-o OPT[,OPT...]` | | ", out);
+		markdown_text(out, o_help);
+		fputs(" |\n", out);
+	}
+}

@@ -74,6 +74,8 @@ void options_release(struct options *o);
 void options_usage(FILE *out, unsigned cmd);
 /* The same options as a roff list (.TP entries), for the man page. */
 void options_man(FILE *out, unsigned cmd);
+/* The same options as a Markdown table, for docs/OPTIONS.md. */
+void options_markdown(FILE *out, unsigned cmd);
 /* What O says of the origin, for source_open(). */
 struct source_options options_source(const struct options *o);
 /* The fetcher's settings O gives, with CONNECTIONS connections at most. */

@@ -1,10 +1,20 @@
 /*
- * read.c - cache_read(): a read looks up each unit it touches in the index.
- * A hit is read from the object's data file; the first read of a unit in
+ * read.c - cache_read(): each unit a read touches is looked up first in
+ * the known map (cache.c), the units this process has found cached, each
+ * kept with the count of punches (store_punches()) made in the cache dir
+ * before its row was seen. While that count has not moved, no process can
+ * have evicted the unit (eviction drops the row before it counts the punch
+ * of its bytes, invariant 3), so a hit asks the index nothing. A unit not
+ * in the map, or seen before a punch since counted, is looked up in the
+ * index and kept in the map. A file cached before this process opened it
+ * has its units loaded into the map at open, in one query (open.c).
+ *
+ * A hit is read from the object's data file. The first read of a unit in
  * this process reads all of it and checks its CRC32C (a crash or power cut
- * can leave a data file behind its index row), later reads take just the
- * bytes asked for, then look the row up again (invariant 4), so that a unit
- * evicted meanwhile by any process is never served.
+ * can leave a data file behind its index row); later reads take just the
+ * bytes asked for and, if a punch was counted since the row was seen, look
+ * the row up again (invariant 4), so that a unit evicted meanwhile by any
+ * process is never served.
  *
  * A miss becomes an in-flight entry (inflight.c), or joins one; the entries
  * this read made are claimed in the index (others' claims are waited for),

@@ -38,6 +38,18 @@ startup_error() {
 	grep -q -- "--version" <<<"$out"
 }
 
+@test "mount --help names every kind of SOURCE: http(s)://, s3://, az://, gs://" {
+	tilefs_run mount --help
+	assert_eq "$status" 0 "exit status"
+	local usage scheme missing=""
+	usage=$(sed -n '/^Options:/q;p' <<<"$out")
+	for scheme in 'http(s)://' 's3://' 'az://' 'gs://'; do
+		grep -qF -- "$scheme" <<<"$usage" || missing="$missing $scheme"
+	done
+	[ -z "$missing" ] || fail "mount --help's SOURCE text does not name:$missing
+$usage"
+}
+
 @test "--version exits 0 and prints the name and a version number" {
 	tilefs_run --version
 	assert_eq "$status" 0 "exit status"
@@ -270,4 +282,44 @@ startup_error() {
 		cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
 		tilefs_umount "$MNT"
 	done
+}
+
+@test "docs/OPTIONS.md is what 'tilefs --help-markdown' prints (make docs)" {
+	tilefs_run --help-markdown
+	assert_eq "$status" 0 "exit status"
+	printf '%s\n' "$out" >"$T/options.md"
+	diff -u "$REPO_ROOT/docs/OPTIONS.md" "$T/options.md" >"$T/options.diff" ||
+		fail "docs/OPTIONS.md differs from the option table: run 'make docs'
+$(head -n 40 "$T/options.diff")"
+	local o
+	for o in --cache-dir --tier-allow-http --jobs --partial; do
+		grep -q -- "\`$o" "$REPO_ROOT/docs/OPTIONS.md" || fail "docs/OPTIONS.md lacks $o" || return 1
+	done
+}
+
+@test "README.md is at most 300 lines, and every file the README and docs/ name exists" {
+	local lines
+	lines=$(wc -l <"$REPO_ROOT/README.md")
+	[ "$lines" -le 300 ] || fail "README.md has $lines lines (at most 300: the rest goes to docs/)"
+	local md target path missing="" n=0
+	for md in "$REPO_ROOT/README.md" "$REPO_ROOT"/docs/*.md; do
+		# Markdown links and images to files: relative to the page
+		while IFS= read -r target; do
+			target=${target%%#*}
+			[ -n "$target" ] || continue
+			n=$((n + 1))
+			[ -e "$(dirname "$md")/$target" ] || missing="$missing
+  ${md#"$REPO_ROOT"/}: ($target)"
+		done < <(grep -oE '\]\([^)]+\)' "$md" | sed -E 's/^\]\((.*)\)$/\1/' |
+			grep -vE '^(https?|mailto):')
+		# a code span that is exactly a path of the tree: from the top
+		while IFS= read -r path; do
+			n=$((n + 1))
+			[ -e "$REPO_ROOT/$path" ] || missing="$missing
+  ${md#"$REPO_ROOT"/}: \`$path\`"
+		done < <(grep -oE '`(fs|cache|tools|tests|packaging|examples|docs)/[A-Za-z0-9_./@+-]*`' "$md" |
+			tr -d '`')
+	done
+	[ -z "$missing" ] || fail "names that lead nowhere:$missing"
+	[ "$n" -ge 20 ] || fail "only $n links and paths found: is the check reading the pages?"
 }
