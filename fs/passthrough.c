@@ -164,8 +164,8 @@ int passthrough_open(struct passthrough *p, uint64_t ino, int64_t object_id, int
 		id = -ENOMEM;
 	} else if (o->n[IO_PASSED] && o->object_id != object_id) {
 		id = -ESTALE;
-	} else if (o->n[IO_CACHED]) {
-		id = -EBUSY;
+	} else if (o->n[IO_CACHED] || o->n[IO_DIRECT]) {
+		id = -EBUSY;	/* rule (1): they drain first */
 	} else if (o->n[IO_PASSED]) {
 		id = o->backing_id;
 	} else {

@@ -20,8 +20,12 @@
  * version only:
  *
  *   (1) An open passes through only while no open of the inode uses the
- *       page cache, and no open of it passes through to another version
- *       (passthrough_open()).
+ *       page cache or direct I/O without naming the backing file, and no
+ *       open of it passes through to another version (passthrough_open()).
+ *       Direct-I/O opens count: the kernel applies each open's answer
+ *       when its opener runs, not in the order they were sent, so a
+ *       direct-I/O answer sent before a passthrough one may be applied
+ *       after it, and then fails (EIO).
  *   (2) An open of the passing version that cannot pass through itself
  *       names the backing file with direct I/O on top, which sends its
  *       reads to the daemon (passthrough_count()).
@@ -72,7 +76,8 @@ bool passthrough_may(struct passthrough *p, uint64_t ino, int64_t object_id);
  * file of opens of the same version is shared. The backing id, counted as
  * IO_PASSED, or -errno, uncounted: -ESTALE if opens of INO pass through to
  * another version (rule 3 above), -EBUSY if opens of INO use the page
- * cache (count this one with IO_DIRECT, so that they drain), -ENOMEM, or
+ * cache or direct I/O (count this one with IO_DIRECT: they drain first,
+ * rule 1), -ENOMEM, or
  * the ioctl's error (after EPERM, not root, passthrough is off for the
  * mount, logged once).
  */

@@ -517,3 +517,42 @@ PYEOF
 		fail "the daemon served nothing for the third read"
 	tilefs_umount "$MNT"
 }
+
+@test "passthrough: many readers opening the same files while they are fetched and sealed: no open fails" {
+	# Six processes open each of 80 small files three times, while the
+	# files are fetched, cached whole and sealed: the daemon answers the
+	# opens in turn, but the kernel applies each answer when its opener
+	# runs, so a direct-I/O answer sent before a passthrough one could be
+	# applied after it and fail with EIO (passthrough.h, rule 1).
+	mkdir -p "$T/many"
+	local i
+	for i in $(seq 1 80); do cp "$SAMPLES/nested/with space.tif" "$T/many/f$i.tif"; done
+	origin_stop
+	origin_start "$T/many"
+	origin_fault 'delay?ms=20&count=-1'
+	mount_counted
+	run "$PY" - "$MNT" "$T/many" <<'PY'
+import multiprocessing, os, sys
+mnt, src = sys.argv[1:]
+names = sorted(os.listdir(src))
+want = {n: open(os.path.join(src, n), "rb").read() for n in names}
+def reader(k):
+    bad = []
+    for n in names:
+        for _ in range(3):
+            try:
+                with open(os.path.join(mnt, n), "rb") as f:
+                    if f.read() != want[n]:
+                        bad.append("%s: other bytes" % n)
+            except OSError as e:
+                bad.append("%s: %s" % (n, e.strerror))
+    return bad
+with multiprocessing.Pool(6) as pool:
+    bad = [b for r in pool.map(reader, range(6)) for b in r]
+print("%d failed opens or reads: %s" % (len(bad), bad[:8]))
+sys.exit(1 if bad else 0)
+PY
+	assert_eq "$status" 0 "$output"
+	[ "$(metric tilefs_passthrough_opens_total)" -gt 0 ] ||
+		fail "no open passed through: the test did not reach passthrough"
+}
