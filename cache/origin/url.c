@@ -96,6 +96,8 @@ char *url_for_log(const char *url)
 	size_t prefix = scheme ? (size_t)(scheme + 3 - url) : 0, n;
 	/* text without a scheme ("user:pw@host/...") loses its user@ too */
 	const char *host = authority_host(url + prefix, &n);
+	while (memchr(host, '@', n))	/* "user:p@ss@host": up to the last '@' */
+		host = authority_host(host, &n);
 	size_t rest = strcspn(host, "?#");
 	char *out = malloc(prefix + rest + 1);
 	if (!out)
