@@ -109,7 +109,9 @@ bench-cluster: all
 bench-quick: all
 	tests/bench/run --quick
 
-# The tile-map parser under libFuzzer (clang), seeded from the corpus:
+# The parsers of untrusted bytes under libFuzzer (clang; tests/fuzz/run
+# lists them): the tile map for FUZZ_SECONDS, seeded from the corpus, then
+# every other target for TILEFS_FUZZ_BRIEF_SECONDS (5) each:
 # make fuzz FUZZ_SECONDS=600
 FUZZ_SECONDS ?= 60
 fuzz:

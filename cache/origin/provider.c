@@ -171,7 +171,14 @@ bool provider_xml_error(const char *body, size_t len, char *reason, size_t size)
 		return false;
 	if (!xml_text(doc, "Message", message, sizeof(message)))
 		message[0] = '\0';
+	/* Azure's message goes on with RequestId and Time lines: its first
+	   line says it */
+	message[strcspn(message, "\r\n")] = '\0';
 	snprintf(reason, size, "%s%s%s", code, message[0] ? ": " : "", message);
+	/* the reason goes into log lines and messages: one printable line */
+	for (char *p = reason; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
 	return true;
 }
 

@@ -37,8 +37,9 @@ struct provider {
 
 /*
  * The clouds' error bodies: <Error><Code>C</Code><Message>M</Message>
- * (S3, GCS's XML API, Azure Blob) give the reason "C: M" (or "C"). A
- * describe_error for every provider whose origin may answer so.
+ * (S3, GCS's XML API, Azure Blob) give the reason "C: M" (or "C"), one
+ * line of printable text (M's first line; other control characters become
+ * spaces). A describe_error for every provider whose origin may answer so.
  */
 bool provider_xml_error(const char *body, size_t len, char *reason, size_t size);
 

@@ -192,20 +192,43 @@ static int imds_call(const char *url, const char *token, bool put, struct imds_b
 	return err;
 }
 
-/* The string value of "key" in a flat JSON object, into out. */
+/*
+ * The string value of "key" in a flat JSON object, into out: false when it
+ * is absent, too long, or not a plain string. A value with a control
+ * character (which JSON would have escaped) is refused: it would end up in
+ * a header line.
+ */
 static bool json_string(const char *json, const char *key, char *out, size_t size)
 {
 	char pattern[64];
 	snprintf(pattern, sizeof(pattern), "\"%s\"", key);
-	const char *p = strstr(json, pattern);
-	if (!p || !(p = strchr(p + strlen(pattern), '"')))
-		return false;
-	size_t n = strcspn(p + 1, "\"");
-	if (n >= size)
-		return false;
-	memcpy(out, p + 1, n);
-	out[n] = '\0';
-	return true;
+	for (const char *p = strstr(json, pattern); p; p = strstr(p + 1, pattern)) {
+		const char *v = p + strlen(pattern);
+		v += strspn(v, " \t\r\n");
+		if (*v != ':')
+			continue;	/* a value that reads like the key */
+		v += 1 + strspn(v + 1, " \t\r\n");
+		size_t n = *v == '"' ? strcspn(v + 1, "\"") : 0;
+		if (*v != '"' || v[1 + n] != '"' || n >= size)
+			return false;
+		for (size_t i = 1; i <= n; i++)
+			if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
+				return false;
+		memcpy(out, v + 1, n);
+		out[n] = '\0';
+		return true;
+	}
+	return false;
+}
+
+/* The length of the first line of TEXT: up to its first control character
+ * (a token goes into a header line, a role's name into messages). */
+static int first_line(const char *text)
+{
+	int n = 0;
+	while (text[n] && (unsigned char)text[n] >= 0x20 && text[n] != 0x7f)
+		n++;
+	return n;
 }
 
 /* Role credentials from the instance metadata service (IMDSv2). */
@@ -224,12 +247,12 @@ static int from_imds(struct s3_source *s)
 	err = imds_call(url, NULL, true, b);
 	if (err)
 		goto out;
-	snprintf(token, sizeof(token), "%.*s", (int)strcspn(b->text, "\r\n"), b->text);
+	snprintf(token, sizeof(token), "%.*s", first_line(b->text), b->text);
 	snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/", base);
 	err = imds_call(url, token, false, b);
 	if (err)
 		goto out;
-	snprintf(role, sizeof(role), "%.*s", (int)strcspn(b->text, "\r\n"), b->text);
+	snprintf(role, sizeof(role), "%.*s", first_line(b->text), b->text);
 	snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/%s", base, role);
 	err = imds_call(url, token, false, b);
 	if (err)

@@ -91,9 +91,13 @@ const char *url_host(const char *url, size_t *len)
 char *url_for_log(const char *url)
 {
 	const char *scheme = strstr(url, "://");
+	if (scheme && url + strcspn(url, "?#") < scheme)
+		scheme = NULL;	/* "://" in a query ("a.tif?sig=S&u=https://..."): no scheme */
 	size_t prefix = scheme ? (size_t)(scheme + 3 - url) : 0, n;
 	/* text without a scheme ("user:pw@host/...") loses its user@ too */
 	const char *host = authority_host(url + prefix, &n);
+	while (memchr(host, '@', n))	/* "user:p@ss@host": up to the last '@' */
+		host = authority_host(host, &n);
 	size_t rest = strcspn(host, "?#");
 	char *out = malloc(prefix + rest + 1);
 	if (!out)

@@ -41,7 +41,8 @@ void mounts_prune(const char *cache_dir)
 		struct stat st;
 		long pid = strtol(e->d_name, NULL, 10);
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (pid > 0 && !proc_alive((pid_t)pid) && stat(path, &st) == 0 &&
+		if (pid > 0 && (pid != (long)(pid_t)pid || !proc_alive((pid_t)pid)) &&
+		    stat(path, &st) == 0 &&
 		    time(NULL) - st.st_mtime > STALE_FILE_S)
 			unlink(path);
 	}
@@ -117,8 +118,10 @@ static int read_mount(const char *path, struct mount_record *out)
 		}
 	}
 	fclose(f);
-	out->running = up && proc_alive((pid_t)out->pid);
-	return out->pid > 0 ? 0 : -EINVAL;
+	/* a pid beyond pid_t would name another process (4294967297: init) */
+	bool pid_ok = out->pid > 0 && out->pid == (long)(pid_t)out->pid;
+	out->running = pid_ok && up && proc_alive((pid_t)out->pid);
+	return pid_ok ? 0 : -EINVAL;
 }
 
 static int by_updated(const void *a, const void *b)

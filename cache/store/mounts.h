@@ -14,7 +14,7 @@
  *
  *   tilefs_mount_info{source="S",mountpoint="M",...,pid="PID"} 1
  *       labels escaped as Prometheus does (\\, \" and \n); a file without
- *       a pid > 0 here is skipped
+ *       a pid > 0 here that is a process id (fits pid_t) is skipped
  *   tilefs_up 1|0
  *   tilefs_start_time_seconds T
  *   tilefs_cache_uncached 1|0 (1: it read everything uncached, its cache

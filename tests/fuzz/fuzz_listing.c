@@ -6,7 +6,7 @@
  * subdirectory. Each entry reported must be a valid name, and a cursor a
  * short string; anything else (a crash, a sanitizer report, a leak, a
  * timeout: the HTML parser was once quadratic) is a bug. Seeds:
- * tests/fuzz/listings/. Built and run by tests/fuzz/run.
+ * tests/fuzz/seeds/fuzz_listing/. Built and run by tests/fuzz/run.
  */
 #include "cache/base/log.h"
 #include "cache/origin/provider.h"
