@@ -7,7 +7,7 @@
  *
  * DESIGN: the queue (ns->ahead_head .. ahead_tail) and the flag that stops
  * the threads live in struct namespace under ns->lock; the threads wait on
- * ns->ahead_work. Each queued file holds a hold (ns_node_hold()), so a
+ * ns->ahead_work. Each queued file carries a hold (ns_node_hold()), so a
  * later listing that retires it cannot free it while queued: the thread
  * that takes it gives the hold back, and ns_stop_ahead() gives back those
  * of files left in the queue. A thread checks a file as its first open
