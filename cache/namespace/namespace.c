@@ -1,21 +1,16 @@
 /*
- * namespace.c - see namespace.h.
+ * namespace.c - see namespace.h: the public calls, and the listings of
+ * directories and their refresh after the ttl. Above ahead.c (it queues
+ * the files a listing shows), validate.c and tree.c; the locks and the
+ * life of nodes are described in namespace_int.h.
  *
  * DESIGN: a tree of nodes under ns->lock. Network work (listing a
  * directory, validating a file's version) runs without the lock, with a
- * per-node flag so one thread does it while others wait on ns->done.
- *
- * Nodes that disappear from a listing leave the tree for a retired list
- * and are freed, with their subtree and their pinned versions, by ns_reap()
- * at the end of the call that retired them, or of a later call. A pointer
- * to a node is only used while ns->lock is held, with one exception: the
- * node a thread refreshes or validates (dir_refresh(), file_validate())
- * stays in use across the lock drop, so those take a hold on it and on
- * each of its ancestors (node_hold()); a retired node is freed only once
- * it has no hold. Open files keep their versions through their own
- * references (cache_object_ref()), not through the node. Past the bound
- * on names held (tree.c), whole listings leave the same way: the children
- * of directories no call holds, with no file open below.
+ * per-node flag so one thread does it while others wait on ns->done; the
+ * node stays held (ns_node_hold()) while the lock is dropped. A listing
+ * keeps the nodes of names still there, with their pinned versions; the
+ * others leave for ns->retired, freed by ns_reap() at the end of the call
+ * that retired them, or of a later call.
  */
 #include "cache/namespace/namespace.h"
 #include "cache/namespace/namespace_int.h"
@@ -32,7 +27,6 @@
 
 #define MAX_ENTRIES 1000000	/* per directory: ~150 MB of nodes */
 #define MAX_PAGES 100000
-#define AHEAD_MAX 10000		/* files queued for revalidation ahead */
 
 int ns_new(struct source *src, struct http_client *http, struct cache *cache, int ttl_s,
 	   struct namespace **out)
@@ -58,30 +52,6 @@ int ns_new(struct source *src, struct http_client *http, struct cache *cache, in
 	return 0;
 }
 
-/* Take (DELTA 1) or give back (-1) a hold on N and every ancestor, so none
- * of them is freed while the lock is dropped; ns->lock held. */
-static void node_hold(struct ns_node *n, int delta)
-{
-	for (; n; n = n->parent)
-		n->holds = (unsigned)((int)n->holds + delta);
-}
-
-/* Free the retired nodes no thread holds. The caller uses no pointer to a
- * node after this (it is called just before ns->lock is released). */
-static void ns_reap(struct namespace *ns)
-{
-	struct ns_node **link = &ns->retired;
-	while (*link) {
-		struct ns_node *n = *link;
-		if (n->holds) {
-			link = &n->retired_next;
-			continue;
-		}
-		*link = n->retired_next;
-		ns_node_free(ns, n);	/* with its subtree: no hold there either */
-	}
-}
-
 void ns_free(struct namespace *ns)
 {
 	if (!ns)
@@ -93,28 +63,6 @@ void ns_free(struct namespace *ns)
 	pthread_cond_destroy(&ns->done);
 	pthread_cond_destroy(&ns->ahead_work);
 	free(ns);
-}
-
-/* Path of N relative to the root ("a/b", "" for the root); caller frees.
- * ns->lock held. */
-static char *node_path(const struct ns_node *n)
-{
-	size_t len = 0;
-	for (const struct ns_node *p = n; p->parent; p = p->parent)
-		len += strlen(p->name) + (p->parent->parent ? 1 : 0);
-	char *out = malloc(len + 1);
-	if (!out)
-		return NULL;
-	out[len] = '\0';
-	size_t end = len;
-	for (const struct ns_node *p = n; p->parent; p = p->parent) {
-		size_t l = strlen(p->name);
-		end -= l;
-		memcpy(out + end, p->name, l);
-		if (p->parent->parent)
-			out[--end] = '/';
-	}
-	return out;
 }
 
 /* ---- listings ---- */
@@ -238,47 +186,6 @@ static void count_bytes(struct namespace *ns, struct ns_node *dir)
 	ns_tell_cache_bytes(ns);
 }
 
-/* What N's last listing said of N; its etag points into N (ns->lock
- * held while it is used). */
-static struct cache_listed listed_of(const struct ns_node *n)
-{
-	return (struct cache_listed){ n->listed_etag ? n->listed_etag : "", n->listed_size,
-				      n->listed_mtime };
-}
-
-/* Does N's listing say its pinned version is no longer the current one (a
- * size or an ETag that differ)? ns->lock held. */
-static bool listing_disagrees(const struct ns_node *n)
-{
-	if (n->listed_size >= 0 && (uint64_t)n->listed_size != cache_object_size(n->obj))
-		return true;
-	struct cache_listed l = listed_of(n);
-	return n->listed_etag && !cache_object_listed(n->obj, &l);
-}
-
-/* Queue DIR's files for revalidation ahead (ns_revalidate_ahead()) that
- * may need it: no version pinned, and no ETag listed that could vouch for
- * one. The threads skip those with nothing cached. ns->lock held. */
-static void ahead_queue(struct namespace *ns, struct ns_node *dir)
-{
-	if (ns->ahead_stopping || !ns->nahead || ns->ttl_s == 0)
-		return;	/* (ns_stop_ahead() clears nahead only once stopping) */
-	for (size_t i = 0; i < dir->nchildren && ns->ahead_len < AHEAD_MAX; i++) {
-		struct ns_node *n = dir->children[i];
-		if (n->is_dir || n->ahead_done || n->obj || n->listed_etag)
-			continue;
-		n->ahead_done = true;
-		node_hold(n, 1);
-		if (ns->ahead_tail)
-			ns->ahead_tail->ahead_next = n;
-		else
-			ns->ahead_head = n;
-		ns->ahead_tail = n;
-		ns->ahead_len++;
-		pthread_cond_signal(&ns->ahead_work);
-	}
-}
-
 /* dir_refresh() with DIR held. */
 static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 {
@@ -292,7 +199,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 		pthread_cond_wait(&ns->done, &ns->lock);
 	}
 	dir->busy = true;
-	char *path = node_path(dir);
+	char *path = ns_node_path(dir);
 	pthread_mutex_unlock(&ns->lock);
 
 	struct listing l = { .ns = ns };
@@ -318,7 +225,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 				free(old->listed_etag);
 				old->listed_etag = fresh->listed_etag;
 				fresh->listed_etag = NULL;
-				if (old->obj && listing_disagrees(old))
+				if (old->obj && ns_listing_disagrees(old))
 					old->outdated = true;	/* changed on the origin */
 				ns_node_free(ns, fresh);
 				l.nodes[kept++] = old;
@@ -347,7 +254,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 		dir->listed = true;
 		dir->listed_at = time(NULL);
 		count_bytes(ns, dir);
-		ahead_queue(ns, dir);
+		ns_ahead_queue(ns, dir);
 		ns_names_shed(ns);
 	} else {
 		for (size_t i = 0; i < l.n; i++)
@@ -370,9 +277,9 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 static int dir_refresh(struct namespace *ns, struct ns_node *dir)
 {
 	dir->used = ++ns->uses;
-	node_hold(dir, 1);
+	ns_node_hold(dir, 1);
 	int err = dir_refresh_held(ns, dir);
-	node_hold(dir, -1);
+	ns_node_hold(dir, -1);
 	return err;
 }
 
@@ -404,178 +311,6 @@ static int resolve(struct namespace *ns, const char *path, struct ns_node **out)
 	}
 	*out = n;
 	return 0;
-}
-
-/* ---- files ---- */
-
-/* Is N's directory listing younger than the ttl? ns->lock held. */
-static bool listing_fresh(const struct namespace *ns, const struct ns_node *n)
-{
-	const struct ns_node *dir = n->parent;
-	return dir && dir->listed && time(NULL) - dir->listed_at < ns->ttl_s;
-}
-
-/* What a listing younger than the ttl said of N, for use after ns->lock is
- * dropped (its etag copied into ETAG, 128 bytes); false if there is none.
- * ns->lock held. */
-static bool listed_copy(const struct namespace *ns, const struct ns_node *n,
-			struct cache_listed *out, char *etag)
-{
-	if (!listing_fresh(ns, n))
-		return false;
-	*out = listed_of(n);
-	snprintf(etag, 128, "%s", out->etag);
-	out->etag = etag;
-	return true;
-}
-
-/* Is N's pinned version still current: checked within the ttl, or named
- * by a listing younger than it? ns->lock held. */
-static bool pinned_current(const struct namespace *ns, const struct ns_node *n)
-{
-	if (!n->obj || cache_object_stale(n->obj) || n->outdated)
-		return false;
-	if (time(NULL) - n->validated_at < ns->ttl_s)
-		return true;
-	struct cache_listed l = listed_of(n);
-	return listing_fresh(ns, n) && cache_object_listed(n->obj, &l);
-}
-
-/* file_validate() with N held. */
-static int file_validate_held(struct namespace *ns, struct ns_node *n, bool *unchanged)
-{
-	for (;;) {
-		if (pinned_current(ns, n)) {
-			*unchanged = true;
-			return 0;
-		}
-		if (!n->busy)
-			break;
-		pthread_cond_wait(&ns->done, &ns->lock);
-	}
-	n->busy = true;
-	struct cache_listed listed;
-	char etag[128];
-	bool fresh = listed_copy(ns, n, &listed, etag);
-	char *path = node_path(n);
-	char *url = n->url ? strdup(n->url) : path ? source_object_url(ns->src, path) : NULL;
-	pthread_mutex_unlock(&ns->lock);
-
-	struct cache_object *obj = NULL;
-	int err = url ? cache_object_open(ns->cache, url, path, fresh ? &listed : NULL, &obj)
-		      : -ENOMEM;
-	free(url);
-	free(path);
-
-	pthread_mutex_lock(&ns->lock);
-	if (!err) {
-		*unchanged = cache_object_same(n->obj, obj);
-		if (!*unchanged && n->obj && cache_object_shared(n->obj)) {
-			cache_object_unref(n->older);	/* the oldest: readers keep their refs */
-			n->older = n->obj;		/* still open somewhere */
-		} else {
-			cache_object_unref(n->obj);
-		}
-		n->obj = obj;
-		n->validated_at = time(NULL);
-		n->outdated = false;
-	}
-	n->busy = false;
-	pthread_cond_broadcast(&ns->done);
-	return err;
-}
-
-/* Make N's pinned version current; ns->lock held (dropped while asking). */
-static int file_validate(struct namespace *ns, struct ns_node *n, bool *unchanged)
-{
-	node_hold(n, 1);
-	int err = file_validate_held(ns, n, unchanged);
-	node_hold(n, -1);
-	return err;
-}
-
-/* ---- revalidation ahead ---- */
-
-/* Revalidate N, queued and held, if a version of it is cached and none is
- * pinned yet; ns->lock held (dropped while asking). */
-static void ahead_one(struct namespace *ns, struct ns_node *n)
-{
-	if (n->obj || n->busy || !ns_in_tree(n))
-		return;
-	char *path = node_path(n);
-	char *url = n->url ? strdup(n->url) : path ? source_object_url(ns->src, path) : NULL;
-	free(path);
-	if (!url)
-		return;
-	pthread_mutex_unlock(&ns->lock);
-	bool known = cache_object_known(ns->cache, url);
-	free(url);
-	pthread_mutex_lock(&ns->lock);
-	bool unchanged;
-	if (known && !n->obj && ns_in_tree(n) && file_validate_held(ns, n, &unchanged) != 0)
-		log_debug("revalidation ahead of %s failed; its open will ask again", n->name);
-}
-
-static void *ahead_thread(void *arg)
-{
-	struct namespace *ns = arg;
-	pthread_mutex_lock(&ns->lock);
-	for (;;) {
-		while (!ns->ahead_head && !ns->ahead_stopping)
-			pthread_cond_wait(&ns->ahead_work, &ns->lock);
-		if (ns->ahead_stopping)
-			break;
-		struct ns_node *n = ns->ahead_head;
-		ns->ahead_head = n->ahead_next;
-		if (!ns->ahead_head)
-			ns->ahead_tail = NULL;
-		ns->ahead_len--;
-		n->ahead_next = NULL;
-		ahead_one(ns, n);
-		node_hold(n, -1);
-		if (!ns->ahead_head)
-			ns_names_shed(ns);	/* what the queue kept in use */
-		ns_reap(ns);
-	}
-	pthread_mutex_unlock(&ns->lock);
-	return NULL;
-}
-
-int ns_revalidate_ahead(struct namespace *ns, int threads)
-{
-	if (threads <= 0 || !ns->cache)
-		return 0;
-	ns->ahead = calloc((size_t)threads, sizeof(*ns->ahead));
-	if (!ns->ahead)
-		return -ENOMEM;
-	for (; ns->nahead < threads; ns->nahead++)
-		if (pthread_create(&ns->ahead[ns->nahead], NULL, ahead_thread, ns) != 0)
-			break;
-	return ns->nahead ? 0 : -EAGAIN;
-}
-
-void ns_stop_ahead(struct namespace *ns)
-{
-	pthread_mutex_lock(&ns->lock);
-	ns->ahead_stopping = true;
-	pthread_cond_broadcast(&ns->ahead_work);
-	pthread_mutex_unlock(&ns->lock);
-	for (int i = 0; i < ns->nahead; i++)
-		pthread_join(ns->ahead[i], NULL);
-	free(ns->ahead);
-	ns->ahead = NULL;
-	ns->nahead = 0;
-	pthread_mutex_lock(&ns->lock);
-	while (ns->ahead_head) {
-		struct ns_node *n = ns->ahead_head;
-		ns->ahead_head = n->ahead_next;
-		n->ahead_next = NULL;
-		node_hold(n, -1);
-	}
-	ns->ahead_tail = NULL;
-	ns->ahead_len = 0;
-	ns_reap(ns);
-	pthread_mutex_unlock(&ns->lock);
 }
 
 /*
@@ -627,7 +362,7 @@ int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out)
 	if (!err && n->is_dir && n->listed && !n->fixed && time(NULL) - n->listed_at >= ns->ttl_s)
 		clock_gettime(CLOCK_REALTIME, &n->changed_at);
 	else if (!err && !n->is_dir && !n->obj && n->listed_size < 0)
-		err = file_validate(ns, n, &unchanged);	/* only a probe tells the size */
+		err = ns_file_validate(ns, n, &unchanged);	/* only a probe tells the size */
 	if (!err)
 		attr_of(ns, n, out);
 	ns_reap(ns);
@@ -667,7 +402,7 @@ int ns_open(struct namespace *ns, const char *path, struct cache_object **out, b
 	if (!err && n->is_dir)
 		err = -EISDIR;
 	if (!err)
-		err = file_validate(ns, n, unchanged);
+		err = ns_file_validate(ns, n, unchanged);
 	if (!err && n->older && !cache_object_shared(n->older)) {
 		cache_object_unref(n->older);	/* all its files are closed */
 		n->older = NULL;
@@ -719,7 +454,7 @@ char *ns_url(struct namespace *ns, const char *path, struct cache_listed *listed
 	pthread_mutex_lock(&ns->lock);
 	if (resolve(ns, path, &n) == 0 && !n->is_dir) {
 		url = n->url ? strdup(n->url) : source_object_url(ns->src, path);
-		listed_copy(ns, n, listed, etag);
+		ns_listed_copy(ns, n, listed, etag);
 	}
 	ns_reap(ns);
 	pthread_mutex_unlock(&ns->lock);

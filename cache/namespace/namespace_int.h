@@ -1,9 +1,31 @@
 /*
- * namespace_int.h - private to cache/namespace: the tree of nodes that
- * namespace.c keeps, what tree.c does with its nodes (and the bound on
- * how many are held), and what of namespace.c manifest.c (a tree from a
- * manifest instead of listings) calls. The files form a chain, each
- * calling only those below it: manifest.c, namespace.c, tree.c.
+ * namespace_int.h - private to cache/namespace: the tree of nodes a
+ * namespace keeps, and what the files of the folder call of each other.
+ * They form a chain, each calling only those below it:
+ *
+ *   manifest.c   a tree from a manifest instead of listings
+ *   namespace.c  the public calls, listings and their refresh
+ *   ahead.c      revalidation ahead: its queue and threads
+ *   validate.c   a file's pinned version: current, or asked again
+ *   tree.c       nodes, holds, retired nodes, the bound on names
+ *
+ * LOCKS: one mutex, ns->lock, guards the tree and every field below
+ * marked so. Lock order: ns->lock first, then the engine's own locks (the
+ * cache_object_*() and cache_set_mounted_bytes() calls made under it);
+ * the engine never calls back into the namespace. Work that may wait on
+ * the network (a listing's http_run(), cache_object_open(),
+ * cache_object_known()) runs with ns->lock dropped, on a node marked busy
+ * and held (below). Threads: the callers of namespace.h, and the threads
+ * of revalidation ahead (ahead.c).
+ *
+ * A pointer to a node is used only while ns->lock is held, with one
+ * exception: the node a thread lists or validates stays in use across the
+ * drop of the lock, so the thread takes a hold on it and on each of its
+ * ancestors (ns_node_hold()). Nodes that leave the tree (gone from a
+ * listing, or with a listing dropped past the bound on names) go to
+ * ns->retired and are freed by ns_reap() once nothing holds them; open
+ * files keep their versions through their own references
+ * (cache_object_ref()), not through the node.
  */
 #ifndef TILEFS_NAMESPACE_INT_H
 #define TILEFS_NAMESPACE_INT_H
@@ -16,17 +38,21 @@
 #include <time.h>
 
 struct cache;
+struct cache_listed;
 struct cache_object;
 struct http_client;
 struct source;
 
+/* A file or directory. Every field is protected by ns->lock, except name
+ * and is_dir, fixed at creation; a node out of the tree is read only by
+ * the threads that hold it. */
 struct ns_node {
-	char *name;
+	char *name;			/* set at creation */
 	struct ns_node *parent;
-	struct ns_node *retired_next;
+	struct ns_node *retired_next;	/* in ns->retired */
 	unsigned holds;			/* threads using it or a descendant across
-					 * a drop of ns->lock: see node_hold() */
-	bool is_dir;
+					 * a drop of ns->lock: see ns_node_hold() */
+	bool is_dir;			/* set at creation */
 	int64_t listed_size;		/* -1: unknown until a probe */
 	char *listed_etag;		/* NULL: the listing gave none */
 	time_t listed_mtime;		/* 0: the listing gave none */
@@ -35,8 +61,10 @@ struct ns_node {
 	struct ns_node **children;	/* sorted by name */
 	size_t nchildren;
 	bool fixed;			/* from a manifest: never listed */
-	bool listed, busy;
-	bool dropped;			/* its listing was dropped (names_shed()) */
+	bool listed;
+	bool busy;			/* a thread lists it (or validates a file),
+					 * ns->lock dropped; others wait on ns->done */
+	bool dropped;			/* its listing was dropped (ns_names_shed()) */
 	uint64_t used;			/* ns->uses when last listed or looked in */
 	time_t listed_at;
 	struct timespec changed_at;	/* its names may have changed since (ns_attr);
@@ -53,36 +81,47 @@ struct ns_node {
 };
 
 struct namespace {
+	/* set by ns_new() (and the setters called before any other use),
+	 * then read only: no lock */
 	struct source *src;
 	struct http_client *http;
 	struct cache *cache;
 	int ttl_s;
 	struct timespec started;
-	pthread_mutex_t lock;
-	pthread_cond_t done;		/* a busy node finished */
-	struct ns_node *root;
-	struct ns_node *retired;	/* out of the tree, not yet freed */
-	uint64_t known_bytes;		/* listed_bytes of every listing made */
-	size_t unknown_dirs;		/* listings with bytes_unknown */
-	atomic_size_t names;		/* its nodes not yet freed, listings being
-					 * read included (ns_node_new()) */
 	size_t max_names;		/* the bound on names (ns_set_max_names()) */
-	uint64_t uses;			/* counts dir_refresh() calls */
-	bool shed_before;		/* ns_names_shed() dropped listings before */
-	/* revalidation ahead (ns_revalidate_ahead()): files queued, each
-	 * with a hold, and the threads that take them */
-	pthread_t *ahead;
-	int nahead;
-	bool ahead_stopping;
-	pthread_cond_t ahead_work;
-	struct ns_node *ahead_head, *ahead_tail;
-	size_t ahead_len;
+
+	pthread_mutex_t lock;
+	pthread_cond_t done;		/* a busy node finished; with ns->lock */
+	struct ns_node *root;		/* protected by ns->lock, as all its tree */
+	struct ns_node *retired;	/* out of the tree, not yet freed; ns->lock */
+	uint64_t known_bytes;		/* listed_bytes of every listing made; ns->lock */
+	size_t unknown_dirs;		/* listings with bytes_unknown; ns->lock */
+	atomic_size_t names;		/* its nodes not yet freed, listings being
+					 * read included (ns_node_new()): atomic,
+					 * as those are made with ns->lock dropped */
+	uint64_t uses;			/* counts dir_refresh() calls; ns->lock */
+	bool shed_before;		/* ns_names_shed() dropped listings before;
+					 * ns->lock */
+
+	/* revalidation ahead (ahead.c): files queued, each with a hold, and
+	 * the threads that take them */
+	pthread_t *ahead;		/* written by ns_revalidate_ahead() before any
+					 * other use and by ns_stop_ahead() once
+					 * the threads are joined: no lock */
+	int nahead;			/* as ahead; read under ns->lock only
+					 * while !ahead_stopping */
+	bool ahead_stopping;		/* protected by ns->lock */
+	pthread_cond_t ahead_work;	/* the queue has a file, or stop; with
+					 * ns->lock */
+	struct ns_node *ahead_head, *ahead_tail; /* protected by ns->lock */
+	size_t ahead_len;		/* protected by ns->lock */
 };
 
 /* tree.c */
 
 /* A node named NAME (copied) under PARENT, counted in ns->names; caller
- * frees with ns_node_free() (which frees its subtree too). */
+ * frees with ns_node_free() (which frees its subtree too). Needs no lock
+ * (a listing makes its nodes with ns->lock dropped). */
 struct ns_node *ns_node_new(struct namespace *ns, const char *name, bool is_dir,
 			    struct ns_node *parent);
 void ns_node_free(struct namespace *ns, struct ns_node *n);
@@ -94,11 +133,43 @@ int ns_child_insert(struct ns_node *dir, struct ns_node *child, size_t pos);
 /* Is N still in the tree (not retired by a later listing or dropped with
  * its directory's listing)? ns->lock held. */
 bool ns_in_tree(const struct ns_node *n);
+/* Take (DELTA 1) or give back (-1) a hold on N and every ancestor, so none
+ * of them is freed while ns->lock is dropped; ns->lock held. */
+void ns_node_hold(struct ns_node *n, int delta);
+/* Free the retired nodes no thread holds. The caller uses no pointer to a
+ * node after this (it is called just before ns->lock is released). */
+void ns_reap(struct namespace *ns);
+/* Path of N relative to the root ("a/b", "" for the root); caller frees.
+ * ns->lock held. */
+char *ns_node_path(const struct ns_node *n);
 /* Over ns->max_names, drop listings (see ns_set_max_names()); ns->lock
  * held, and a hold on every node the caller still uses. Files queued for
  * revalidation ahead hold their directories: the queue's thread calls it
  * again once the queue is empty. */
 void ns_names_shed(struct namespace *ns);
+
+/* validate.c */
+
+/* Does N's listing say its pinned version is no longer the current one (a
+ * size or an ETag that differ)? ns->lock held, N has a version pinned. */
+bool ns_listing_disagrees(const struct ns_node *n);
+/* What a listing younger than the ttl said of N, for use after ns->lock is
+ * dropped (its etag copied into ETAG, 128 bytes); false if there is none.
+ * ns->lock held. */
+bool ns_listed_copy(const struct namespace *ns, const struct ns_node *n, struct cache_listed *out,
+		    char *etag);
+/* Make N's pinned version current (*UNCHANGED: it was); ns->lock held,
+ * dropped while asking. ns_file_validate_held() if the caller holds N
+ * (ns_node_hold()) already. */
+int ns_file_validate(struct namespace *ns, struct ns_node *n, bool *unchanged);
+int ns_file_validate_held(struct namespace *ns, struct ns_node *n, bool *unchanged);
+
+/* ahead.c */
+
+/* Queue DIR's files for revalidation ahead (ns_revalidate_ahead()) that
+ * may need it: no version pinned, and no ETag listed that could vouch for
+ * one. The threads skip those with nothing cached. ns->lock held. */
+void ns_ahead_queue(struct namespace *ns, struct ns_node *dir);
 
 /* namespace.c */
 

@@ -3,8 +3,9 @@
  * freed and counted, and the bound on how many a namespace holds
  * (ns_set_max_names() of namespace.h): past it, the listings of the
  * directories least recently used are dropped, to be listed again when
- * used. The bottom of cache/namespace: calls nothing of namespace.c or
- * manifest.c.
+ * used; the holds that keep a node across a drop of ns->lock, and the
+ * freeing of retired nodes (ns_reap()). The bottom of cache/namespace:
+ * calls no other file of it.
  */
 #include "cache/namespace/namespace.h"
 #include "cache/namespace/namespace_int.h"
@@ -92,6 +93,51 @@ int ns_child_insert(struct ns_node *dir, struct ns_node *child, size_t pos)
 	grown[pos] = child;
 	dir->nchildren++;
 	return 0;
+}
+
+/* ---- holds across a drop of ns->lock, and retired nodes ---- */
+
+/* ns->lock held */
+void ns_node_hold(struct ns_node *n, int delta)
+{
+	for (; n; n = n->parent)
+		n->holds = (unsigned)((int)n->holds + delta);
+}
+
+/* ns->lock held */
+void ns_reap(struct namespace *ns)
+{
+	struct ns_node **link = &ns->retired;
+	while (*link) {
+		struct ns_node *n = *link;
+		if (n->holds) {
+			link = &n->retired_next;
+			continue;
+		}
+		*link = n->retired_next;
+		ns_node_free(ns, n);	/* with its subtree: no hold there either */
+	}
+}
+
+/* ns->lock held */
+char *ns_node_path(const struct ns_node *n)
+{
+	size_t len = 0;
+	for (const struct ns_node *p = n; p->parent; p = p->parent)
+		len += strlen(p->name) + (p->parent->parent ? 1 : 0);
+	char *out = malloc(len + 1);
+	if (!out)
+		return NULL;
+	out[len] = '\0';
+	size_t end = len;
+	for (const struct ns_node *p = n; p->parent; p = p->parent) {
+		size_t l = strlen(p->name);
+		end -= l;
+		memcpy(out + end, p->name, l);
+		if (p->parent->parent)
+			out[--end] = '/';
+	}
+	return out;
 }
 
 /* ---- the bound on names held ---- */
