@@ -1,5 +1,6 @@
 /*
- * plan.c - see plan.h.
+ * plan.c - see plan.h. Level 0 of the engine (engine_int.h): pure, calls
+ * no other engine file.
  */
 #include "cache/engine/plan.h"
 
