@@ -97,6 +97,17 @@ size_t plan_parts(const struct plan_unit *units, size_t n, uint64_t off, uint64_
 	return k;
 }
 
+bool plan_related(enum prefetch_policy policy, enum layout_relation *relation)
+{
+	if (policy == PREFETCH_NEIGHBORS)
+		*relation = LAYOUT_NEIGHBORS;
+	else if (policy == PREFETCH_ROW)
+		*relation = LAYOUT_ROW;
+	else
+		return false;
+	return true;
+}
+
 size_t plan_prefetch_fit(const struct extent *v, size_t n, uint64_t *budget)
 {
 	size_t k = 0;

@@ -230,13 +230,14 @@ static void read_prefetch(struct read_op *r)
 	if (policy == PREFETCH_OBJECT && !atomic_load(&obj->complete) &&
 	    (nmiss > 0 || layout_is_tile(&obj->layout, r->off)))
 		object_prefetch_start(c, obj);
-	for (size_t i = 0; i < nmiss && (policy == PREFETCH_NEIGHBORS || policy == PREFETCH_ROW);
-	     i++) {
+	enum layout_relation relation;
+	bool related_tiles = plan_related(policy, &relation);
+	for (size_t i = 0; i < nmiss && related_tiles; i++) {
 		if (r->fetch[i]->sliver)
 			continue;
 		struct extent related[PREFETCH_MAX];
 		size_t room = cap - r->nfetch;
-		size_t k = layout_related(&obj->layout, r->fetch[i]->unit.off, policy,
+		size_t k = layout_related(&obj->layout, r->fetch[i]->unit.off, relation,
 					  related, room < PREFETCH_MAX ? room : PREFETCH_MAX);
 		k = plan_prefetch_fit(related, k, &budget);
 		for (size_t j = 0; j < k; j++) {

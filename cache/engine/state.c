@@ -1,12 +1,27 @@
 /*
  * state.c - what every engine file may ask of the cache: its directory,
- * whether it reads uncached, the prefetch policy a read follows now, the
- * mounted bytes that policy weighs, and the counters.
+ * whether it reads uncached, the prefetch policy a read follows now (and
+ * the policies' names), the mounted bytes that policy weighs, and the
+ * counters.
  *
  * Level 0 of the engine (engine_int.h): calls no other engine file, so any
  * of them may call it.
  */
 #include "cache/engine/engine_int.h"
+
+#include <errno.h>
+#include <string.h>
+
+int cache_prefetch_parse(const char *name, enum prefetch_policy *out)
+{
+	static const char *const names[] = { "none", "neighbors", "row", "object", "auto" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0) {
+			*out = (enum prefetch_policy)i;
+			return 0;
+		}
+	return -EINVAL;
+}
 
 void cache_count_fetched(struct cache *c, uint64_t bytes)
 {
