@@ -2,7 +2,7 @@
  * options.c - see options.h.
  */
 #include "tools/options.h"
-#include "cache/tiff/layout.h"
+#include "cache/engine/cache.h"
 #include "cache/base/log.h"
 #include "cache/base/private_dir.h"
 #include "cache/store/index.h"
@@ -216,7 +216,7 @@ static int set_value(struct options *o, const struct option_def *d, const char *
 		*(long *)field = v;
 		return 0;
 	case OPT_PREFETCH:
-		if (layout_prefetch_parse(value, (enum prefetch_policy *)field) != 0) {
+		if (cache_prefetch_parse(value, (enum prefetch_policy *)field) != 0) {
 			snprintf(err, err_size,
 				 "--%s: '%s' is not one of none, neighbors, row, object, auto", d->name,
 				 value);

@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #include "cache/origin/http.h"
-#include "cache/tiff/layout.h"
+#include "cache/engine/cache.h"
 #include "cache/base/log.h"
 #include "cache/origin/provider.h"
 

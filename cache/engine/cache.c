@@ -1,8 +1,10 @@
 /*
- * cache.c - opening and closing the cache (index, store, persist thread),
- * its counters, and the units this process found cached (the known map).
- * The read path starts in read.c; engine_int.h lists the engine's files
- * and the invariants they keep.
+ * cache.c - opening and closing the cache: the index, the store, the
+ * persist thread (persist.c) and the seal thread (seal.c).
+ *
+ * The top of the engine (engine_int.h lists its files by level): it starts
+ * the threads, which run the files below it, so no engine file calls it.
+ * The read path starts in read.c.
  */
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"
@@ -12,67 +14,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-static struct known_unit *known_slot(struct cache *c, int64_t object_id, uint64_t off)
-{
-	uint64_t h = ((uint64_t)object_id * 0x9e3779b97f4a7c15ull) ^ (off * 0xff51afd7ed558ccdull);
-	return &c->known[(h >> 32) & (KNOWN_SLOTS - 1)];
-}
-
-bool known_get(struct cache *c, int64_t object_id, uint64_t off, struct known_unit *out)
-{
-	const struct known_unit *k = known_slot(c, object_id, off);
-	if (k->u.id == 0 || k->u.object_id != object_id || k->u.off != off)
-		return false;
-	*out = *k;
-	return true;
-}
-
-bool known_put(struct cache *c, const struct index_unit *u, uint64_t punches, bool checked)
-{
-	struct known_unit *k = known_slot(c, u->object_id, u->off);
-	/* a unit's id is never reused: checked once, its bytes are known good */
-	checked |= k->u.id == u->id && k->checked;
-	k->u = *u;
-	k->punches = punches;
-	k->checked = checked;
-	return checked;
-}
-
-void cache_count_fetched(struct cache *c, uint64_t bytes)
-{
-	pthread_mutex_lock(&c->lock);
-	c->stats.bytes_fetched += bytes;
-	pthread_mutex_unlock(&c->lock);
-}
-
-void cache_set_mounted_bytes(struct cache *c, uint64_t bytes)
-{
-	atomic_store(&c->mounted_bytes, bytes);
-}
-
-enum prefetch_policy prefetch_policy(struct cache *c)
-{
-	if (c->cfg.prefetch != PREFETCH_AUTO)
-		return c->cfg.prefetch;
-	/* Under a tier, what a host asks for must depend on what its readers
-	 * read and the file's cut alone: a stream cut short (an unmount, an
-	 * eviction) would leave each host a different rest to ask the store
-	 * for, and the first host would pay the store for whole files. */
-	if (c->cfg.tier_keys)
-		return PREFETCH_NONE;
-	return atomic_load(&c->mounted_bytes) <= c->cfg.size_limit ? PREFETCH_OBJECT : PREFETCH_NONE;
-}
-
-const char *cache_dir(const struct cache *c)
-{
-	return c->cfg.dir;
-}
-
-bool cache_uncached(const struct cache *c)
-{
-	return !c->index;	/* the store layer's "no index" (index.h) */
-}
 
 int cache_open(const struct cache_config *cfg, struct source *src, struct http_client *http,
 	       struct cache **out)
@@ -169,11 +110,4 @@ void cache_close(struct cache *c)
 	free(c->edges);
 	free(c->known);
 	free(c);
-}
-
-void cache_get_stats(struct cache *c, struct cache_stats *out)
-{
-	pthread_mutex_lock(&c->lock);
-	*out = c->stats;
-	pthread_mutex_unlock(&c->lock);
 }

@@ -36,6 +36,18 @@ struct cache_object;
 struct http_client;
 struct source;
 
+/* What a tile miss adds (--prefetch): nothing, the tiles around it, the
+ * rest of its row, or the whole object (streamed in the background).
+ * PREFETCH_AUTO is the engine's choice per read: OBJECT while the mounted
+ * data fits in the cache and no tier is used, NONE otherwise
+ * (cache_set_mounted_bytes()). */
+enum prefetch_policy { PREFETCH_NONE, PREFETCH_NEIGHBORS, PREFETCH_ROW, PREFETCH_OBJECT,
+		       PREFETCH_AUTO };
+
+/* The policy NAME names: "none", "neighbors", "row", "object", "auto";
+ * 0 or -EINVAL. */
+int cache_prefetch_parse(const char *name, enum prefetch_policy *out);
+
 struct cache_config {
 	const char *dir;		/* cache directory, must exist */
 	uint64_t size_limit;		/* bytes of unit data kept at most */

@@ -2,38 +2,47 @@
  * engine_int.h - the engine's private part: the structs its files share and
  * the functions one file offers the others. Public contract: cache.h.
  *
- * The engine's files, in the order a read goes through them:
- *   cache.c    opening and closing the cache, stats, the known map
- *   object.c   cache objects: references, accessors, the stale mark
- *   open.c     cache_object_open(): probe claim, first fetch, TIFF parse
- *   read.c     cache_read(): hits, checksum checks, joining, waiting
- *   inflight.c the in-flight table, slivers and kept edges
- *   fetch.c    claims, prefetch entries, merged GETs and their answers
- *   persist.c  the persist thread: store, evict, whole-object prefetch
- *   warm.c     cache_warm(): fetch and store from the calling thread
- *   seal.c     the seal thread: complete objects checked whole, pinned
- *              for passthrough
- *   plan.c     pure decisions: readahead, slivers, spill, runs (plan.h)
- *   version.c  pure: pinning a GET to a version, the stale verdict
+ * LEVELS: the files form a DAG; each calls only files of lower levels
+ * (tests/check-calls reads the calls from the object files), so each can be
+ * read and tested with what lies under it:
+ *   level 0: plan.c     pure decisions: readahead, slivers, spill, runs (plan.h)
+ *            version.c  pure: pinning a GET to a version, the stale verdict
+ *            state.c    settings, the prefetch policy now, counters
+ *            known.c    the known map; load_unit(): a cached unit read whole
+ *                       and checked
+ *   level 1: object.c   cache objects: references, accessors, the stale mark
+ *   level 2: inflight.c the in-flight table, slivers and kept edges
+ *            seal.c     cache_object_complete(), _seal(), _pin(), the seal
+ *                       thread: complete objects checked whole, pinned
+ *                       for passthrough
+ *   level 3: fetch.c    claims, prefetch entries, merged GETs and their answers
+ *   level 4: stream.c   whole-object prefetch, stepped by the persist thread
+ *            open.c     cache_object_open(): probe claim, first fetch, TIFF parse
+ *   level 5: persist.c  the persist thread: store, evict, edges, read times
+ *            read.c     cache_read(): hits, checksum checks, joining, waiting
+ *   level 6: warm.c     cache_warm(): fetch and store from the calling thread
+ *            cache.c    cache_open(), cache_close(): starts the persist and
+ *                       seal threads, so it sits above what they run
  *
- * THE UNIT PROTOCOL across processes is numbered in cache/store/unit.h.
- * Within one process these hold as well:
+ * INVARIANTS. The unit protocol across processes is numbered (1)-(7) in
+ * cache/store/unit.h. Within one process the engine keeps these as well,
+ * numbered apart (E1)-(E4):
  *
- *   (6) A unit has at most one in-flight entry in a process: entries are
- *       made under c->lock after looking the table up (entry_new()), and
- *       leave the table only on the persist thread, after the unit is
- *       stored or its claim released (persist_thread()).
- *   (7) An entry that holds the unit's claim (e->claimed) releases it
- *       exactly once: by its row (unit_put_many()) or by index_unclaim() on the
- *       persist thread when it is not persisted.
- *   (8) A sliver (part of a unit, for one read) is never stored as a unit
- *       nor put in the table; the bytes kept of it (edges, in memory and
- *       in the index) are served only for the object id, so the version,
- *       they came from (edge_read()).
- *   (9) Every byte served for an object comes from its pinned version:
- *       cached units are keyed by its index id (one id per version), and
- *       every GET carries If-Match or If-Unmodified-Since and its answer
- *       is checked (version_pin(), version_verdict()).
+ *   (E1) A unit has at most one in-flight entry in a process: entries are
+ *        made under c->lock after looking the table up (entry_new()), and
+ *        leave the table only on the persist thread, after the unit is
+ *        stored or its claim released (persist_thread()).
+ *   (E2) An entry that holds the unit's claim (e->claimed) releases it
+ *        exactly once: by its row (unit_put_many()) or by index_unclaim() on
+ *        the persist thread when it is not persisted.
+ *   (E3) A sliver (part of a unit, for one read) is never stored as a unit
+ *        nor put in the table; the bytes kept of it (edges, in memory and
+ *        in the index) are served only for the object id, so the version,
+ *        they came from (edge_read()).
+ *   (E4) Every byte served for an object comes from its pinned version:
+ *        cached units are keyed by its index id (one id per version), and
+ *        every GET carries If-Match or If-Unmodified-Since and its answer
+ *        is checked (version_pin(), version_verdict()).
  *
  * LOCKS: c->lock protects what is marked "c->lock" below. It is a leaf:
  * no other lock is taken under it, and it is never held across I/O, an
@@ -132,7 +141,7 @@ struct inflight {
  * (store_punches()) read before that row was looked up, and whether its
  * bytes were read whole and matched the row's checksum. While the count
  * stays the same, the row stands without asking the index: eviction
- * deletes a row before it counts the punch of its bytes (invariant 3).
+ * deletes a row before it counts the punch of its bytes (unit.h, invariant 3).
  */
 struct known_unit {
 	struct index_unit u;		/* u.id 0: an empty slot */
@@ -170,7 +179,7 @@ struct cache {
 	size_t ntouched_objects;	/* c->lock */
 	struct known_unit *known;	/* c->lock: KNOWN_SLOTS */
 	bool disk_full_logged;		/* persist thread only */
-	struct object_job *jobs;	/* c->lock: PREFETCH_OBJECT queue */
+	struct object_job *jobs;	/* c->lock: PREFETCH_OBJECT queue (stream.c) */
 	bool jobs_off;			/* c->lock: cache_stop_prefetch() was called */
 	bool stepping;			/* c->lock: the persist thread is in job_step() */
 	struct object_job *seals;	/* c->lock: objects to seal (seal.c) */
@@ -184,18 +193,26 @@ struct cache {
 	struct cache_stats stats;	/* c->lock */
 };
 
+/* state.c */
 /* The policy a read of C follows now: cfg.prefetch, with auto resolved. */
 enum prefetch_policy prefetch_policy(struct cache *c);
+/* Count BYTES fetched (takes c->lock). */
+void cache_count_fetched(struct cache *c, uint64_t bytes);
 
-/* cache.c (c->lock held) */
-/* The known unit of OBJECT_ID at OFF into *out; false if none is kept. */
+/* known.c */
+/* The known unit of OBJECT_ID at OFF into *out; false if none is kept.
+ * c->lock held. */
 bool known_get(struct cache *c, int64_t object_id, uint64_t off, struct known_unit *out);
 /* Keep U, whose row was found after PUNCHES was read (and, if CHECKED, its
  * bytes matched); replaces whatever its slot held. Returns whether U's
- * bytes are known checked (now, or earlier in this process). */
+ * bytes are known checked (now, or earlier in this process). c->lock
+ * held. */
 bool known_put(struct cache *c, const struct index_unit *u, uint64_t punches, bool checked);
-/* Count BYTES fetched (takes c->lock). */
-void cache_count_fetched(struct cache *c, uint64_t bytes);
+/* Read all of unit U of OBJ into DST and check it (unit_verify()); 0 or
+ * -EIO. Keeps a good unit as known and checked, its row found after
+ * PUNCHES was read (takes c->lock). */
+int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit *u,
+	      uint64_t punches, char *dst);
 
 /* object.c */
 /* A new object (one ref, the caller's) of version V, last modified at
@@ -228,15 +245,15 @@ bool edge_get(struct cache *c, const struct cache_object *obj, uint64_t off, siz
 void edge_keep(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len,
 	       const char *src);
 
-/* read.c */
-/* Copy PART of OBJ from a kept edge (in memory, else in the index) into
- * DST; 0, or -ENOENT. Takes c->lock. */
-int edge_read(struct cache *c, const struct cache_object *obj, struct extent part, char *dst);
-/* Read all of unit U of OBJ into DST and check it (unit_verify()); 0 or
- * -EIO. Keeps a good unit as known and checked, its row found after
- * PUNCHES was read. */
-int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit *u,
-	      uint64_t punches, char *dst);
+/* seal.c */
+/* The seal thread: seals the objects cache_object_pin() queues, one at a
+ * time (each is read whole: off the persist thread, which must keep
+ * storing what is fetched meanwhile). */
+void *seal_thread(void *arg);
+/* Entries of OBJS[0..n) have just left the in-flight table (stored, or
+ * given up): queue the seal of each one an open marked (seal_when_stored)
+ * that has none left in it. c->lock held. */
+void seal_stored(struct cache *c, struct cache_object *const *objs, size_t n);
 
 /* fetch.c */
 /* Reset REQ to a GET of [off, off+len) of URL pinned to version V, with
@@ -250,25 +267,19 @@ struct inflight *prefetch_entry(struct cache *c, struct cache_object *obj, struc
 /* Fetch entries V[0..n) (claimed, sorted by offset) in merged GETs. */
 void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v, size_t n,
 		 bool for_reader);
-void wait_for_other(struct cache *c, struct cache_object *obj, struct inflight *e);
 
-/* seal.c */
-/* The seal thread: seals the objects cache_object_pin() queues, one at a
- * time (each is read whole: off the persist thread, which must keep
- * storing what is fetched meanwhile). */
-void *seal_thread(void *arg);
-/* Entries of OBJS[0..n) have just left the in-flight table (stored, or
- * given up): queue the seal of each one an open marked (seal_when_stored)
- * that has none left in it. c->lock held. */
-void seal_stored(struct cache *c, struct cache_object *const *objs, size_t n);
+/* stream.c */
+/* Queue OBJ for whole-object prefetch by the persist thread, once. */
+void object_prefetch_start(struct cache *c, struct cache_object *obj);
+/* Prefetch the next units of the first whole-object job, if the
+ * background budget has room (the persist thread, c->stepping set). */
+void job_step(struct cache *c);
+/* Drop the first job of LIST (c->jobs). c->lock held. */
+void job_done(struct object_job **list);
 
 /* persist.c */
 void *persist_thread(void *arg);
 /* Drop units, least valuable first, until the cache is within its bound. */
 void evict(struct cache *c);
-/* Drop the first job of LIST (c->jobs). c->lock held. */
-void job_done(struct object_job **list);
-/* Queue OBJ for whole-object prefetch by the persist thread, once. */
-void object_prefetch_start(struct cache *c, struct cache_object *obj);
 
 #endif

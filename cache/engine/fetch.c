@@ -5,16 +5,18 @@
  * the object's version, and settling the entries when the answer comes
  * (on the fetch thread). Slivers and the spill after a tile go into the
  * same GET and are kept as edges.
+ *
+ * Level 3 of the engine (engine_int.h): calls inflight.c, object.c and the
+ * level 0 files; the read path, whole-object streaming, the open and warm
+ * call it.
  */
 #include "cache/engine/engine_int.h"
 #include "cache/origin/provider.h"
 #include "cache/store/index.h"
-#include "cache/store/store.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* One GET of a run, or one of the parallel parts it is split into. */
 struct fetch_part {
@@ -40,6 +42,8 @@ struct fetch_run {
 	struct inflight *units[];	/* each holds a ref */
 };
 
+/* The one place a GET of an opened object's bytes is made: pinned to its
+ * version (invariant E4). */
 void pinned_get(struct cache *c, const char *url, const char *log_name, const struct version *v,
 		uint64_t off, uint64_t len, struct http_request *req)
 {
@@ -202,36 +206,6 @@ static struct extent unit_at(void *arg, uint64_t off)
 {
 	const struct cache_object *obj = arg;
 	return layout_unit_at(&obj->layout, off);
-}
-
-/*
- * Another process is fetching E's unit: wait for it to land in the index,
- * or take the claim over if that process dies or takes too long.
- */
-void wait_for_other(struct cache *c, struct cache_object *obj, struct inflight *e)
-{
-	struct timespec pause = { 0, 5 * 1000 * 1000 };
-	int rounds = c->cfg.claim_wait_s * 200;
-
-	for (int i = 0; i < rounds; i++, nanosleep(&pause, NULL)) {
-		struct index_unit u;
-		uint64_t punches = store_punches(c->store);
-		if (index_unit_find(c->index, obj->id, e->unit.off, &u) == 0) {
-			if (u.len == e->unit.len && load_unit(c, obj, &u, punches, e->buf) == 0) {
-				pthread_mutex_lock(&c->lock);
-				entry_settle(c, e, 0, false);
-				c->stats.hits++;
-				pthread_mutex_unlock(&c->lock);
-				return;
-			}
-			if (u.len != e->unit.len)
-				index_unit_drop(c->index, u.id);
-			continue;
-		}
-		if (entry_claim(c, obj, e) == 0)
-			break;	/* else still being fetched, or it just landed */
-	}
-	submit_runs(c, obj, &e, 1, true);	/* a demand entry: a reader waits */
 }
 
 /* Start fetching UNIT of OBJ ahead of any read, unless it is cached, in

@@ -1,8 +1,10 @@
 /*
  * inflight.c - what this process is fetching: the table of in-flight units
- * (one entry per unit, invariant 6), the list of slivers being fetched, and
- * the edges kept of slivers and spills. Every function here runs with
- * c->lock held.
+ * (one entry per unit, invariant E1), the list of slivers being fetched,
+ * and the edges kept of slivers and spills (E3). Every function here runs
+ * with c->lock held.
+ *
+ * Level 2 of the engine (engine_int.h): calls object.c only.
  */
 #include "cache/engine/engine_int.h"
 

@@ -1,6 +1,8 @@
 /*
  * object.c - cache objects: one open version of one object, shared by every
  * file handle, in-flight entry and fetch that reads it (reference counted).
+ *
+ * Level 1 of the engine (engine_int.h): calls version.c only.
  */
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"

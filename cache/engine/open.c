@@ -17,6 +17,9 @@
  * but never stored; cache entries of a tilefs that stored the query are
  * missed once. A damaged row (index_object_*() -EBADMSG, logged by the
  * index) makes the object read uncached.
+ *
+ * Level 4 of the engine (engine_int.h): calls fetch.c (pinned GETs) and
+ * what lies under it.
  */
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"

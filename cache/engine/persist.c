@@ -6,12 +6,16 @@
  * kept, takes entries out of the in-flight table (then queues the seals
  * that opens asked for once those units were stored: seal_stored()),
  * evicts while the cache is over its bound, flushes the read times of hit
- * units, and, when idle, prefetches whole objects (--prefetch object)
- * within a budget of bytes in flight.
+ * units and writes kept edges to the index, and, when idle, lets
+ * whole-object streaming (stream.c) send its next GETs.
  *
  * DESIGN: one thread, so index writes are batched off the read path and
  * eviction never runs twice at once in a process; other processes evict
  * under the same protocol (cache/store/unit.h, invariant 3).
+ *
+ * Level 5 of the engine (engine_int.h): calls stream.c, seal.c, fetch.c
+ * and what lies under them; cache.c starts its thread, and warm.c calls
+ * evict().
  */
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"
@@ -26,7 +30,6 @@
 
 #define EVICT_BATCH 64
 #define EVICT_SKIP 64	/* pinned files passed over in one round */
-#define JOB_BATCH 64
 #define PERSIST_BATCH 64	/* settled entries stored at once */
 
 /* Drop units, least valuable first, while the cache holds more than LIMIT;
@@ -158,79 +161,8 @@ static void flush_touched(struct cache *c)
 		index_object_touch(c->index, objects[i]);
 }
 
-void object_prefetch_start(struct cache *c, struct cache_object *obj)
-{
-	struct object_job *job;
-
-	if (obj->id < 0 || atomic_exchange(&obj->whole_queued, true))
-		return;
-	job = calloc(1, sizeof(*job));
-	if (!job)
-		return;
-	job->obj = cache_object_ref(obj);
-	pthread_mutex_lock(&c->lock);
-	struct object_job **link = &c->jobs;
-	while (*link)
-		link = &(*link)->next;
-	*link = job;
-	pthread_cond_signal(&c->work);
-	pthread_mutex_unlock(&c->lock);
-}
-
-void cache_stop_prefetch(struct cache *c)
-{
-	pthread_mutex_lock(&c->lock);
-	c->jobs_off = true;
-	while (c->stepping)
-		pthread_cond_wait(&c->changed, &c->lock);
-	pthread_mutex_unlock(&c->lock);
-}
-
-/* Drop the first job of LIST. c->lock held. */
-void job_done(struct object_job **list)
-{
-	struct object_job *job = *list;
-	*list = job->next;
-	cache_object_unref(job->obj);
-	free(job);
-}
-
-/* Prefetch the next units of the first whole-object job, if the
- * background budget has room. */
-static void job_step(struct cache *c)
-{
-	struct inflight *batch[JOB_BATCH];
-	size_t n = 0;
-	uint64_t bytes = 0;
-
-	pthread_mutex_lock(&c->lock);
-	struct object_job *job = c->jobs;
-	bool room = c->background_bytes < BACKGROUND_BUDGET;
-	pthread_mutex_unlock(&c->lock);
-	if (!job || !room)
-		return;
-	struct cache_object *obj = job->obj;
-	while (job->cursor < obj->version.size && n < JOB_BATCH && bytes < STREAM_GET_MAX &&
-	       !cache_object_stale(obj)) {
-		struct extent unit = layout_unit_at(&obj->layout, job->cursor);
-		struct inflight *e = prefetch_entry(c, obj, unit);
-		if (e) {
-			batch[n++] = e;
-			bytes += unit.len;
-		}
-		job->cursor = unit.off + unit.len;
-	}
-	submit_runs(c, obj, batch, n, false);
-	pthread_mutex_lock(&c->lock);
-	for (size_t i = 0; i < n; i++)
-		entry_unref(batch[i]);
-	if (job->cursor >= obj->version.size || cache_object_stale(obj))
-		job_done(&c->jobs);
-	pthread_mutex_unlock(&c->lock);
-}
-
 /* Store or release the settled entries V[0..n) (consecutive entries of one
- * object together), then take them out of the table (invariants 6 and 7),
+ * object together), then take them out of the table (invariants E1, E2),
  * and queue the seals opens asked for once they are stored.
  * Called and returns with c->lock held. */
 static void settled(struct cache *c, struct inflight **v, size_t n)

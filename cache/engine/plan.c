@@ -1,5 +1,6 @@
 /*
- * plan.c - see plan.h.
+ * plan.c - see plan.h. Level 0 of the engine (engine_int.h): pure, calls
+ * no other engine file.
  */
 #include "cache/engine/plan.h"
 
@@ -94,6 +95,17 @@ size_t plan_parts(const struct plan_unit *units, size_t n, uint64_t off, uint64_
 	}
 	part_ends[k++] = end;
 	return k;
+}
+
+bool plan_related(enum prefetch_policy policy, enum layout_relation *relation)
+{
+	if (policy == PREFETCH_NEIGHBORS)
+		*relation = LAYOUT_NEIGHBORS;
+	else if (policy == PREFETCH_ROW)
+		*relation = LAYOUT_ROW;
+	else
+		return false;
+	return true;
 }
 
 size_t plan_prefetch_fit(const struct extent *v, size_t n, uint64_t *budget)

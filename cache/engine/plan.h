@@ -3,9 +3,11 @@
  * the network so that they can be tested alone (tests/unit/test_plan.c):
  * which reader a read belongs to, what to read ahead of a sequential
  * reader, which parts of a read are slivers, how far a GET spills past a
- * tile, which units share one GET, and the ranges a tier keys on.
+ * tile, which tiles a prefetch policy adds, which units share one GET, and
+ * the ranges a tier keys on.
  *
- * Layer: the engine. Includes the TIFF layer's extent only.
+ * Layer: the engine. Includes the TIFF layer's extent and relations, and
+ * the prefetch policies (cache.h).
  */
 #ifndef TILEFS_PLAN_H
 #define TILEFS_PLAN_H
@@ -14,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cache/engine/cache.h"
 #include "cache/tiff/layout.h"
 
 /*
@@ -110,6 +113,11 @@ size_t plan_parts(const struct plan_unit *units, size_t n, uint64_t off, uint64_
 /* Bytes of units a prefetch policy may add to one read: with units of up
  * to 32 MiB, 512 of them would otherwise be a few GiB in flight. */
 #define PLAN_PREFETCH_BYTES_MAX (16u << 20)
+
+/* Does POLICY add related tiles to a tile miss, and which (*RELATION, for
+ * layout_related())? NONE adds none, nor do OBJECT (it streams the whole
+ * object instead) and AUTO (resolved to one of those first). */
+bool plan_related(enum prefetch_policy policy, enum layout_relation *relation);
 
 /* How many of the N units V a prefetch policy named fit within *BUDGET
  * bytes, taking them in order; their bytes are taken off *BUDGET. */

@@ -1,55 +1,48 @@
 /*
  * read.c - cache_read(): each unit a read touches is looked up first in
- * the known map (cache.c), the units this process has found cached, each
+ * the known map (known.c), the units this process has found cached, each
  * kept with the count of punches (store_punches()) made in the cache dir
  * before its row was seen. While that count has not moved, no process can
  * have evicted the unit (eviction drops the row before it counts the punch
- * of its bytes, invariant 3), so a hit asks the index nothing. A unit not
- * in the map, or seen before a punch since counted, is looked up in the
- * index and kept in the map. A file cached before this process opened it
- * has its units loaded into the map at open, in one query (open.c).
+ * of its bytes, unit.h invariant 3), so a hit asks the index nothing. A
+ * unit not in the map, or seen before a punch since counted, is looked up
+ * in the index and kept in the map. A file cached before this process
+ * opened it has its units loaded into the map at open, in one query
+ * (open.c).
  *
  * A hit is read from the object's data file. The first read of a unit in
  * this process reads all of it and checks its CRC32C (a crash or power cut
  * can leave a data file behind its index row); later reads take just the
  * bytes asked for and, if a punch was counted since the row was seen, look
- * the row up again (invariant 4), so that a unit evicted meanwhile by any
- * process is never served.
+ * the row up again (unit.h invariant 4), so that a unit evicted meanwhile
+ * by any process is never served.
  *
  * A miss becomes an in-flight entry (inflight.c), or joins one; the entries
  * this read made are claimed in the index (others' claims are waited for),
  * the prefetch policy and the readahead window add theirs, and fetch.c
  * sends them. The read then waits for its entries and copies their bytes.
+ * A unit another process claimed is waited for here until it lands in the
+ * index (or that process gives up, and this one fetches it).
+ *
+ * Level 5 of the engine (engine_int.h): calls stream.c (whole-object
+ * prefetch), fetch.c and what lies under them.
  */
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"
 #include "cache/store/index.h"
 #include "cache/store/store.h"
-#include "cache/store/unit.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit *u,
-	      uint64_t punches, char *dst)
-{
-	bool dropped;
-	int err = unit_verify(c->index, c->store, u, dst, &dropped);
-
-	if (dropped)
-		log_warn("cached bytes of %s at %" PRIu64 " are %s; fetching them again",
-			 obj->log_name, u->off, err == -EIO ? "unreadable" : "damaged (checksum)");
-	if (err)
-		return -EIO;
-	pthread_mutex_lock(&c->lock);
-	known_put(c, u, punches, true);
-	pthread_mutex_unlock(&c->lock);
-	return 0;
-}
-
-int edge_read(struct cache *c, const struct cache_object *obj, struct extent part, char *dst)
+/* Copy PART of OBJ from a kept edge (in memory, else in the index) into
+ * DST; 0, or -ENOENT. Takes c->lock. Edges are keyed by the object id, so
+ * by version (invariant E3). */
+static int edge_read(struct cache *c, const struct cache_object *obj, struct extent part,
+		     char *dst)
 {
 	pthread_mutex_lock(&c->lock);
 	bool found = edge_get(c, obj, part.off, (size_t)part.len, dst);
@@ -73,7 +66,7 @@ int edge_read(struct cache *c, const struct cache_object *obj, struct extent par
  * was seen, is read without asking the index: its row still stands. Else
  * its row is looked up. Bytes not checked whole before are read whole and
  * checked; bytes read unchecked are served only if no punch was counted
- * since the row was seen, or the row is still the same (invariant 4).
+ * since the row was seen, or the row is still the same (unit.h invariant 4).
  */
 static int read_cached(struct cache *c, struct cache_object *obj, struct extent unit, char *dst,
 		       uint64_t part_off, size_t part_len)
@@ -237,13 +230,14 @@ static void read_prefetch(struct read_op *r)
 	if (policy == PREFETCH_OBJECT && !atomic_load(&obj->complete) &&
 	    (nmiss > 0 || layout_is_tile(&obj->layout, r->off)))
 		object_prefetch_start(c, obj);
-	for (size_t i = 0; i < nmiss && (policy == PREFETCH_NEIGHBORS || policy == PREFETCH_ROW);
-	     i++) {
+	enum layout_relation relation;
+	bool related_tiles = plan_related(policy, &relation);
+	for (size_t i = 0; i < nmiss && related_tiles; i++) {
 		if (r->fetch[i]->sliver)
 			continue;
 		struct extent related[PREFETCH_MAX];
 		size_t room = cap - r->nfetch;
-		size_t k = layout_related(&obj->layout, r->fetch[i]->unit.off, policy,
+		size_t k = layout_related(&obj->layout, r->fetch[i]->unit.off, relation,
 					  related, room < PREFETCH_MAX ? room : PREFETCH_MAX);
 		k = plan_prefetch_fit(related, k, &budget);
 		for (size_t j = 0; j < k; j++) {
@@ -281,6 +275,36 @@ static void read_prefetch(struct read_op *r)
 		plan_stream(obj->streams, STREAMS, &obj->stream_clock, r->stream)->ra_end = q;
 		pthread_mutex_unlock(&c->lock);
 	}
+}
+
+/*
+ * Another process is fetching E's unit: wait for it to land in the index,
+ * or take the claim over if that process dies or takes too long.
+ */
+static void wait_for_other(struct cache *c, struct cache_object *obj, struct inflight *e)
+{
+	struct timespec pause = { 0, 5 * 1000 * 1000 };
+	int rounds = c->cfg.claim_wait_s * 200;
+
+	for (int i = 0; i < rounds; i++, nanosleep(&pause, NULL)) {
+		struct index_unit u;
+		uint64_t punches = store_punches(c->store);
+		if (index_unit_find(c->index, obj->id, e->unit.off, &u) == 0) {
+			if (u.len == e->unit.len && load_unit(c, obj, &u, punches, e->buf) == 0) {
+				pthread_mutex_lock(&c->lock);
+				entry_settle(c, e, 0, false);
+				c->stats.hits++;
+				pthread_mutex_unlock(&c->lock);
+				return;
+			}
+			if (u.len != e->unit.len)
+				index_unit_drop(c->index, u.id);
+			continue;
+		}
+		if (entry_claim(c, obj, e) == 0)
+			break;	/* else still being fetched, or it just landed */
+	}
+	submit_runs(c, obj, &e, 1, true);	/* a demand entry: a reader waits */
 }
 
 static int entry_cmp(const void *a, const void *b)

@@ -1,18 +1,19 @@
 /*
- * seal.c - cache_object_seal(), cache_object_pin(): an object whose units
- * are all cached can be read by the kernel straight from its data file
- * (FUSE passthrough), with no request to the daemon and no checksum on the
- * way. So before that, a process checks every unit of it against its
- * checksum (holding a pin, so that none changes meanwhile), syncs the file
- * to disk, and seals it in the index with the file's inode number and
- * ctime. Any write or punch since, by any process or by hand, moves the
- * ctime: a file that still has its stamp holds the bytes that were
- * checked, whichever process checked them and across a crash or a power
- * cut (the seal commits after the sync). A file whose stamp moved is
- * checked again before the kernel reads it. The seal goes with the first
- * unit dropped, by any process (cache/store/index.c), and eviction leaves
- * a pinned file alone (unit.h, invariant 6): a pinned sealed file is its
- * object's bytes for as long as the pin lasts.
+ * seal.c - cache_object_complete(), cache_object_seal(),
+ * cache_object_pin(): an object whose units are all cached can be read by
+ * the kernel straight from its data file (FUSE passthrough), with no
+ * request to the daemon and no checksum on the way. So before that, a
+ * process checks every unit of it against its checksum (holding a pin, so
+ * that none changes meanwhile), syncs the file to disk, and seals it in
+ * the index with the file's inode number and ctime. Any write or punch
+ * since, by any process or by hand, moves the ctime: a file that still has
+ * its stamp holds the bytes that were checked, whichever process checked
+ * them and across a crash or a power cut (the seal commits after the
+ * sync). A file whose stamp moved is checked again before the kernel reads
+ * it. The seal goes with the first unit dropped, by any process
+ * (cache/store/index.c), and eviction leaves a pinned file alone (unit.h,
+ * invariant 6): a pinned sealed file is its object's bytes for as long as
+ * the pin lasts.
  *
  * What is checked is exactly what is stamped: every unit is read through
  * the pinned descriptor, the one synced and stamped, never through the
@@ -27,10 +28,14 @@
  * the seal thread, one object at a time, off the persist thread. An open
  * asks when every unit of the object is cached, or on its way there: in
  * this process's in-flight table, fetched or being fetched, for the
- * persist thread to store (engine_int.h, invariant 6). Such an open marks
+ * persist thread to store (engine_int.h, invariant E1). Such an open marks
  * the object (seal_when_stored), and the persist thread queues its seal
  * once the last of those units has left the table (seal_stored()), so an
  * open that comes while the persist thread is behind is not forgotten.
+ *
+ * Level 2 of the engine (engine_int.h): calls known.c (load_unit()) and
+ * object.c; the persist thread (persist.c) queues seals that wait for
+ * units in flight, and cache.c starts the seal thread.
  */
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"
@@ -46,6 +51,21 @@
 #include <unistd.h>
 
 #define TOUCH_EVERY_S 10	/* units of a passed-through object: read times */
+
+bool cache_object_complete(struct cache *c, struct cache_object *obj)
+{
+	uint64_t units, bytes;
+
+	if (atomic_load(&obj->complete))
+		return true;
+	/* an object's units are disjoint and cut one way (layout.h): all of
+	   them are cached when their bytes add up to the object */
+	if (obj->id < 0 || index_object_usage(c->index, obj->id, &units, &bytes) != 0 ||
+	    bytes != obj->version.size)
+		return false;
+	atomic_store(&obj->complete, true);
+	return true;
+}
 
 /* OBJ's data file, pinned, if it is sealed and has its stamp still; else
  * -ENOENT, or -errno. */

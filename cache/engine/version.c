@@ -1,5 +1,6 @@
 /*
- * version.c - see version.h.
+ * version.c - see version.h. Level 0 of the engine (engine_int.h): pure,
+ * calls no other engine file.
  */
 #include "cache/engine/version.h"
 

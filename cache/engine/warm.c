@@ -4,6 +4,9 @@
  * entries, no persist queue; the fetch thread writes the bytes straight
  * from curl's buffer into the data file), under the same claims as a
  * mount's reads, so the two never fetch one unit twice.
+ *
+ * Level 6 of the engine (engine_int.h): calls persist.c (evict()), fetch.c
+ * (pinned GETs) and what lies under them; no engine file calls it.
  */
 #include "cache/engine/engine_int.h"
 #include "cache/store/crc32c.h"
@@ -31,21 +34,6 @@ int cache_units_missing(struct cache *c, const struct cache_object *obj,
 	}
 	free(have);
 	return 0;
-}
-
-bool cache_object_complete(struct cache *c, struct cache_object *obj)
-{
-	uint64_t units, bytes;
-
-	if (atomic_load(&obj->complete))
-		return true;
-	/* an object's units are disjoint and cut one way (layout.h): all of
-	   them are cached when their bytes add up to the object */
-	if (obj->id < 0 || index_object_usage(c->index, obj->id, &units, &bytes) != 0 ||
-	    bytes != obj->version.size)
-		return false;
-	atomic_store(&obj->complete, true);
-	return true;
 }
 
 /* Where a warm GET's bytes go: straight into the object's data file, each

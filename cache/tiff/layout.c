@@ -9,18 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int layout_prefetch_parse(const char *name, enum prefetch_policy *out)
-{
-	static const char *const names[] = { "none", "neighbors", "row", "object",
-						     "auto" };
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(name, names[i]) == 0) {
-			*out = (enum prefetch_policy)i;
-			return 0;
-		}
-	return -EINVAL;
-}
-
 void layout_init_blocks(struct layout *l, uint64_t object_size, uint64_t block_size)
 {
 	memset(l, 0, sizeof(*l));
@@ -208,11 +196,11 @@ static size_t add_block_unit(const struct layout *l, uint64_t k, struct extent o
 	return n + 1;
 }
 
-size_t layout_related(const struct layout *l, uint64_t off, enum prefetch_policy policy,
+size_t layout_related(const struct layout *l, uint64_t off, enum layout_relation relation,
 		      struct extent *out, size_t max)
 {
 	const struct layout_unit *u = tile_unit_at(l, off);
-	if ((policy != PREFETCH_NEIGHBORS && policy != PREFETCH_ROW) || !u)
+	if (!u)
 		return 0;
 	struct extent own = { u->off, u->len };
 	uint64_t k = u->block;
@@ -227,7 +215,7 @@ size_t layout_related(const struct layout *l, uint64_t off, enum prefetch_policy
 	uint64_t row = rel % per_plane / d->across, col = rel % d->across;
 	size_t n = 0;
 
-	if (policy == PREFETCH_ROW) {
+	if (relation == LAYOUT_ROW) {
 		for (uint64_t c = col + 1; c < d->across; c++)
 			n = add_block_unit(l, layout_block_index(d, plane, row, c), own, out, n, max);
 		return n;

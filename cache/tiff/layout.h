@@ -30,14 +30,6 @@ struct extent {
 	uint64_t off, len;
 };
 
-/* PREFETCH_AUTO is the engine's choice per read: OBJECT while the mounted
- * data fits in the cache and no tier is used, NONE otherwise (cache.h). */
-enum prefetch_policy { PREFETCH_NONE, PREFETCH_NEIGHBORS, PREFETCH_ROW, PREFETCH_OBJECT,
-		       PREFETCH_AUTO };
-
-/* "none", "neighbors", "row", "object", "auto"; 0 or -EINVAL. */
-int layout_prefetch_parse(const char *name, enum prefetch_policy *out);
-
 struct layout_unit {
 	uint64_t off, len;
 	uint64_t block;			/* its first TIFF block; UINT64_MAX: header */
@@ -77,13 +69,18 @@ struct extent layout_block_extent(const struct layout *l, uint64_t k);
 uint64_t layout_block_index(const struct tiff_ifd *d, uint64_t plane, uint64_t row,
 			    uint64_t col);
 
+/* Which tiles are related to a tile (layout_related()). */
+enum layout_relation {
+	LAYOUT_NEIGHBORS,		/* the (up to) eight around it */
+	LAYOUT_ROW,			/* the rest of its row, after it */
+};
+
 /*
- * The units POLICY adds to a read of the tile unit holding OFF: its
- * neighbours in the same IFD and plane, or the rest of its tile row.
- * Writes at most MAX distinct units (never OFF's own) to OUT; returns how
- * many. PREFETCH_OBJECT and PREFETCH_NONE add none here.
+ * The units of the tiles RELATION relates to the tile unit holding OFF, in
+ * the same IFD and plane. Writes at most MAX distinct units (never OFF's
+ * own) to OUT; returns how many (0 when OFF is not in a tile).
  */
-size_t layout_related(const struct layout *l, uint64_t off, enum prefetch_policy policy,
+size_t layout_related(const struct layout *l, uint64_t off, enum layout_relation relation,
 		      struct extent *out, size_t max);
 
 #endif

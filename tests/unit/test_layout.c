@@ -1,7 +1,7 @@
 /* test_layout.c - how objects are cut into units: fixed blocks, a TIFF's
  * header and tiles (leader/trailer, overlaps, sparse and oversized tiles),
- * the blocks between them, a block's extent and index, and what the
- * prefetch policies add. */
+ * the blocks between them, a block's extent and index, and the tiles
+ * related to a tile (its neighbours, the rest of its row). */
 #include "cache/tiff/layout.h"
 #include "cache/tiff/tiff.h"
 #include "check.h"
@@ -87,17 +87,16 @@ static void tiles(void)
 	      layout_block_index(&l.map->ifds[0], 0, 0, 1) == 1, "block of row 1, column 2; of 0, 1");
 
 	struct extent rel[16];
-	size_t n = layout_related(&l, 16788, PREFETCH_NEIGHBORS, rel, 16);
+	size_t n = layout_related(&l, 16788, LAYOUT_NEIGHBORS, rel, 16);
 	CHECK(n == 2 && rel[0].off == 17384 && rel[1].off == 26288,
 	      "neighbours of (0,0): (0,1) and (1,0), not the sparse (1,1) (%zu)", n);
-	n = layout_related(&l, 17788, PREFETCH_NEIGHBORS, rel, 16);
+	n = layout_related(&l, 17788, LAYOUT_NEIGHBORS, rel, 16);
 	CHECK(n == 4, "neighbours of (0,1): four with bytes (%zu)", n);
-	n = layout_related(&l, 16788, PREFETCH_ROW, rel, 16);
+	n = layout_related(&l, 16788, LAYOUT_ROW, rel, 16);
 	CHECK(n == 2 && rel[0].off == 17384 && rel[1].off == 18384, "row: the rest of row 0");
-	n = layout_related(&l, 16788, PREFETCH_NEIGHBORS, rel, 1);
+	n = layout_related(&l, 16788, LAYOUT_NEIGHBORS, rel, 1);
 	CHECK(n == 1, "at most MAX units");
-	CHECK(layout_related(&l, 500, PREFETCH_NEIGHBORS, rel, 16) == 0, "the header has none");
-	CHECK(layout_related(&l, 16788, PREFETCH_NONE, rel, 16) == 0, "none adds none");
+	CHECK(layout_related(&l, 500, LAYOUT_NEIGHBORS, rel, 16) == 0, "the header has none");
 	layout_release(&l);
 
 	/* a trailer past the end of the object is clipped to it */

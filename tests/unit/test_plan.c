@@ -1,7 +1,7 @@
 /* test_plan.c - the engine's pure decisions: which reader a read belongs
  * to, when a sequential reader gets a readahead window and how it grows,
- * which parts of a read are slivers, the spill after a tile, and which
- * units share one GET. */
+ * which parts of a read are slivers, the spill after a tile, which tiles
+ * a prefetch policy adds, and which units share one GET. */
 #include "cache/engine/plan.h"
 #include "check.h"
 
@@ -159,6 +159,17 @@ static void prefetch_budget(void)
 	CHECK(plan_prefetch_fit(&big, 1, &budget) == 0, "a unit larger than the budget is not added");
 }
 
+static void related(void)
+{
+	enum layout_relation rel = LAYOUT_ROW;
+	CHECK(plan_related(PREFETCH_NEIGHBORS, &rel) && rel == LAYOUT_NEIGHBORS,
+	      "neighbors: the tiles around a miss");
+	CHECK(plan_related(PREFETCH_ROW, &rel) && rel == LAYOUT_ROW, "row: the rest of its row");
+	CHECK(!plan_related(PREFETCH_NONE, &rel), "none adds none");
+	CHECK(!plan_related(PREFETCH_OBJECT, &rel), "object adds no tiles (it streams the object)");
+	CHECK(!plan_related(PREFETCH_AUTO, &rel), "auto adds none before it is resolved");
+}
+
 static bool gap_busy_at(void *arg, uint64_t from, uint64_t to)
 {
 	uint64_t busy = *(uint64_t *)arg;
@@ -263,6 +274,7 @@ int main(void)
 	spill();
 	parts();
 	prefetch_budget();
+	related();
 	runs();
 	tier_keys();
 	return check_done();
