@@ -19,13 +19,18 @@ CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-# The library: every layer of cache/, plus what the tools share with the
-# mount (tools/options.c). The daemon, every tool and every unit test link it.
-LIB_SRC := $(wildcard cache/*/*.c) tools/options.c
+# The library: every layer of cache/. The binary and every unit test link it.
+# The command line's own parts stay out of it, the option table
+# (tools/options.c) and the stack it builds (tools/stack.c) both: they read
+# argv and speak to the user, and only the commands use them; a unit test of
+# one links its object by name, as the FUSE front's tests do.
+LIB_SRC := $(wildcard cache/*/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libtilefs.a
 
-DAEMON_SRC := fs/main.c fs/mount.c fs/inodes.c fs/metrics.c fs/passthrough.c $(filter-out $(LIB_SRC),$(wildcard tools/*.c))
+# The binary: the FUSE front (fs/) and the command line (tools/: main() and
+# every command, mount included).
+DAEMON_SRC := $(wildcard fs/*.c tools/*.c)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -51,6 +56,9 @@ $(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(LIB)
 $(BUILD)/test_inodes: $(BUILD)/tests/unit/test_inodes.o $(BUILD)/fs/inodes.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/test_passthrough: $(BUILD)/tests/unit/test_passthrough.o $(BUILD)/fs/passthrough.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# ... and of the command line's
+$(BUILD)/test_options: $(BUILD)/tests/unit/test_options.o $(BUILD)/tools/options.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # A FUSE file system passing itself off as tilefs, for the tests of inspect

@@ -13,7 +13,6 @@
 #include "cache/engine/cache.h"
 #include "cache/base/log.h"
 #include "cache/namespace/namespace.h"
-#include "tools/inspect.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -363,7 +362,7 @@ static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_err(req, 0);
 }
 
-/* INSPECT_XATTR_OBJECT: "ID<TAB>CACHE_DIR", for tilefs inspect. */
+/* cfg->object_xattr: "ID<TAB>CACHE_DIR" (mount.h); no other attribute. */
 static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct mount *m = mount_of(req);
@@ -371,7 +370,7 @@ static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	bool unchanged, older_open;
 	char text[4200];
 
-	if (strcmp(name, INSPECT_XATTR_OBJECT) != 0) {
+	if (!m->cfg.object_xattr || strcmp(name, m->cfg.object_xattr) != 0) {
 		fuse_reply_err(req, ENODATA);
 		return;
 	}

@@ -1,6 +1,10 @@
 /*
  * mount.h - the FUSE front: serves a namespace and a cache at a mountpoint
  * until it is unmounted.
+ *
+ * Layer: the FUSE front (fs/), over cache/ only: includes cache/ and
+ * libfuse, never tools/ (tests/check-layers). The mount command
+ * (tools/mount_cmd.c) starts it.
  */
 #ifndef TILEFS_MOUNT_H
 #define TILEFS_MOUNT_H
@@ -17,6 +21,10 @@ struct mount_config {
 	const char *fuse_opts;		/* extra -o words, or NULL */
 	int ttl_s;			/* kernel entry/attr/negative caching */
 	bool passthrough;		/* sealed files read by the kernel (passthrough.h) */
+	/* The extended attribute of every file that names its object, as
+	   "ID<TAB>CACHE_DIR": the object's id in the index of that cache dir
+	   (for tilefs inspect, which owns the name). NULL: none. */
+	const char *object_xattr;
 };
 
 /*

@@ -5,8 +5,9 @@
 #define TILEFS_INSPECT_H
 
 /* Extended attribute of every file in a mount: "ID<TAB>CACHE_DIR", the
- * object's id in the index of that cache dir. The mount (fs/mount.c)
- * writes it and inspect reads it: the one contract between the two. */
+ * object's id in the index of that cache dir. The mount command gives this
+ * name to the FUSE front (struct mount_config, fs/mount.h), which answers
+ * it, and inspect reads it: the one contract between the two. */
 #define INSPECT_XATTR_OBJECT "user.tilefs.object"
 
 /* ARGV after "inspect". Returns the exit status. */

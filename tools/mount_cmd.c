@@ -1,26 +1,23 @@
 /*
- * main.c - the tilefs command: `tilefs mount SOURCE MOUNTPOINT` checks
- * everything it can before mounting (source, mountpoint, cache dir, the
- * origin answering), mounts, and only then returns (or stays in the
- * foreground with -f). The daemon exits 0 when unmounted.
+ * mount_cmd.c - `tilefs mount SOURCE MOUNTPOINT`: checks everything it can
+ * before mounting (options, source, mountpoint, cache dir, the origin
+ * answering), forks, builds the stack, starts the metrics and the FUSE
+ * front (fs/mount.h), tells the waiting parent it is ready, and serves
+ * until unmounted (or stays in the foreground with -f). The one file of
+ * tools/ that includes fs/ (tests/check-layers).
  */
+#include "tools/mount_cmd.h"
 #include "cache/base/log.h"
 #include "cache/namespace/namespace.h"
 #include "cache/origin/provider.h"
 #include "fs/metrics.h"
 #include "fs/mount.h"
-#include "tools/options.h"
-#include "tools/cache_admin.h"
 #include "tools/inspect.h"
-#include "tools/manpage.h"
+#include "tools/options.h"
 #include "tools/stack.h"
-#include "tools/tier_config.h"
-#include "tools/warm.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,31 +25,6 @@
 #include <unistd.h>
 
 #define EXIT_USAGE 2
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: tilefs mount [OPTIONS] SOURCE MOUNTPOINT\n"
-		"       tilefs warm [OPTIONS] SOURCE [PATH_OR_GLOB...]\n"
-		"       tilefs inspect [--blocks] [--cache-dir DIR] PATH_OR_URL\n"
-		"       tilefs cache stat|ls|verify|evict|clear [--cache-dir DIR] [ARGS]\n"
-		"       tilefs tier-config [OPTIONS] SOURCE\n"
-		"       tilefs --help | --version\n"
-		"\n"
-		"tilefs mounts a cloud prefix of GeoTIFF/COG files read-only, caching what is\n"
-		"read on local disk (persistent, shared by every tilefs on the machine).\n"
-		"\n"
-		"Commands:\n"
-		"  mount    mount SOURCE at MOUNTPOINT; unmount with 'fusermount3 -u MOUNTPOINT'\n"
-		"  warm     fetch files (or just their headers, overviews, a window) into\n"
-		"           the cache before a mount reads them\n"
-		"  inspect  show a file's TIFF tile map and how much of it is cached\n"
-		"  cache    look at and manage a cache dir: stat, ls, verify, evict, clear\n"
-		"  tier-config  print an nginx configuration for a cache tier that many\n"
-		"           machines share (mount --tier)\n"
-		"\n"
-		"Run 'tilefs mount --help' or 'tilefs warm --help' for their options.\n");
-}
 
 static void mount_usage(FILE *out)
 {
@@ -176,7 +148,7 @@ static int daemonize(void)
 	return fds[1];
 }
 
-static int cmd_mount(int argc, char **argv)
+int mount_cmd_main(int argc, char **argv)
 {
 	struct options o;
 	char err_text[1024] = "";
@@ -296,6 +268,7 @@ static int cmd_mount(int argc, char **argv)
 		.fuse_opts = o.fuse_opts,
 		.ttl_s = (int)o.ttl,
 		.passthrough = !o.no_passthrough,
+		.object_xattr = INSPECT_XATTR_OBJECT,
 	};
 	if (mount_new(&mc, stack.ns, stack.cache, &m) != 0) {
 		fprintf(stderr, "tilefs: cannot mount on %s (see %s)\n", o.mountpoint,
@@ -315,46 +288,4 @@ out:
 	stack_release(&stack);
 	options_release(&o);
 	return status;
-}
-
-int main(int argc, char **argv)
-{
-	/* Fetch buffers (up to 16 MiB) are reused from the heap instead of
-	   being mapped, faulted in and unmapped for every GET. */
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
-	mallopt(M_TRIM_THRESHOLD, 256 << 20);
-	if (argc < 2) {
-		fprintf(stderr, "tilefs: no command given\n");
-		usage(stderr);
-		return EXIT_USAGE;
-	}
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-	    strcmp(argv[1], "help") == 0) {
-		usage(stdout);
-		return 0;
-	}
-	if (strcmp(argv[1], "--help-man") == 0) {	/* tilefs(1), for make man */
-		manpage_print(stdout);
-		return 0;
-	}
-	if (strcmp(argv[1], "--help-markdown") == 0) {	/* docs/OPTIONS.md, for make docs */
-		manpage_print_markdown(stdout);
-		return 0;
-	}
-	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-		printf("tilefs %s\n", TILEFS_VERSION);
-		return 0;
-	}
-	if (strcmp(argv[1], "mount") == 0)
-		return cmd_mount(argc - 2, argv + 2);
-	if (strcmp(argv[1], "warm") == 0)
-		return warm_main(argc - 2, argv + 2);
-	if (strcmp(argv[1], "inspect") == 0)
-		return inspect_main(argc - 2, argv + 2);
-	if (strcmp(argv[1], "cache") == 0)
-		return cache_admin_main(argc - 2, argv + 2);
-	if (strcmp(argv[1], "tier-config") == 0)
-		return tier_config_main(argc - 2, argv + 2);
-	fprintf(stderr, "tilefs: unknown command '%s'\nTry 'tilefs --help'.\n", argv[1]);
-	return EXIT_USAGE;
 }
