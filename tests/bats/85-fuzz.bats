@@ -16,7 +16,7 @@ setup_file() {
 }
 
 setup() {
-	CORPUS=${TILEFS_CORPUS:-$REPO_ROOT/../shared/corpus}
+	CORPUS=${TILEFS_CORPUS:-$REPO_ROOT/tests/data/corpus}
 	FUZZ=$REPO_ROOT/build-fuzz
 }
 

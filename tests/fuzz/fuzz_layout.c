@@ -71,10 +71,10 @@ static void check_partition(const struct layout *l)
 }
 
 /* What POLICY adds to a read of the tile unit at OFF. */
-static void check_related(const struct layout *l, uint64_t off, enum prefetch_policy policy)
+static void check_related(const struct layout *l, uint64_t off, enum layout_relation relation)
 {
 	struct extent out[RELATED_MAX], own = layout_unit_at(l, off);
-	size_t n = layout_related(l, off, policy, out, RELATED_MAX);
+	size_t n = layout_related(l, off, relation, out, RELATED_MAX);
 
 	if (n > RELATED_MAX)
 		abort();
@@ -98,9 +98,8 @@ static void check_layout(const struct layout *l)
 		if (l->units[i].block == UINT64_MAX)
 			continue;
 		tiles++;
-		check_related(l, l->units[i].off, PREFETCH_NEIGHBORS);
-		check_related(l, l->units[i].off, PREFETCH_ROW);
-		check_related(l, l->units[i].off, PREFETCH_OBJECT);
+		check_related(l, l->units[i].off, LAYOUT_NEIGHBORS);
+		check_related(l, l->units[i].off, LAYOUT_ROW);
 	}
 }
 

@@ -206,6 +206,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int err = http_fetch_once(&cfg, &req);
 	if (!printable(req.error, sizeof(req.error)))
 		abort();	/* a log line of the origin's making */
+	if (!printable(req.etag, sizeof(req.etag)) ||
+	    !printable(req.last_modified, sizeof(req.last_modified)))
+		abort();	/* sent back in If-Match, shown in messages */
 	if (!err && len > 0) {
 		if (req.body_len > len)
 			abort();
