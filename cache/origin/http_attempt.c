@@ -23,7 +23,8 @@
  * at a time */
 #define SINK_BUFFER (256L << 10)
 
-/* Copy a header value (after "Name:") without surrounding blanks. */
+/* Copy a header value (after "Name:") without surrounding blanks; empty
+ * if it does not fit OUT_SIZE or holds a control character. */
 static void header_value(const char *line, size_t n, size_t name_len,
 			 char *out, size_t out_size)
 {
@@ -33,8 +34,15 @@ static void header_value(const char *line, size_t n, size_t name_len,
 	while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
 		end--;
 	size_t len = (size_t)(end - v);
+	out[0] = '\0';
+	/* a value that does not fit, or holds a control character, is no
+	   value: an ETag goes back out in If-Match, and into messages, and a
+	   cut one could name two versions alike */
 	if (len >= out_size)
-		len = out_size - 1;
+		return;
+	for (const char *p = v; p < end; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return;
 	memcpy(out, v, len);
 	out[len] = '\0';
 }

@@ -96,8 +96,10 @@ static int listen_local(int *port)
 }
 
 /* GET [off, off + len) of the object through a sink, the server answering
- * SCRIPT[0..n) in turn; returns the request's error. */
-static int get(struct answer *script, size_t n, uint64_t off, uint64_t len, struct copy *k)
+ * SCRIPT[0..n) in turn; returns the request's error, and the ETag it
+ * named in ETAG (128 bytes) if not NULL. */
+static int get_etag(struct answer *script, size_t n, uint64_t off, uint64_t len, struct copy *k,
+		    char *etag)
 {
 	int port;
 	struct server s = { listen_local(&port), script, n };
@@ -121,11 +123,18 @@ static int get(struct answer *script, size_t n, uint64_t off, uint64_t len, stru
 	req.sink = take;
 	req.sink_arg = k;
 	int err = http_run(client, &req);
+	if (etag)
+		snprintf(etag, 128, "%s", req.etag);
 	http_client_free(client);
 	shutdown(s.fd, SHUT_RDWR);
 	close(s.fd);
 	pthread_join(t, NULL);
 	return err;
+}
+
+static int get(struct answer *script, size_t n, uint64_t off, uint64_t len, struct copy *k)
+{
+	return get_etag(script, n, off, len, k, NULL);
 }
 
 int main(void)
@@ -156,5 +165,27 @@ int main(void)
 	err = get(other, 1, 1000, 1000, &none);
 	CHECK(err == -EIO, "another range than asked for: EIO (%d)", err);
 	CHECK(none.calls == 0, "and the sink never saw its bytes (%zu calls)", none.calls);
+
+	/* cut after 30000 bytes; the resume answered without the ETag the
+	   first answer named: it may be another version's bytes */
+	static struct copy mixed;
+	char bare[256];
+	snprintf(bare, sizeof(bare), "HTTP/1.1 206 Partial Content\r\nContent-Length: %d\r\n"
+		 "Content-Range: bytes 30000-99999/%d\r\nConnection: close\r\n\r\n", SIZE - 30000,
+		 SIZE);
+	struct answer resumed[2] = { { head, 0, 30000, "" }, { bare, 30000, SIZE - 30000, "" } };
+	err = get(resumed, 2, 0, SIZE, &mixed);
+	CHECK(err == -ESTALE, "a resume answered without the first answer's ETag: ESTALE (%d)", err);
+
+	/* an ETag with control characters is no ETag: it would go back out in
+	   If-Match, and into messages */
+	static struct copy ctl;
+	char evil[256], etag[128];
+	snprintf(evil, sizeof(evil), "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
+		 "ETag: \"abc\rX-Injected: 1\x1b[31m\"\r\nConnection: close\r\n\r\n", SIZE);
+	struct answer injected[1] = { { evil, 0, SIZE, "" } };
+	err = get_etag(injected, 1, 0, SIZE, &ctl, etag);
+	CHECK(err == 0 && etag[0] == '\0', "an ETag with control characters is dropped (%d, '%s')",
+	      err, etag);
 	return check_done();
 }
