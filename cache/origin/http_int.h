@@ -8,10 +8,6 @@
 #include "cache/origin/http.h"
 
 #include <curl/curl.h>
-#include <stdint.h>
-
-/* CLOCK_MONOTONIC in milliseconds. */
-uint64_t http_now_ms(void);
 
 /*
  * A fresh easy handle for the next attempt of REQ under CFG, configured and
