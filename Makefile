@@ -19,9 +19,10 @@ CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-# The library: every layer of cache/, plus what the tools share with the
-# mount (tools/options.c). The daemon, every tool and every unit test link it.
-LIB_SRC := $(wildcard cache/*/*.c) tools/options.c
+# The library: every layer of cache/ (and the folders inside a layer, such
+# as cache/origin/providers/), plus what the tools share with the mount
+# (tools/options.c). The daemon, every tool and every unit test link it.
+LIB_SRC := $(wildcard cache/*/*.c cache/*/*/*.c) tools/options.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libtilefs.a
 

@@ -6,7 +6,7 @@
  */
 #include "cache/base/log.h"
 #include "cache/namespace/namespace.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 #include "fs/metrics.h"
 #include "fs/mount.h"
 #include "tools/options.h"

@@ -7,7 +7,7 @@
  * same GET and are kept as edges.
  */
 #include "cache/engine/engine_int.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 #include "cache/store/index.h"
 #include "cache/store/store.h"
 
