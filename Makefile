@@ -19,12 +19,13 @@ CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-# The library: every layer of cache/. The binary and every unit test link it.
+# The library: every layer of cache/ (and the folders inside a layer, such
+# as cache/origin/providers/). The binary and every unit test link it.
 # The command line's own parts stay out of it, the option table
 # (tools/options.c) and the stack it builds (tools/stack.c) both: they read
 # argv and speak to the user, and only the commands use them; a unit test of
 # one links its object by name, as the FUSE front's tests do.
-LIB_SRC := $(wildcard cache/*/*.c)
+LIB_SRC := $(wildcard cache/*/*.c cache/*/*/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libtilefs.a
 
@@ -82,12 +83,12 @@ unit: $(UNIT_BIN)
 	@for t in $(UNIT_BIN); do $$t > $$t.log 2>&1 || { cat $$t.log; echo "FAILED: $$t"; exit 1; }; done
 	@echo "unit tests passed under $(BUILD)"
 
-# Every #include follows the dependency rule (tests/check-layers).
-layers:
+# Every #include follows the dependency rule (tests/check-layers), and the
+# files of each folder call only files below them (tests/check-calls, from
+# the object files' symbols).
+layers: calls
 	tests/check-layers
 
-# The files of each folder call only files below them (tests/check-calls,
-# from the object files' symbols).
 calls: $(LIB_OBJ) $(DAEMON_OBJ)
 	tests/check-calls $(BUILD)
 

@@ -11,7 +11,7 @@
 #include "tools/cache_admin.h"
 #include "cache/store/index.h"
 #include "cache/store/mounts.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 #include "cache/store/store.h"
 #include "cache/store/unit.h"
 #include "tools/options.h"

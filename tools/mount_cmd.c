@@ -9,7 +9,7 @@
 #include "tools/mount_cmd.h"
 #include "cache/base/log.h"
 #include "cache/namespace/namespace.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 #include "fs/metrics.h"
 #include "fs/mount.h"
 #include "tools/inspect.h"

@@ -14,7 +14,7 @@
 #include "cache/origin/http.h"
 #include "cache/engine/cache.h"
 #include "cache/base/log.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 
 #define OPTIONS_MOUNT 1u		/* which command an option belongs to */
 #define OPTIONS_WARM 2u

@@ -5,7 +5,7 @@
 #include "cache/engine/cache.h"
 #include "cache/namespace/namespace.h"
 #include "cache/origin/http.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 #include "cache/base/log.h"
 
 #include <errno.h>

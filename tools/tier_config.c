@@ -29,7 +29,7 @@
  */
 #include "tools/tier_config.h"
 #include "tools/options.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 #include "cache/origin/tier.h"
 
 #include <ctype.h>

@@ -22,7 +22,7 @@
 #include "cache/tiff/select.h"
 #include "cache/base/log.h"
 #include "cache/namespace/namespace.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 #include "cache/tiff/tiff.h"
 #include "tools/options.h"
 #include "tools/stack.h"

@@ -6,7 +6,7 @@
  */
 #include "tools/warm_list.h"
 #include "cache/namespace/namespace.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 
 #include <errno.h>
 #include <fnmatch.h>

@@ -11,7 +11,7 @@
  * call it.
  */
 #include "cache/engine/engine_int.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 #include "cache/store/index.h"
 
 #include <errno.h>

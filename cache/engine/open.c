@@ -23,7 +23,7 @@
  */
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 #include "cache/store/index.h"
 #include "cache/store/store.h"
 #include "cache/store/unit.h"

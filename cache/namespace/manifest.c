@@ -5,7 +5,7 @@
  */
 #include "cache/namespace/namespace.h"
 #include "cache/namespace/namespace_int.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -17,7 +17,7 @@
 #include "cache/engine/cache.h"
 #include "cache/origin/http.h"
 #include "cache/base/log.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -8,7 +8,7 @@
 #include "cache/namespace/namespace.h"
 #include "cache/namespace/namespace_int.h"
 #include "cache/engine/cache.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,7 +1,12 @@
 /*
  * crypto.h - the few primitives request signing needs (S3 and GCS V4,
  * Azure Shared Key), on OpenSSL: SHA-256, HMAC-SHA256, hex and base64.
- * Private to cache/origin: the only user of OpenSSL.
+ * For cache/origin/providers/ (and sigv4.c): the only user of OpenSSL.
+ *
+ * Layer: the origin (cache/origin/), over cache/base/ and under its
+ * providers. Includes cache/base/ and its own folder only; never the
+ * providers (cache/origin/providers/), the store, the TIFF layer, the
+ * engine or FUSE (tests/check-layers).
  */
 #ifndef TILEFS_CRYPTO_H
 #define TILEFS_CRYPTO_H

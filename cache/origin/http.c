@@ -16,6 +16,7 @@
 #include "cache/origin/http_int.h"
 #include "cache/origin/tier.h"
 #include "cache/base/log.h"
+#include "cache/base/monotonic.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -62,18 +63,6 @@ void http_config_defaults(struct http_config *cfg)
 const double http_latency_bounds[HTTP_LATENCY_BUCKETS - 1] = {
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 };
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
-uint64_t http_now_ms(void)
-{
-	return now_us() / 1000;
-}
 
 static uint64_t next_random(struct http_client *c)
 {
@@ -123,7 +112,7 @@ static void attempt_end(struct http_client *c, struct http_request *req)
 
 static void finish(struct http_client *c, struct http_request *req, int err)
 {
-	double took = (double)(now_us() - req->submitted_us) / 1e6;
+	double took = (double)(monotonic_us() - req->submitted_us) / 1e6;
 	size_t b = 0;
 	while (b < HTTP_LATENCY_BUCKETS - 1 && took > http_latency_bounds[b])
 		b++;
@@ -174,7 +163,7 @@ static bool tier_unreachable(struct http_client *c, struct http_request *req, CU
 			log_warn("tier %s answers again; reading through it", tier_url(req->tier));
 		return false;
 	}
-	if (tier_mark_down(req->tier, http_now_ms()))
+	if (tier_mark_down(req->tier, monotonic_ms()))
 		log_warn("tier %s unreachable; reading from the store directly (%s)",
 			 tier_url(req->tier), curl_easy_strerror(code));
 	attempt_end(c, req);
@@ -234,7 +223,7 @@ static void on_attempt_done(struct http_client *c, struct http_request *req, CUR
 	log_warn("retrying %s in %" PRIu64 " ms (attempt %d of %d): %s", req->log_name,
 		 delay, req->attempt + 2, c->cfg.retries + 1, req->error);
 	req->attempt++;
-	req->not_before_ms = http_now_ms() + delay;
+	req->not_before_ms = monotonic_ms() + delay;
 	req->next = c->delayed;
 	c->delayed = req;
 	pthread_mutex_lock(&c->lock);
@@ -252,7 +241,7 @@ static void start_or_fail(struct http_client *c, struct http_request *req)
 /* Start delayed requests whose time has come; return ms until the next one. */
 static long start_due(struct http_client *c)
 {
-	uint64_t now = http_now_ms();
+	uint64_t now = monotonic_ms();
 	long wait = 1000;
 	struct http_request **link = &c->delayed;
 
@@ -428,7 +417,7 @@ static void request_reset(struct http_request *req, size_t max_body)
 		req->body_cap = 0;
 	}
 	req->body_len = 0;
-	req->submitted_us = now_us();
+	req->submitted_us = monotonic_us();
 }
 
 void http_submit(struct http_client *c, struct http_request *req)

@@ -26,6 +26,12 @@
  * The one exception to the fetch thread is http_fetch_once(): a single
  * attempt on the calling thread, for credential endpoints asked while
  * opening a source or from a signer (on the fetch thread itself).
+ *
+ * Layer: the origin (cache/origin/), over cache/base/ and under its
+ * providers. Includes cache/base/ and its own folder only; never the
+ * providers (cache/origin/providers/), the store, the TIFF layer, the
+ * engine or FUSE (tests/check-layers).
+ * Only the origin and its providers use curl.h.
  */
 #ifndef TILEFS_HTTP_H
 #define TILEFS_HTTP_H

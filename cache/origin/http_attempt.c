@@ -8,6 +8,7 @@
 #include "cache/origin/http.h"
 #include "cache/origin/http_int.h"
 #include "cache/origin/tier.h"
+#include "cache/base/monotonic.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -201,7 +202,7 @@ int attempt_prepare(const struct http_config *cfg, struct http_request *req)
 	req->cut_short = false;
 	req->sink_err = 0;
 	req->range_first = req->range_last = UINT64_MAX;
-	req->via_tier = req->tier && !req->skip_tier && tier_usable(req->tier, http_now_ms());
+	req->via_tier = req->tier && !req->skip_tier && tier_usable(req->tier, monotonic_ms());
 	char tier_host[300];
 	char *tier_url = req->via_tier ? tier_request_url(req->tier, req->url, tier_host,
 							    sizeof(tier_host)) : NULL;

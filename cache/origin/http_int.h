@@ -1,6 +1,13 @@
 /*
  * http_int.h - private to cache/origin: what http.c (the fetch thread and
  * its queue) and http_attempt.c (one attempt of a request) share.
+ * http.c calls http_attempt.c, never the other way: the clock both need
+ * is cache/base/monotonic.h.
+ *
+ * Layer: the origin (cache/origin/), over cache/base/ and under its
+ * providers. Includes cache/base/ and its own folder only; never the
+ * providers (cache/origin/providers/), the store, the TIFF layer, the
+ * engine or FUSE (tests/check-layers).
  */
 #ifndef TILEFS_HTTP_INT_H
 #define TILEFS_HTTP_INT_H
@@ -8,10 +15,6 @@
 #include "cache/origin/http.h"
 
 #include <curl/curl.h>
-#include <stdint.h>
-
-/* CLOCK_MONOTONIC in milliseconds. */
-uint64_t http_now_ms(void);
 
 /*
  * A fresh easy handle for the next attempt of REQ under CFG, configured and

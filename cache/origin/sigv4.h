@@ -2,7 +2,12 @@
  * sigv4.h - Signature Version 4 request signing (AWS4-HMAC-SHA256), used
  * by S3 and, with its own names (GOOG4-HMAC-SHA256, x-goog-, goog4_request),
  * by Google Cloud Storage's HMAC keys. Pure computation: no I/O, no clock.
- * Private to cache/origin: only the providers (through bucket.c) sign.
+ * For cache/origin/providers/: only the providers (through bucket.c) sign.
+ *
+ * Layer: the origin (cache/origin/), over cache/base/ and under its
+ * providers. Includes cache/base/ and its own folder only; never the
+ * providers (cache/origin/providers/), the store, the TIFF layer, the
+ * engine or FUSE (tests/check-layers).
  */
 #ifndef TILEFS_SIGV4_H
 #define TILEFS_SIGV4_H

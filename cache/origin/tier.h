@@ -7,9 +7,9 @@
  * signature made for the store verifies at the store, and the tier never
  * holds a credential of its own: it sees the ones each request carries.
  * An https:// tier is verified like a store, with its own CA bundle
- * (--tier-ca-file); provider.c refuses an http:// tier for an https store
- * whose requests carry a credential a listener could reuse, unless told
- * the network is trusted.
+ * (--tier-ca-file); providers/provider.c refuses an http:// tier for an
+ * https store whose requests carry a credential a listener could reuse,
+ * unless told the network is trusted.
  *
  * Tier headers (the store's Host, the secret) are for the tier alone: an
  * attempt through the tier follows no redirect (http.c sends the request
@@ -19,9 +19,14 @@
  * for TIER_RETRY_S seconds, then the tier is tried again; the caller logs
  * the first failure after the tier last answered.
  *
- * Pure string work and atomics: no curl, no I/O. Used by provider.c (which
- * requests are the store's) and http_attempt.c (where an attempt connects).
- * Includes url.h and cache/base only.
+ * Pure string work and atomics: no curl, no I/O. Used by providers/provider.c
+ * (which requests are the store's) and http_attempt.c (where an attempt
+ * connects). Includes url.h and cache/base only.
+ *
+ * Layer: the origin (cache/origin/), over cache/base/ and under its
+ * providers. Includes cache/base/ and its own folder only; never the
+ * providers (cache/origin/providers/), the store, the TIFF layer, the
+ * engine or FUSE (tests/check-layers).
  */
 #ifndef TILEFS_TIER_H
 #define TILEFS_TIER_H

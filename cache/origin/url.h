@@ -2,6 +2,11 @@
  * url.h - the URL helpers the origin layer shares: percent-encoding (as
  * Signature V4 and Azure want it), the path and query of a URL, and a URL
  * made safe for a log line. Pure string work: no I/O, no curl.
+ *
+ * Layer: the origin (cache/origin/), over cache/base/ and under its
+ * providers. Includes cache/base/ and its own folder only; never the
+ * providers (cache/origin/providers/), the store, the TIFF layer, the
+ * engine or FUSE (tests/check-layers).
  */
 #ifndef TILEFS_URL_H
 #define TILEFS_URL_H

@@ -5,7 +5,12 @@
  * Not a general parser: no attributes, namespaces are ignored by matching
  * local names, CDATA is not expected. Works on a bounded buffer, never
  * reads past it, and never allocates.
- * Private to cache/origin: the providers' listings and error bodies.
+ * For cache/origin/providers/: the providers' listings and error bodies.
+ *
+ * Layer: the origin (cache/origin/), over cache/base/ and under its
+ * providers. Includes cache/base/ and its own folder only; never the
+ * providers (cache/origin/providers/), the store, the TIFF layer, the
+ * engine or FUSE (tests/check-layers).
  */
 #ifndef TILEFS_XML_H
 #define TILEFS_XML_H

@@ -11,7 +11,7 @@
  * sanitizer report, a leak) is a bug too. Seeds: tests/fuzz/seeds/
  * fuzz_error_body/. Built and run by tests/fuzz/run.
  */
-#include "cache/origin/provider_int.h"
+#include "cache/origin/providers/provider_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -17,7 +17,7 @@
  * by tests/fuzz/run.
  */
 #include "cache/base/log.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -9,7 +9,7 @@
  * tests/fuzz/seeds/fuzz_listing/. Built and run by tests/fuzz/run.
  */
 #include "cache/base/log.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 
 #include <stdlib.h>
 #include <string.h>

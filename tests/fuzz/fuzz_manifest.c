@@ -14,7 +14,7 @@
 #include "cache/base/log.h"
 #include "cache/engine/cache.h"
 #include "cache/namespace/namespace.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -21,7 +21,7 @@
  */
 #include "cache/base/log.h"
 #include "cache/origin/http.h"
-#include "cache/origin/provider_int.h"
+#include "cache/origin/providers/provider_int.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 
 struct seen {
 	char names[16][64];

@@ -1,6 +1,6 @@
 /* test_bucket.c - bucket sources: SOURCE parsing, URLs, and ListBucketResult
  * pages of S3 (V2) and GCS (V1). */
-#include "cache/origin/bucket.h"
+#include "cache/origin/providers/bucket.h"
 #include "check.h"
 #include "listing_collect.h"
 

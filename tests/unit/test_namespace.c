@@ -8,7 +8,7 @@
 #include "cache/namespace/namespace.h"
 #include "cache/engine/cache.h"
 #include "cache/origin/http.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 #include "check.h"
 
 #include <arpa/inet.h>

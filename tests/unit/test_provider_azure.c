@@ -7,7 +7,7 @@
  * apart from this code, with Python's hmac and base64 over string-to-sign
  * texts written out by hand from Azure's "Authorize with Shared Key" page.
  */
-#include "cache/origin/provider_azure.c"
+#include "cache/origin/providers/provider_azure.c"
 #include "check.h"
 #include "listing_collect.h"
 

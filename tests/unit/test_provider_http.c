@@ -1,5 +1,5 @@
 /* test_provider_http.c - URLs and index pages of nginx and Apache. */
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 #include "check.h"
 #include "listing_collect.h"
 

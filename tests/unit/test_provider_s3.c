@@ -8,7 +8,7 @@
  * botocore cross-check in tests/bats/60-s3.bats drives it.
  */
 #include "cache/origin/http.h"
-#include "cache/origin/provider_int.h"
+#include "cache/origin/providers/provider_int.h"
 #include "check.h"
 
 #include <curl/curl.h>

@@ -1,17 +1,27 @@
 /*
- * provider_int.h - private to cache/origin: the table every provider fills
- * in, and the providers themselves. The public side is provider.h; the
- * helpers providers share for signing and listings are in sigv4.h,
- * bucket.h, xml.h and crypto.h, included by the providers that use them.
+ * provider_int.h - private to cache/origin/providers/: the table every
+ * provider fills in, and the providers themselves. The public side is
+ * provider.h; the helpers providers share for signing and listings are
+ * bucket.h (this folder) and cache/origin's sigv4.h, xml.h and crypto.h,
+ * included by the providers that use them.
  *
  * A provider's file (provider_<name>.c) defines its struct source subtype
  * (starting with struct source) and one const struct provider; nothing else
  * in it is visible outside the file.
+ *
+ * The files of this folder form a DAG (tests/check-calls): provider.c, the
+ * registry, calls the providers through their tables; the providers call
+ * bucket.c and answer.c; bucket.c calls answer.c; answer.c none of them.
+ *
+ * Layer: the origin's providers (cache/origin/providers/), over
+ * cache/origin/. Includes cache/origin/, cache/base/ and its own folder
+ * only; never the store, the TIFF layer, the engine or FUSE. Nothing
+ * outside this folder includes it (tests/check-layers).
  */
 #ifndef TILEFS_PROVIDER_INT_H
 #define TILEFS_PROVIDER_INT_H
 
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 
 struct provider {
 	const char *name;
@@ -39,11 +49,13 @@ struct provider {
  * The clouds' error bodies: <Error><Code>C</Code><Message>M</Message>
  * (S3, GCS's XML API, Azure Blob) give the reason "C: M" (or "C"), one
  * line of printable text (M's first line; other control characters become
- * spaces). A describe_error for every provider whose origin may answer so.
+ * spaces). A describe_error for every provider whose origin may answer so
+ * (answer.c).
  */
 bool provider_xml_error(const char *body, size_t len, char *reason, size_t size);
 
-/* In the order source_open() tries them (see provider.c). */
+/* The providers, one file each (provider_<name>.c); provider.c tries them
+ * in its own order. */
 extern const struct provider provider_http;
 extern const struct provider provider_s3;
 extern const struct provider provider_azure;

@@ -2,11 +2,19 @@
  * provider.h - an origin, whatever kind it is (plain HTTP(S), S3, Azure
  * Blob, GCS): the public contract of the providers. Callers parse SOURCE
  * with source_open() and then only call source_*(); nothing outside
- * cache/origin knows which provider is in use. The providers' table and
- * what they share is in provider_int.h, private to this folder.
+ * cache/origin/providers/ knows which provider is in use. The providers'
+ * table and what they share is in provider_int.h, private to this folder
+ * (as curl's lib/vtls/ has vtls.h for everyone and vtls_int.h for the
+ * backends).
  *
- * Includes only cache/origin's public headers (http.h, url.h); never curl,
- * OpenSSL, or the signing helpers (sigv4.h, bucket.h, xml.h, crypto.h).
+ * Defined in provider.c (the registry, above every provider) but for
+ * source_name_valid(), in answer.c (below them).
+ *
+ * Layer: the origin's providers (cache/origin/providers/), over
+ * cache/origin/. Includes only cache/origin's public headers (http.h,
+ * url.h) and cache/base/; never curl, OpenSSL, the signing helpers
+ * (sigv4.h, bucket.h, xml.h, crypto.h), the store, the TIFF layer, the
+ * engine or FUSE (tests/check-layers).
  */
 #ifndef TILEFS_PROVIDER_H
 #define TILEFS_PROVIDER_H

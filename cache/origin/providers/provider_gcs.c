@@ -7,8 +7,8 @@
  * GOOGLE_OAUTH_ACCESS_TOKEN (sent as a bearer token); an HMAC key in
  * GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY (V4 signing, GOOG4-HMAC-SHA256).
  */
-#include "cache/origin/provider_int.h"
-#include "cache/origin/bucket.h"
+#include "cache/origin/providers/provider_int.h"
+#include "cache/origin/providers/bucket.h"
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
 

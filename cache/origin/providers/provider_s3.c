@@ -14,8 +14,8 @@
  * credentials are refreshed before they expire, on the fetch thread (the
  * only thread that signs once the source is open).
  */
-#include "cache/origin/provider_int.h"
-#include "cache/origin/bucket.h"
+#include "cache/origin/providers/provider_int.h"
+#include "cache/origin/providers/bucket.h"
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
 #include "cache/origin/url.h"

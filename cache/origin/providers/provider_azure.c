@@ -13,7 +13,7 @@
  * Neither the key, a signature nor a SAS is ever logged: URLs go to the log
  * through url_for_log() only, and error messages use src->display.
  */
-#include "cache/origin/provider_int.h"
+#include "cache/origin/providers/provider_int.h"
 #include "cache/origin/crypto.h"
 #include "cache/base/log.h"
 #include "cache/origin/xml.h"

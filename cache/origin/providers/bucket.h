@@ -4,12 +4,18 @@
  * GCS's XML API: <Contents><Key>/<Size>, <CommonPrefixes><Prefix>, a
  * NextContinuationToken or NextMarker cursor), and V4 signing of one
  * attempt. Providers keep what differs: hosts, credentials, flavours.
- * Private to cache/origin: used by provider_s3.c and provider_gcs.c.
+ * Used by provider_s3.c and provider_gcs.c alone; below them, it calls only
+ * answer.c of its folder.
+ *
+ * Layer: the origin's providers (cache/origin/providers/), over
+ * cache/origin/. Includes cache/origin/, cache/base/ and its own folder
+ * only; never the store, the TIFF layer, the engine or FUSE
+ * (tests/check-layers).
  */
 #ifndef TILEFS_BUCKET_H
 #define TILEFS_BUCKET_H
 
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 #include "cache/origin/sigv4.h"
 
 struct curl_slist;

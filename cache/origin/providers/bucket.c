@@ -1,7 +1,7 @@
 /*
  * bucket.c - see bucket.h.
  */
-#include "cache/origin/bucket.h"
+#include "cache/origin/providers/bucket.h"
 #include "cache/base/log.h"
 #include "cache/origin/xml.h"
 

@@ -3,7 +3,7 @@
  * are URLs below it; directories are listed from the HTML index pages that
  * nginx (autoindex) and Apache (mod_autoindex) serve.
  */
-#include "cache/origin/provider_int.h"
+#include "cache/origin/providers/provider_int.h"
 #include "cache/base/log.h"
 
 #include <ctype.h>
