@@ -5,6 +5,7 @@
  * ranges asked for, If-Match) and the bytes read:
  *
  *   single flight   threads reading one missing unit at once: one GET
+ *   starting        processes opening a new cache dir at once: all do
  *   claims          two processes on one cache dir, one unit at once: one
  *                   GET between them, both read the right bytes
  *   stale           the object changes on the origin: a read answers
@@ -243,6 +244,71 @@ out:
 	engine_stop(&e);
 }
 
+/* ---- processes starting together on a new cache dir ------------------ */
+
+#define STARTERS 6
+#define START_ROUNDS 40
+
+/* Open the cache in DIR when GO says, and in it /start.bin; exit 0 if
+ * both open. */
+static void start_child(struct origin_server *s, const char *dir, int go)
+{
+	struct engine e;
+	struct cache_object *obj = NULL;
+	char c;
+	alarm(4 * ORIGIN_WAIT_S);
+	if (read(go, &c, 1) != 1)
+		_exit(2);
+	int rc = engine_start(&e, s, dir, 64u << 20, 5);
+	if (rc)
+		printf("# process %d: cannot open the cache: %s\n", (int)getpid(), strerror(-rc));
+	else if (!(obj = engine_object(&e, "/start.bin")))
+		rc = -EIO;
+	fflush(stdout);
+	if (obj)
+		cache_object_unref(obj);
+	engine_stop(&e);
+	_exit(rc ? 1 : 0);
+}
+
+/* Mounts and warms started at once (a boot, a batch of jobs) on a cache
+ * dir none of them has used: every one of them opens it. */
+static void test_start_together(struct origin_server *s, const char *base)
+{
+	int opened = 0;
+	origin_put(s, "/start.bin", 100000, 8, "\"s1\"");
+	for (int round = 0; round < START_ROUNDS; round++) {
+		char dir[300];
+		snprintf(dir, sizeof(dir), "%s/start-%d", base, round);
+		mkdir(dir, 0700);
+		int go[2];
+		pid_t child[STARTERS];
+		if (pipe(go) != 0)
+			break;
+		fflush(stdout);
+		for (int i = 0; i < STARTERS; i++) {
+			child[i] = fork();
+			if (child[i] == 0) {
+				close(go[1]);
+				start_child(s, dir, go[0]);
+			}
+		}
+		close(go[0]);
+		for (int i = 0; i < STARTERS; i++)
+			if (write(go[1], "g", 1) != 1)
+				perror("go");
+		close(go[1]);
+		for (int i = 0; i < STARTERS; i++) {
+			int status = -1;
+			waitpid(child[i], &status, 0);
+			opened += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+		}
+	}
+	CHECK(opened == STARTERS * START_ROUNDS,
+	      "%d processes at once on a new cache dir, %d times: all opened it (%d of %d)",
+	      STARTERS, START_ROUNDS, opened, STARTERS * START_ROUNDS);
+}
+
 /* ---- claims across two processes ------------------------------------ */
 
 /* A process of its own on DIR: open /claims.bin when GO says, say 'r' on
@@ -253,8 +319,14 @@ static void claims_child(struct origin_server *s, const char *dir, int go, int r
 	struct engine e;
 	char c;
 	alarm(4 * ORIGIN_WAIT_S);	/* a hung child fails its test, not the suite */
-	if (read(go, &c, 1) != 1 || engine_start(&e, s, dir, 64u << 20, 5) != 0)
+	if (read(go, &c, 1) != 1)
 		_exit(2);
+	int rc = engine_start(&e, s, dir, 64u << 20, 5);
+	if (rc != 0) {
+		printf("# process %d: cannot open the cache: %s\n", (int)getpid(), strerror(-rc));
+		fflush(stdout);
+		_exit(2);
+	}
 	struct cache_object *obj = engine_object(&e, "/claims.bin");
 	if (!obj)
 		_exit(3);
@@ -531,6 +603,7 @@ int main(void)
 		return 1;
 	}
 	test_single_flight(&s, cache_dir_in(base, "flight", dir, sizeof(dir)));
+	test_start_together(&s, base);
 	test_claims(&s, cache_dir_in(base, "claims", dir, sizeof(dir)));
 	test_stale(&s, cache_dir_in(base, "stale", dir, sizeof(dir)), false);
 	test_stale(&s, cache_dir_in(base, "stale-anyway", dir, sizeof(dir)), true);
