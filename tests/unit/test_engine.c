@@ -593,6 +593,7 @@ int main(void)
 	struct origin_server s;
 
 	signal(SIGPIPE, SIG_IGN);
+	alarm(10 * ORIGIN_WAIT_S);	/* a hang is a failure, not a stuck suite */
 	/* a mount namespace of our own, made before any thread, which every
 	   thread then shares: the full disk's tmpfs is never left mounted */
 	if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
