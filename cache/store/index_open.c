@@ -141,8 +141,21 @@ static int conn_open(struct index *ix, struct index_conn *c)
 		return index_sql_error(c->db, rc, "open");
 	sqlite3_busy_timeout(c->db, 5000);
 	sqlite3_extended_result_codes(c->db, 1);
-	rc = sqlite3_exec(c->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-			  NULL, NULL, NULL);
+	/* While another process creates the file or turns it to WAL, this may
+	 * answer SQLITE_BUSY at once, without the busy handler: try again,
+	 * for as long as the busy timeout */
+	struct timespec now, until, pause = { 0, 10 * 1000 * 1000 };
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += 5;
+	for (;;) {
+		rc = sqlite3_exec(c->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+				  NULL, NULL, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((rc & 0xff) != SQLITE_BUSY || now.tv_sec > until.tv_sec ||
+		    (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec))
+			break;
+		nanosleep(&pause, NULL);
+	}
 	return rc == SQLITE_OK ? 0 : index_sql_error(c->db, rc, "configure");
 }
 
