@@ -19,7 +19,7 @@
  */
 #include "cache/engine/cache.h"
 #include "cache/origin/http.h"
-#include "cache/origin/provider.h"
+#include "cache/origin/providers/provider.h"
 #include "check.h"
 #include "origin_server.h"
 
