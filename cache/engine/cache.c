@@ -8,6 +8,7 @@
  */
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"
+#include "cache/origin/providers/provider.h"
 #include "cache/store/index.h"
 #include "cache/store/store.h"
 
@@ -55,6 +56,7 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 	}
 	if (err)
 		goto fail_index;
+	source_identity_hash(src, index_proof_salt(c->index), c->identity);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->changed, NULL);
 	pthread_cond_init(&c->work, NULL);

@@ -12,6 +12,14 @@
  * Only one process probes an object nobody has cached: it holds a claim
  * keyed by the URL (probe_claim()); the others wait and find its row.
  *
+ * A mount serves cached bytes of an object only to an identity that has
+ * read it at the origin (proved()): the listing's word that the cached
+ * version is current saves the HEAD only when this cache's identity has a
+ * proof of that version in the index younger than --ttl; otherwise the
+ * HEAD (or first GET) is sent with our own credentials, and its 2xx
+ * records the proof (a 401 or 403 fails the open: -EACCES). Proofs are per
+ * version (index object id), so a changed object is proved again.
+ *
  * The index keys an object by its URL without the query (index.h), so the
  * full URL (a SAS, a token) is passed to it and used for every request,
  * but never stored; cache entries of a tilefs that stored the query are
@@ -342,6 +350,14 @@ static void known_load(struct cache *c, const struct cache_object *obj)
 	free(v);
 }
 
+/* Has this cache's identity read object ID at the origin within --ttl? */
+static bool proved(struct cache *c, int64_t id)
+{
+	int64_t at, now = (int64_t)time(NULL);
+	return index_proof_get(c->index, id, c->identity, &at) == 0 && at <= now &&
+	       now - at < c->cfg.proof_ttl_s;
+}
+
 bool cache_object_known(struct cache *c, const char *url)
 {
 	struct index_object latest;
@@ -365,9 +381,10 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	bool claimed = !known && probe_claim(c, url, &latest, &known);
 	size_t etag_len = strlen(latest.version);
 	bool current = known && listed_names(listed, latest.version, latest.size) &&
-		       etag_len < sizeof(f.version.etag);
+		       etag_len < sizeof(f.version.etag) && proved(c, latest.id);
+	bool asked = !current;
 	if (current) {
-		/* the listing vouches for it: no request */
+		/* the listing vouches for it, and we have read it: no request */
 		memcpy(f.version.etag, latest.version, etag_len + 1);
 		f.version.size = latest.size;
 		mtime = listed->mtime;
@@ -424,6 +441,8 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		   this or another process may still read them */
 	}
 
+	if (asked && found.id >= 0)
+		index_proof_put(c->index, found.id, c->identity);	/* else: asked again */
 	struct cache_object *obj = object_new(c, found.id, url, log_name, &f.version, mtime);
 	err = -ENOMEM;
 	if (!obj)

@@ -79,6 +79,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 			 "ORDER BY off DESC LIMIT 1",
 	[ST_EDGES_DROP_NEAR] = "DELETE FROM edges WHERE object_id = ?1 AND off >= ?2 AND off < ?3",
 	[ST_OBJECT_DROP_EDGES] = "DELETE FROM edges WHERE object_id = ?1",
+	[ST_PROOF_GET] = "SELECT proved_at FROM proofs WHERE object_id = ?1 AND identity = ?2",
+	[ST_PROOF_PUT] = "INSERT OR REPLACE INTO proofs(object_id, identity, proved_at) "
+			 "SELECT id, ?2, ?3 FROM objects WHERE id = ?1",
 };
 
 int64_t index_now(void)
@@ -471,6 +474,52 @@ int index_counts(struct index *ix, uint64_t *objects, uint64_t *units, uint64_t 
 		}
 		sqlite3_reset(s);
 	}
+	index_conn_put(ix, c);
+	return err;
+}
+
+const char *index_proof_salt(struct index *ix)
+{
+	return ix ? ix->proof_salt : "";
+}
+
+int index_proof_get(struct index *ix, int64_t object_id, const char *identity,
+		    int64_t *proved_at)
+{
+	if (!ix)
+		return -ENODEV;	/* no index */
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = index_stmt(c, ST_PROOF_GET);
+	int err = -EIO;
+
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_text(s, 2, identity, -1, SQLITE_STATIC);
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			*proved_at = sqlite3_column_int64(s, 0);
+			err = 0;
+		} else {
+			err = rc == SQLITE_DONE ? -ENOENT : index_sql_error(c->db, rc, "find proof");
+		}
+		sqlite3_reset(s);
+	}
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_proof_put(struct index *ix, int64_t object_id, const char *identity)
+{
+	if (!ix)
+		return -ENODEV;	/* no index */
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = index_stmt(c, ST_PROOF_PUT);
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_text(s, 2, identity, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, index_now());
+	}
+	int err = index_exec(c, s, "record proof");
 	index_conn_put(ix, c);
 	return err;
 }

@@ -212,6 +212,19 @@ int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size
 		 int stale_s, int *result);
 int index_unclaim(struct index *ix, int64_t object_id, uint64_t off);
 
+/*
+ * Proofs: which identities have read an object at the origin (index_open.c
+ * says what the rows hold). IDENTITY is an opaque string, never a secret:
+ * a keyed hash the origin layer makes with index_proof_salt(), a random
+ * value per database (32 hex digits; "" without an index).
+ * index_proof_get(): 0 and when it was proved last, -ENOENT if never.
+ * index_proof_put(): record it proved now (nothing if the object is gone).
+ */
+const char *index_proof_salt(struct index *ix);
+int index_proof_get(struct index *ix, int64_t object_id, const char *identity,
+		    int64_t *proved_at);
+int index_proof_put(struct index *ix, int64_t object_id, const char *identity);
+
 /* Bytes of all units. */
 int index_usage(struct index *ix, uint64_t *bytes);
 /* Up to MAX units to evict first: read once before those read again,

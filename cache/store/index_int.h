@@ -27,7 +27,7 @@
 
 #define INDEX_POOL_SIZE 6
 /* meta.schema of the databases this tilefs writes and reads. */
-#define INDEX_SCHEMA_VERSION 4
+#define INDEX_SCHEMA_VERSION 5
 
 /* The prepared statements; their SQL is stmt_sql in index.c. */
 enum stmt_id {
@@ -40,7 +40,7 @@ enum stmt_id {
 	ST_OBJECT_GET, ST_OBJECT_USAGE, ST_OBJECTS_ALL, ST_UNITS_OF,
 	ST_EDGE_PUT, ST_EDGE_FIND, ST_EDGES_DROP_NEAR, ST_OBJECT_DROP_EDGES,
 	ST_SEAL_PUT, ST_SEAL_GET, ST_OBJECT_TOUCH, ST_OBJECT_EVICT_CHECK, ST_OBJECT_CLAIM_ALL,
-	ST_SEAL_DROP,
+	ST_SEAL_DROP, ST_PROOF_GET, ST_PROOF_PUT,
 	ST_COUNT
 };
 
@@ -55,6 +55,7 @@ struct index {
 	char *path;
 	int lock_fd;			/* index.lock, held shared */
 	char instance[40];
+	char proof_salt[40];		/* meta.proof_salt (index_proof_salt()) */
 	pthread_mutex_t lock;
 	pthread_mutex_t writing;	/* held from index_begin to index_commit */
 	pthread_cond_t available;

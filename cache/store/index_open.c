@@ -9,7 +9,8 @@
  * fetched again, and data files are checked against `crc` on first read).
  *
  *   meta(key PRIMARY KEY, value)
- *       'schema' = 4; 'instance' = 16 hex digits, random per database;
+ *       'schema' = 5; 'instance' = 16 hex digits, random per database;
+ *       'proof_salt' = 32 hex digits, random per database (proofs below);
  *       'usage'  = sum(units.len) + sum(edges.len), kept by the triggers
  *       below.
  *   objects(id AUTOINCREMENT, url, version, size, block_size, added)
@@ -51,12 +52,23 @@
  *       The row stays, broken or not, until the object is evicted whole
  *       (index_object_evict()): a file once sealed may be mapped by the
  *       kernel still, so it is never punched (unit.h, invariant 7).
+ *   proofs(object_id, identity, proved_at)
+ *       an identity that read the object at the origin (a HEAD or GET
+ *       answered 2xx) at proved_at (Unix time): a mount serves cached
+ *       bytes of an object only to an identity proved within --ttl
+ *       (cache/engine/open.c). identity is an opaque keyed hash (32 hex
+ *       digits of SHA-256 over proof_salt and the identity's name, made
+ *       by source_identity_hash() in cache/origin), never a key, a SAS or a
+ *       token. Rows go with their object (trigger objects_drop_proofs,
+ *       kept by any tilefs that deletes objects); a new version is a new
+ *       object, so it starts with none.
  *   claims(object_id, off, pid, since)
  *       a process fetching a unit (others wait for it instead of fetching
  *       the same bytes), or evicting one (nobody writes it meanwhile).
  *
  * MIGRATIONS: 2 -> 3 adds tile_maps (objects of schema 2 keep their
- * blocks); 3 -> 4 adds edges. Any other schema is set aside and rebuilt.
+ * blocks); 3 -> 4 adds edges; 4 -> 5 adds proofs and meta.proof_salt
+ * (objects cached before have no proofs: each identity proves them once). Any other schema is set aside and rebuilt.
  *
  * A row in `units` is written only after its bytes are in the data file,
  * and only while no other process claims the unit. Eviction deletes the
@@ -127,9 +139,14 @@ static const char schema_sql[] =
 	"DROP TRIGGER IF EXISTS units_unseal;"
 	"CREATE TRIGGER IF NOT EXISTS units_break_seal AFTER DELETE ON units BEGIN"
 	"  UPDATE seals SET ino = 0 WHERE object_id = OLD.object_id; END;"
-	"INSERT OR IGNORE INTO meta VALUES ('schema', 4);"
+	"CREATE TABLE IF NOT EXISTS proofs(object_id INTEGER NOT NULL, identity TEXT NOT NULL,"
+	"  proved_at INTEGER NOT NULL, PRIMARY KEY(object_id, identity)) WITHOUT ROWID;"
+	"CREATE TRIGGER IF NOT EXISTS objects_drop_proofs AFTER DELETE ON objects BEGIN"
+	"  DELETE FROM proofs WHERE object_id = OLD.id; END;"
+	"INSERT OR IGNORE INTO meta VALUES ('schema', 5);"
 	"INSERT OR IGNORE INTO meta VALUES ('usage', 0);"
-	"INSERT OR IGNORE INTO meta VALUES ('instance', lower(hex(randomblob(8))));";
+	"INSERT OR IGNORE INTO meta VALUES ('instance', lower(hex(randomblob(8))));"
+	"INSERT OR IGNORE INTO meta VALUES ('proof_salt', lower(hex(randomblob(16))));";
 
 static int conn_open(struct index *ix, struct index_conn *c)
 {
@@ -276,16 +293,22 @@ static int setup(struct index *ix, struct index_conn *c)
 	err = first_value(c, "SELECT value FROM meta WHERE key = 'schema'", NULL, 0, &schema);
 	if (err)
 		return err;
-	if (schema == 2 || schema == 3) {
-		/* tile_maps (3) and edges (4) were just created by schema_sql */
-		rc = sqlite3_exec(c->db, "UPDATE meta SET value = 4 WHERE key = 'schema'", NULL,
+	if (schema >= 2 && schema <= 4) {
+		/* tile_maps (3), edges (4), proofs and meta.proof_salt (5) were
+		   just created by schema_sql */
+		rc = sqlite3_exec(c->db, "UPDATE meta SET value = 5 WHERE key = 'schema'", NULL,
 				  NULL, NULL);
 		if (rc != SQLITE_OK)
-			return index_sql_error(c->db, rc, "upgrade the schema to 4");
-		log_info("cache index %s upgraded from schema %lld to 4", ix->path,
+			return index_sql_error(c->db, rc, "upgrade the schema to 5");
+		log_info("cache index %s upgraded from schema %lld to 5", ix->path,
 			 (long long)schema);
-		schema = 4;
+		schema = 5;
 	}
+	if (!err)
+		err = first_value(c, "SELECT value FROM meta WHERE key = 'proof_salt'",
+				  ix->proof_salt, sizeof(ix->proof_salt), NULL);
+	if (err)
+		return err;
 	if (schema != SCHEMA_VERSION || !ix->instance[0]) {
 		log_warn("cache index %s has schema %lld, this tilefs needs %d", ix->path,
 			 (long long)schema, SCHEMA_VERSION);

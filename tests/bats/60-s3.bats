@@ -21,6 +21,7 @@ setup() {
 teardown() {
 	tilefs_teardown
 	s3rver_stop
+	sigv4_store_stop
 }
 
 @test "s3: listing shows exactly the objects and prefixes; every file reads identical" {
@@ -88,6 +89,106 @@ PY
 	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
 	# the changed ETag costs t512.tif a HEAD (which also shows the log counts them)
 	assert_eq "$(s3_object_200s)" "$((heads + 1))" "HEADs after the remount"
+}
+
+# store_lines WHAT: the lines of the Signature V4 store's log for the object
+# at PATH (not listings)
+store_lines() {
+	grep -a "^[A-Z]* /eo/$1 " "$SIGV4_LOG" || true
+}
+
+@test "s3: a mount whose key may only LIST serves no byte of an object another key read; it asks with its own key, refused" {
+	sigv4_store_start "$SAMPLES"
+	# mount A: its key may GET; it reads t512.tif whole
+	tilefs_mount s3://eo "$MNT" --endpoint "$SIGV4_ENDPOINT" --ttl 3600
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif" || fail "mount A read other bytes"
+	tilefs_umount "$MNT"
+	[ -n "$(store_lines t512.tif | awk '$7 == "S3RVER" && $4 ~ /^20/')" ] ||
+		fail "mount A fetched nothing of t512.tif"
+	# mount B on the same cache dir: its key may only LIST
+	local before
+	before=$(store_lines t512.tif | wc -l)
+	AWS_ACCESS_KEY_ID=LISTONLY AWS_SECRET_ACCESS_KEY=LISTONLY \
+		tilefs_mount s3://eo "$MNT" --endpoint "$SIGV4_ENDPOINT" --ttl 3600
+	ls "$MNT" | grep -qx t512.tif || fail "mount B does not list t512.tif"
+	run -1 cat "$MNT/t512.tif"
+	[[ "$output" == *"Permission denied"* ]] || fail "cat says: $output"
+	/usr/bin/python3 - "$MNT/t512.tif" <<'PY' || fail "mount B served bytes of t512.tif"
+import sys
+try:
+    with open(sys.argv[1], "rb") as f:
+        data = f.read()
+except OSError as e:
+    print("refused:", e)
+    sys.exit(0)
+print(len(data), "bytes served")
+sys.exit(1)
+PY
+	store_lines t512.tif
+	[ -n "$(store_lines t512.tif | tail -n +"$((before + 1))" | awk '$7 == "LISTONLY" && $4 == 403')" ] ||
+		fail "the store saw no request of mount B's for t512.tif"
+	assert_eq "$(store_lines t512.tif | tail -n +"$((before + 1))" | awk '$4 !~ /^403/' | wc -l)" 0 \
+		"requests for t512.tif the store answered to mount B"
+	tilefs_umount "$MNT"
+}
+
+@test "s3: a remount by the key that read an object sends no request for it, a listing's ETag vouching" {
+	sigv4_store_start "$SAMPLES"
+	tilefs_mount s3://eo "$MNT" --endpoint "$SIGV4_ENDPOINT" --ttl 3600
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	tilefs_umount "$MNT"
+	local before
+	before=$(store_lines t512.tif | wc -l)
+	[ "$before" -gt 0 ] || fail "the first mount fetched nothing"
+	tilefs_mount s3://eo "$MNT" --endpoint "$SIGV4_ENDPOINT" --ttl 3600
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif" || fail "the remount read other bytes"
+	tilefs_umount "$MNT"
+	store_lines t512.tif
+	assert_eq "$(store_lines t512.tif | wc -l)" "$before" "requests for t512.tif after the remount"
+}
+
+@test "s3: a warm with a key that may GET proves only itself: a LIST-only mount after it is refused, the warm's key's mount asks nothing" {
+	sigv4_store_start "$SAMPLES"
+	tilefs_run warm --cache-dir "$T/cache" --endpoint "$SIGV4_ENDPOINT" s3://eo t512.tif
+	assert_eq "$status" 0 "exit status of the warm"
+	local before
+	before=$(store_lines t512.tif | wc -l)
+	[ "$before" -gt 0 ] || fail "the warm fetched nothing of t512.tif"
+	AWS_ACCESS_KEY_ID=LISTONLY AWS_SECRET_ACCESS_KEY=LISTONLY \
+		tilefs_mount s3://eo "$MNT" --endpoint "$SIGV4_ENDPOINT" --ttl 3600
+	run -1 cat "$MNT/t512.tif"
+	[[ "$output" == *"Permission denied"* ]] || fail "cat says: $output"
+	tilefs_umount "$MNT"
+	store_lines t512.tif
+	assert_eq "$(store_lines t512.tif | tail -n +"$((before + 1))" | awk '$7 != "LISTONLY" || $4 != 403' | wc -l)" 0 \
+		"requests for t512.tif after the warm other than the LIST-only key's refused ones"
+	[ "$(store_lines t512.tif | wc -l)" -gt "$before" ] || fail "the LIST-only mount asked nothing"
+	before=$(store_lines t512.tif | wc -l)
+	tilefs_mount s3://eo "$MNT" --endpoint "$SIGV4_ENDPOINT" --ttl 3600
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif" || fail "the warm key's mount read other bytes"
+	tilefs_umount "$MNT"
+	assert_eq "$(store_lines t512.tif | wc -l)" "$before" "requests for t512.tif by the warm key's mount"
+}
+
+@test "s3: role keys from the metadata service that rotate are one identity: a remount with the next hour's keys asks nothing" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_EC2_METADATA_DISABLED
+	sigv4_store_start "$SAMPLES"
+	local port key imds i before
+	for key in ROLEKEY1 ROLEKEY2; do
+		port=$(_free_port)
+		/usr/bin/python3 "$BATS_TEST_DIRNAME/../lib/imds_fake.py" "$port" "$key" >"$T/imds.log" 2>&1 &
+		imds=$!
+		for i in $(seq 50); do grep -q ready "$T/imds.log" && break; sleep 0.1; done
+		AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:$port \
+			tilefs_mount s3://eo "$MNT" --endpoint "$SIGV4_ENDPOINT" --ttl 3600
+		kill "$imds"
+		[ "$key" = ROLEKEY2 ] && before=$(store_lines t512.tif | wc -l)
+		cmp "$SAMPLES/t512.tif" "$MNT/t512.tif" || fail "the mount with $key read other bytes"
+		tilefs_umount "$MNT"
+	done
+	awk '$7 == "ROLEKEY2"' "$SIGV4_LOG" | grep -q . || fail "the remount did not use the new keys"
+	store_lines t512.tif
+	assert_eq "$(store_lines t512.tif | wc -l)" "$before" "requests for t512.tif with the next hour's keys"
 }
 
 @test "s3: warm twice: the second run asks for nothing but listings (their ETags vouch)" {

@@ -127,6 +127,26 @@ no_secret_in() {
 	tilefs_umount "$MNT"
 }
 
+@test "a SAS that may only list serves no byte of a blob the account key read; the SAS's own request is refused" {
+	use_shared_key
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --cache-dir "$CACHE" --ttl 3600
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif" || fail "the Shared Key mount read other bytes"
+	tilefs_umount "$MNT"
+	unset AZURE_STORAGE_ACCOUNT AZURE_STORAGE_KEY
+	azurite_log_reset
+	AZURE_STORAGE_SAS_TOKEN=$(azurite_sas cogs l) \
+		tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --cache-dir "$CACHE" --ttl 3600
+	ls "$MNT" | grep -qx t512.tif || fail "the SAS mount does not list t512.tif"
+	run -1 cat "$MNT/t512.tif"
+	[[ "$output" == *"Permission denied"* ]] || fail "cat says: $output"
+	cat "$AZURITE_LOG"
+	[ "$(azurite_count HEAD 403 't512\\.tif')" -ge 1 ] ||
+		fail "Azurite saw no refused HEAD of t512.tif from the SAS mount"
+	assert_eq "$(awk '/t512\.tif/ && / (200|206) /' "$AZURITE_LOG" | wc -l)" 0 \
+		"requests for t512.tif Azurite answered to the SAS mount"
+	tilefs_umount "$MNT"
+}
+
 @test "SAS in SOURCE and in AZURE_STORAGE_SAS_TOKEN; the SAS never reaches the log" {
 	local sas sig
 	sas=$(azurite_sas cogs)

@@ -1,12 +1,15 @@
 #!/usr/bin/python3
 """A stand-in for the EC2 instance metadata service (IMDSv2) on 127.0.0.1,
 for the one corner no real server here can play: role credentials.
-Usage: imds_fake.py PORT. Logs each request; prints "ready" when listening."""
+Usage: imds_fake.py PORT [KEY]: the role tilefs-test's keys are KEY/KEY
+(default S3RVER/S3RVER; another KEY is another hour's keys of the role).
+Logs each request; prints "ready" when listening."""
 import http.server
 import json
 import sys
 
 TOKEN = "imds-session-token"
+KEY = sys.argv[2] if len(sys.argv) > 2 else "S3RVER"
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -31,7 +34,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._reply(200, b"tilefs-test")
         elif self.path == "/latest/meta-data/iam/security-credentials/tilefs-test":
             self._reply(200, json.dumps({
-                "Code": "Success", "AccessKeyId": "S3RVER", "SecretAccessKey": "S3RVER",
+                "Code": "Success", "AccessKeyId": KEY, "SecretAccessKey": KEY,
                 "Token": "role-session-token", "Expiration": "2099-01-01T00:00:00Z"}).encode())
         else:
             self._reply(404, b"")

@@ -7,6 +7,12 @@
 #   s3_object_200s           answers 200 to object requests (not listings,
 #                            not uploads) so far: HEADs, and GETs without a
 #                            range (s3rver's log line loses the method)
+#   sigv4_store_start ROOT   start tests/lib/sigv4_store.py serving ROOT (it
+#                            checks signatures, and knows a key S3RVER that
+#                            may GET and LIST and a key LISTONLY that may
+#                            only LIST); sets SIGV4_ENDPOINT, SIGV4_LOG
+#                            (METHOD PATH "RANGE" STATUS BYTES HOST KEY)
+#   sigv4_store_stop
 #
 # s3rver checks the access key id (S3RVER) but not the signature; tilefs's
 # signatures are checked against the AWS vectors and botocore instead.
@@ -76,4 +82,25 @@ s3_data_gets() {
 
 s3_object_200s() {
 	grep -a ' 200 ' "$S3_LOG" | grep -av 'delimiter=' | grep -avc ' 0b$' || true
+}
+
+sigv4_store_start() {
+	SIGV4_LOG=$T/sigv4_store.log
+	: >"$SIGV4_LOG"
+	/usr/bin/python3 "$BATS_TEST_DIRNAME/../lib/sigv4_store.py" "$1" "$SIGV4_LOG" \
+		>"$T/sigv4_store.port" 2>"$T/sigv4_store.err" &
+	SIGV4_PID=$!
+	local i
+	for i in $(seq 100); do
+		[ -s "$T/sigv4_store.port" ] && break
+		sleep 0.1
+	done
+	[ -s "$T/sigv4_store.port" ] || { cat "$T/sigv4_store.err" >&2; return 1; }
+	SIGV4_ENDPOINT=http://127.0.0.1:$(cat "$T/sigv4_store.port")
+}
+
+sigv4_store_stop() {
+	[ -n "${SIGV4_PID:-}" ] && kill "$SIGV4_PID" 2>/dev/null
+	SIGV4_PID=
+	return 0
 }

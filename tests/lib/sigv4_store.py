@@ -1,12 +1,21 @@
 #!/usr/bin/python3
 """sigv4_store.py ROOT LOG: a minimal S3-like store on 127.0.0.1 that
-verifies every request's Signature V4 with botocore (the key S3RVER/S3RVER,
-region us-east-1) before answering: 403 SignatureDoesNotMatch otherwise.
-Serves HEAD and (ranged) GET of the files under ROOT at /BUCKET/PATH (any
-bucket name), with ETag and Content-Range; no listings (mount with --list).
+verifies every request's Signature V4 with botocore (region us-east-1)
+before answering: 403 SignatureDoesNotMatch otherwise. Serves HEAD and
+(ranged) GET of the files under ROOT at /BUCKET/PATH (any bucket name),
+with ETag and Content-Range, and ListObjectsV2 pages of one directory
+(?list-type=2&prefix=P&delimiter=/, all in one page).
+
+Keys and what each may do (a policy per key, as IAM would have it):
+  S3RVER/S3RVER      GET (and HEAD) objects, and LIST
+  LISTONLY/LISTONLY  LIST only: GET and HEAD of an object get 403
+                     AccessDenied (after its signature checks out)
+  ROLEKEY1/ROLEKEY1, ROLEKEY2/ROLEKEY2
+                     GET and LIST: two hours' keys of one role
+                     (tests/lib/imds_fake.py PORT ROLEKEY1)
 
 Prints the port on stdout once listening. Appends one line per request to
-LOG: METHOD PATH "RANGE" STATUS BYTES HOST
+LOG: METHOD PATH "RANGE" STATUS BYTES HOST KEY
 (s3rver does not check signatures; this one does, through a tier too.)
 """
 import datetime
@@ -23,12 +32,20 @@ import botocore.awsrequest
 import botocore.credentials
 
 ROOT, LOG = sys.argv[1], sys.argv[2]
-CREDS = botocore.credentials.Credentials("S3RVER", "S3RVER")
+# access key id -> (secret, the actions it may take)
+KEYS = {"S3RVER": ("S3RVER", {"GET", "LIST"}), "LISTONLY": ("LISTONLY", {"LIST"}),
+        "ROLEKEY1": ("ROLEKEY1", {"GET", "LIST"}), "ROLEKEY2": ("ROLEKEY2", {"GET", "LIST"})}
 lock = threading.Lock()
 
 
-def expected_authorization(method, host, raw_path, amz_date, token):
-    creds = botocore.credentials.Credentials("S3RVER", "S3RVER", token)
+def access_key(authorization):
+    """The access key id an Authorization header names ("-": none)."""
+    _, _, rest = authorization.partition("Credential=")
+    return rest.split("/", 1)[0] or "-"
+
+
+def expected_authorization(method, host, raw_path, amz_date, token, key):
+    creds = botocore.credentials.Credentials(key, KEYS[key][0], token)
     req = botocore.awsrequest.AWSRequest(method=method, url=f"http://{host}{raw_path}")
     stamp = datetime.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ")
     with mock.patch("botocore.auth.datetime") as fake:
@@ -46,7 +63,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_line(self, status, nbytes):
         with lock, open(LOG, "a") as f:
             f.write(f'{self.command} {self.path.split("?")[0]} "{self.headers.get("Range", "-")}" '
-                    f'{status} {nbytes} {self.headers.get("Host", "-")}\n')
+                    f'{status} {nbytes} {self.headers.get("Host", "-")} '
+                    f'{access_key(self.headers.get("Authorization", ""))}\n')
 
     def answer(self, status, headers, body=b""):
         self.send_response(status)
@@ -59,15 +77,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.log_line(status, len(body) if self.command != "HEAD" else 0)
 
     def serve(self):
+        ours = self.headers.get("Authorization", "")
+        key = access_key(ours)
         try:
-            ours = self.headers.get("Authorization", "")
             theirs = expected_authorization(self.command, self.headers.get("Host", ""),
                                             self.path, self.headers.get("x-amz-date", ""),
-                                            self.headers.get("x-amz-security-token"))
-        except Exception as e:  # a malformed request: not signed right
+                                            self.headers.get("x-amz-security-token"), key)
+        except Exception as e:  # a malformed request or an unknown key: not signed right
             ours, theirs = "", repr(e)
         if not ours or ours != theirs:
             return self.answer(403, {}, b"<Error><Code>SignatureDoesNotMatch</Code></Error>")
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        action = "LIST" if query.get("list-type") else "GET"
+        if action not in KEYS[key][1]:
+            return self.answer(403, {}, b"<Error><Code>AccessDenied</Code></Error>")
+        if action == "LIST":
+            return self.listing(query.get("prefix", [""])[0])
         parts = urllib.parse.unquote(self.path.split("?")[0]).lstrip("/").split("/", 1)
         path = os.path.join(ROOT, parts[1] if len(parts) > 1 else "")
         if not os.path.isfile(path):
@@ -85,6 +110,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                      f"bytes {first}-{last}/{len(data)}"},
                                data[first:last + 1])
         return self.answer(200, {"ETag": etag}, data)
+
+    def listing(self, prefix):
+        """ListObjectsV2 of the directory PREFIX names ("" or "a/b/")."""
+        d = os.path.join(ROOT, prefix)
+        rows = []
+        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            full = os.path.join(d, name)
+            key = urllib.parse.quote(prefix + name)
+            if os.path.isdir(full):
+                rows.append(f"<CommonPrefixes><Prefix>{key}/</Prefix></CommonPrefixes>")
+                continue
+            data = open(full, "rb").read()
+            modified = datetime.datetime.fromtimestamp(os.stat(full).st_mtime,
+                                                       datetime.timezone.utc)
+            rows.append(f"<Contents><Key>{key}</Key>"
+                        f"<LastModified>{modified.strftime('%Y-%m-%dT%H:%M:%S.000Z')}"
+                        f"</LastModified><ETag>&quot;{hashlib.md5(data).hexdigest()}&quot;"
+                        f"</ETag><Size>{len(data)}</Size></Contents>")
+        body = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult>'
+                f"<Prefix>{urllib.parse.quote(prefix)}</Prefix><Delimiter>/</Delimiter>"
+                f"<EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"
+                f"{''.join(rows)}</ListBucketResult>").encode()
+        return self.answer(200, {"Content-Type": "application/xml"}, body)
 
     do_GET = serve
     do_HEAD = serve

@@ -87,8 +87,23 @@ int main(void)
 	CHECK(index_eviction_candidates(ix, &a, 1, victims, 8, &n) == 0 && n == 1 &&
 	      victims[0].object_id != a, "one when the object of two is passed over (pinned)");
 
+	/* proofs: which identities read an object, per version */
+	int64_t proved = 0;
+	CHECK(strlen(index_proof_salt(ix)) == 32, "a proof salt: %s", index_proof_salt(ix));
+	CHECK(index_proof_get(ix, a, "id-a", &proved) == -ENOENT, "no proof before one is made");
+	CHECK(index_proof_put(ix, a, "id-a") == 0 && index_proof_get(ix, a, "id-a", &proved) == 0 &&
+	      proved > 0, "a proof recorded is found (%lld)", (long long)proved);
+	CHECK(index_proof_get(ix, a, "id-b", &proved) == -ENOENT,
+	      "another identity has no proof of it");
+	CHECK(index_proof_get(ix, b, "id-a", &proved) == -ENOENT,
+	      "nor has the identity of another version");
+	CHECK(index_proof_put(ix, 999999, "id-a") == 0 &&
+	      index_proof_get(ix, 999999, "id-a", &proved) == -ENOENT,
+	      "no proof of an object the index does not hold");
+
 	CHECK(index_object_drop(ix, a) == 0 && index_usage(ix, &usage) == 0 && usage == 512,
 	      "dropping an object drops its units (%llu)", (unsigned long long)usage);
+	CHECK(index_proof_get(ix, a, "id-a", &proved) == -ENOENT, "and its proofs");
 
 	pid_t holder = 0;
 	CHECK(index_claim(ix, b, 512, 30, &holder) == 0, "claim a unit");
@@ -232,6 +247,35 @@ int main(void)
 	      "an index.db directory: -EISDIR at once, nothing set aside");
 	struct stat sb;
 	CHECK(stat(path, &sb) == 0 && S_ISDIR(sb.st_mode), "the directory is left alone");
+
+	/* schema 4 (no proofs) is upgraded in place: objects kept, no proofs */
+	{
+		char mdir[] = "/tmp/tilefs-test-index-XXXXXX";
+		struct index *old;
+		struct index_object mo = { .size = 10, .block_size = 4096, .version = "\"m\"" };
+		int64_t when;
+		CHECK(mkdtemp(mdir) != NULL && index_open(mdir, &old, &rebuilt) == 0 &&
+		      index_object_add(old, "http://h/m", &mo, NULL, 0, &created) == 0,
+		      "an index with an object");
+		index_close(old);
+		snprintf(cmd, sizeof(cmd), "sqlite3 %s/index.db \"DROP TABLE proofs; DROP TRIGGER "
+			 "objects_drop_proofs; DELETE FROM meta WHERE key = 'proof_salt'; "
+			 "UPDATE meta SET value = 4 WHERE key = 'schema'\"", mdir);
+		CHECK(system(cmd) == 0, "made schema 4");
+		CHECK(index_open(mdir, &old, &rebuilt) == 0 && !rebuilt,
+		      "schema 4 opens without a rebuild");
+		struct index_object ml;
+		CHECK(index_object_latest(old, "http://h/m", &ml) == 0 && ml.id == mo.id,
+		      "its object is kept");
+		CHECK(strlen(index_proof_salt(old)) == 32 &&
+		      index_proof_get(old, mo.id, "id-a", &when) == -ENOENT &&
+		      index_proof_put(old, mo.id, "id-a") == 0 &&
+		      index_proof_get(old, mo.id, "id-a", &when) == 0,
+		      "it has a salt and no proofs, and records them");
+		index_close(old);
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", mdir);
+		CHECK(system(cmd) == 0, "cleanup");
+	}
 
 	/* no index (a cache that could not open one): nothing changes, -ENODEV */
 	struct index_object none = { .size = 1, .block_size = 4096, .version = "v" };

@@ -5,6 +5,7 @@
  * share lies below them (answer.c, bucket.c).
  */
 #include "cache/origin/providers/provider_int.h"
+#include "cache/origin/crypto.h"
 #include "cache/origin/tier.h"
 #include "cache/origin/url.h"
 
@@ -162,3 +163,24 @@ void source_prepare(struct source *src, struct http_request *req)
 	req->describe_error = src->provider->describe_error;
 	req->tier = own ? src->tier : NULL;
 }
+
+void source_identity_hash(struct source *src, const char *salt,
+			  char out[SOURCE_IDENTITY_LEN + 1])
+{
+	/* the salt (the index's: 32 hex digits, cut at 64), a newline and
+	   the name (the longest one: a bearer token, cut at 4 KiB) */
+	char keyed[64 + 1 + 4096];
+	uint8_t digest[SHA256_LEN];
+	char hex[2 * SHA256_LEN + 1];
+
+	int n = snprintf(keyed, sizeof(keyed), "%.64s\n", salt);
+	snprintf(keyed + n, sizeof(keyed) - (size_t)n, "anonymous");
+	if (src->provider->identity)
+		src->provider->identity(src, keyed + n, sizeof(keyed) - (size_t)n);
+	sha256(keyed, strlen(keyed), digest);
+	explicit_bzero(keyed, sizeof(keyed));
+	hex_encode(digest, SHA256_LEN, hex);
+	memcpy(out, hex, SOURCE_IDENTITY_LEN);
+	out[SOURCE_IDENTITY_LEN] = '\0';
+}
+

@@ -104,6 +104,23 @@ int source_parse_listing(struct source *src, const char *dir, const char *body, 
  */
 void source_prepare(struct source *src, struct http_request *req);
 
+/*
+ * The identity SRC's own requests carry, as an opaque name for the cache
+ * index (cache/store/index.h, proofs): 32 lowercase hex digits of SHA-256
+ * over SALT (the index's proof salt), a newline and the identity's name,
+ * into OUT. The name: S3, the access key id, or for role credentials from
+ * the instance metadata service the role's name (its hourly keys are one
+ * identity); Azure, the account and "key" for Shared Key, a SAS's sig=
+ * value; GCS, the HMAC access id, or a bearer token itself (its subject is
+ * not known without asking Google); a query string on an http(s) SOURCE
+ * (a token); else "anonymous". Keys from AWS_SESSION_TOKEN are named by
+ * their key id: a new one proves again. The name may be a secret: the hash
+ * is salted and one-way, and the name never leaves this call.
+ */
+#define SOURCE_IDENTITY_LEN 32
+void source_identity_hash(struct source *src, const char *salt,
+			  char out[SOURCE_IDENTITY_LEN + 1]);
+
 /* Is NAME usable as one path component (not empty, ".", "..", no '/', no
  * control character: bytes below 0x20 and 0x7f)? A name refused for its
  * control characters is logged once, escaped (\n, \x1b). */

@@ -656,6 +656,24 @@ static int azure_sign(void *signer, const struct http_attempt *a, struct curl_sl
 	return sign_at(signer, a, time(NULL), headers);
 }
 
+/* See source_identity_hash(): the account's key, or a SAS's signature
+ * (its sig= value: the SAS whole when it has none). */
+static void azure_identity(struct source *src, char *out, size_t size)
+{
+	struct azure_source *az = (struct azure_source *)src;
+	if (az->shared_key) {
+		snprintf(out, size, "azure %s key", az->account);
+	} else if (az->sas) {
+		const char *sig = az->sas;
+		for (const char *p = az->sas; p; p = strchr(p, '&'), p = p ? p + 1 : NULL)
+			if (strncmp(p, "sig=", 4) == 0)
+				sig = p + 4;
+		snprintf(out, size, "azure sas %.*s", (int)strcspn(sig, "&"), sig);
+	} else {
+		snprintf(out, size, "anonymous");
+	}
+}
+
 const struct provider provider_azure = {
 	.name = "azure",
 	.matches = azure_matches,
@@ -666,4 +684,5 @@ const struct provider provider_azure = {
 	.parse_listing = azure_parse_listing,
 	.sign = azure_sign,
 	.describe_error = provider_xml_error,
+	.identity = azure_identity,
 };

@@ -190,6 +190,18 @@ static int gcs_sign(void *signer, const struct http_attempt *a, struct curl_slis
 	return bucket_sign(&sigv4_goog, &cred, g->host, "auto", "storage", a, NULL, 0, headers);
 }
 
+/* See source_identity_hash(): the HMAC access id, or the token itself. */
+static void gcs_identity(struct source *src, char *out, size_t size)
+{
+	struct gcs_source *g = (struct gcs_source *)src;
+	if (g->auth == GCS_HMAC)
+		snprintf(out, size, "gcs hmac %s", g->access_id);
+	else if (g->auth == GCS_BEARER)
+		snprintf(out, size, "gcs %s", g->bearer);
+	else
+		snprintf(out, size, "anonymous");
+}
+
 const struct provider provider_gcs = {
 	.name = "gcs",
 	.matches = gcs_matches,
@@ -200,4 +212,5 @@ const struct provider provider_gcs = {
 	.parse_listing = gcs_parse_listing,
 	.sign = gcs_sign,
 	.describe_error = provider_xml_error,
+	.identity = gcs_identity,
 };

@@ -370,6 +370,13 @@ static int http_parse_listing(struct source *src, const char *dir, const char *b
 	return 0;
 }
 
+/* See source_identity_hash(): a query on SOURCE is a token, as a rule. */
+static void http_identity(struct source *src, char *out, size_t size)
+{
+	struct http_source *h = (struct http_source *)src;
+	snprintf(out, size, "%s%s", h->query[0] ? "http " : "anonymous", h->query);
+}
+
 const struct provider provider_http = {
 	.name = "http",
 	.matches = http_matches,
@@ -381,4 +388,5 @@ const struct provider provider_http = {
 	.sign = NULL,
 	/* a plain URL may well be a public bucket's object */
 	.describe_error = provider_xml_error,
+	.identity = http_identity,
 };

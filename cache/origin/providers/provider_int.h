@@ -43,6 +43,10 @@ struct provider {
 	/* Read why a request failed from an error body (see http.h); NULL:
 	 * the status alone. */
 	http_describe_fn describe_error;
+	/* Name the identity SRC's requests carry into OUT (SIZE bytes): see
+	 * source_identity_hash(). May be a secret (a SAS signature, a token):
+	 * only ever hashed, never logged or stored. */
+	void (*identity)(struct source *src, char *out, size_t size);
 };
 
 /*

@@ -42,6 +42,7 @@ struct s3_source {
 	char access_key[128], secret_key[128], session_token[2048];
 	time_t expires;		/* 0: do not expire */
 	bool from_imds;
+	char role[256];		/* from_imds: the role behind the keys */
 	char credentials_from[160];
 };
 
@@ -268,6 +269,7 @@ static int from_imds(struct s3_source *s)
 	    strptime(expiration, "%Y-%m-%dT%H:%M:%SZ", &tm))
 		s->expires = timegm(&tm);
 	s->from_imds = true;
+	memcpy(s->role, role, sizeof(s->role));
 	snprintf(s->credentials_from, sizeof(s->credentials_from),
 		 "the instance metadata service (role %.60s)", role);
 out:
@@ -474,6 +476,18 @@ static int s3_sign(void *signer, const struct http_attempt *a, struct curl_slist
 			   s->requester_pays ? 1 : 0, headers);
 }
 
+/* See source_identity_hash(): the role, whose keys rotate, or the key id. */
+static void s3_identity(struct source *src, char *out, size_t size)
+{
+	struct s3_source *s = (struct s3_source *)src;
+	if (s->anonymous)
+		snprintf(out, size, "anonymous");
+	else if (s->from_imds)
+		snprintf(out, size, "s3 role %s", s->role);
+	else
+		snprintf(out, size, "s3 key %s", s->access_key);
+}
+
 const struct provider provider_s3 = {
 	.name = "s3",
 	.matches = s3_matches,
@@ -484,4 +498,5 @@ const struct provider provider_s3 = {
 	.parse_listing = s3_parse_listing,
 	.sign = s3_sign,
 	.describe_error = provider_xml_error,
+	.identity = s3_identity,
 };
