@@ -41,7 +41,6 @@ int stack_start(struct stack *s, const struct options *o, const struct stack_tun
 		.readahead_max = t->readahead_max,
 		.prefetch = t->prefetch,
 		.claim_wait_s = 30,
-		.proof_ttl_s = t->listing_ttl_s,
 		.tier_keys = o->tier != NULL,
 		.uncached_ok = t->uncached_ok,
 	};

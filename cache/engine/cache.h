@@ -58,8 +58,6 @@ struct cache_config {
 	uint64_t readahead_max;		/* sequential readahead window, 0: off */
 	enum prefetch_policy prefetch;	/* what a tile miss adds */
 	int claim_wait_s;		/* wait this long for another process's fetch */
-	int64_t proof_ttl_s;		/* --ttl: how long an identity's proof of
-					   an object stands (cache_object_open()) */
 	bool tier_keys;			/* --tier: GETs by plan_tier_run() */
 	bool uncached_ok;		/* an index that cannot be opened: read
 					   uncached (cache_uncached()), not fail */
@@ -91,7 +89,8 @@ struct cache_listed {
  * Find the current version of the object at URL and pin it: with no
  * request when LISTED (or NULL) names the version cached by its ETag and
  * size and this cache's identity (its source's, source_identity_hash())
- * has read that version at the origin within cfg->proof_ttl_s; else a
+ * has read that version at the origin (ever: a proof stands as long as
+ * the version); else a
  * HEAD when some version is cached, else a GET of its first unit (all of
  * it, when LISTED says it is small), which is kept. Either request
  * answered 2xx records the identity's proof; one refused (401, 403) fails
