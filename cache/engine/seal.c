@@ -88,25 +88,6 @@ static int pin_sealed(struct cache *c, struct cache_object *obj)
 	return pin;
 }
 
-/* All LEN bytes at OFF of the file open on FD; 0 or -errno (-EIO for a
- * file that ends early). */
-static int read_pinned(int fd, char *buf, size_t len, uint64_t off)
-{
-	while (len > 0) {
-		ssize_t n = pread(fd, buf, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		buf += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 int cache_object_seal(struct cache *c, struct cache_object *obj)
 {
 	uint64_t units, bytes;
@@ -147,7 +128,7 @@ int cache_object_seal(struct cache *c, struct cache_object *obj)
 		}
 		/* through the pin: the file stamped below, whatever the store's
 		   descriptors name */
-		err = read_pinned(pin, buf, v[i].len, v[i].off);
+		err = store_pin_read(pin, buf, v[i].len, v[i].off);
 		if (!err && crc32c(0, buf, v[i].len) != v[i].crc)
 			err = -EBADMSG;
 		if (err)

@@ -270,6 +270,11 @@ static int io_full(int fd, bool write, char *p, size_t len, uint64_t off)
 	return 0;
 }
 
+int store_pin_read(int pin, char *buf, size_t len, uint64_t off)
+{
+	return io_full(pin, false, buf, len, off);
+}
+
 int store_write(struct store *st, int64_t id, const void *buf, size_t len, uint64_t off)
 {
 	if (!st)

@@ -75,6 +75,9 @@ int store_unlink(struct store *st, int64_t object_id);
  */
 int store_pin(struct store *st, int64_t object_id);
 int store_hold(struct store *st, int64_t object_id);
+/* All LEN bytes at OFF of the data file open on PIN (store_pin()) into
+ * BUF: 0, or -errno (-EIO for a file that ends early). */
+int store_pin_read(int pin, char *buf, size_t len, uint64_t off);
 /* What a data file is now, to tell later whether anything wrote it since
  * (any write or punch, by any process, moves its ctime): for seals
  * (index_seal()). store_stamp(): of the file open on FD; 0 or -errno. */
