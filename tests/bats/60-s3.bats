@@ -21,6 +21,42 @@ setup() {
 teardown() {
 	tilefs_teardown
 	s3rver_stop
+	[ -z "${IDENTITY_PID:-}" ] || kill "$IDENTITY_PID" 2>/dev/null || true
+	[ -z "${STORE_PID:-}" ] || kill "$STORE_PID" 2>/dev/null || true
+}
+
+# identity_start: the AWS identity emulator (tests/lib/aws_identity.py) in
+# $T/id, and the Signature V4 store in front of $SAMPLES that accepts only
+# the keys it issued (while they are valid); sets ID_URL, STORE_URL and
+# $T/list (every sample, for --list). No other credential is left set.
+identity_start() {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN
+	ID=$T/id
+	mkdir -p "$ID"
+	[ -z "${1:-}" ] || echo "$1" >"$ID/lifetime"
+	"$PY" "$TESTS_LIB/aws_identity.py" "$ID" 2>"$T/identity.err" &
+	IDENTITY_PID=$!
+	SIGV4_KEYS=$ID/keys.json "$PY" "$TESTS_LIB/sigv4_store.py" "$SAMPLES" "$T/store.log" \
+		>"$T/store.port" 2>"$T/store.err" &
+	STORE_PID=$!
+	wait_until "the identity emulator's start" test -s "$ID/port"
+	wait_until "the store's start" test -s "$T/store.port"
+	ID_URL=http://127.0.0.1:$(cat "$ID/port")
+	STORE_URL=http://127.0.0.1:$(cat "$T/store.port")
+	(cd "$SAMPLES" && find . -type f | sed 's|^\./||' | sort) >"$T/list"
+}
+
+# issued: credentials the emulator has issued so far
+issued() {
+	grep -c ' issued ' "$ID/log" 2>/dev/null || true
+}
+
+# read_all: every sample through the mount, byte for byte
+read_all() {
+	local f
+	while read -r f; do
+		cmp "$SAMPLES/$f" "$MNT/$f" || return 1
+	done <"$T/list"
 }
 
 @test "s3: listing shows exactly the objects and prefixes; every file reads identical" {
@@ -187,4 +223,54 @@ PY
 	tilefs_run mount "gs://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache"
 	assert_eq "$status" 1 "exit status"
 	[[ "$err1" == *"GOOGLE_OAUTH_ACCESS_TOKEN"*"GS_ACCESS_KEY_ID"* ]] || fail "message: $err1"
+}
+
+@test "s3: metadata service credentials are read as JSON: escapes undone, the store accepts them" {
+	identity_start
+	unset AWS_EC2_METADATA_DISABLED
+	AWS_EC2_METADATA_SERVICE_ENDPOINT=$ID_URL \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --log-level info
+	read_all || fail "a file differs"
+	grep -q "instance metadata service (role tilefs-test)" "$TILEFS_LOG"
+	[ "$(awk '$4 == 206' "$T/store.log" | wc -l)" -gt 0 ] || fail "no ranged GET reached the store"
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+}
+
+@test "s3: container credentials (FULL_URI, token from a file) sign what the store accepts" {
+	identity_start
+	echo "container-token-1" >"$ID/auth-token"
+	echo "container-token-1" >"$T/token"
+	AWS_CONTAINER_CREDENTIALS_FULL_URI=$ID_URL/v2/credentials/task-1 \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=$T/token \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --log-level info
+	read_all || fail "a file differs"
+	grep -q "credentials from the container credentials endpoint $ID_URL/v2/credentials/task-1" \
+		"$TILEFS_LOG" || grep -q "container credentials endpoint" "$TILEFS_LOG"
+	assert_eq "$(grep -c 'container GET /v2/credentials/task-1 200' "$ID/log")" 1 "container answers"
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+	! grep -q "container-token-1" "$TILEFS_LOG" "$T/tilefs-state.1/stderr"
+}
+
+@test "s3: container credentials with AWS_CONTAINER_AUTHORIZATION_TOKEN; a wrong token fails the mount" {
+	identity_start
+	echo "container-token-2" >"$ID/auth-token"
+	AWS_CONTAINER_CREDENTIALS_FULL_URI=$ID_URL/v2/credentials/task-2 \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN=wrong-token \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" \
+		--cache-dir "$T/cache" --log-file "$T/log"
+	assert_eq "$status" 1 "exit status with a wrong token"
+	[[ "$err1" == *"container credentials endpoint"* ]] || fail "message: $err1"
+	[[ "$err1$(cat "$T/log")" != *"wrong-token"* ]] || fail "the token was shown"
+	AWS_CONTAINER_CREDENTIALS_FULL_URI=$ID_URL/v2/credentials/task-2 \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN=container-token-2 \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list"
+	read_all || fail "a file differs"
+}
+
+@test "s3: container FULL_URI over http to a host that is not loopback is refused" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	AWS_CONTAINER_CREDENTIALS_FULL_URI=http://192.0.2.1/creds \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache"
+	assert_eq "$status" 1 "exit status"
+	[[ "$err1" == *"AWS_CONTAINER_CREDENTIALS_FULL_URI must be https"* ]] || fail "message: $err1"
 }

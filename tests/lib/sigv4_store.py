@@ -8,11 +8,22 @@ bucket name), with ETag and Content-Range; no listings (mount with --list).
 Prints the port on stdout once listening. Appends one line per request to
 LOG: METHOD PATH "RANGE" STATUS BYTES HOST
 (s3rver does not check signatures; this one does, through a tier too.)
+
+With SIGV4_KEYS=FILE in its environment, the keys are instead those an
+identity emulator (tests/lib/aws_identity.py) issued and lists in FILE
+(JSON: {"keys": [{"AccessKeyId", "SecretAccessKey", "Token",
+"ExpiresEpoch"}]}), read at each request: a request must carry one of
+them with its session token, or it gets 403 InvalidAccessKeyId or
+InvalidToken; one whose keys are past ExpiresEpoch gets 400 ExpiredToken,
+as S3 answers.
 """
 import datetime
 import hashlib
 import http.server
+import json
 import os
+import re
+import time
 import sys
 import threading
 import urllib.parse
@@ -27,8 +38,28 @@ CREDS = botocore.credentials.Credentials("S3RVER", "S3RVER")
 lock = threading.Lock()
 
 
-def expected_authorization(method, host, raw_path, amz_date, token):
-    creds = botocore.credentials.Credentials("S3RVER", "S3RVER", token)
+def issued_keys(authorization, token):
+    """(secret, error) for the request's key id: the static S3RVER key, or
+    one SIGV4_KEYS lists; error is (status, code) when it is refused."""
+    keys_file = os.environ.get("SIGV4_KEYS")
+    if not keys_file:
+        return "S3RVER", None
+    m = re.search(r"Credential=([^/]+)/", authorization)
+    with open(keys_file) as f:
+        keys = json.load(f)["keys"]
+    for k in keys:
+        if m and k["AccessKeyId"] == m.group(1):
+            if k.get("Token") != token:
+                return None, (403, "InvalidToken")
+            if time.time() >= k["ExpiresEpoch"]:
+                return None, (400, "ExpiredToken")
+            return k["SecretAccessKey"], None
+    return None, (403, "InvalidAccessKeyId")
+
+
+def expected_authorization(method, host, raw_path, amz_date, token, key_id="S3RVER",
+                           secret="S3RVER"):
+    creds = botocore.credentials.Credentials(key_id, secret, token)
     req = botocore.awsrequest.AWSRequest(method=method, url=f"http://{host}{raw_path}")
     stamp = datetime.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ")
     with mock.patch("botocore.auth.datetime") as fake:
@@ -61,9 +92,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def serve(self):
         try:
             ours = self.headers.get("Authorization", "")
+            token = self.headers.get("x-amz-security-token")
+            secret, refused = issued_keys(ours, token)
+            if refused:
+                return self.answer(refused[0], {}, b"<Error><Code>%s</Code></Error>"
+                                   % refused[1].encode())
+            m = re.search(r"Credential=([^/]+)/", ours)
             theirs = expected_authorization(self.command, self.headers.get("Host", ""),
                                             self.path, self.headers.get("x-amz-date", ""),
-                                            self.headers.get("x-amz-security-token"))
+                                            token, m.group(1) if m else "S3RVER", secret)
         except Exception as e:  # a malformed request: not signed right
             ours, theirs = "", repr(e)
         if not ours or ours != theirs:
