@@ -14,9 +14,21 @@ Endpoints, as documented by AWS (request and response shapes):
     with "Authorization: TOKEN" when DIR/auth-token exists (read at each
     request, so a test can rotate it; 401 on a mismatch); answers
     {"AccessKeyId", "Expiration", "RoleArn", "SecretAccessKey", "Token"}.
+  - STS AssumeRoleWithWebIdentity: the Query API, GET with the
+    parameters in the query or POST with them form-encoded, at any path
+    but the two above: Action=AssumeRoleWithWebIdentity,
+    Version=2011-06-15, RoleArn, RoleSessionName, WebIdentityToken
+    (which must equal DIR/web-token, read at each request, so a test can
+    rotate it), DurationSeconds optional; answers the documented
+    <AssumeRoleWithWebIdentityResponse> (Credentials: SessionToken,
+    SecretAccessKey, Expiration, AccessKeyId; SubjectFromWebIdentityToken,
+    AssumedRoleUser, Provider, Audience; ResponseMetadata), or an
+    <ErrorResponse> with 400 InvalidIdentityToken, MissingParameter or
+    InvalidAction.
 Left out: IMDSv1, the instance identity documents and every other
 metadata path; the container endpoint's error bodies beyond a status;
-STS (not yet).
+STS's other actions, policies, tags, source identity, and any check of
+the token beyond equality (no JWT is verified).
 
 Every credential issued lives LIFETIME seconds (DIR/lifetime, default
 60, read at each issue) and is a fresh AccessKeyId, a secret holding '/'
@@ -38,6 +50,8 @@ import secrets
 import sys
 import threading
 import time
+import urllib.parse
+from xml.sax.saxutils import escape
 
 DIR = sys.argv[1]
 lock = threading.Lock()
@@ -112,7 +126,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return "imds"
         if self.path.startswith("/v2/credentials"):
             return "container"
-        return "unknown"
+        return "sts"
 
     def do_PUT(self):
         ep = self.endpoint()
@@ -131,7 +145,59 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.imds()
         if ep == "container":
             return self.container()
-        self.reply(ep, 404)
+        self.sts(urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query))
+
+    def do_POST(self):
+        if os.path.exists(os.path.join(DIR, "down")):
+            return self.reply("sts", 503)
+        n = int(self.headers.get("Content-Length", "0"))
+        form = self.rfile.read(n).decode() if 0 < n < 65536 else ""
+        self.sts(urllib.parse.parse_qs(form))
+
+    def sts_error(self, status, code, message):
+        body = (f'<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">'
+                f'<Error><Type>Sender</Type><Code>{code}</Code><Message>{escape(message)}'
+                f'</Message></Error><RequestId>{secrets.token_hex(16)}</RequestId>'
+                f'</ErrorResponse>').encode()
+        self.reply("sts", status, body, ctype="text/xml")
+
+    def sts(self, q):
+        one = {k: v[0] for k, v in q.items()}
+        if one.get("Action") != "AssumeRoleWithWebIdentity":
+            return self.sts_error(400, "InvalidAction", "only AssumeRoleWithWebIdentity")
+        for p in ("Version", "RoleArn", "RoleSessionName", "WebIdentityToken"):
+            if p not in one:
+                return self.sts_error(400, "MissingParameter", f"{p} is missing")
+        if one["Version"] != "2011-06-15":
+            return self.sts_error(400, "InvalidAction", "Version must be 2011-06-15")
+        if one["WebIdentityToken"] != read("web-token"):
+            return self.sts_error(400, "InvalidIdentityToken", "the token is not valid")
+        k = issue()
+        role, session = one["RoleArn"], one["RoleSessionName"]
+        role_name = role.rsplit("/", 1)[-1]
+        body = f"""<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <AssumeRoleWithWebIdentityResult>
+    <SubjectFromWebIdentityToken>system:serviceaccount:tilefs:reader</SubjectFromWebIdentityToken>
+    <Audience>sts.amazonaws.com</Audience>
+    <AssumedRoleUser>
+      <Arn>arn:aws:sts::123456789012:assumed-role/{escape(role_name)}/{escape(session)}</Arn>
+      <AssumedRoleId>AROACLKWSDQRAOEXAMPLE:{escape(session)}</AssumedRoleId>
+    </AssumedRoleUser>
+    <Credentials>
+      <SessionToken>{escape(k["Token"])}</SessionToken>
+      <SecretAccessKey>{escape(k["SecretAccessKey"])}</SecretAccessKey>
+      <Expiration>{iso(k["ExpiresEpoch"])}</Expiration>
+      <AccessKeyId>{k["AccessKeyId"]}</AccessKeyId>
+    </Credentials>
+    <Provider>oidc.tilefs.test</Provider>
+  </AssumeRoleWithWebIdentityResult>
+  <ResponseMetadata>
+    <RequestId>{secrets.token_hex(16)}</RequestId>
+  </ResponseMetadata>
+</AssumeRoleWithWebIdentityResponse>
+""".encode()
+        log(f"sts session={session}")
+        self.reply("sts", 200, body, k["AccessKeyId"], ctype="text/xml")
 
     def imds(self):
         base = "/latest/meta-data/iam/security-credentials/"

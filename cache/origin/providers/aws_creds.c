@@ -23,12 +23,9 @@
 #include <string.h>
 #include <strings.h>
 
-#define ENDPOINT_MAX_BODY (16 * 1024)	/* a credentials answer, at most */
 #define AUTH_TOKEN_MAX 4096		/* a container authorization token */
 
-/* "2026-11-25T03:00:00Z", with optional fractional seconds, or +00:00; 0
- * when it is not such a time. */
-static time_t iso8601_utc(const char *text)
+time_t aws_iso8601(const char *text)
 {
 	struct tm tm = { 0 };
 	const char *rest = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
@@ -63,7 +60,7 @@ int aws_keys_from_json(const char *text, size_t len, time_t now, struct aws_keys
 	if (token && token != -ENOENT)
 		goto free_doc;
 	if (json_doc_string(doc, "Expiration", expiration, sizeof(expiration)) == 0) {
-		out->expires = iso8601_utc(expiration);
+		out->expires = aws_iso8601(expiration);
 		if (!out->expires)
 			goto free_doc;
 	}
@@ -80,12 +77,6 @@ free_doc:
 
 /* ---- one request to an identity endpoint ---- */
 
-/* What an endpoint answered: its bodies are small. */
-struct endpoint_body {
-	char text[ENDPOINT_MAX_BODY];
-	size_t len;
-};
-
 /* The one header a request adds (a metadata token, an authorization). */
 static int endpoint_header(void *line, const struct http_attempt *a,
 			   struct curl_slist **headers)
@@ -101,14 +92,8 @@ static int endpoint_header(void *line, const struct http_attempt *a,
 	return 0;
 }
 
-/*
- * One request through http_fetch_once(), with HEADER (one line, or "")
- * added: one attempt, 1 s to connect, 3 s in all. 0 and the body
- * (NUL-terminated) when it answers 200, else -errno. NAME says what log
- * lines call the endpoint.
- */
-static int endpoint_call(const char *url, const char *name, const char *method,
-			 char *header, struct endpoint_body *out)
+int aws_endpoint_call(const char *url, const char *name, const char *method, char *header,
+		      struct aws_endpoint_body *out)
 {
 	struct http_config cfg;
 	struct http_request req = { .url = url, .log_name = name, .method = method,
@@ -152,12 +137,12 @@ static int first_line(const char *text)
 
 /* ---- the instance metadata service ---- */
 
-int aws_imds_fetch(struct aws_keys *out, char *from, size_t from_size)
+int aws_imds_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size)
 {
 	static const char name[] = "the instance metadata service";
 	const char *base = getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
 	char url[512], header[320], role[256];
-	struct endpoint_body *b = malloc(sizeof(*b));
+	struct aws_endpoint_body *b = malloc(sizeof(*b));
 	int err;
 
 	if (!b)
@@ -166,18 +151,18 @@ int aws_imds_fetch(struct aws_keys *out, char *from, size_t from_size)
 		base = "http://169.254.169.254";
 	snprintf(url, sizeof(url), "%s/latest/api/token", base);
 	snprintf(header, sizeof(header), "X-aws-ec2-metadata-token-ttl-seconds: 21600");
-	err = endpoint_call(url, name, "PUT", header, b);
+	err = aws_endpoint_call(url, name, "PUT", header, b);
 	if (err)
 		goto out;
 	snprintf(header, sizeof(header), "X-aws-ec2-metadata-token: %.*s",
 		 first_line(b->text) < 256 ? first_line(b->text) : 256, b->text);
 	snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/", base);
-	err = endpoint_call(url, name, NULL, header, b);
+	err = aws_endpoint_call(url, name, NULL, header, b);
 	if (err)
 		goto out;
 	snprintf(role, sizeof(role), "%.*s", first_line(b->text), b->text);
 	snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/%s", base, role);
-	err = endpoint_call(url, name, NULL, header, b);
+	err = aws_endpoint_call(url, name, NULL, header, b);
 	if (err)
 		goto out;
 	err = aws_keys_from_json(b->text, b->len, time(NULL), out);
@@ -306,10 +291,10 @@ out:
 	return err;
 }
 
-int aws_container_fetch(struct aws_keys *out, char *from, size_t from_size)
+int aws_container_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size)
 {
 	char url[1024], why[200], *header;
-	struct endpoint_body *b;
+	struct aws_endpoint_body *b;
 	int err;
 
 	err = container_url(url, sizeof(url), why, sizeof(why));
@@ -324,7 +309,7 @@ int aws_container_fetch(struct aws_keys *out, char *from, size_t from_size)
 	err = container_authorization(header, AUTH_TOKEN_MAX + 32);
 	if (err)
 		goto out;
-	err = endpoint_call(url, "the container credentials endpoint", NULL, header, b);
+	err = aws_endpoint_call(url, "the container credentials endpoint", NULL, header, b);
 	if (err)
 		goto out;
 	err = aws_keys_from_json(b->text, b->len, time(NULL), out);
@@ -370,7 +355,7 @@ int aws_renewal_force(struct aws_renewal *r, struct aws_keys *keys, time_t now)
 	fresh = calloc(1, sizeof(*fresh));
 	if (!fresh)
 		return -ENOMEM;
-	err = r->fetch(fresh, from, sizeof(from));
+	err = r->fetch(r->ctx, fresh, from, sizeof(from));
 	if (err) {
 		int wait = r->failures < 6 ? 1 << r->failures : 60;
 		r->failures++;

@@ -25,10 +25,32 @@ struct aws_keys {
 	time_t expires;		/* 0: they do not expire */
 };
 
-/* Fetch a fresh set of keys into OUT (the same size always, zeroed by
- * the caller after use); write what they came from into FROM, one line
- * without a secret, for messages. 0 or -errno. */
-typedef int (*aws_fetch_fn)(struct aws_keys *out, char *from, size_t from_size);
+/* Fetch a fresh set of keys into OUT (zeroed by the caller after use),
+ * with the source's settings CTX (borrowed; NULL for sources read from
+ * the environment at each call); write what they came from into FROM, one
+ * line without a secret, for messages. 0 or -errno. */
+typedef int (*aws_fetch_fn)(const void *ctx, struct aws_keys *out, char *from,
+			    size_t from_size);
+
+/* What an identity endpoint answered: its bodies are small. */
+#define AWS_ENDPOINT_MAX_BODY (16 * 1024)
+struct aws_endpoint_body {
+	char text[AWS_ENDPOINT_MAX_BODY];
+	size_t len;
+};
+
+/*
+ * One request to an identity endpoint through http_fetch_once(), with
+ * HEADER (one line, or "") added: one attempt, 1 s to connect, 3 s in
+ * all. 0 and the body (NUL-terminated) when it answers 200, else -errno
+ * (-EACCES for any other status). NAME says what log lines call it.
+ */
+int aws_endpoint_call(const char *url, const char *name, const char *method, char *header,
+		      struct aws_endpoint_body *out);
+
+/* "2026-11-25T03:00:00Z", with optional fractional seconds or +00:00, as
+ * a time; 0 when it is not one. */
+time_t aws_iso8601(const char *text);
 
 /*
  * The credentials document of the instance metadata service, of a
@@ -41,7 +63,7 @@ int aws_keys_from_json(const char *text, size_t len, time_t now, struct aws_keys
 
 /* Role credentials from the instance metadata service (IMDSv2) at
  * AWS_EC2_METADATA_SERVICE_ENDPOINT, else http://169.254.169.254. */
-int aws_imds_fetch(struct aws_keys *out, char *from, size_t from_size);
+int aws_imds_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size);
 
 /*
  * Is a container credentials endpoint configured
@@ -54,7 +76,7 @@ int aws_container_configured(char *err, size_t err_size);
 /* Credentials from the container endpoint (ECS, EKS Pod Identity), with
  * the authorization token read again at each call
  * (AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE, else _TOKEN). */
-int aws_container_fetch(struct aws_keys *out, char *from, size_t from_size);
+int aws_container_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size);
 
 /*
  * The renewal of one mount's credentials. Owned by the one thread that
@@ -62,6 +84,7 @@ int aws_container_fetch(struct aws_keys *out, char *from, size_t from_size);
  */
 struct aws_renewal {
 	aws_fetch_fn fetch;	/* NULL: the keys never change */
+	const void *ctx;	/* fetch's settings, owned by the source */
 	char from[160];		/* what the keys come from, for messages */
 	time_t next_try;	/* a failed renewal waits until then */
 	int failures;		/* renewals failed in a row */

@@ -5,17 +5,20 @@
  * by default; path-style (ENDPOINT/BUCKET/KEY) with --endpoint unless
  * --virtual-hosted. Requests are signed with Signature V4.
  *
- * Credentials, in this order: --no-sign-request (anonymous); the
- * environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN);
- * the profile AWS_PROFILE (or "default") in AWS_SHARED_CREDENTIALS_FILE
- * (~/.aws/credentials) or AWS_CONFIG_FILE (~/.aws/config); a container
- * credentials endpoint; the instance metadata service (IMDSv2) unless
- * AWS_EC2_METADATA_DISABLED=true. The last two are short-lived and
+ * Credentials, in the SDKs' order (docs/CONFIGURATION.md): --no-sign-request
+ * (anonymous); AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN;
+ * web identity from AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN; the
+ * profile AWS_PROFILE (or "default") in AWS_SHARED_CREDENTIALS_FILE
+ * (~/.aws/credentials) or AWS_CONFIG_FILE (~/.aws/config): its keys, or
+ * its role_arn with web_identity_token_file; a container credentials
+ * endpoint; the instance metadata service (IMDSv2) unless
+ * AWS_EC2_METADATA_DISABLED=true. All but the keys are short-lived and
  * renewed before they expire, on the fetch thread (the only thread that
- * signs once the source is open): aws_creds.c.
+ * signs once the source is open): aws_creds.c, aws_sts.c.
  */
 #include "cache/origin/providers/provider_int.h"
 #include "cache/origin/providers/aws_creds.h"
+#include "cache/origin/providers/aws_sts.h"
 #include "cache/origin/providers/bucket.h"
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
@@ -42,6 +45,7 @@ struct s3_source {
 	/* credentials: set at open, renewed by the fetch thread only */
 	struct aws_keys keys;
 	struct aws_renewal renewal;
+	struct aws_web_identity web;	/* renewal.ctx of a web identity */
 	char credentials_from[160];
 };
 
@@ -105,7 +109,8 @@ static void aws_file(const char *env, const char *name, char *out, size_t size)
 		snprintf(out, size, "%s/.aws/%s", home ? home : "", name);
 }
 
-/* Credentials of PROFILE from the shared files; region too if given there. */
+/* Credentials of PROFILE from the shared files; region too if given there.
+ * 0 (keys), 1 (a web identity role: s->web), -ENOENT or -EINVAL. */
 static int from_profile(struct s3_source *s, const char *profile, bool *region_found)
 {
 	char creds[2048], config[2048], section[256];
@@ -114,6 +119,18 @@ static int from_profile(struct s3_source *s, const char *profile, bool *region_f
 	snprintf(section, sizeof(section), strcmp(profile, "default") ? "profile %s" : "%s", profile);
 
 	*region_found = ini_get(config, section, "region", s->region, sizeof(s->region)) == 0;
+	/* a role assumed with a web identity token: the SDKs take it over
+	   any keys the profile also has */
+	struct aws_web_identity *w = &s->web;
+	if (ini_get(config, section, "role_arn", w->role_arn, sizeof(w->role_arn)) == 0 &&
+	    ini_get(config, section, "web_identity_token_file", w->token_file,
+		    sizeof(w->token_file)) == 0) {
+		ini_get(config, section, "role_session_name", w->session_name,
+			sizeof(w->session_name));
+		snprintf(w->set_by, sizeof(w->set_by), "profile %.100s", profile);
+		return 1;
+	}
+	memset(w, 0, sizeof(*w));
 	const char *file = creds, *sect = profile;
 	struct aws_keys *k = &s->keys;
 	if (ini_get(creds, profile, "aws_access_key_id", k->access_key, sizeof(k->access_key))) {
@@ -133,10 +150,31 @@ static int from_profile(struct s3_source *s, const char *profile, bool *region_f
 }
 
 /*
- * The renewable sources, in the SDKs' order after the environment and the
- * profile: a container credentials endpoint, then the instance metadata
- * service. The first that is configured is the mount's; it must answer
- * now (a mount never starts without credentials).
+ * Start the short-lived source FETCH (settings CTX, owned by s): it must
+ * answer now, as a mount never starts without credentials. WHAT names it
+ * in the message when it does not.
+ */
+static int start_renewable(struct s3_source *s, aws_fetch_fn fetch, const void *ctx,
+			   const char *what, char *err, size_t err_size)
+{
+	int rc;
+
+	s->renewal.fetch = fetch;
+	s->renewal.ctx = ctx;
+	rc = fetch(ctx, &s->keys, s->renewal.from, sizeof(s->renewal.from));
+	if (rc) {
+		snprintf(err, err_size, "no AWS credentials from %s: %s (the log says more)", what,
+			 strerror(-rc));
+		return -EACCES;
+	}
+	snprintf(s->credentials_from, sizeof(s->credentials_from), "%s", s->renewal.from);
+	return 0;
+}
+
+/*
+ * The renewable sources after the environment and the profile, in the
+ * SDKs' order: a container credentials endpoint, then the instance
+ * metadata service. The first that is configured is the mount's.
  */
 static int from_renewable(struct s3_source *s, char *err, size_t err_size)
 {
@@ -145,33 +183,24 @@ static int from_renewable(struct s3_source *s, char *err, size_t err_size)
 
 	if (rc < 0)
 		return -EACCES;
-	if (rc > 0) {
-		s->renewal.fetch = aws_container_fetch;
-		rc = aws_container_fetch(&s->keys, s->renewal.from, sizeof(s->renewal.from));
-		if (rc) {
-			snprintf(err, err_size, "no AWS credentials from the container credentials "
-				 "endpoint (AWS_CONTAINER_CREDENTIALS_%s_URI): %s",
-				 getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") &&
-				 *getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") ? "RELATIVE" :
-				 "FULL", strerror(-rc));
-			return -EACCES;
-		}
-	} else if (!(disabled && strcasecmp(disabled, "true") == 0) &&
-		   aws_imds_fetch(&s->keys, s->renewal.from, sizeof(s->renewal.from)) == 0) {
-		s->renewal.fetch = aws_imds_fetch;
-	} else {
-		snprintf(err, err_size, "no AWS credentials; tried, in order: AWS_ACCESS_KEY_ID "
-			 "and AWS_SECRET_ACCESS_KEY, the profile %s in ~/.aws/credentials and "
-			 "~/.aws/config (AWS_PROFILE), a container credentials endpoint "
-			 "(AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI), the instance "
-			 "metadata service%s; set one of them, or use --no-sign-request for a "
-			 "public bucket", "default",
-			 disabled && strcasecmp(disabled, "true") == 0 ?
-			 " (off: AWS_EC2_METADATA_DISABLED=true)" : "");
-		return -EACCES;
-	}
-	snprintf(s->credentials_from, sizeof(s->credentials_from), "%s", s->renewal.from);
-	return 0;
+	if (rc > 0)
+		return start_renewable(s, aws_container_fetch, NULL,
+				       "the container credentials endpoint "
+				       "(AWS_CONTAINER_CREDENTIALS_*_URI)", err, err_size);
+	if (!(disabled && strcasecmp(disabled, "true") == 0) &&
+	    start_renewable(s, aws_imds_fetch, NULL, "the instance metadata service", err,
+			    err_size) == 0)
+		return 0;
+	memset(&s->renewal, 0, sizeof(s->renewal));
+	snprintf(err, err_size, "no AWS credentials; tried, in order: AWS_ACCESS_KEY_ID "
+		 "and AWS_SECRET_ACCESS_KEY, AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN, "
+		 "the profile default in ~/.aws/credentials and ~/.aws/config (AWS_PROFILE), "
+		 "a container credentials endpoint (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or "
+		 "_FULL_URI), the instance metadata service%s; set one of them, or use "
+		 "--no-sign-request for a public bucket",
+		 disabled && strcasecmp(disabled, "true") == 0 ?
+		 " (off: AWS_EC2_METADATA_DISABLED=true)" : "");
+	return -EACCES;
 }
 
 static int find_credentials(struct s3_source *s, bool no_sign, bool *region_found,
@@ -201,9 +230,19 @@ static int find_credentials(struct s3_source *s, bool no_sign, bool *region_foun
 			 "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY%s", token ? "/AWS_SESSION_TOKEN" : "");
 		return 0;
 	}
-	int rc = from_profile(s, profile && *profile ? profile : "default", region_found);
+	int rc = aws_web_identity_from_env(&s->web, err, err_size);
+	if (rc < 0)
+		return -EACCES;
+	if (rc > 0)
+		return start_renewable(s, aws_web_identity_fetch, &s->web,
+				       "STS for AWS_WEB_IDENTITY_TOKEN_FILE", err, err_size);
+	rc = from_profile(s, profile && *profile ? profile : "default", region_found);
 	if (rc == 0)
 		return 0;
+	if (rc == 1)
+		return start_renewable(s, aws_web_identity_fetch, &s->web,
+				       "STS for the profile's web_identity_token_file", err,
+				       err_size);
 	if (rc == -EINVAL) {
 		snprintf(err, err_size, "profile '%s' has aws_access_key_id but no "
 			 "aws_secret_access_key (check ~/.aws/credentials)",
