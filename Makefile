@@ -2,7 +2,7 @@
 # SANITIZE=address,undefined builds everything with those sanitizers.
 
 VERSION := 0.1.0
-PKGS := fuse3 libcurl libtiff-4 sqlite3 openssl
+PKGS := fuse3 libcurl libtiff-4 sqlite3 openssl json-c
 CC ?= cc
 BUILD ?= build
 

@@ -22,6 +22,42 @@ teardown() {
 	tilefs_teardown
 	s3rver_stop
 	sigv4_store_stop
+	[ -z "${IDENTITY_PID:-}" ] || kill "$IDENTITY_PID" 2>/dev/null || true
+	[ -z "${STORE_PID:-}" ] || kill "$STORE_PID" 2>/dev/null || true
+}
+
+# identity_start: the AWS identity emulator (tests/lib/aws_identity.py) in
+# $T/id, and the Signature V4 store in front of $SAMPLES that accepts only
+# the keys it issued (while they are valid); sets ID_URL, STORE_URL and
+# $T/list (every sample, for --list). No other credential is left set.
+identity_start() {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN
+	ID=$T/id
+	mkdir -p "$ID"
+	[ -z "${1:-}" ] || echo "$1" >"$ID/lifetime"
+	"$PY" "$TESTS_LIB/aws_identity.py" "$ID" 2>"$T/identity.err" &
+	IDENTITY_PID=$!
+	SIGV4_KEYS=$ID/keys.json "$PY" "$TESTS_LIB/sigv4_store.py" "$SAMPLES" "$T/store.log" \
+		>"$T/store.port" 2>"$T/store.err" &
+	STORE_PID=$!
+	wait_until "the identity emulator's start" test -s "$ID/port"
+	wait_until "the store's start" test -s "$T/store.port"
+	ID_URL=http://127.0.0.1:$(cat "$ID/port")
+	STORE_URL=http://127.0.0.1:$(cat "$T/store.port")
+	(cd "$SAMPLES" && find . -type f | sed 's|^\./||' | sort) >"$T/list"
+}
+
+# issued: credentials the emulator has issued so far
+issued() {
+	grep -c ' issued ' "$ID/log" 2>/dev/null || true
+}
+
+# read_all: every sample through the mount, byte for byte
+read_all() {
+	local f
+	while read -r f; do
+		cmp "$SAMPLES/$f" "$MNT/$f" || return 1
+	done <"$T/list"
 }
 
 @test "s3: listing shows exactly the objects and prefixes; every file reads identical" {
@@ -292,4 +328,159 @@ PY
 	tilefs_run mount "gs://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache"
 	assert_eq "$status" 1 "exit status"
 	[[ "$err1" == *"GOOGLE_OAUTH_ACCESS_TOKEN"*"GS_ACCESS_KEY_ID"* ]] || fail "message: $err1"
+}
+
+@test "s3: metadata service credentials are read as JSON: escapes undone, the store accepts them" {
+	identity_start
+	unset AWS_EC2_METADATA_DISABLED
+	AWS_EC2_METADATA_SERVICE_ENDPOINT=$ID_URL \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --log-level info
+	read_all || fail "a file differs"
+	grep -q "instance metadata service (role tilefs-test)" "$TILEFS_LOG"
+	[ "$(awk '$4 == 206' "$T/store.log" | wc -l)" -gt 0 ] || fail "no ranged GET reached the store"
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+}
+
+@test "s3: container credentials (FULL_URI, token from a file) sign what the store accepts" {
+	identity_start
+	echo "container-token-1" >"$ID/auth-token"
+	echo "container-token-1" >"$T/token"
+	AWS_CONTAINER_CREDENTIALS_FULL_URI=$ID_URL/v2/credentials/task-1 \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=$T/token \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --log-level info
+	read_all || fail "a file differs"
+	grep -q "credentials from the container credentials endpoint $ID_URL/v2/credentials/task-1" \
+		"$TILEFS_LOG" || grep -q "container credentials endpoint" "$TILEFS_LOG"
+	assert_eq "$(grep -c 'container GET /v2/credentials/task-1 200' "$ID/log")" 1 "container answers"
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+	! grep -q "container-token-1" "$TILEFS_LOG" "$T/tilefs-state.1/stderr"
+}
+
+@test "s3: container credentials with AWS_CONTAINER_AUTHORIZATION_TOKEN; a wrong token fails the mount" {
+	identity_start
+	echo "container-token-2" >"$ID/auth-token"
+	AWS_CONTAINER_CREDENTIALS_FULL_URI=$ID_URL/v2/credentials/task-2 \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN=wrong-token \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" \
+		--cache-dir "$T/cache" --log-file "$T/log"
+	assert_eq "$status" 1 "exit status with a wrong token"
+	[[ "$err1" == *"container credentials endpoint"* ]] || fail "message: $err1"
+	[[ "$err1$(cat "$T/log")" != *"wrong-token"* ]] || fail "the token was shown"
+	AWS_CONTAINER_CREDENTIALS_FULL_URI=$ID_URL/v2/credentials/task-2 \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN=container-token-2 \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list"
+	read_all || fail "a file differs"
+}
+
+@test "s3: container FULL_URI over http to a host that is not loopback is refused" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	AWS_CONTAINER_CREDENTIALS_FULL_URI=http://192.0.2.1/creds \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache"
+	assert_eq "$status" 1 "exit status"
+	[[ "$err1" == *"AWS_CONTAINER_CREDENTIALS_FULL_URI must be https"* ]] || fail "message: $err1"
+}
+
+@test "s3: web identity (AWS_WEB_IDENTITY_TOKEN_FILE) through STS at AWS_ENDPOINT_URL_STS" {
+	identity_start
+	echo "oidc-token-1" >"$ID/web-token"
+	echo "oidc-token-1" >"$T/web-token"
+	AWS_WEB_IDENTITY_TOKEN_FILE=$T/web-token AWS_ROLE_ARN=arn:aws:iam::123456789012:role/reader \
+	AWS_ROLE_SESSION_NAME=tilefs-bats AWS_ENDPOINT_URL_STS=$ID_URL \
+	AWS_ENDPOINT_URL=http://127.0.0.1:9/not-sts \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --log-level debug
+	read_all || fail "a file differs"
+	grep -q "sts session=tilefs-bats" "$ID/log" || fail "no session named tilefs-bats: $(cat "$ID/log")"
+	assert_eq "$(grep -c '^sts GET / 200 issued' "$ID/log")" 1 "STS answers"
+	grep -q "web identity (AWS_WEB_IDENTITY_TOKEN_FILE, role arn:aws:iam::123456789012:role/reader)" \
+		"$TILEFS_LOG" || fail "the log does not say where the credentials came from"
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+	! grep -q "oidc-token-1" "$TILEFS_LOG" "$T/tilefs-state.1/stderr"
+}
+
+@test "s3: web identity from a profile (role_arn, web_identity_token_file), STS at AWS_ENDPOINT_URL" {
+	identity_start
+	echo "oidc-token-p" >"$ID/web-token"
+	echo "oidc-token-p" >"$T/web-token"
+	printf '[profile reader]\nrole_arn = arn:aws:iam::123456789012:role/reader\nweb_identity_token_file = %s\n' \
+		"$T/web-token" >"$T/config"
+	AWS_CONFIG_FILE=$T/config AWS_PROFILE=reader AWS_ENDPOINT_URL=$ID_URL \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list"
+	read_all || fail "a file differs"
+	assert_eq "$(grep -c '^sts GET / 200 issued' "$ID/log")" 1 "STS answers"
+}
+
+@test "s3: a wrong web identity token fails the mount, naming STS" {
+	identity_start
+	echo "oidc-token-right" >"$ID/web-token"
+	echo "oidc-token-wrong" >"$T/web-token"
+	AWS_WEB_IDENTITY_TOKEN_FILE=$T/web-token AWS_ROLE_ARN=arn:aws:iam::123456789012:role/reader \
+	AWS_ENDPOINT_URL_STS=$ID_URL \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" \
+		--cache-dir "$T/cache" --log-file "$T/log"
+	assert_eq "$status" 1 "exit status"
+	[[ "$err1" == *"STS for AWS_WEB_IDENTITY_TOKEN_FILE"* ]] || fail "message: $err1"
+	! grep -q "oidc-token-wrong" "$T/log"
+}
+
+# reads: read one sample through the mount (--ttl 0: each open asks the
+# store, signed) until the emulator has issued N credentials; fail at the
+# first read that differs or errs.
+reads_until_issued() {
+	local n=$1 deadline=$((SECONDS + 150)) f
+	f=$(head -1 "$T/list")
+	while [ "$(issued)" -lt "$n" ]; do
+		[ "$SECONDS" -lt "$deadline" ] || { fail "only $(issued) credentials issued"; return 1; }
+		cmp "$SAMPLES/$f" "$MNT/$f" || return 1
+		sleep 1
+	done
+}
+
+@test "s3: 20-second credentials are renewed before they expire; reads never fail (token file rotated)" {
+	identity_start 20
+	echo "container-token-a" >"$ID/auth-token"
+	echo "container-token-a" >"$T/token"
+	AWS_CONTAINER_CREDENTIALS_FULL_URI=$ID_URL/v2/credentials/task-r \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=$T/token \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --ttl 0
+	reads_until_issued 3
+	# the token rotates: the next renewal must read the new one
+	echo "container-token-b" >"$T/token"
+	echo "container-token-b" >"$ID/auth-token"
+	reads_until_issued 5
+	assert_eq "$(grep -c ' 401' "$ID/log")" 0 "renewals refused (old token sent)"
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+	[ "$(awk '$4 == 200' "$T/store.log" | wc -l)" -gt 10 ] || fail "few signed requests reached the store"
+	! grep -q "have expired" "$TILEFS_LOG"
+}
+
+@test "s3: STS down past the credentials' life: EACCES and a log line naming it, then recovery" {
+	identity_start 20
+	echo "oidc-token-d" >"$ID/web-token"
+	echo "oidc-token-d" >"$T/web-token"
+	AWS_WEB_IDENTITY_TOKEN_FILE=$T/web-token AWS_ROLE_ARN=arn:aws:iam::123456789012:role/reader \
+	AWS_ENDPOINT_URL_STS=$ID_URL \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --ttl 0 \
+		--log-level info
+	local f
+	f=$(head -1 "$T/list")
+	cmp "$SAMPLES/$f" "$MNT/$f"
+	touch "$ID/down"
+	# reads go on while the keys hold; then fail with EACCES
+	local deadline=$((SECONDS + 120)) out
+	while out=$(cat "$MNT/$f" 2>&1 >/dev/null); do
+		[ "$SECONDS" -lt "$deadline" ] || fail "reads never failed during the outage"
+		sleep 1
+	done
+	[[ $out == *"Permission denied"* ]] || fail "a read failed with: $out"
+	grep -q "credentials from web identity.*STS at $ID_URL.* have expired and cannot be renewed" \
+		"$TILEFS_LOG" || fail "no log line naming the endpoint: $(grep -i expired "$TILEFS_LOG")"
+	grep -q "sts GET / 503" "$ID/log" || fail "no renewal tried during the outage"
+	rm "$ID/down"
+	deadline=$((SECONDS + 120))
+	until cmp -s "$SAMPLES/$f" "$MNT/$f"; do
+		[ "$SECONDS" -lt "$deadline" ] || fail "the mount did not recover"
+		sleep 1
+	done
+	read_all || fail "a file differs after the recovery"
+	grep -q "renewed; reads go on" "$TILEFS_LOG"
 }

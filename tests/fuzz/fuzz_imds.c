@@ -1,14 +1,14 @@
 /*
  * fuzz_imds.c - libFuzzer target for what the S3 provider reads from the
- * EC2 instance metadata service (IMDSv2, cache/origin/provider_s3.c): the
- * session token, the role's name and the role's credentials document (a
- * JSON object). Linked with -Wl,--wrap=http_fetch_once, so that the
+ * EC2 instance metadata service (IMDSv2, cache/origin/providers/aws_creds.c):
+ * the session token, the role's name and the role's credentials document (a
+ * JSON object, parsed by cache/origin/json.c over json-c). Linked with -Wl,--wrap=http_fetch_once, so that the
  * provider's requests are answered here, from the input, instead of by a
  * server: the input is the credentials document, or "TOKEN\0ROLE\0DOCUMENT"
  * to give the first two answers as well (a part left out is a sound
  * answer). An s3:// source is opened with no other credentials, then a
- * request is signed (which refreshes credentials about to expire, asking
- * again). The provider must ask for nothing but the three documented
+ * request is signed (which renews credentials about to expire, asking
+ * again; keys already expired and not renewed refuse to sign, EACCES). The provider must ask for nothing but the three documented
  * paths, the role's under the name it was given; the credentials it signs
  * with must come from the document, and every header it sends must be one
  * printable line (a CR or LF would add headers of the service's choosing).
@@ -17,6 +17,7 @@
  * by tests/fuzz/run.
  */
 #include "cache/base/log.h"
+#include "cache/origin/json.h"
 #include "cache/origin/providers/provider.h"
 
 #include <curl/curl.h>
@@ -154,28 +155,44 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!url)
 			abort();
 		source_prepare(src, &req);
-		if (!req.sign || req.sign(req.signer, &a, &sent) != 0)
+		if (!req.sign)
+			abort();
+		int signed_rc = req.sign(req.signer, &a, &sent);
+		if (signed_rc == -EACCES && !sent)
+			goto done;	/* expired, and the second round too */
+		if (signed_rc != 0)
 			abort();
 		headers_check(sent);
+		/* the key id and token it signs with are the document's, as a
+		   JSON parser reads them (escapes undone) */
+		struct json_doc *doc = NULL;
+		static char key_id[256], token[4096];
+		if (json_doc_parse(imds.part[2], imds.len[2], &doc) != 0 ||
+		    json_doc_string(doc, "AccessKeyId", key_id, sizeof(key_id)) != 0)
+			abort();	/* signed with keys from no document */
+		if (json_doc_string(doc, "Token", token, sizeof(token)) != 0)
+			token[0] = '\0';
+		json_doc_free(doc);
+		bool token_sent = false;
 		for (struct curl_slist *h = sent; h; h = h->next) {
-			/* the key id and token it signs with are the document's */
-			const char *v = NULL;
-			size_t n = 0;
+			const char *v;
 			if (strncasecmp(h->data, "x-amz-security-token: ", 22) == 0) {
-				v = h->data + 22;
-				n = strlen(v);
+				if (strcmp(h->data + 22, token) != 0)
+					abort();
+				token_sent = true;
 			} else if (strncasecmp(h->data, "authorization: ", 15) == 0 &&
 				   (v = strstr(h->data, "Credential="))) {
 				v += 11;
-				const char *slash = strchr(v, '/');
-				n = slash ? (size_t)(slash - v) : strlen(v);
+				if (strncmp(v, key_id, strlen(key_id)) != 0 || v[strlen(key_id)] != '/')
+					abort();
 			}
-			if (v && n && !memmem(text, size, v, n))
-				abort();
 		}
+		if (token_sent != (token[0] != '\0'))
+			abort();
 		for (const char *p = src->credentials; *p; p++)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
 				abort();	/* shown in messages: one printable line */
+done:
 		curl_slist_free_all(sent);
 		free(url);
 		source_free(src);

@@ -17,11 +17,22 @@ Keys and what each may do (a policy per key, as IAM would have it):
 Prints the port on stdout once listening. Appends one line per request to
 LOG: METHOD PATH "RANGE" STATUS BYTES HOST KEY
 (s3rver does not check signatures; this one does, through a tier too.)
+
+With SIGV4_KEYS=FILE in its environment, the keys are instead those an
+identity emulator (tests/lib/aws_identity.py) issued and lists in FILE
+(JSON: {"keys": [{"AccessKeyId", "SecretAccessKey", "Token",
+"ExpiresEpoch"}]}), read at each request: a request must carry one of
+them with its session token, or it gets 403 InvalidAccessKeyId or
+InvalidToken; one whose keys are past ExpiresEpoch gets 400 ExpiredToken,
+as S3 answers.
 """
 import datetime
 import hashlib
 import http.server
+import json
 import os
+import re
+import time
 import sys
 import threading
 import urllib.parse
@@ -44,8 +55,29 @@ def access_key(authorization):
     return rest.split("/", 1)[0] or "-"
 
 
-def expected_authorization(method, host, raw_path, amz_date, token, key):
-    creds = botocore.credentials.Credentials(key, KEYS[key][0], token)
+def key_secret(key, token):
+    """(secret, actions, error) for access key id KEY: a static key of KEYS,
+    or, with SIGV4_KEYS, one the identity emulator issued (GET and LIST);
+    error is (status, code) when the key is refused."""
+    keys_file = os.environ.get("SIGV4_KEYS")
+    if not keys_file:
+        if key not in KEYS:
+            return None, set(), (403, "InvalidAccessKeyId")
+        return KEYS[key][0], KEYS[key][1], None
+    with open(keys_file) as f:
+        issued = json.load(f)["keys"]
+    for k in issued:
+        if k["AccessKeyId"] == key:
+            if k.get("Token") != token:
+                return None, set(), (403, "InvalidToken")
+            if time.time() >= k["ExpiresEpoch"]:
+                return None, set(), (400, "ExpiredToken")
+            return k["SecretAccessKey"], {"GET", "LIST"}, None
+    return None, set(), (403, "InvalidAccessKeyId")
+
+
+def expected_authorization(method, host, raw_path, amz_date, token, key, secret):
+    creds = botocore.credentials.Credentials(key, secret, token)
     req = botocore.awsrequest.AWSRequest(method=method, url=f"http://{host}{raw_path}")
     stamp = datetime.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ")
     with mock.patch("botocore.auth.datetime") as fake:
@@ -80,16 +112,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         ours = self.headers.get("Authorization", "")
         key = access_key(ours)
         try:
+            token = self.headers.get("x-amz-security-token")
+            secret, actions, refused = key_secret(key, token)
+            if refused:
+                return self.answer(refused[0], {}, b"<Error><Code>%s</Code></Error>"
+                                   % refused[1].encode())
             theirs = expected_authorization(self.command, self.headers.get("Host", ""),
                                             self.path, self.headers.get("x-amz-date", ""),
-                                            self.headers.get("x-amz-security-token"), key)
-        except Exception as e:  # a malformed request or an unknown key: not signed right
+                                            token, key, secret)
+        except Exception as e:  # a malformed request: not signed right
             ours, theirs = "", repr(e)
         if not ours or ours != theirs:
             return self.answer(403, {}, b"<Error><Code>SignatureDoesNotMatch</Code></Error>")
         query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
         action = "LIST" if query.get("list-type") else "GET"
-        if action not in KEYS[key][1]:
+        if action not in actions:
             return self.answer(403, {}, b"<Error><Code>AccessDenied</Code></Error>")
         if action == "LIST":
             return self.listing(query.get("prefix", [""])[0])

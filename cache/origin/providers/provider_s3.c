@@ -5,16 +5,20 @@
  * by default; path-style (ENDPOINT/BUCKET/KEY) with --endpoint unless
  * --virtual-hosted. Requests are signed with Signature V4.
  *
- * Credentials, in this order: --no-sign-request (anonymous); the
- * environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN);
- * the profile AWS_PROFILE (or "default") in AWS_SHARED_CREDENTIALS_FILE
- * (~/.aws/credentials) or AWS_CONFIG_FILE (~/.aws/config); the instance
- * metadata service (IMDSv2, asked with http_fetch_once(): no curl handle
- * of its own) unless AWS_EC2_METADATA_DISABLED=true. Role
- * credentials are refreshed before they expire, on the fetch thread (the
- * only thread that signs once the source is open).
+ * Credentials, in the SDKs' order (docs/CONFIGURATION.md): --no-sign-request
+ * (anonymous); AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN;
+ * web identity from AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN; the
+ * profile AWS_PROFILE (or "default") in AWS_SHARED_CREDENTIALS_FILE
+ * (~/.aws/credentials) or AWS_CONFIG_FILE (~/.aws/config): its keys, or
+ * its role_arn with web_identity_token_file; a container credentials
+ * endpoint; the instance metadata service (IMDSv2) unless
+ * AWS_EC2_METADATA_DISABLED=true. All but the keys are short-lived and
+ * renewed before they expire, on the fetch thread (the only thread that
+ * signs once the source is open): aws_creds.c, aws_sts.c.
  */
 #include "cache/origin/providers/provider_int.h"
+#include "cache/origin/providers/aws_creds.h"
+#include "cache/origin/providers/aws_sts.h"
 #include "cache/origin/providers/bucket.h"
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
@@ -38,11 +42,10 @@ struct s3_source {
 	char region[64];
 	bool anonymous, requester_pays;
 	long page_size;
-	/* credentials: set at open, refreshed by the fetch thread only */
-	char access_key[128], secret_key[128], session_token[2048];
-	time_t expires;		/* 0: do not expire */
-	bool from_imds;
-	char role[256];		/* from_imds: the role behind the keys */
+	/* credentials: set at open, renewed by the fetch thread only */
+	struct aws_keys keys;
+	struct aws_renewal renewal;
+	struct aws_web_identity web;	/* renewal.ctx of a web identity */
 	char credentials_from[160];
 };
 
@@ -106,7 +109,8 @@ static void aws_file(const char *env, const char *name, char *out, size_t size)
 		snprintf(out, size, "%s/.aws/%s", home ? home : "", name);
 }
 
-/* Credentials of PROFILE from the shared files; region too if given there. */
+/* Credentials of PROFILE from the shared files; region too if given there.
+ * 0 (keys), 1 (a web identity role: s->web), -ENOENT or -EINVAL. */
 static int from_profile(struct s3_source *s, const char *profile, bool *region_found)
 {
 	char creds[2048], config[2048], section[256];
@@ -115,167 +119,88 @@ static int from_profile(struct s3_source *s, const char *profile, bool *region_f
 	snprintf(section, sizeof(section), strcmp(profile, "default") ? "profile %s" : "%s", profile);
 
 	*region_found = ini_get(config, section, "region", s->region, sizeof(s->region)) == 0;
+	/* a role assumed with a web identity token: the SDKs take it over
+	   any keys the profile also has */
+	struct aws_web_identity *w = &s->web;
+	if (ini_get(config, section, "role_arn", w->role_arn, sizeof(w->role_arn)) == 0 &&
+	    ini_get(config, section, "web_identity_token_file", w->token_file,
+		    sizeof(w->token_file)) == 0) {
+		ini_get(config, section, "role_session_name", w->session_name,
+			sizeof(w->session_name));
+		snprintf(w->set_by, sizeof(w->set_by), "profile %.100s", profile);
+		return 1;
+	}
+	memset(w, 0, sizeof(*w));
 	const char *file = creds, *sect = profile;
-	if (ini_get(creds, profile, "aws_access_key_id", s->access_key, sizeof(s->access_key))) {
+	struct aws_keys *k = &s->keys;
+	if (ini_get(creds, profile, "aws_access_key_id", k->access_key, sizeof(k->access_key))) {
 		file = config;
 		sect = section;
-		if (ini_get(config, section, "aws_access_key_id", s->access_key,
-			    sizeof(s->access_key)))
+		if (ini_get(config, section, "aws_access_key_id", k->access_key,
+			    sizeof(k->access_key)))
 			return -ENOENT;
 	}
-	if (ini_get(file, sect, "aws_secret_access_key", s->secret_key, sizeof(s->secret_key)))
+	if (ini_get(file, sect, "aws_secret_access_key", k->secret_key, sizeof(k->secret_key)))
 		return -EINVAL;
-	ini_get(file, sect, "aws_session_token", s->session_token, sizeof(s->session_token));
+	ini_get(file, sect, "aws_session_token", k->session_token, sizeof(k->session_token));
 	snprintf(s->credentials_from, sizeof(s->credentials_from), "profile %s in %s", profile,
 		 file == creds ? "AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials)" :
 				 "AWS_CONFIG_FILE (~/.aws/config)");
 	return 0;
 }
 
-/* What the metadata service answers: its bodies are small. */
-struct imds_body {
-	char text[8192];
-	size_t len;
-};
-
-/* The one header an IMDSv2 request adds (see imds_call). */
-static int imds_header(void *line, const struct http_attempt *a, struct curl_slist **headers)
+/*
+ * Start the short-lived source FETCH (settings CTX, owned by s): it must
+ * answer now, as a mount never starts without credentials. WHAT names it
+ * in the message when it does not.
+ */
+static int start_renewable(struct s3_source *s, aws_fetch_fn fetch, const void *ctx,
+			   const char *what, char *err, size_t err_size)
 {
-	struct curl_slist *grown = curl_slist_append(*headers, line);
-	if (!grown)
-		return -ENOMEM;
-	*headers = grown;
+	int rc;
+
+	s->renewal.fetch = fetch;
+	s->renewal.ctx = ctx;
+	rc = fetch(ctx, &s->keys, s->renewal.from, sizeof(s->renewal.from));
+	if (rc) {
+		snprintf(err, err_size, "no AWS credentials from %s: %s (the log says more)", what,
+			 strerror(-rc));
+		return -EACCES;
+	}
+	snprintf(s->credentials_from, sizeof(s->credentials_from), "%s", s->renewal.from);
 	return 0;
 }
 
 /*
- * One request to the metadata service, through http_fetch_once(): a PUT
- * for a session token, or a GET with TOKEN; one attempt, 1 s to connect,
- * 3 s in all. 0 and the body (NUL-terminated) when it answers 200, else
- * -errno.
+ * The renewable sources after the environment and the profile, in the
+ * SDKs' order: a container credentials endpoint, then the instance
+ * metadata service. The first that is configured is the mount's.
  */
-static int imds_call(const char *url, const char *token, bool put, struct imds_body *out)
+static int from_renewable(struct s3_source *s, char *err, size_t err_size)
 {
-	struct http_config cfg;
-	char line[256];
-	struct http_request req = { .url = url, .log_name = "the instance metadata service",
-				    .method = put ? "PUT" : NULL, .sign = imds_header,
-				    .signer = line };
-	int err;
+	const char *disabled = getenv("AWS_EC2_METADATA_DISABLED");
+	int rc = aws_container_configured(err, err_size);
 
-	out->len = 0;
-	out->text[0] = '\0';
-	http_config_defaults(&cfg);
-	cfg.retries = 0;
-	cfg.connect_timeout_s = 1;
-	cfg.stall_timeout_s = 3;
-	cfg.total_timeout_ms = 3000;
-	cfg.max_body = sizeof(out->text) - 1;
-	if (put)
-		snprintf(line, sizeof(line), "X-aws-ec2-metadata-token-ttl-seconds: 21600");
-	else
-		snprintf(line, sizeof(line), "X-aws-ec2-metadata-token: %s", token);
-	err = http_fetch_once(&cfg, &req);
-	if (!err && req.status != 200)
-		err = -EACCES;
-	if (!err && req.body_len >= sizeof(out->text))
-		err = -EIO;	/* http.c holds it to cfg.max_body: never */
-	if (!err && req.body_len > 0) {
-		memcpy(out->text, req.body, req.body_len);
-		out->len = req.body_len;
-		out->text[out->len] = '\0';
-	}
-	if (req.body) {
-		memset(req.body, 0, req.body_len);
-		free(req.body);
-	}
-	memset(line, 0, sizeof(line));
-	return err;
-}
-
-/*
- * The string value of "key" in a flat JSON object, into out: false when it
- * is absent, too long, or not a plain string. A value with a control
- * character (which JSON would have escaped) is refused: it would end up in
- * a header line.
- */
-static bool json_string(const char *json, const char *key, char *out, size_t size)
-{
-	char pattern[64];
-	snprintf(pattern, sizeof(pattern), "\"%s\"", key);
-	for (const char *p = strstr(json, pattern); p; p = strstr(p + 1, pattern)) {
-		const char *v = p + strlen(pattern);
-		v += strspn(v, " \t\r\n");
-		if (*v != ':')
-			continue;	/* a value that reads like the key */
-		v += 1 + strspn(v + 1, " \t\r\n");
-		size_t n = *v == '"' ? strcspn(v + 1, "\"") : 0;
-		if (*v != '"' || v[1 + n] != '"' || n >= size)
-			return false;
-		for (size_t i = 1; i <= n; i++)
-			if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
-				return false;
-		memcpy(out, v + 1, n);
-		out[n] = '\0';
-		return true;
-	}
-	return false;
-}
-
-/* The length of the first line of TEXT: up to its first control character
- * (a token goes into a header line, a role's name into messages). */
-static int first_line(const char *text)
-{
-	int n = 0;
-	while (text[n] && (unsigned char)text[n] >= 0x20 && text[n] != 0x7f)
-		n++;
-	return n;
-}
-
-/* Role credentials from the instance metadata service (IMDSv2). */
-static int from_imds(struct s3_source *s)
-{
-	const char *base = getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
-	char url[512], token[256], role[256], expiration[64];
-	struct imds_body *b = malloc(sizeof(*b));
-	int err;
-
-	if (!b)
-		return -ENOMEM;
-	if (!base || !*base)
-		base = "http://169.254.169.254";
-	snprintf(url, sizeof(url), "%s/latest/api/token", base);
-	err = imds_call(url, NULL, true, b);
-	if (err)
-		goto out;
-	snprintf(token, sizeof(token), "%.*s", first_line(b->text), b->text);
-	snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/", base);
-	err = imds_call(url, token, false, b);
-	if (err)
-		goto out;
-	snprintf(role, sizeof(role), "%.*s", first_line(b->text), b->text);
-	snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/%s", base, role);
-	err = imds_call(url, token, false, b);
-	if (err)
-		goto out;
-	if (!json_string(b->text, "AccessKeyId", s->access_key, sizeof(s->access_key)) ||
-	    !json_string(b->text, "SecretAccessKey", s->secret_key, sizeof(s->secret_key)) ||
-	    !json_string(b->text, "Token", s->session_token, sizeof(s->session_token))) {
-		err = -EIO;
-		goto out;
-	}
-	struct tm tm = { 0 };
-	if (json_string(b->text, "Expiration", expiration, sizeof(expiration)) &&
-	    strptime(expiration, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		s->expires = timegm(&tm);
-	s->from_imds = true;
-	memcpy(s->role, role, sizeof(s->role));
-	snprintf(s->credentials_from, sizeof(s->credentials_from),
-		 "the instance metadata service (role %.60s)", role);
-out:
-	memset(b, 0, sizeof(*b));
-	free(b);
-	return err;
+	if (rc < 0)
+		return -EACCES;
+	if (rc > 0)
+		return start_renewable(s, aws_container_fetch, NULL,
+				       "the container credentials endpoint "
+				       "(AWS_CONTAINER_CREDENTIALS_*_URI)", err, err_size);
+	if (!(disabled && strcasecmp(disabled, "true") == 0) &&
+	    start_renewable(s, aws_imds_fetch, NULL, "the instance metadata service", err,
+			    err_size) == 0)
+		return 0;
+	memset(&s->renewal, 0, sizeof(s->renewal));
+	snprintf(err, err_size, "no AWS credentials; tried, in order: AWS_ACCESS_KEY_ID "
+		 "and AWS_SECRET_ACCESS_KEY, AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN, "
+		 "the profile default in ~/.aws/credentials and ~/.aws/config (AWS_PROFILE), "
+		 "a container credentials endpoint (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or "
+		 "_FULL_URI), the instance metadata service%s; set one of them, or use "
+		 "--no-sign-request for a public bucket",
+		 disabled && strcasecmp(disabled, "true") == 0 ?
+		 " (off: AWS_EC2_METADATA_DISABLED=true)" : "");
+	return -EACCES;
 }
 
 static int find_credentials(struct s3_source *s, bool no_sign, bool *region_found,
@@ -297,16 +222,27 @@ static int find_credentials(struct s3_source *s, bool no_sign, bool *region_foun
 			return -EACCES;
 		}
 		const char *token = getenv("AWS_SESSION_TOKEN");
-		snprintf(s->access_key, sizeof(s->access_key), "%s", ak);
-		snprintf(s->secret_key, sizeof(s->secret_key), "%s", sk);
-		snprintf(s->session_token, sizeof(s->session_token), "%s", token ? token : "");
+		struct aws_keys *k = &s->keys;
+		snprintf(k->access_key, sizeof(k->access_key), "%s", ak);
+		snprintf(k->secret_key, sizeof(k->secret_key), "%s", sk);
+		snprintf(k->session_token, sizeof(k->session_token), "%s", token ? token : "");
 		snprintf(s->credentials_from, sizeof(s->credentials_from),
 			 "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY%s", token ? "/AWS_SESSION_TOKEN" : "");
 		return 0;
 	}
-	int rc = from_profile(s, profile && *profile ? profile : "default", region_found);
+	int rc = aws_web_identity_from_env(&s->web, err, err_size);
+	if (rc < 0)
+		return -EACCES;
+	if (rc > 0)
+		return start_renewable(s, aws_web_identity_fetch, &s->web,
+				       "STS for AWS_WEB_IDENTITY_TOKEN_FILE", err, err_size);
+	rc = from_profile(s, profile && *profile ? profile : "default", region_found);
 	if (rc == 0)
 		return 0;
+	if (rc == 1)
+		return start_renewable(s, aws_web_identity_fetch, &s->web,
+				       "STS for the profile's web_identity_token_file", err,
+				       err_size);
 	if (rc == -EINVAL) {
 		snprintf(err, err_size, "profile '%s' has aws_access_key_id but no "
 			 "aws_secret_access_key (check ~/.aws/credentials)",
@@ -318,14 +254,7 @@ static int find_credentials(struct s3_source *s, bool no_sign, bool *region_foun
 			 "~/.aws/credentials or ~/.aws/config", profile);
 		return -EACCES;
 	}
-	const char *disabled = getenv("AWS_EC2_METADATA_DISABLED");
-	if (!(disabled && strcasecmp(disabled, "true") == 0) && from_imds(s) == 0)
-		return 0;
-	snprintf(err, err_size, "no AWS credentials: set AWS_ACCESS_KEY_ID and "
-		 "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE with ~/.aws/credentials, run where the "
-		 "instance metadata service gives a role, or use --no-sign-request for a "
-		 "public bucket");
-	return -EACCES;
+	return from_renewable(s, err, err_size);
 }
 
 /* ---- the provider ---- */
@@ -343,8 +272,7 @@ static void s3_free(struct source *src)
 	free(s->base_url);
 	free(s->host);
 	free(s->base.display);
-	memset(s->secret_key, 0, sizeof(s->secret_key));
-	memset(s->session_token, 0, sizeof(s->session_token));
+	memset(&s->keys, 0, sizeof(s->keys));
 	free(s);
 }
 
@@ -462,30 +390,27 @@ static int s3_sign(void *signer, const struct http_attempt *a, struct curl_slist
 
 	if (s->anonymous)
 		return 0;
-	time_t now = time(NULL);
-	if (s->from_imds && s->expires && s->expires - now < 300) {
-		if (from_imds(s) != 0)
-			log_error("s3: cannot refresh the role credentials from the instance "
-				  "metadata service; requests will fail once they expire");
-	} else if (s->expires && now >= s->expires) {
-		log_error("s3: the credentials from %s have expired", s->credentials_from);
-	}
-	struct sigv4_credentials cred = { s->access_key, s->secret_key,
-					  s->session_token[0] ? s->session_token : NULL };
+	int err = aws_renewal_check(&s->renewal, &s->keys, time(NULL));
+	if (err)
+		return err;
+	struct sigv4_credentials cred = { s->keys.access_key, s->keys.secret_key,
+					  s->keys.session_token[0] ? s->keys.session_token : NULL };
 	return bucket_sign(&sigv4_aws, &cred, s->host, s->region, "s3", a, &payer,
 			   s->requester_pays ? 1 : 0, headers);
 }
 
-/* See source_identity_hash(): the role, whose keys rotate, or the key id. */
+/* See source_identity_hash(): for keys that are renewed, where they come
+ * from (the role the metadata service names, the container endpoint, the
+ * web identity's role), whose keys rotate; else the key id. */
 static void s3_identity(struct source *src, char *out, size_t size)
 {
 	struct s3_source *s = (struct s3_source *)src;
 	if (s->anonymous)
 		snprintf(out, size, "anonymous");
-	else if (s->from_imds)
-		snprintf(out, size, "s3 role %s", s->role);
+	else if (s->renewal.fetch)
+		snprintf(out, size, "s3 renewed from %s", s->renewal.from);
 	else
-		snprintf(out, size, "s3 key %s", s->access_key);
+		snprintf(out, size, "s3 key %s", s->keys.access_key);
 }
 
 const struct provider provider_s3 = {

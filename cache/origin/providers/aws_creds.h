@@ -1,0 +1,113 @@
+/*
+ * aws_creds.h - short-lived AWS credentials for the S3 provider: where
+ * they come from (the instance metadata service, a container credentials
+ * endpoint) and the rule that renews them before they expire.
+ *
+ * Each source fills a struct aws_keys from its endpoint's JSON answer
+ * (parsed by cache/origin/json.h) through http_fetch_once(): one attempt
+ * on the calling thread, which is the opening thread or the fetch thread
+ * (the only thread that signs once the source is open), so renewals are
+ * one at a time for a whole mount.
+ *
+ * Layer: the origin's providers (cache/origin/providers/), private to the
+ * S3 provider; over cache/origin/ and cache/base/.
+ */
+#ifndef TILEFS_AWS_CREDS_H
+#define TILEFS_AWS_CREDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+struct aws_keys {
+	char access_key[128], secret_key[128], session_token[2048];
+	time_t obtained;	/* when they were fetched */
+	time_t expires;		/* 0: they do not expire */
+};
+
+/* Fetch a fresh set of keys into OUT (zeroed by the caller after use),
+ * with the source's settings CTX (borrowed; NULL for sources read from
+ * the environment at each call); write what they came from into FROM, one
+ * line without a secret, for messages. 0 or -errno. */
+typedef int (*aws_fetch_fn)(const void *ctx, struct aws_keys *out, char *from,
+			    size_t from_size);
+
+/* What an identity endpoint answered: its bodies are small. */
+#define AWS_ENDPOINT_MAX_BODY (16 * 1024)
+struct aws_endpoint_body {
+	char text[AWS_ENDPOINT_MAX_BODY];
+	size_t len;
+};
+
+/*
+ * One request to an identity endpoint through http_fetch_once(), with
+ * HEADER (one line, or "") added: one attempt, 1 s to connect, 3 s in
+ * all. 0 and the body (NUL-terminated) when it answers 200, else -errno
+ * (-EACCES for any other status). NAME says what log lines call it.
+ */
+int aws_endpoint_call(const char *url, const char *name, const char *method, char *header,
+		      struct aws_endpoint_body *out);
+
+/* "2026-11-25T03:00:00Z", with optional fractional seconds or +00:00, as
+ * a time; 0 when it is not one. */
+time_t aws_iso8601(const char *text);
+
+/*
+ * The credentials document of the instance metadata service, of a
+ * container credentials endpoint and of credential_process (JSON:
+ * AccessKeyId, SecretAccessKey, Token or SessionToken, Expiration in
+ * ISO 8601 UTC) into OUT, obtained NOW. 0, or -EIO when a key is missing,
+ * not a string, too long or holds a control character.
+ */
+int aws_keys_from_json(const char *text, size_t len, time_t now, struct aws_keys *out);
+
+/* Role credentials from the instance metadata service (IMDSv2) at
+ * AWS_EC2_METADATA_SERVICE_ENDPOINT, else http://169.254.169.254. */
+int aws_imds_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size);
+
+/*
+ * Is a container credentials endpoint configured
+ * (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI)? When it is but
+ * cannot be used (a FULL_URI over http to a host that is not loopback or
+ * the ECS and EKS addresses), write why into err and return -EINVAL;
+ * else 1 (configured) or 0 (not).
+ */
+int aws_container_configured(char *err, size_t err_size);
+/* Credentials from the container endpoint (ECS, EKS Pod Identity), with
+ * the authorization token read again at each call
+ * (AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE, else _TOKEN). */
+int aws_container_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size);
+
+/*
+ * The renewal of one mount's credentials. Owned by the one thread that
+ * signs (the opening thread, then the fetch thread): no lock.
+ */
+struct aws_renewal {
+	aws_fetch_fn fetch;	/* NULL: the keys never change */
+	const void *ctx;	/* fetch's settings, owned by the source */
+	char from[160];		/* what the keys come from, for messages */
+	time_t next_try;	/* a failed renewal waits until then */
+	int failures;		/* renewals failed in a row */
+	bool expired_logged;	/* the reads' error is logged once per outage */
+};
+
+/* When keys obtained at OBTAINED and expiring at EXPIRES are renewed: at
+ * 80% of their lifetime or 5 minutes before they expire, whichever comes
+ * first, but never before half their lifetime (a 60-second credential is
+ * renewed after 30 s, not at every request). */
+time_t aws_renew_at(time_t obtained, time_t expires);
+
+/*
+ * Keys fit to sign with at NOW: renew *keys first when due (see
+ * aws_renew_at); a failed renewal is tried again with backoff (1 s
+ * doubling to 60 s, never past the expiry) while the keys still hold.
+ * 0 when *keys can be used; -EACCES when they have expired and no renewal
+ * succeeded (logged once, naming the endpoint, until it recovers).
+ */
+int aws_renewal_check(struct aws_renewal *r, struct aws_keys *keys, time_t now);
+
+/* Renew now, whatever the expiry (an answer said the keys expired or
+ * were revoked): 0, or the fetch's -errno. */
+int aws_renewal_force(struct aws_renewal *r, struct aws_keys *keys, time_t now);
+
+#endif

@@ -1,0 +1,202 @@
+/*
+ * aws_sts.c - AWS STS AssumeRoleWithWebIdentity (see aws_sts.h). The
+ * request is the Query API's GET (Action, Version=2011-06-15, RoleArn,
+ * RoleSessionName, WebIdentityToken), unsigned as STS documents for this
+ * action; http.c never logs a URL's query, where the token travels.
+ */
+#include "cache/origin/providers/aws_sts.h"
+#include "cache/base/log.h"
+#include "cache/origin/url.h"
+#include "cache/origin/xml.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int aws_web_identity_from_env(struct aws_web_identity *w, char *err, size_t err_size)
+{
+	const char *file = getenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+	const char *role = getenv("AWS_ROLE_ARN");
+	const char *name = getenv("AWS_ROLE_SESSION_NAME");
+
+	memset(w, 0, sizeof(*w));
+	if (!file || !*file)
+		return 0;
+	if (!role || !*role) {
+		snprintf(err, err_size, "AWS_WEB_IDENTITY_TOKEN_FILE is set but AWS_ROLE_ARN is "
+			 "not: set the role to assume");
+		return -EINVAL;
+	}
+	if ((size_t)snprintf(w->token_file, sizeof(w->token_file), "%s", file) >=
+	    sizeof(w->token_file) ||
+	    (size_t)snprintf(w->role_arn, sizeof(w->role_arn), "%s", role) >= sizeof(w->role_arn)) {
+		snprintf(err, err_size, "AWS_WEB_IDENTITY_TOKEN_FILE or AWS_ROLE_ARN is too long");
+		return -EINVAL;
+	}
+	if (name && *name)
+		snprintf(w->session_name, sizeof(w->session_name), "%.64s", name);
+	snprintf(w->set_by, sizeof(w->set_by), "AWS_WEB_IDENTITY_TOKEN_FILE");
+	return 1;
+}
+
+/* STS's base URL into OUT (no trailing '/'). */
+static void sts_endpoint(char *out, size_t size)
+{
+	const char *url = getenv("AWS_ENDPOINT_URL_STS");
+	const char *region = getenv("AWS_REGION");
+
+	if (!url || !*url)
+		url = getenv("AWS_ENDPOINT_URL");
+	if (url && *url) {
+		size_t n = strlen(url);
+		while (n > 0 && url[n - 1] == '/')
+			n--;
+		snprintf(out, size, "%.*s", (int)n, url);
+		return;
+	}
+	if (!region || !*region)
+		region = getenv("AWS_DEFAULT_REGION");
+	if (!region || !*region)
+		region = "us-east-1";
+	snprintf(out, size, "https://sts.%.40s.amazonaws.com", region);
+}
+
+/* The token in PATH into a malloc'ed string (caller zeroes and frees),
+ * white space around it dropped; NULL (logged) when it cannot be read,
+ * is empty or is over AWS_WEB_TOKEN_MAX bytes. */
+static char *token_read(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *token;
+	size_t n;
+
+	if (!f) {
+		log_error("s3: cannot read the web identity token file %s: %s", path,
+			  strerror(errno));
+		return NULL;
+	}
+	token = calloc(1, AWS_WEB_TOKEN_MAX + 2);
+	if (!token) {
+		fclose(f);
+		return NULL;
+	}
+	n = fread(token, 1, AWS_WEB_TOKEN_MAX + 1, f);
+	fclose(f);
+	while (n > 0 && strchr(" \t\r\n", token[n - 1]))
+		token[--n] = '\0';
+	if (n == 0 || n > AWS_WEB_TOKEN_MAX) {
+		log_error("s3: the web identity token file %s is %s", path,
+			  n ? "over 16 KiB" : "empty");
+		memset(token, 0, AWS_WEB_TOKEN_MAX + 2);
+		free(token);
+		return NULL;
+	}
+	return token;
+}
+
+/* <NAME> of the span IN into OUT: 0, or -EIO when absent, too long for
+ * OUT or holding a control character once decoded. */
+static int sts_field(struct xml_span in, const char *name, char *out, size_t size)
+{
+	struct xml_span v;
+	size_t pos = 0;
+
+	if (!xml_next(in, name, &pos, &v) || v.len >= size)
+		return -EIO;
+	if (!xml_text(in, name, out, size))
+		return -EIO;
+	for (const char *p = out; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return -EIO;
+	return 0;
+}
+
+/* The credentials of an STS answer (<Credentials> in <RESULT>) into OUT. */
+static int sts_credentials(const char *body, size_t len, const char *result,
+			   struct aws_keys *out)
+{
+	struct xml_span doc = { body, len }, res, cred;
+	char expiration[64];
+	size_t pos = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!xml_next(doc, result, &pos, &res))
+		return -EIO;
+	pos = 0;
+	if (!xml_next(res, "Credentials", &pos, &cred))
+		return -EIO;
+	if (sts_field(cred, "AccessKeyId", out->access_key, sizeof(out->access_key)) ||
+	    sts_field(cred, "SecretAccessKey", out->secret_key, sizeof(out->secret_key)) ||
+	    sts_field(cred, "SessionToken", out->session_token, sizeof(out->session_token)) ||
+	    sts_field(cred, "Expiration", expiration, sizeof(expiration)))
+		goto bad;
+	out->expires = aws_iso8601(expiration);
+	if (!out->expires || !out->access_key[0] || !out->secret_key[0])
+		goto bad;
+	out->obtained = time(NULL);
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -EIO;
+}
+
+int aws_web_identity_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size)
+{
+	const struct aws_web_identity *w = ctx;
+	char base[512], session[160], header[1] = "";
+	char *token, *e_token = NULL, *e_role = NULL, *e_session = NULL, *url = NULL;
+	struct aws_endpoint_body *b = NULL;
+	int err = -ENOMEM;
+
+	token = token_read(w->token_file);
+	if (!token)
+		return -EACCES;
+	sts_endpoint(base, sizeof(base));
+	if (w->session_name[0])
+		snprintf(session, sizeof(session), "%s", w->session_name);
+	else
+		snprintf(session, sizeof(session), "tilefs-%lld", (long long)time(NULL));
+	e_token = url_encode(token, false);
+	e_role = url_encode(w->role_arn, false);
+	e_session = url_encode(session, false);
+	b = malloc(sizeof(*b));
+	if (!e_token || !e_role || !e_session || !b)
+		goto out;
+	size_t url_size = strlen(base) + strlen(e_token) + strlen(e_role) + strlen(e_session) + 160;
+	url = malloc(url_size);
+	if (!url)
+		goto out;
+	snprintf(url, url_size, "%s/?Action=AssumeRoleWithWebIdentity&Version=2011-06-15"
+		 "&RoleArn=%s&RoleSessionName=%s&WebIdentityToken=%s", base, e_role, e_session,
+		 e_token);
+	err = aws_endpoint_call(url, "STS (AssumeRoleWithWebIdentity)", NULL, header, b);
+	if (err)
+		goto out;
+	err = sts_credentials(b->text, b->len, "AssumeRoleWithWebIdentityResult", out);
+	if (err)
+		goto out;
+	char *shown = url_for_log(base);
+	snprintf(from, from_size, "web identity (%s, role %.80s) through STS at %.80s",
+		 w->set_by, w->role_arn, shown ? shown : "");
+	free(shown);
+out:
+	if (url) {
+		memset(url, 0, strlen(url));
+		free(url);
+	}
+	if (e_token) {
+		memset(e_token, 0, strlen(e_token));
+		free(e_token);
+	}
+	free(e_role);
+	free(e_session);
+	if (b) {
+		memset(b, 0, sizeof(*b));
+		free(b);
+	}
+	memset(token, 0, AWS_WEB_TOKEN_MAX + 2);
+	free(token);
+	return err;
+}

@@ -1,0 +1,41 @@
+/*
+ * aws_sts.h - credentials from AWS STS for the S3 provider:
+ * AssumeRoleWithWebIdentity (Kubernetes service account tokens, GitHub
+ * OIDC, ...), asked again before the role's credentials expire with the
+ * token file read afresh (it rotates).
+ *
+ * STS's endpoint: AWS_ENDPOINT_URL_STS, else AWS_ENDPOINT_URL, else the
+ * regional https://sts.REGION.amazonaws.com (AWS_REGION,
+ * AWS_DEFAULT_REGION, else us-east-1), as the SDKs read them. Its XML
+ * answers are read with cache/origin/xml.h, the listings' scanner.
+ *
+ * Layer: the origin's providers (cache/origin/providers/), private to the
+ * S3 provider; calls aws_creds.c.
+ */
+#ifndef TILEFS_AWS_STS_H
+#define TILEFS_AWS_STS_H
+
+#include "cache/origin/providers/aws_creds.h"
+
+#define AWS_WEB_TOKEN_MAX (16 * 1024)	/* a web identity token, at most */
+
+/* The settings of a web identity source, owned by the S3 source. */
+struct aws_web_identity {
+	char role_arn[256];
+	char session_name[128];
+	char token_file[1024];
+	char set_by[160];	/* "AWS_WEB_IDENTITY_TOKEN_FILE" or "profile P" */
+};
+
+/*
+ * Web identity from the environment (AWS_WEB_IDENTITY_TOKEN_FILE,
+ * AWS_ROLE_ARN, AWS_ROLE_SESSION_NAME) into W: 1 when set, 0 when not,
+ * -EINVAL with what is missing in ERR.
+ */
+int aws_web_identity_from_env(struct aws_web_identity *w, char *err, size_t err_size);
+
+/* An aws_fetch_fn: AssumeRoleWithWebIdentity for the role of CTX (a
+ * struct aws_web_identity), the token read from its file now. */
+int aws_web_identity_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size);
+
+#endif

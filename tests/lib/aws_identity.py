@@ -1,0 +1,238 @@
+#!/usr/bin/python3
+"""aws_identity.py DIR: the AWS identity endpoints tilefs asks for
+short-lived credentials, on 127.0.0.1, issuing keys that
+tests/lib/sigv4_store.py (run with SIGV4_KEYS=DIR/keys.json) accepts until
+they expire.
+
+Endpoints, as documented by AWS (request and response shapes):
+  - the instance metadata service, IMDSv2: PUT /latest/api/token with
+    X-aws-ec2-metadata-token-ttl-seconds, then GET
+    /latest/meta-data/iam/security-credentials/ and .../ROLE with
+    X-aws-ec2-metadata-token; answers {"Code", "LastUpdated", "Type",
+    "AccessKeyId", "SecretAccessKey", "Token", "Expiration"}.
+  - container credentials (ECS, EKS Pod Identity): GET /v2/credentials/ID
+    with "Authorization: TOKEN" when DIR/auth-token exists (read at each
+    request, so a test can rotate it; 401 on a mismatch); answers
+    {"AccessKeyId", "Expiration", "RoleArn", "SecretAccessKey", "Token"}.
+  - STS AssumeRoleWithWebIdentity: the Query API, GET with the
+    parameters in the query or POST with them form-encoded, at any path
+    but the two above: Action=AssumeRoleWithWebIdentity,
+    Version=2011-06-15, RoleArn, RoleSessionName, WebIdentityToken
+    (which must equal DIR/web-token, read at each request, so a test can
+    rotate it), DurationSeconds optional; answers the documented
+    <AssumeRoleWithWebIdentityResponse> (Credentials: SessionToken,
+    SecretAccessKey, Expiration, AccessKeyId; SubjectFromWebIdentityToken,
+    AssumedRoleUser, Provider, Audience; ResponseMetadata), or an
+    <ErrorResponse> with 400 InvalidIdentityToken, MissingParameter or
+    InvalidAction.
+Left out: IMDSv1, the instance identity documents and every other
+metadata path; the container endpoint's error bodies beyond a status;
+STS's other actions, policies, tags, source identity, and any check of
+the token beyond equality (no JWT is verified).
+
+Every credential issued lives LIFETIME seconds (DIR/lifetime, default
+60, read at each issue) and is a fresh AccessKeyId, a secret holding '/'
+and '+' as real ones do, and a session token. JSON answers write '/' as
+the escape "\\/" (valid JSON, which some servers emit), so that a reader
+that does not unescape signs with the wrong secret.
+While DIR/down exists every endpoint answers 503 (an outage).
+
+Files in DIR: port (written once listening), keys.json (every key
+issued: AccessKeyId, SecretAccessKey, Token, ExpiresEpoch), log (one line
+per request: ENDPOINT METHOD PATH STATUS [issued AKID]; no secret).
+"""
+import base64
+import datetime
+import http.server
+import json
+import os
+import secrets
+import sys
+import threading
+import time
+import urllib.parse
+from xml.sax.saxutils import escape
+
+DIR = sys.argv[1]
+lock = threading.Lock()
+IMDS_TOKEN = "imds-session-" + secrets.token_hex(8)
+ROLE = "tilefs-test"
+
+
+def read(name, default=None):
+    try:
+        with open(os.path.join(DIR, name)) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return default
+
+
+def log(line):
+    with lock, open(os.path.join(DIR, "log"), "a") as f:
+        f.write(line + "\n")
+
+
+def issue():
+    """A fresh credential, recorded in keys.json for the data plane."""
+    lifetime = int(read("lifetime", "60"))
+    now = time.time()
+    key = {
+        "AccessKeyId": "ASIA" + secrets.token_hex(8).upper(),
+        "SecretAccessKey": base64.b64encode(secrets.token_bytes(30)).decode()[:38] + "/+",
+        "Token": "FwoG/" + base64.b64encode(secrets.token_bytes(120)).decode(),
+        "ExpiresEpoch": int(now) + lifetime,
+    }
+    with lock:
+        path = os.path.join(DIR, "keys.json")
+        try:
+            with open(path) as f:
+                keys = json.load(f)["keys"]
+        except FileNotFoundError:
+            keys = []
+        keys.append(key)
+        with open(path + ".tmp", "w") as f:
+            json.dump({"keys": keys}, f)
+        os.replace(path + ".tmp", path)
+    return key
+
+
+def iso(epoch):
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+
+
+def json_slashes(doc):
+    return json.dumps(doc).replace("/", "\\/").encode()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, endpoint, status, body=b"", issued=None, ctype="application/json"):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        log(f"{endpoint} {self.command} {self.path.split('?')[0]} {status}"
+            + (f" issued {issued}" if issued else ""))
+
+    def endpoint(self):
+        if self.path.startswith("/latest/"):
+            return "imds"
+        if self.path.startswith("/v2/credentials"):
+            return "container"
+        return "sts"
+
+    def do_PUT(self):
+        ep = self.endpoint()
+        if os.path.exists(os.path.join(DIR, "down")):
+            return self.reply(ep, 503)
+        if self.path == "/latest/api/token" and \
+                self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
+            return self.reply(ep, 200, IMDS_TOKEN.encode(), ctype="text/plain")
+        self.reply(ep, 400)
+
+    def do_GET(self):
+        ep = self.endpoint()
+        if os.path.exists(os.path.join(DIR, "down")):
+            return self.reply(ep, 503)
+        if ep == "imds":
+            return self.imds()
+        if ep == "container":
+            return self.container()
+        self.sts(urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query))
+
+    def do_POST(self):
+        if os.path.exists(os.path.join(DIR, "down")):
+            return self.reply("sts", 503)
+        n = int(self.headers.get("Content-Length", "0"))
+        form = self.rfile.read(n).decode() if 0 < n < 65536 else ""
+        self.sts(urllib.parse.parse_qs(form))
+
+    def sts_error(self, status, code, message):
+        body = (f'<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">'
+                f'<Error><Type>Sender</Type><Code>{code}</Code><Message>{escape(message)}'
+                f'</Message></Error><RequestId>{secrets.token_hex(16)}</RequestId>'
+                f'</ErrorResponse>').encode()
+        self.reply("sts", status, body, ctype="text/xml")
+
+    def sts(self, q):
+        one = {k: v[0] for k, v in q.items()}
+        if one.get("Action") != "AssumeRoleWithWebIdentity":
+            return self.sts_error(400, "InvalidAction", "only AssumeRoleWithWebIdentity")
+        for p in ("Version", "RoleArn", "RoleSessionName", "WebIdentityToken"):
+            if p not in one:
+                return self.sts_error(400, "MissingParameter", f"{p} is missing")
+        if one["Version"] != "2011-06-15":
+            return self.sts_error(400, "InvalidAction", "Version must be 2011-06-15")
+        if one["WebIdentityToken"] != read("web-token"):
+            return self.sts_error(400, "InvalidIdentityToken", "the token is not valid")
+        k = issue()
+        role, session = one["RoleArn"], one["RoleSessionName"]
+        role_name = role.rsplit("/", 1)[-1]
+        body = f"""<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <AssumeRoleWithWebIdentityResult>
+    <SubjectFromWebIdentityToken>system:serviceaccount:tilefs:reader</SubjectFromWebIdentityToken>
+    <Audience>sts.amazonaws.com</Audience>
+    <AssumedRoleUser>
+      <Arn>arn:aws:sts::123456789012:assumed-role/{escape(role_name)}/{escape(session)}</Arn>
+      <AssumedRoleId>AROACLKWSDQRAOEXAMPLE:{escape(session)}</AssumedRoleId>
+    </AssumedRoleUser>
+    <Credentials>
+      <SessionToken>{escape(k["Token"])}</SessionToken>
+      <SecretAccessKey>{escape(k["SecretAccessKey"])}</SecretAccessKey>
+      <Expiration>{iso(k["ExpiresEpoch"])}</Expiration>
+      <AccessKeyId>{k["AccessKeyId"]}</AccessKeyId>
+    </Credentials>
+    <Provider>oidc.tilefs.test</Provider>
+  </AssumeRoleWithWebIdentityResult>
+  <ResponseMetadata>
+    <RequestId>{secrets.token_hex(16)}</RequestId>
+  </ResponseMetadata>
+</AssumeRoleWithWebIdentityResponse>
+""".encode()
+        log(f"sts session={session}")
+        self.reply("sts", 200, body, k["AccessKeyId"], ctype="text/xml")
+
+    def imds(self):
+        base = "/latest/meta-data/iam/security-credentials/"
+        if self.headers.get("X-aws-ec2-metadata-token") != IMDS_TOKEN:
+            return self.reply("imds", 401)
+        if self.path == base:
+            return self.reply("imds", 200, ROLE.encode(), ctype="text/plain")
+        if self.path == base + ROLE:
+            k = issue()
+            return self.reply("imds", 200, json_slashes({
+                "Code": "Success", "LastUpdated": iso(time.time()), "Type": "AWS-HMAC",
+                "AccessKeyId": k["AccessKeyId"], "SecretAccessKey": k["SecretAccessKey"],
+                "Token": k["Token"], "Expiration": iso(k["ExpiresEpoch"])}),
+                k["AccessKeyId"])
+        self.reply("imds", 404)
+
+    def container(self):
+        want = read("auth-token")
+        if want is not None and self.headers.get("Authorization") != want:
+            return self.reply("container", 401)
+        k = issue()
+        self.reply("container", 200, json_slashes({
+            "AccessKeyId": k["AccessKeyId"], "Expiration": iso(k["ExpiresEpoch"]),
+            "RoleArn": "arn:aws:iam::123456789012:role/tilefs-test",
+            "SecretAccessKey": k["SecretAccessKey"], "Token": k["Token"]}),
+            k["AccessKeyId"])
+
+
+def main():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with open(os.path.join(DIR, "port.tmp"), "w") as f:
+        f.write(str(server.server_address[1]))
+    os.replace(os.path.join(DIR, "port.tmp"), os.path.join(DIR, "port"))
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
