@@ -93,7 +93,8 @@ seeds_reach() {
 }
 
 @test "fuzz_imds: metadata service answers reach the credentials parser and signing" {
-	seeds_reach fuzz_imds "$REPO_ROOT/tests/fuzz/seeds/fuzz_imds" from_imds json_string s3_sign
+	seeds_reach fuzz_imds "$REPO_ROOT/tests/fuzz/seeds/fuzz_imds" aws_imds_fetch \
+		aws_keys_from_json json_doc_parse json_doc_string s3_sign
 }
 
 @test "fuzz_manifest: manifests reach the manifest loader" {
