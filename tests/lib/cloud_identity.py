@@ -1,0 +1,251 @@
+#!/usr/bin/python3
+"""cloud_identity.py: stand-ins, on 127.0.0.1, for the identity endpoints
+that hand bearer tokens to a VM or a pod, and for a Google Cloud Storage
+XML-API data plane that accepts only the tokens they handed out and only
+while those hold. For tests: no real server here plays these parts.
+
+  Azure IMDS     GET /metadata/identity/oauth2/token?api-version=2018-02-01
+                 &resource=https://storage.azure.com/[&client_id=ID]
+                 with "Metadata: true" (else 400, as IMDS answers). The
+                 token is an unsigned JWT (alg "none") with the aud, iss,
+                 iat, nbf and exp Azurite's --oauth basic checks; the
+                 answer's expires_in and expires_on are strings of digits,
+                 as IMDS gives them.
+  App Service    GET /msi/token?api-version=2019-08-01&resource=...
+                 with "X-IDENTITY-HEADER: --identity-header" (else 401).
+  GCE metadata   GET /computeMetadata/v1/instance/service-accounts/default/token
+                 with "Metadata-Flavor: Google" (else 403); answers
+                 {"access_token", "expires_in" (a number), "token_type"}.
+  GCS data plane GET and HEAD /BUCKET/KEY (Range honoured) and GET
+                 /BUCKET?prefix=&delimiter=/&marker= (ListBucketResult),
+                 serving the files under --gcs-root DIR/BUCKET/; any other
+                 Authorization than a current token of ours: 401
+                 AuthenticationRequired (an XML error body, as GCS does).
+
+GCE tokens are "ya29.NONCE.EXP.MAC", MAC an HMAC of NONCE.EXP under
+--secret: two instances with the same secret (a metadata server over http
+and a data plane over https, --tls-cert and --tls-key) accept each other's.
+Tokens are announced to live --lifetime seconds (expires_in) but hold at
+the data plane (and in the JWT's exp) only --valid seconds (default: the
+same): a shorter --valid plays a token revoked or expired early.
+Left out: every other metadata path, scopes, audiences other than
+storage, Azure Arc's challenge, the JSON API, pagination of listings.
+
+Usage: cloud_identity.py --port-file F [--lifetime S] [--valid S]
+        [--client-id ID] [--identity-header H] [--gcs-root DIR]
+        [--secret S] [--tls-cert PEM --tls-key PEM]
+Writes the port it listens on into F once it listens. One line per
+request on stdout: "METHOD PATH STATUS" ("TOKEN azure|appservice|gce N" for
+each token handed out, N counting from 1); never a token.
+"""
+import argparse
+import base64
+import email.utils
+import hashlib
+import http.server
+import json
+import os
+import hmac
+import secrets
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+from xml.sax.saxutils import escape
+
+ARGS = None
+LOCK = threading.Lock()
+ISSUED = {}          # token -> time it stops holding
+COUNT = {"n": 0}
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def mint(kind):
+    now = int(time.time())
+    valid = ARGS.valid if ARGS.valid is not None else ARGS.lifetime
+    if kind == "gce":
+        text = "%s.%d" % (secrets.token_hex(16), now + valid)
+        mac = hmac.new(ARGS.secret.encode(), text.encode(), hashlib.sha256).hexdigest()
+        token = "ya29.%s.%s" % (text, mac)
+    else:
+        head = b64url(json.dumps({"typ": "JWT", "alg": "none"}).encode())
+        body = b64url(json.dumps({
+            "aud": "https://storage.azure.com", "iss": "https://sts.windows.net/tilefs-test/",
+            "iat": now, "nbf": now - 1, "exp": now + valid,
+            "oid": secrets.token_hex(8)}).encode())
+        token = head + "." + body + "."
+    with LOCK:
+        ISSUED[token] = now + valid
+        COUNT["n"] += 1
+        n = COUNT["n"]
+    print("TOKEN %s %d" % (kind, n), flush=True)
+    return token, now
+
+
+def token_holds(header):
+    if not header or not header.startswith("Bearer "):
+        return False
+    parts = header[7:].split(".")
+    if len(parts) == 4 and parts[0] == "ya29":
+        text = parts[1] + "." + parts[2]
+        mac = hmac.new(ARGS.secret.encode(), text.encode(), hashlib.sha256).hexdigest()
+        return hmac.compare_digest(mac, parts[3]) and time.time() < int(parts[2])
+    with LOCK:
+        until = ISSUED.get(header[7:])
+    return until is not None and time.time() < until
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def reply(self, status, body=b"", headers=(), ctype="application/json"):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in headers:
+            self.send_header(k, v)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        path = urllib.parse.urlsplit(self.path).path
+        print("%s %s %d" % (self.command, path, status), flush=True)
+
+    def azure_token(self, q, kind):
+        if q.get("resource") != ["https://storage.azure.com/"]:
+            return self.reply(400, b'{"error":"invalid_resource"}')
+        if ARGS.client_id and q.get("client_id") != [ARGS.client_id]:
+            return self.reply(400, b'{"error":"invalid_request","error_description":'
+                              b'"Identity not found"}')
+        token, now = mint(kind)
+        self.reply(200, json.dumps({
+            "access_token": token, "client_id": ARGS.client_id or "system",
+            "expires_in": str(ARGS.lifetime), "expires_on": str(now + ARGS.lifetime),
+            "ext_expires_in": str(ARGS.lifetime), "not_before": str(now),
+            "resource": "https://storage.azure.com/", "token_type": "Bearer"}).encode())
+
+    def do_GET(self):
+        url = urllib.parse.urlsplit(self.path)
+        q = urllib.parse.parse_qs(url.query)
+        if url.path == "/metadata/identity/oauth2/token":
+            if self.headers.get("Metadata") != "true":
+                return self.reply(400, b'{"error":"invalid_request","error_description":'
+                                  b'"Required metadata header not specified"}')
+            return self.azure_token(q, "azure")
+        if url.path == "/msi/token":
+            if not ARGS.identity_header or \
+                    self.headers.get("X-IDENTITY-HEADER") != ARGS.identity_header:
+                return self.reply(401, b'{"error":"unauthorized"}')
+            return self.azure_token(q, "appservice")
+        if url.path == "/computeMetadata/v1/instance/service-accounts/default/token":
+            if self.headers.get("Metadata-Flavor") != "Google":
+                return self.reply(403, b"Missing Metadata-Flavor:Google header.",
+                                  ctype="text/html")
+            token, _ = mint("gce")
+            return self.reply(200, json.dumps({"access_token": token,
+                                               "expires_in": ARGS.lifetime,
+                                               "token_type": "Bearer"}).encode())
+        if ARGS.gcs_root:
+            return self.gcs(url, q)
+        self.reply(404)
+
+    do_HEAD = do_GET
+
+    def gcs(self, url, q):
+        if not token_holds(self.headers.get("Authorization")):
+            return self.reply(401, b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>"
+                              b"AuthenticationRequired</Code><Message>Authentication "
+                              b"required.</Message></Error>", ctype="application/xml")
+        parts = urllib.parse.unquote(url.path).lstrip("/").split("/", 1)
+        bucket = parts[0]
+        top = os.path.join(ARGS.gcs_root, bucket)
+        if not bucket or "/" in bucket or bucket.startswith(".") or not os.path.isdir(top):
+            return self.reply(404, b"<Error><Code>NoSuchBucket</Code></Error>",
+                              ctype="application/xml")
+        if len(parts) == 1 or parts[1] == "":
+            return self.listing(top, bucket, q)
+        key = parts[1]
+        path = os.path.realpath(os.path.join(top, key))
+        if not path.startswith(os.path.realpath(top) + "/") or not os.path.isfile(path):
+            return self.reply(404, b"<Error><Code>NoSuchKey</Code></Error>",
+                              ctype="application/xml")
+        with open(path, "rb") as f:
+            data = f.read()
+        st = os.stat(path)
+        etag = '"%s"' % hashlib.md5(data).hexdigest()
+        headers = [("ETag", etag), ("Accept-Ranges", "bytes"),
+                   ("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))]
+        rng = self.headers.get("Range")
+        if rng and rng.startswith("bytes="):
+            first, _, last = rng[6:].partition("-")
+            first = int(first)
+            last = min(int(last) if last else len(data) - 1, len(data) - 1)
+            if first >= len(data):
+                return self.reply(416, headers=[("Content-Range", "bytes */%d" % len(data))])
+            headers.append(("Content-Range", "bytes %d-%d/%d" % (first, last, len(data))))
+            return self.reply(206, data[first:last + 1], headers, "application/octet-stream")
+        self.reply(200, data, headers, "application/octet-stream")
+
+    def listing(self, top, bucket, q):
+        prefix = q.get("prefix", [""])[0]
+        entries, dirs = [], set()
+        for d, _, files in os.walk(top):
+            for name in files:
+                key = os.path.relpath(os.path.join(d, name), top)
+                if not key.startswith(prefix):
+                    continue
+                rest = key[len(prefix):]
+                if "/" in rest:
+                    dirs.add(prefix + rest.split("/", 1)[0] + "/")
+                else:
+                    entries.append(key)
+        out = ["<?xml version='1.0' encoding='UTF-8'?><ListBucketResult>"
+               "<Name>%s</Name><Prefix>%s</Prefix><IsTruncated>false</IsTruncated>"
+               % (escape(bucket), escape(prefix))]
+        for key in sorted(entries):
+            path = os.path.join(top, key)
+            with open(path, "rb") as f:
+                etag = hashlib.md5(f.read()).hexdigest()
+            out.append("<Contents><Key>%s</Key><Size>%d</Size><ETag>\"%s\"</ETag>"
+                       "<LastModified>%s</LastModified></Contents>"
+                       % (escape(key), os.path.getsize(path), etag,
+                          time.strftime("%Y-%m-%dT%H:%M:%S.000Z",
+                                        time.gmtime(os.path.getmtime(path)))))
+        for p in sorted(dirs):
+            out.append("<CommonPrefixes><Prefix>%s</Prefix></CommonPrefixes>" % escape(p))
+        out.append("</ListBucketResult>")
+        self.reply(200, "".join(out).encode(), ctype="application/xml")
+
+    def log_message(self, *args):
+        pass
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("--port-file", required=True)
+    p.add_argument("--lifetime", type=int, default=60)
+    p.add_argument("--valid", type=int)
+    p.add_argument("--client-id")
+    p.add_argument("--identity-header")
+    p.add_argument("--gcs-root")
+    p.add_argument("--secret", default=secrets.token_hex(16))
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
+    ARGS = p.parse_args()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if ARGS.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(ARGS.tls_cert, ARGS.tls_key)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    with open(ARGS.port_file + ".tmp", "w") as f:
+        f.write(str(server.server_address[1]))
+    os.rename(ARGS.port_file + ".tmp", ARGS.port_file)
+    sys.stdout.flush()
+    server.serve_forever()
+
+
+main()
