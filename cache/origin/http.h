@@ -124,6 +124,9 @@ struct http_request {
 	bool head;			/* HEAD instead of GET */
 	const char *method;		/* NULL: GET (or HEAD); else sent with
 					   no body (a metadata token's PUT) */
+	const char *form;		/* NULL, or a POST's body (an OAuth2
+					   token request, www-form-urlencoded);
+					   http_fetch_once() only */
 	bool background;		/* prefetch: yields to other requests */
 	uint64_t off, len;		/* len > 0: GET bytes off..off+len-1 into
 					   body, which holds len bytes (caller's);

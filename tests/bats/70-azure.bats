@@ -23,7 +23,8 @@ setup() {
 	azurite_put cogs top.bin "$SAMPLES/random.bin"
 	SOURCE=az://$AZURITE_ACCOUNT/cogs/eo/2024
 	unset AZURE_STORAGE_ACCOUNT AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN \
-		AZURE_POD_IDENTITY_AUTHORITY_HOST AZURE_CLIENT_ID IDENTITY_ENDPOINT IDENTITY_HEADER
+		AZURE_POD_IDENTITY_AUTHORITY_HOST AZURE_CLIENT_ID IDENTITY_ENDPOINT IDENTITY_HEADER \
+		AZURE_TENANT_ID AZURE_CLIENT_SECRET AZURE_FEDERATED_TOKEN_FILE AZURE_AUTHORITY_HOST
 }
 
 teardown() {
@@ -297,7 +298,7 @@ seconds_since_t0() {
 	cmp "$SAMPLES/random.bin" "$MNT/random.bin"
 	[ "$(azurite_count GET 403)" -ge 1 ] || fail "Azurite refused nothing: the test tested nothing"
 	assert_eq "$(identity_tokens)" 2 "tokens: the first, and one renewal after the refusal"
-	grep -q "refused the managed identity's token" "$TILEFS_LOG" ||
+	grep -q "refused the bearer token" "$TILEFS_LOG" ||
 		fail "no log line about the refused token"
 }
 
@@ -322,4 +323,35 @@ seconds_since_t0() {
 	for v in "instance metadata service" AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN --no-sign-request; do
 		[[ $err == *"$v"* ]] || fail "$v not named in: $err"
 	done
+}
+
+@test "Entra ID: a service principal's secret; workload identity re-reading its token file at each renewal" {
+	oauth_azurite
+	identity_start --lifetime 60 --client-id app-1 --client-secret 's3cret-value' \
+		--assertion-file "$T/federated-token"
+	export AZURE_AUTHORITY_HOST=$IDENTITY_URL AZURE_TENANT_ID=tenant-1 AZURE_CLIENT_ID=app-1
+	export AZURE_CLIENT_SECRET='s3cret-value'
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --ca-file "$AZURITE_CA" \
+		--log-level debug
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	assert_eq "$(identity_count POST 200 /tenant-1/oauth2/v2.0/token)" 1 "secret token requests"
+	local log=$TILEFS_LOG
+	tilefs_umount "$MNT"
+	no_secret_in "$log" "s3cret-value" "eyJ"
+
+	# workload identity: the file rotates; the renewal must send the new one
+	unset AZURE_CLIENT_SECRET
+	echo "federated-assertion-1" >"$T/federated-token"
+	export AZURE_FEDERATED_TOKEN_FILE=$T/federated-token
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --ca-file "$AZURITE_CA" \
+		--cache-dir "$T/cache2" --ttl 0 --log-level debug
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	assert_eq "$(identity_tokens)" 2 "tokens: the secret's, then the workload identity's"
+	echo "federated-assertion-2" >"$T/federated-token"
+	wait_until "a renewal with the rotated assertion" read_until_tokens 3 notes.txt
+	assert_eq "$(identity_count POST 401)" 0 "token requests refused (an old assertion sent)"
+	cmp_tree "$SAMPLES" "$MNT"
+	log=$TILEFS_LOG
+	tilefs_umount "$MNT"
+	no_secret_in "$log" "federated-assertion-1" "federated-assertion-2" "eyJ"
 }

@@ -13,6 +13,14 @@ while those hold. For tests: no real server here plays these parts.
                  as IMDS gives them.
   App Service    GET /msi/token?api-version=2019-08-01&resource=...
                  with "X-IDENTITY-HEADER: --identity-header" (else 401).
+  Entra ID       POST /TENANT/oauth2/v2.0/token, a form of client_id (must
+                 be --client-id when given), scope
+                 https://storage.azure.com/.default, grant_type
+                 client_credentials and client_secret (must be
+                 --client-secret) or client_assertion_type ...jwt-bearer and
+                 client_assertion (must be what --assertion-file holds at
+                 that moment, read at each request); else 400/401 with an
+                 Entra-shaped error. expires_in a number.
   GCE metadata   GET /computeMetadata/v1/instance/service-accounts/default/token
                  with "Metadata-Flavor: Google" (else 403); answers
                  {"access_token", "expires_in" (a number), "token_type"}.
@@ -34,6 +42,7 @@ storage, Azure Arc's challenge, the JSON API, pagination of listings.
 Usage: cloud_identity.py --port-file F [--lifetime S] [--valid S]
         [--client-id ID] [--identity-header H] [--gcs-root DIR]
         [--secret S] [--tls-cert PEM --tls-key PEM]
+        [--client-secret S] [--assertion-file F]
 Writes the port it listens on into F once it listens. One line per
 request on stdout: "METHOD PATH STATUS" ("TOKEN azure|appservice|gce N" for
 each token handed out, N counting from 1); never a token.
@@ -154,6 +163,42 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     do_HEAD = do_GET
 
+    def do_POST(self):
+        url = urllib.parse.urlsplit(self.path)
+        parts = url.path.strip("/").split("/")
+        n = int(self.headers.get("Content-Length", "0"))
+        form = urllib.parse.parse_qs(self.rfile.read(n).decode()) if 0 < n < 65536 else {}
+        one = lambda k: form.get(k, [None])[0]
+        if len(parts) != 4 or parts[1:] != ["oauth2", "v2.0", "token"]:
+            return self.reply(404)
+        bad = lambda code, why: self.reply(code, json.dumps(
+            {"error": why, "error_description": "AADSTS: " + why}).encode())
+        if one("grant_type") != "client_credentials" or \
+                one("scope") != "https://storage.azure.com/.default":
+            return bad(400, "invalid_request")
+        if ARGS.client_id and one("client_id") != ARGS.client_id:
+            return bad(400, "unauthorized_client")
+        if one("client_secret") is not None:
+            if not ARGS.client_secret or one("client_secret") != ARGS.client_secret:
+                return bad(401, "invalid_client")
+            kind = "entra-secret"
+        elif one("client_assertion_type") == \
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer":
+            try:
+                with open(ARGS.assertion_file) as f:
+                    current = f.read().strip()
+            except (OSError, TypeError):
+                current = None
+            if not current or one("client_assertion") != current:
+                return bad(401, "invalid_client")
+            kind = "entra-workload"
+        else:
+            return bad(400, "invalid_request")
+        token, _ = mint(kind)
+        self.reply(200, json.dumps({"token_type": "Bearer", "expires_in": ARGS.lifetime,
+                                    "ext_expires_in": ARGS.lifetime,
+                                    "access_token": token}).encode())
+
     def gcs(self, url, q):
         if not token_holds(self.headers.get("Authorization")):
             return self.reply(401, b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>"
@@ -233,6 +278,8 @@ def main():
     p.add_argument("--identity-header")
     p.add_argument("--gcs-root")
     p.add_argument("--secret", default=secrets.token_hex(16))
+    p.add_argument("--client-secret")
+    p.add_argument("--assertion-file")
     p.add_argument("--tls-cert")
     p.add_argument("--tls-key")
     ARGS = p.parse_args()

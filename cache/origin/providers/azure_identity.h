@@ -1,10 +1,17 @@
 /*
- * azure_identity.h - bearer tokens for Azure Storage from a managed
- * identity, fetched through oauth.h: the App Service / Container Apps
- * endpoint (IDENTITY_ENDPOINT with IDENTITY_HEADER), else the instance
- * metadata service (IMDS: http://169.254.169.254, or
- * AZURE_POD_IDENTITY_AUTHORITY_HOST). AZURE_CLIENT_ID, when set, chooses
- * a user-assigned identity; else the system-assigned one answers.
+ * azure_identity.h - bearer tokens for Azure Storage, fetched through
+ * oauth.h, from the first of, as the Azure SDKs' default chain:
+ *   a service principal's secret (AZURE_TENANT_ID, AZURE_CLIENT_ID,
+ *     AZURE_CLIENT_SECRET) and
+ *   workload identity (AZURE_FEDERATED_TOKEN_FILE, AZURE_TENANT_ID,
+ *     AZURE_CLIENT_ID: the file's token as a client assertion, the file
+ *     read again at each renewal), both at Microsoft Entra ID's token
+ *     endpoint (AZURE_AUTHORITY_HOST, else login.microsoftonline.com);
+ *   a managed identity: the App Service / Container Apps endpoint
+ *     (IDENTITY_ENDPOINT with IDENTITY_HEADER), else the instance metadata
+ *     service (IMDS: http://169.254.169.254, or
+ *     AZURE_POD_IDENTITY_AUTHORITY_HOST). AZURE_CLIENT_ID, when set,
+ *     chooses a user-assigned identity; else the system-assigned one.
  *
  * Layer: the origin's providers (cache/origin/providers/), private to the
  * Azure provider; over oauth.c, cache/origin/ and cache/base/.
@@ -22,6 +29,9 @@ struct azure_identity {
 	char name[64];		/* what messages call the endpoint */
 	const char *header_env;	/* the environment variable whose value goes
 				   in the secret header, or NULL */
+	const char *secret_env;	/* Entra: AZURE_CLIENT_SECRET, or NULL */
+	const char *assertion_env; /* Entra: AZURE_FEDERATED_TOKEN_FILE, or NULL */
+	char form[512];		/* Entra: the form without the secret part */
 };
 
 /* Set ID up from the environment (see the head of this file). 0, or

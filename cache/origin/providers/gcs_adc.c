@@ -42,7 +42,8 @@ int gcs_metadata_fetch(void *arg, void *out, time_t *expires, char *from, size_t
 
 	if (!body)
 		return -ENOMEM;
-	err = oauth_endpoint_call(md->url, "the metadata server", NULL, headers, body);
+	err = oauth_endpoint_call(md->url, "the metadata server", NULL, headers, NULL,
+				  body);
 	if (!err)
 		err = oauth_token_from_json(body->text, body->len, time(NULL), out, expires);
 	if (!err)

@@ -222,11 +222,12 @@ static int add_headers(void *lines, const struct http_attempt *a, struct curl_sl
 }
 
 int oauth_endpoint_call(const char *url, const char *name, const char *method,
-			const char *const *headers, struct oauth_body *out)
+			const char *const *headers, const char *form, struct oauth_body *out)
 {
 	struct http_config cfg;
 	struct http_request req = { .url = url, .log_name = name, .method = method,
-				    .sign = add_headers, .signer = (void *)headers };
+				    .form = form, .sign = add_headers,
+				    .signer = (void *)headers };
 	int err;
 
 	out->len = 0;

@@ -111,13 +111,14 @@ struct oauth_body {
 };
 
 /*
- * One request to an identity endpoint: METHOD (NULL: GET) of URL with the
- * header lines of HEADERS (NULL-terminated array; may be NULL), no body;
- * one attempt, 1 s to connect, 5 s in all. 0 and OUT when it answers 200;
+ * One request to an identity endpoint: METHOD (NULL: GET, or POST with a
+ * FORM) of URL with the header lines of HEADERS (NULL-terminated array;
+ * may be NULL) and, when FORM is not NULL, that www-form-urlencoded body
+ * (it may hold a secret: never logged); one attempt, 1 s to connect, 5 s in all. 0 and OUT when it answers 200;
  * -EACCES for another status; else the transport's -errno. NAME is what
  * log lines call the endpoint.
  */
 int oauth_endpoint_call(const char *url, const char *name, const char *method,
-			const char *const *headers, struct oauth_body *out);
+			const char *const *headers, const char *form, struct oauth_body *out);
 
 #endif

@@ -8,8 +8,8 @@
  * Credentials, first found wins: a SAS in SOURCE; --no-sign-request
  * (anonymous, a public container); AZURE_STORAGE_SAS_TOKEN; AZURE_STORAGE_KEY
  * (Shared Key; AZURE_STORAGE_ACCOUNT, if set, must name the same account);
- * a managed identity (azure_identity.h: IDENTITY_ENDPOINT with
- * IDENTITY_HEADER, else the instance metadata service), whose bearer
+ * a token from Entra ID (a service principal's secret, workload identity)
+ * or a managed identity (azure_identity.h gives the order), whose bearer
  * tokens oauth.h renews before they expire, and once more when the
  * service refuses one (azure_refused()).
  * A SAS rides in every URL; Shared Key signs every attempt (sign() runs on
@@ -265,8 +265,8 @@ static int set_shared_key(struct azure_source *az, const char *key, char *err, s
 	return 0;
 }
 
-/* The last source of credentials: a managed identity, whose first token
- * is fetched now. -EACCES with what was tried when there is none. */
+/* The last source of credentials: Entra ID or a managed identity
+ * (azure_identity.h), whose first token is fetched now. -EACCES with what was tried when there is none. */
 static int use_managed_identity(struct azure_source *az, char *err, size_t err_size)
 {
 	char why[160];
@@ -276,7 +276,7 @@ static int use_managed_identity(struct azure_source *az, char *err, size_t err_s
 		return rc == -ENOMEM ? rc : -EACCES;
 	if (strncasecmp(az->container_url, "https://", 8) != 0) {
 		/* a bearer token crosses the network only encrypted */
-		snprintf(why, sizeof(why), "not tried: its token goes over https only");
+		snprintf(why, sizeof(why), "not tried: a token goes over https only");
 	} else {
 		rc = oauth_renewal_init(&az->renewal, "azure", sizeof(struct oauth_token),
 					azure_identity_fetch, &az->identity, time(NULL));
@@ -287,16 +287,18 @@ static int use_managed_identity(struct azure_source *az, char *err, size_t err_s
 			snprintf(az->credentials_from, sizeof(az->credentials_from), "%s",
 				 az->renewal.from);
 			az->base.credentials = az->credentials_from;
-			az->base.reusable = "the managed identity's bearer token";
+			az->base.reusable = "the bearer token of Entra ID or the managed identity";
 			return 0;
 		}
 		snprintf(why, sizeof(why), "no token: %s", strerror(-rc));
 	}
 	snprintf(err, err_size, "no Azure credentials for %s: tried, in order, a SAS in SOURCE, "
-		 "AZURE_STORAGE_SAS_TOKEN, AZURE_STORAGE_KEY, and a managed identity from %s (%s). "
+		 "AZURE_STORAGE_SAS_TOKEN, AZURE_STORAGE_KEY, and a token from %s (%s). "
 		 "Set AZURE_STORAGE_KEY (Shared Key, with AZURE_STORAGE_ACCOUNT) or "
-		 "AZURE_STORAGE_SAS_TOKEN, put a SAS in SOURCE, run where a managed identity is "
-		 "assigned, or use --no-sign-request for a public container", az->base.display,
+		 "AZURE_STORAGE_SAS_TOKEN, put a SAS in SOURCE, set AZURE_TENANT_ID and "
+		 "AZURE_CLIENT_ID with AZURE_CLIENT_SECRET or AZURE_FEDERATED_TOKEN_FILE, run "
+		 "where a managed identity is assigned, or use --no-sign-request for a public "
+		 "container", az->base.display,
 		 az->identity.name, why);
 	return -EACCES;
 }
@@ -743,7 +745,7 @@ static bool azure_refused(void *signer, long status)
 
 	if (!az->bearer)
 		return false;
-	log_warn("azure: %s refused the managed identity's token (HTTP %ld); renewing it",
+	log_warn("azure: %s refused the bearer token (HTTP %ld); renewing it",
 		 az->base.display, status);
 	/* requests refused in the second a renewal happened share it */
 	return oauth_renewal_force(&az->renewal, now, now - 1) == 0;
