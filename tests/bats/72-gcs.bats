@@ -16,6 +16,7 @@ setup() {
 	CACHE=$T/cache
 	unset GOOGLE_OAUTH_ACCESS_TOKEN GS_ACCESS_KEY_ID GS_SECRET_ACCESS_KEY \
 		GOOGLE_APPLICATION_CREDENTIALS GCE_METADATA_HOST
+	export CLOUDSDK_CONFIG=$T/gcloud	# no well-known file unless a test writes one
 	mkdir -p "$T/gcs/eo/data"
 	cp -r "$SAMPLES/." "$T/gcs/eo/data/"
 	_origin_make_tls "$T/tls"
@@ -53,6 +54,20 @@ read_until_tokens() {
 	return 1
 }
 
+# no_secret_in FILE SECRET...: none of the secrets occurs in FILE.
+no_secret_in() {
+	local f=$1 s
+	shift
+	[ -s "$f" ] || fail "$f is empty: nothing was checked"
+	for s in "$@"; do
+		[ -n "$s" ] || continue
+		if grep -qF -- "$s" "$f"; then
+			fail "$f contains a secret"
+			return 1
+		fi
+	done
+}
+
 # seconds_since_t0 N: N seconds or more have passed since T0 (SECONDS).
 seconds_since_t0() {
 	[ $((SECONDS - T0)) -ge "$1" ]
@@ -85,7 +100,7 @@ seconds_since_t0() {
 	cmp "$SAMPLES/random.bin" "$MNT/random.bin"
 	[ "$(plane_count 401)" -ge 1 ] || fail "nothing was refused: the test tested nothing"
 	assert_eq "$(identity_tokens)" 2 "tokens: the first, and one renewal after the refusal"
-	grep -q "refused the metadata server's token" "$TILEFS_LOG" ||
+	grep -q "refused the bearer token" "$TILEFS_LOG" ||
 		fail "no log line about the refused token"
 }
 
@@ -99,4 +114,44 @@ seconds_since_t0() {
 	[[ $err == *"GOOGLE_OAUTH_ACCESS_TOKEN"*"GS_ACCESS_KEY_ID"*"metadata server"*"--no-sign-request"* ]] ||
 		fail "message does not name what was tried: $err"
 	! is_mounted "$MNT" || fail "mounted anyway"
+}
+
+@test "credential files: gcloud's authorized_user, then GOOGLE_APPLICATION_CREDENTIALS' service_account (RS256); renewed; no secret in the log" {
+	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$T/sa.key" 2>/dev/null
+	openssl pkey -in "$T/sa.key" -pubout -out "$T/sa.pub"
+	gcs_start --lifetime 60 --client-id cid-1 --client-secret 'c1ient-s3cret' \
+		--refresh-token 'r3fresh-token' --sa-email reader@proj.iam.gserviceaccount.com \
+		--sa-public-key "$T/sa.pub"
+	export GCE_METADATA_HOST=127.0.0.1:9	# not asked: a file comes first
+	mkdir -p "$CLOUDSDK_CONFIG"
+	"$PY" -c 'import json, sys
+json.dump({"type": "authorized_user", "client_id": "cid-1", "client_secret": "c1ient-s3cret",
+           "refresh_token": "r3fresh-token", "token_uri": sys.argv[1]}, open(sys.argv[2], "w"))' \
+		"$IDENTITY_URL/token" "$CLOUDSDK_CONFIG/application_default_credentials.json"
+	tilefs_mount "gs://eo/data" "$MNT" --endpoint "$GCS_ENDPOINT" --ca-file "$T/tls/ca.pem" \
+		--log-level debug
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	assert_eq "$(grep -c '^TOKEN google-refresh' "$IDENTITY_LOG")" 1 "refresh-token grants"
+	local log=$TILEFS_LOG
+	tilefs_umount "$MNT"
+	no_secret_in "$log" "c1ient-s3cret" "r3fresh-token" "ya29."
+
+	"$PY" -c 'import json, sys
+json.dump({"type": "service_account", "project_id": "proj", "private_key_id": "k1",
+           "private_key": open(sys.argv[1]).read(), "client_email": "reader@proj.iam.gserviceaccount.com",
+           "client_id": "1", "token_uri": sys.argv[2]}, open(sys.argv[3], "w"))' \
+		"$T/sa.key" "$IDENTITY_URL/token" "$T/sa.json"
+	export GOOGLE_APPLICATION_CREDENTIALS=$T/sa.json
+	tilefs_mount "gs://eo/data" "$MNT" --endpoint "$GCS_ENDPOINT" --ca-file "$T/tls/ca.pem" \
+		--cache-dir "$T/cache2" --ttl 0 --log-level debug
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	assert_eq "$(grep -c '^TOKEN google-jwt' "$IDENTITY_LOG")" 1 "signed assertions taken"
+	wait_until "a token renewal" read_until_tokens 3 notes.txt
+	assert_eq "$(grep -c '^TOKEN google-jwt' "$IDENTITY_LOG")" 2 "assertions after one renewal"
+	assert_eq "$(identity_count POST 400)" 0 "token requests refused"
+	assert_eq "$(plane_count 401)" 0 "requests the data plane refused"
+	cmp_tree "$SAMPLES" "$MNT"
+	log=$TILEFS_LOG
+	tilefs_umount "$MNT"
+	no_secret_in "$log" "PRIVATE KEY" "$(sed -n 2p "$T/sa.key")" "ya29." "eyJ"
 }

@@ -21,6 +21,15 @@ while those hold. For tests: no real server here plays these parts.
                  client_assertion (must be what --assertion-file holds at
                  that moment, read at each request); else 400/401 with an
                  Entra-shaped error. expires_in a number.
+  Google OAuth2  POST /token, a form of grant_type refresh_token with
+                 client_id, client_secret, refresh_token (must be
+                 --client-id, --client-secret, --refresh-token), or
+                 grant_type urn:ietf:params:oauth:grant-type:jwt-bearer with
+                 an assertion: a JWT signed RS256 (checked with openssl
+                 against --sa-public-key) whose iss is --sa-email, aud this
+                 endpoint's URL, scope devstorage.read_only, lifetime at
+                 most an hour; else 400 invalid_grant. Answers a GCE-style
+                 token (the data plane takes it).
   GCE metadata   GET /computeMetadata/v1/instance/service-accounts/default/token
                  with "Metadata-Flavor: Google" (else 403); answers
                  {"access_token", "expires_in" (a number), "token_type"}.
@@ -43,8 +52,9 @@ Usage: cloud_identity.py --port-file F [--lifetime S] [--valid S]
         [--client-id ID] [--identity-header H] [--gcs-root DIR]
         [--secret S] [--tls-cert PEM --tls-key PEM]
         [--client-secret S] [--assertion-file F]
+        [--refresh-token T] [--sa-email E --sa-public-key PEM]
 Writes the port it listens on into F once it listens. One line per
-request on stdout: "METHOD PATH STATUS" ("TOKEN azure|appservice|gce N" for
+request on stdout: "METHOD PATH STATUS" ("TOKEN KIND N" for
 each token handed out, N counting from 1); never a token.
 """
 import argparse
@@ -56,6 +66,9 @@ import json
 import os
 import hmac
 import secrets
+import shutil
+import subprocess
+import tempfile
 import ssl
 import sys
 import threading
@@ -76,7 +89,7 @@ def b64url(data):
 def mint(kind):
     now = int(time.time())
     valid = ARGS.valid if ARGS.valid is not None else ARGS.lifetime
-    if kind == "gce":
+    if kind.startswith("g"):    # gce, google-*: GCE-style tokens
         text = "%s.%d" % (secrets.token_hex(16), now + valid)
         mac = hmac.new(ARGS.secret.encode(), text.encode(), hashlib.sha256).hexdigest()
         token = "ya29.%s.%s" % (text, mac)
@@ -169,6 +182,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length", "0"))
         form = urllib.parse.parse_qs(self.rfile.read(n).decode()) if 0 < n < 65536 else {}
         one = lambda k: form.get(k, [None])[0]
+        if url.path == "/token":
+            return self.google_token(one)
         if len(parts) != 4 or parts[1:] != ["oauth2", "v2.0", "token"]:
             return self.reply(404)
         bad = lambda code, why: self.reply(code, json.dumps(
@@ -198,6 +213,51 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.reply(200, json.dumps({"token_type": "Bearer", "expires_in": ARGS.lifetime,
                                     "ext_expires_in": ARGS.lifetime,
                                     "access_token": token}).encode())
+
+    def google_token(self, one):
+        bad = lambda: self.reply(400, b'{"error":"invalid_grant"}')
+        if one("grant_type") == "refresh_token":
+            if not ARGS.refresh_token or one("refresh_token") != ARGS.refresh_token or \
+                    one("client_id") != ARGS.client_id or \
+                    one("client_secret") != ARGS.client_secret:
+                return bad()
+            kind = "google-refresh"
+        elif one("grant_type") == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            if not self.jwt_valid(one("assertion") or ""):
+                return bad()
+            kind = "google-jwt"
+        else:
+            return bad()
+        token, _ = mint(kind)
+        self.reply(200, json.dumps({"access_token": token, "expires_in": ARGS.lifetime,
+                                    "token_type": "Bearer"}).encode())
+
+    def jwt_valid(self, jwt):
+        parts = jwt.split(".")
+        if len(parts) != 3 or not ARGS.sa_public_key:
+            return False
+        unb64 = lambda t: base64.urlsafe_b64decode(t + "=" * (-len(t) % 4))
+        try:
+            head, claims, sig = json.loads(unb64(parts[0])), json.loads(unb64(parts[1])), \
+                unb64(parts[2])
+        except ValueError:
+            return False
+        d = tempfile.mkdtemp()
+        try:
+            with open(d + "/data", "w") as f:
+                f.write(parts[0] + "." + parts[1])
+            with open(d + "/sig", "wb") as f:
+                f.write(sig)
+            ok = subprocess.run(["openssl", "dgst", "-sha256", "-verify", ARGS.sa_public_key,
+                                 "-signature", d + "/sig", d + "/data"],
+                                capture_output=True).returncode == 0
+        finally:
+            shutil.rmtree(d)
+        me = "http://%s/token" % self.headers.get("Host")
+        return ok and head.get("alg") == "RS256" and claims.get("iss") == ARGS.sa_email and \
+            claims.get("aud") == me and \
+            claims.get("scope") == "https://www.googleapis.com/auth/devstorage.read_only" and \
+            0 < claims.get("exp", 0) - claims.get("iat", 0) <= 3600
 
     def gcs(self, url, q):
         if not token_holds(self.headers.get("Authorization")):
@@ -280,6 +340,9 @@ def main():
     p.add_argument("--secret", default=secrets.token_hex(16))
     p.add_argument("--client-secret")
     p.add_argument("--assertion-file")
+    p.add_argument("--refresh-token")
+    p.add_argument("--sa-email")
+    p.add_argument("--sa-public-key")
     p.add_argument("--tls-cert")
     p.add_argument("--tls-key")
     ARGS = p.parse_args()

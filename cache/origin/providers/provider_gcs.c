@@ -6,8 +6,8 @@
  * Credentials, in this order: --no-sign-request (anonymous);
  * GOOGLE_OAUTH_ACCESS_TOKEN (sent as a bearer token); an HMAC key in
  * GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY (V4 signing, GOOG4-HMAC-SHA256);
- * then Application Default Credentials from the metadata server
- * (gcs_adc.h), whose tokens oauth.h renews before they expire and once
+ * then Application Default Credentials: a credential file, else the
+ * metadata server (gcs_adc.h), whose tokens oauth.h renews before they expire and once
  * more when GCS refuses one (gcs_refused()). A token goes only over https.
  */
 #include "cache/origin/providers/provider_int.h"
@@ -25,7 +25,7 @@
 #include <strings.h>
 #include <time.h>
 
-enum gcs_auth { GCS_ANONYMOUS, GCS_BEARER, GCS_HMAC, GCS_METADATA };
+enum gcs_auth { GCS_ANONYMOUS, GCS_BEARER, GCS_HMAC, GCS_ADC };
 
 struct gcs_source {
 	struct source base;
@@ -37,9 +37,10 @@ struct gcs_source {
 	long page_size;
 	char access_id[128], secret[128];
 	char *bearer;		/* "Authorization: Bearer ..." */
-	struct gcs_metadata metadata;	/* GCS_METADATA: where tokens come from */
-	struct oauth_renewal renewal;	/* GCS_METADATA: its tokens */
-	char credentials_from[200];	/* base.credentials, for GCS_METADATA */
+	struct gcs_adc_file adc_file;	/* GCS_ADC: a credential file, or */
+	struct gcs_metadata metadata;	/* the metadata server */
+	struct oauth_renewal renewal;	/* GCS_ADC: its tokens */
+	char credentials_from[200];	/* base.credentials, for GCS_ADC */
 };
 
 static bool gcs_matches(const char *text)
@@ -60,7 +61,7 @@ static void gcs_free(struct source *src)
 		free(g->bearer);
 	}
 	memset(g->secret, 0, sizeof(g->secret));
-	if (g->auth == GCS_METADATA)
+	if (g->auth == GCS_ADC)
 		oauth_renewal_release(&g->renewal);
 	free(g);
 }
@@ -69,42 +70,47 @@ static void gcs_free(struct source *src)
  * where requests go (a token goes over https only). */
 static int gcs_adc(struct gcs_source *g, const char *endpoint, char *err, size_t err_size)
 {
-	const char *file = getenv("GOOGLE_APPLICATION_CREDENTIALS");
-	char why[160];
-	int rc;
+	char why[160], tried[300];
+	int rc = gcs_adc_file_find(&g->adc_file, err, err_size);
+	oauth_fetch_fn fetch = gcs_adc_file_fetch;
+	void *arg = &g->adc_file;
 
-	if (file && *file) {
-		snprintf(err, err_size, "GOOGLE_APPLICATION_CREDENTIALS is set, but credential files "
-			 "are not read by this version: unset it to use the metadata server, or set "
-			 "GOOGLE_OAUTH_ACCESS_TOKEN (e.g. from gcloud auth print-access-token) or an "
-			 "HMAC key in GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY");
-		return -EACCES;
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		fetch = gcs_metadata_fetch;
+		arg = &g->metadata;
 	}
 	rc = gcs_metadata_init(&g->metadata, err, err_size);
 	if (rc)
 		return -EACCES;
+	if (arg == &g->adc_file)
+		snprintf(tried, sizeof(tried), "the credential file %.200s", g->adc_file.path);
+	else
+		snprintf(tried, sizeof(tried), "the metadata server at %.200s", g->metadata.url);
 	if (strncasecmp(endpoint, "https://", 8) != 0) {
 		snprintf(why, sizeof(why), "not tried: its token goes over https only");
 	} else {
-		rc = oauth_renewal_init(&g->renewal, "gcs", sizeof(struct oauth_token),
-					gcs_metadata_fetch, &g->metadata, time(NULL));
+		rc = oauth_renewal_init(&g->renewal, "gcs", sizeof(struct oauth_token), fetch, arg,
+					time(NULL));
 		if (rc == -ENOMEM)
 			return rc;
 		if (rc == 0) {
-			g->auth = GCS_METADATA;
+			g->auth = GCS_ADC;
 			snprintf(g->credentials_from, sizeof(g->credentials_from), "%s",
 				 g->renewal.from);
 			g->base.credentials = g->credentials_from;
-			g->base.reusable = "the metadata server's bearer token";
+			g->base.reusable = "the bearer token of Application Default Credentials";
 			return 0;
 		}
 		snprintf(why, sizeof(why), "no token: %s", strerror(-rc));
 	}
 	snprintf(err, err_size, "no Google Cloud Storage credentials: tried, in order, "
 		 "GOOGLE_OAUTH_ACCESS_TOKEN, an HMAC key in GS_ACCESS_KEY_ID and "
-		 "GS_SECRET_ACCESS_KEY, and the metadata server at %.100s (%s). Set one of them, "
-		 "run on Compute Engine or GKE with a service account, or use --no-sign-request "
-		 "for a public bucket", g->metadata.url, why);
+		 "GS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS or gcloud's "
+		 "application_default_credentials.json, then the metadata server; used %s (%s). "
+		 "Set one of them, run on Compute Engine or GKE with a service account, or use "
+		 "--no-sign-request for a public bucket", tried, why);
 	return -EACCES;
 }
 
@@ -263,9 +269,9 @@ static bool gcs_refused(void *signer, long status)
 	struct gcs_source *g = signer;
 	time_t now = time(NULL);
 
-	if (g->auth != GCS_METADATA)
+	if (g->auth != GCS_ADC)
 		return false;
-	log_warn("gcs: %s refused the metadata server's token (HTTP %ld); renewing it",
+	log_warn("gcs: %s refused the bearer token (HTTP %ld); renewing it",
 		 g->base.display, status);
 	/* requests refused in the second a renewal happened share it */
 	return oauth_renewal_force(&g->renewal, now, now - 1) == 0;
@@ -281,7 +287,7 @@ static int gcs_sign(void *signer, const struct http_attempt *a, struct curl_slis
 		*headers = curl_slist_append(*headers, g->bearer);
 		return 0;
 	}
-	if (g->auth == GCS_METADATA)
+	if (g->auth == GCS_ADC)
 		return sign_metadata(g, headers);
 	struct sigv4_credentials cred = { g->access_id, g->secret, NULL };
 	return bucket_sign(&sigv4_goog, &cred, g->host, "auto", "storage", a, NULL, 0, headers);
