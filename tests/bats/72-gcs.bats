@@ -155,3 +155,28 @@ json.dump({"type": "service_account", "project_id": "proj", "private_key_id": "k
 	tilefs_umount "$MNT"
 	no_secret_in "$log" "PRIVATE KEY" "$(sed -n 2p "$T/sa.key")" "ya29." "eyJ"
 }
+
+@test "metadata server down past the token's life: EACCES and one log line naming it; the mount recovers by itself" {
+	# 6-second tokens: renewed after 3 s, expired after 6
+	gcs_start --lifetime 6
+	tilefs_mount "gs://eo/data" "$MNT" --endpoint "$GCS_ENDPOINT" --ca-file "$T/tls/ca.pem" \
+		--ttl 0 --log-level info
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	local port=${IDENTITY_HOST#*:}
+	identity_stop
+	T0=$SECONDS
+	wait_until "the token to expire" seconds_since_t0 8
+	run cat "$MNT/random.bin"
+	[ "$status" -ne 0 ] || fail "a read succeeded with an expired token"
+	[[ $output == *"Permission denied"* ]] || fail "not EACCES: $output"
+	run cat "$MNT/notes.txt"
+	[[ $output == *"Permission denied"* ]] || fail "not EACCES: $output"
+	assert_eq "$(grep -c 'have expired and cannot be renewed' "$TILEFS_LOG")" 1 \
+		"log lines about the expiry (one per outage)"
+	grep 'have expired and cannot be renewed' "$TILEFS_LOG" | grep -q "metadata server" ||
+		fail "the log line does not name the endpoint"
+	# it comes back on the same address: reads go on without a remount
+	identity_start --secret "$SECRET" --lifetime 60 --port "$port"
+	wait_until "reads to recover" cmp -s "$SAMPLES/random.bin" "$MNT/random.bin"
+	grep -q "renewed; reads go on" "$TILEFS_LOG" || fail "no log line about the recovery"
+}

@@ -48,7 +48,7 @@ same): a shorter --valid plays a token revoked or expired early.
 Left out: every other metadata path, scopes, audiences other than
 storage, Azure Arc's challenge, the JSON API, pagination of listings.
 
-Usage: cloud_identity.py --port-file F [--lifetime S] [--valid S]
+Usage: cloud_identity.py --port-file F [--port P] [--lifetime S] [--valid S]
         [--client-id ID] [--identity-header H] [--gcs-root DIR]
         [--secret S] [--tls-cert PEM --tls-key PEM]
         [--client-secret S] [--assertion-file F]
@@ -332,6 +332,7 @@ def main():
     global ARGS
     p = argparse.ArgumentParser()
     p.add_argument("--port-file", required=True)
+    p.add_argument("--port", type=int, default=0)	# 0: any free port
     p.add_argument("--lifetime", type=int, default=60)
     p.add_argument("--valid", type=int)
     p.add_argument("--client-id")
@@ -346,7 +347,7 @@ def main():
     p.add_argument("--tls-cert")
     p.add_argument("--tls-key")
     ARGS = p.parse_args()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     if ARGS.tls_cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(ARGS.tls_cert, ARGS.tls_key)
