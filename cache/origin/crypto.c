@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/pem.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,4 +67,33 @@ int base64_decode(const char *text, uint8_t *out, size_t out_size, size_t *len)
 	*len = (size_t)got;
 	free(tmp);
 	return 0;
+}
+
+int rs256_sign(const char *pem, const void *data, size_t len, uint8_t *sig, size_t sig_size,
+	       size_t *sig_len)
+{
+	BIO *bio = BIO_new_mem_buf(pem, -1);
+	EVP_PKEY *key = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	size_t n = 0;
+	int err = -EINVAL;
+
+	if (!key || !ctx || EVP_PKEY_base_id(key) != EVP_PKEY_RSA)
+		goto out;
+	if (EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, key) != 1 ||
+	    EVP_DigestSign(ctx, NULL, &n, data, len) != 1)
+		goto out;
+	if (n > sig_size) {
+		err = -ENOSPC;
+		goto out;
+	}
+	if (EVP_DigestSign(ctx, sig, &n, data, len) != 1)
+		goto out;
+	*sig_len = n;
+	err = 0;
+out:
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(key);
+	BIO_free(bio);
+	return err;
 }

@@ -27,4 +27,13 @@ char *base64_encode(const uint8_t *in, size_t len);
  * -EINVAL if TEXT is not base64 or does not fit. */
 int base64_decode(const char *text, uint8_t *out, size_t out_size, size_t *len);
 
+/*
+ * An RSASSA-PKCS1-v1_5 SHA-256 signature (JWT's RS256) of LEN bytes at DATA
+ * with the private key PEM (PKCS#8 or PKCS#1, unencrypted), into SIG
+ * (SIG_SIZE bytes; 512 fit a 4096-bit key); *sig_len its length. 0, or
+ * -EINVAL when PEM is not such a key, -ENOSPC when SIG is too small.
+ */
+int rs256_sign(const char *pem, const void *data, size_t len, uint8_t *sig, size_t sig_size,
+	       size_t *sig_len);
+
 #endif

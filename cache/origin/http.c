@@ -203,6 +203,14 @@ static void on_attempt_done(struct http_client *c, struct http_request *req, CUR
 	if (verdict == 0 && !req->first_etag[0] && req->etag[0])
 		memcpy(req->first_etag, req->etag, sizeof(req->etag));
 	attempt_end(c, req);
+	/* refused credentials, renewed by the signer: one more attempt, now */
+	if (verdict == -EACCES && req->refused && req->signed_attempt &&
+	    !req->refusal_retried && req->refused(req->signer, req->status)) {
+		req->refusal_retried = true;
+		log_info("sending %s again with renewed credentials", req->log_name);
+		start_or_fail(c, req);
+		return;
+	}
 	if (verdict != -EAGAIN) {
 		if (verdict < 0 && verdict != -ENOENT)
 			log_error("giving up on %s after %d attempt%s: %s", req->log_name,

@@ -84,6 +84,14 @@ typedef int (*http_sign_fn)(void *signer, const struct http_attempt *a,
 			    struct curl_slist **headers);
 
 /*
+ * The origin refused a signed attempt's credentials (HTTP 401 or 403,
+ * STATUS): return true when the signer renewed them and the request should
+ * be sent once more, false to fail it with -EACCES. Called on the fetch
+ * thread, at most once per request.
+ */
+typedef bool (*http_refused_fn)(void *signer, long status);
+
+/*
  * Say why an error response failed, from the start of its body (LEN bytes
  * at BODY, NUL-terminated, at most sizeof(error_body) - 1): true with a
  * short reason in REASON (cut to SIZE), which the message shows as
@@ -116,6 +124,9 @@ struct http_request {
 	bool head;			/* HEAD instead of GET */
 	const char *method;		/* NULL: GET (or HEAD); else sent with
 					   no body (a metadata token's PUT) */
+	const char *form;		/* NULL, or a POST's body (an OAuth2
+					   token request, www-form-urlencoded);
+					   http_fetch_once() only */
 	bool background;		/* prefetch: yields to other requests */
 	uint64_t off, len;		/* len > 0: GET bytes off..off+len-1 into
 					   body, which holds len bytes (caller's);
@@ -127,6 +138,7 @@ struct http_request {
 				   have, when it has no ETag (or NULL) */
 	http_sign_fn sign;		/* NULL: anonymous */
 	void *signer;
+	http_refused_fn refused;	/* NULL: a refusal is final */
 	http_describe_fn describe_error; /* NULL: an error is its status alone */
 	struct tier *tier;		/* NULL: connect to the URL's host; else
 					   send it through this cache tier while
@@ -158,6 +170,7 @@ struct http_request {
 	bool cut_short;			/* we ended a 200 after the bytes asked for */
 	int sink_err;			/* the sink's error, which ended the body */
 	bool signed_attempt;		/* the signer added headers: no redirects */
+	bool refusal_retried;		/* refused() said to send it once more */
 	bool via_tier;			/* this attempt went to req->tier */
 	bool skip_tier;			/* the tier answered a redirect: the
 					   store directly from now on */

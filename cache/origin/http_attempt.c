@@ -240,6 +240,11 @@ int attempt_prepare(const struct http_config *cfg, struct http_request *req)
 		a.method = req->method;
 		curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, req->method);
 	}
+	if (req->form) {
+		/* a token request's form: copied, as the caller may free it */
+		curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, (long)strlen(req->form));
+		curl_easy_setopt(easy, CURLOPT_COPYPOSTFIELDS, req->form);
+	}
 	struct curl_slist *h = NULL;
 	char line[192];
 	if (req->head) {

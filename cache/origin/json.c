@@ -5,6 +5,7 @@
 #include "cache/origin/json.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +62,10 @@ void json_doc_free(struct json_doc *doc)
 	free(doc);
 }
 
-int json_doc_string(const struct json_doc *doc, const char *key, char *out, size_t size)
+/* json_doc_string(), and json_doc_text() when LINES: \n, \r and \t
+ * allowed. */
+static int string_of(const struct json_doc *doc, const char *key, char *out, size_t size,
+		     bool lines)
 {
 	struct json_object *v;
 
@@ -74,13 +78,24 @@ int json_doc_string(const struct json_doc *doc, const char *key, char *out, size
 	const char *s = json_object_get_string(v);
 	size_t n = (size_t)json_object_get_string_len(v);
 	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+		if (((unsigned char)s[i] < 0x20 || s[i] == 0x7f) &&
+		    !(lines && (s[i] == '\n' || s[i] == '\r' || s[i] == '\t')))
 			return -EINVAL;	/* \u0000 included */
 	if (n >= size)
 		return -ENAMETOOLONG;
 	memcpy(out, s, n);
 	out[n] = '\0';
 	return 0;
+}
+
+int json_doc_string(const struct json_doc *doc, const char *key, char *out, size_t size)
+{
+	return string_of(doc, key, out, size, false);
+}
+
+int json_doc_text(const struct json_doc *doc, const char *key, char *out, size_t size)
+{
+	return string_of(doc, key, out, size, true);
 }
 
 int json_doc_int(const struct json_doc *doc, const char *key, int64_t *out)

@@ -46,6 +46,10 @@ void json_doc_free(struct json_doc *doc);
  */
 int json_doc_string(const struct json_doc *doc, const char *key, char *out, size_t size);
 
+/* Like json_doc_string(), but the value may hold lines: \n, \r and \t
+ * are let through (a PEM private key); never put it in a header line. */
+int json_doc_text(const struct json_doc *doc, const char *key, char *out, size_t size);
+
 /* The integer value of KEY in the top object: 0, -ENOENT, or -EINVAL when
  * it is not an integer. */
 int json_doc_int(const struct json_doc *doc, const char *key, int64_t *out);

@@ -6,6 +6,7 @@
 bats_require_minimum_version 1.5.0
 load ../lib/tilefs
 load ../lib/azurite
+load ../lib/cloud_identity
 
 # A key Azurite does not know (valid base64, 64 bytes).
 WRONG_KEY='AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+Pw=='
@@ -21,11 +22,14 @@ setup() {
 	azurite_put cogs eo/readme.txt "$SAMPLES/notes.txt"
 	azurite_put cogs top.bin "$SAMPLES/random.bin"
 	SOURCE=az://$AZURITE_ACCOUNT/cogs/eo/2024
-	unset AZURE_STORAGE_ACCOUNT AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN
+	unset AZURE_STORAGE_ACCOUNT AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN \
+		AZURE_POD_IDENTITY_AUTHORITY_HOST AZURE_CLIENT_ID IDENTITY_ENDPOINT IDENTITY_HEADER \
+		AZURE_TENANT_ID AZURE_CLIENT_SECRET AZURE_FEDERATED_TOKEN_FILE AZURE_AUTHORITY_HOST
 }
 
 teardown() {
 	tilefs_teardown
+	identity_stop
 	azurite_stop
 }
 
@@ -249,4 +253,125 @@ no_secret_in() {
 		"$AZURITE_DIR/debug.log" | sed 's/.*://' | sort -u)
 	[ "${#sigs[@]}" -gt 5 ] || fail "found only ${#sigs[@]} signatures in Azurite's debug log"
 	no_secret_in "$log" "$AZURITE_KEY" "SharedKey" "${sigs[@]}"
+}
+
+# Azurite again, over HTTPS with --oauth basic (bearer tokens), holding the
+# same blobs as setup's.
+oauth_azurite() {
+	azurite_stop
+	azurite_start --oauth
+	azurite_container cogs
+	azurite_put_tree cogs eo/2024 "$SAMPLES"
+}
+
+# read_until_tokens N FILE: read FILE through the mount (--ttl 0: each
+# open asks Azurite) once a second until the identity endpoint has handed
+# out N tokens.
+read_until_tokens() {
+	cmp -s "$SAMPLES/$2" "$MNT/$2" || return 1
+	[ "$(identity_tokens)" -ge "$1" ] && return 0
+	sleep 1
+	return 1
+}
+
+# seconds_since_t0 N: N seconds or more have passed since T0 (SECONDS).
+seconds_since_t0() {
+	[ $((SECONDS - T0)) -ge "$1" ]
+}
+
+@test "managed identity (IMDS): bearer tokens of 60 s, renewed before they expire; no token in the log" {
+	oauth_azurite
+	identity_start --lifetime 60 --client-id tilefs-uami
+	export AZURE_POD_IDENTITY_AUTHORITY_HOST=$IDENTITY_URL AZURE_CLIENT_ID=tilefs-uami
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --ca-file "$AZURITE_CA" \
+		--ttl 0 --log-level debug
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	assert_eq "$(identity_tokens)" 1 "tokens fetched at mount"
+	assert_eq "$(identity_count GET 200 /metadata/identity/oauth2/token)" 1 "IMDS requests"
+	# reads go on past half the token's life: one renewal, then the same bytes
+	wait_until "a token renewal" read_until_tokens 2 notes.txt
+	cmp_tree "$SAMPLES" "$MNT"
+	assert_eq "$(identity_tokens)" 2 "tokens after one renewal"
+	assert_eq "$(azurite_count GET 403)" 0 "requests Azurite refused (renewed in time)"
+	[ "$(azurite_count GET 206)$(azurite_count GET 200)" != 00 ] || fail "Azurite logged no reads"
+	local log=$TILEFS_LOG
+	tilefs_umount "$MNT"
+	# Azurite's debug log holds the tokens sent: none is in tilefs's log
+	local tokens
+	mapfile -t tokens < <(grep -o 'Bearer [A-Za-z0-9._-]*' "$AZURITE_DIR/debug.log" |
+		sed 's/Bearer //' | sort -u)
+	[ "${#tokens[@]}" -ge 2 ] || fail "found ${#tokens[@]} tokens in Azurite's debug log"
+	no_secret_in "$log" "${tokens[@]}" "eyJ"
+}
+
+@test "managed identity: a token Azurite refuses (403 AuthenticationFailed) is renewed once and the read retried" {
+	oauth_azurite
+	# tokens announced for 60 s that Azurite holds expired after 3 s
+	identity_start --lifetime 60 --valid 3
+	export AZURE_POD_IDENTITY_AUTHORITY_HOST=$IDENTITY_URL
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --ca-file "$AZURITE_CA" \
+		--ttl 0
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	T0=$SECONDS
+	wait_until "the first token to lapse" seconds_since_t0 5
+	azurite_log_reset
+	cmp "$SAMPLES/random.bin" "$MNT/random.bin"
+	[ "$(azurite_count GET 403)" -ge 1 ] || fail "Azurite refused nothing: the test tested nothing"
+	assert_eq "$(identity_tokens)" 2 "tokens: the first, and one renewal after the refusal"
+	grep -q "refused the bearer token" "$TILEFS_LOG" ||
+		fail "no log line about the refused token"
+}
+
+@test "managed identity: App Service endpoint with IDENTITY_HEADER; an endpoint down names what was tried" {
+	oauth_azurite
+	identity_start --lifetime 60 --identity-header 'h-5ecret-header'
+	export IDENTITY_ENDPOINT=$IDENTITY_URL/msi/token IDENTITY_HEADER='h-5ecret-header'
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --ca-file "$AZURITE_CA" \
+		--log-level debug
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	assert_eq "$(identity_count GET 200 /msi/token)" 1 "App Service token requests"
+	local log=$TILEFS_LOG
+	tilefs_umount "$MNT"
+	no_secret_in "$log" "h-5ecret-header" "eyJ"
+
+	unset IDENTITY_ENDPOINT IDENTITY_HEADER
+	identity_stop
+	export AZURE_POD_IDENTITY_AUTHORITY_HOST=$IDENTITY_URL	# nothing listens now
+	tilefs_run mount --endpoint "$AZURITE_ENDPOINT" --ca-file "$AZURITE_CA" --cache-dir "$CACHE" \
+		"$SOURCE" "$MNT"
+	assert_eq "$status" 1 "exit status"
+	for v in "instance metadata service" AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN --no-sign-request; do
+		[[ $err == *"$v"* ]] || fail "$v not named in: $err"
+	done
+}
+
+@test "Entra ID: a service principal's secret; workload identity re-reading its token file at each renewal" {
+	oauth_azurite
+	identity_start --lifetime 60 --client-id app-1 --client-secret 's3cret-value' \
+		--assertion-file "$T/federated-token"
+	export AZURE_AUTHORITY_HOST=$IDENTITY_URL AZURE_TENANT_ID=tenant-1 AZURE_CLIENT_ID=app-1
+	export AZURE_CLIENT_SECRET='s3cret-value'
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --ca-file "$AZURITE_CA" \
+		--log-level debug
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	assert_eq "$(identity_count POST 200 /tenant-1/oauth2/v2.0/token)" 1 "secret token requests"
+	local log=$TILEFS_LOG
+	tilefs_umount "$MNT"
+	no_secret_in "$log" "s3cret-value" "eyJ"
+
+	# workload identity: the file rotates; the renewal must send the new one
+	unset AZURE_CLIENT_SECRET
+	echo "federated-assertion-1" >"$T/federated-token"
+	export AZURE_FEDERATED_TOKEN_FILE=$T/federated-token
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --ca-file "$AZURITE_CA" \
+		--cache-dir "$T/cache2" --ttl 0 --log-level debug
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	assert_eq "$(identity_tokens)" 2 "tokens: the secret's, then the workload identity's"
+	echo "federated-assertion-2" >"$T/federated-token"
+	wait_until "a renewal with the rotated assertion" read_until_tokens 3 notes.txt
+	assert_eq "$(identity_count POST 401)" 0 "token requests refused (an old assertion sent)"
+	cmp_tree "$SAMPLES" "$MNT"
+	log=$TILEFS_LOG
+	tilefs_umount "$MNT"
+	no_secret_in "$log" "federated-assertion-1" "federated-assertion-2" "eyJ"
 }

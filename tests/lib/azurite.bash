@@ -3,10 +3,14 @@
 # SAS generation), so that nothing but Azurite itself is needed.
 #
 # Source this file (after origin.bash, which sets PY and pid_alive), then:
-#   azurite_start                  Azurite blob service on 127.0.0.1:<free port>
+#   azurite_start [--oauth]        Azurite blob service on 127.0.0.1:<free port>
 #                                  sets AZURITE_PORT, AZURITE_ENDPOINT
 #                                  (http://127.0.0.1:PORT/devstoreaccount1),
-#                                  AZURITE_DIR, AZURITE_LOG (access log)
+#                                  AZURITE_DIR, AZURITE_LOG (access log);
+#                                  --oauth: over HTTPS with a throwaway CA
+#                                  (AZURITE_CA) and --oauth basic, so that it
+#                                  takes bearer tokens too (checking their
+#                                  aud, iss, nbf and exp, not a signature)
 #   azurite_stop                   stop it (safe to call twice)
 #   azurite_container NAME [--public]
 #                                  create a container (--public: anonymous read
@@ -39,11 +43,13 @@ PY=${PY:-/usr/bin/python3}
 # The client: python3 -c "$_AZURITE_PY" COMMAND ARGS (stdlib only).
 _AZURITE_PY=$(
 	cat <<'PYEOF'
-import base64, email.utils, hashlib, hmac, os, sys, urllib.error, urllib.parse, urllib.request
+import base64, email.utils, hashlib, hmac, os, ssl, sys, urllib.error, urllib.parse, urllib.request
 
 ACCOUNT = os.environ["AZURITE_ACCOUNT"]
 KEY = base64.b64decode(os.environ["AZURITE_KEY"])
 ENDPOINT = os.environ["AZURITE_ENDPOINT"]
+CONTEXT = ssl.create_default_context(cafile=os.environ["AZURITE_CA"]) \
+    if os.environ.get("AZURITE_CA") else None
 VERSION = "2021-08-06"
 STANDARD = ["Content-Encoding", "Content-Language", "Content-Length", "Content-MD5",
             "Content-Type", "Date", "If-Modified-Since", "If-Match", "If-None-Match",
@@ -78,7 +84,7 @@ def request(method, path, query=(), headers=None, body=None):
     headers["Authorization"] = sign(method, url, query, headers)
     req = urllib.request.Request(url, data=body, method=method, headers=headers)
     try:
-        with urllib.request.urlopen(req, timeout=30) as r:
+        with urllib.request.urlopen(req, timeout=30, context=CONTEXT) as r:
             return r.status, r.read()
     except urllib.error.HTTPError as e:
         sys.exit("azurite: %s %s: HTTP %d %s" % (method, path, e.code, e.read()[:300]))
@@ -137,11 +143,12 @@ _azurite_tmpbase() {
 
 _azurite_py() {
 	AZURITE_ACCOUNT=$AZURITE_ACCOUNT AZURITE_KEY=$AZURITE_KEY AZURITE_ENDPOINT=$AZURITE_ENDPOINT \
+		AZURITE_CA=${AZURITE_CA:-} \
 		"$PY" -c "$_AZURITE_PY" "$@"
 }
 
 azurite_start() {
-	local d port i tries
+	local d port i tries scheme=http tls=() cacert=()
 	if [ ! -x "$AZURITE_BIN" ]; then
 		"$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/packaging/install-test-servers" >&2 ||
 			return 1
@@ -151,6 +158,15 @@ azurite_start() {
 		return 1
 	}
 	d=$(mktemp -d "$(_azurite_tmpbase)/azurite.XXXXXX") || return 1
+	AZURITE_CA=
+	if [ "${1:-}" = --oauth ]; then
+		_origin_make_tls "$d/tls" || return 1
+		scheme=https
+		tls=(--cert "$d/tls/server.pem" --key "$d/tls/server.key" --oauth basic)
+		AZURITE_CA=$d/tls/ca.pem
+		cacert=(--cacert "$AZURITE_CA")
+	fi
+	export AZURITE_CA
 	for ((tries = 0; tries < 5; tries++)); do
 		port=$("$PY" -c 'import socket
 s = socket.socket()
@@ -161,7 +177,7 @@ print(s.getsockname()[1])') || return 1
 		: >"$d/access.log"
 		setsid "$AZURITE_BIN" --blobHost 127.0.0.1 --blobPort "$port" \
 			--location "$d/data" --debug "$d/debug.log" --loose --skipApiVersionCheck \
-			--disableTelemetry </dev/null >>"$d/access.log" 2>"$d/stderr" 3>&- &
+			--disableTelemetry "${tls[@]}" </dev/null >>"$d/access.log" 2>"$d/stderr" 3>&- &
 		echo $! >"$d/azurite.pid"
 		for ((i = 0; i < 200; i++)); do
 			grep -q "successfully listens" "$d/access.log" 2>/dev/null && break
@@ -174,7 +190,7 @@ print(s.getsockname()[1])') || return 1
 	done
 	AZURITE_DIR=$d
 	AZURITE_PORT=$port
-	AZURITE_ENDPOINT=http://127.0.0.1:$port/$AZURITE_ACCOUNT
+	AZURITE_ENDPOINT=$scheme://127.0.0.1:$port/$AZURITE_ACCOUNT
 	AZURITE_LOG=$d/access.log
 	export AZURITE_DIR AZURITE_PORT AZURITE_ENDPOINT AZURITE_LOG
 	if ! grep -q "successfully listens" "$d/access.log" 2>/dev/null; then
@@ -184,7 +200,7 @@ print(s.getsockname()[1])') || return 1
 	fi
 	# It answers, and its access log shows the request (the tests count on it).
 	for ((i = 0; i < 100; i++)); do
-		curl -s -o /dev/null "http://127.0.0.1:$port/$AZURITE_ACCOUNT/probe?restype=container" &&
+		curl -s "${cacert[@]}" -o /dev/null "$scheme://127.0.0.1:$port/$AZURITE_ACCOUNT/probe?restype=container" &&
 			grep -q '"GET /devstoreaccount1/probe?restype=container ' "$AZURITE_LOG" &&
 			azurite_log_reset && return 0
 		sleep 0.05

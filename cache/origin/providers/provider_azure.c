@@ -7,13 +7,20 @@
  *
  * Credentials, first found wins: a SAS in SOURCE; --no-sign-request
  * (anonymous, a public container); AZURE_STORAGE_SAS_TOKEN; AZURE_STORAGE_KEY
- * (Shared Key; AZURE_STORAGE_ACCOUNT, if set, must name the same account).
+ * (Shared Key; AZURE_STORAGE_ACCOUNT, if set, must name the same account);
+ * a token from Entra ID (a service principal's secret, workload identity)
+ * or a managed identity (azure_identity.h gives the order), whose bearer
+ * tokens oauth.h renews before they expire, and once more when the
+ * service refuses one (azure_refused()).
  * A SAS rides in every URL; Shared Key signs every attempt (sign() runs on
- * the fetch thread and only reads the source, which is immutable once open).
- * Neither the key, a signature nor a SAS is ever logged: URLs go to the log
- * through url_for_log() only, and error messages use src->display.
+ * the fetch thread and only reads the source, which is immutable once open
+ * but for the token renewal, under its own lock). Neither the key, a
+ * signature, a token nor a SAS is ever logged: URLs go to the log through
+ * url_for_log() only, and error messages use src->display.
  */
 #include "cache/origin/providers/provider_int.h"
+#include "cache/origin/providers/azure_identity.h"
+#include "cache/origin/providers/oauth.h"
 #include "cache/origin/crypto.h"
 #include "cache/base/log.h"
 #include "cache/origin/xml.h"
@@ -47,6 +54,10 @@ struct azure_source {
 	bool shared_key;	/* sign with key[] */
 	uint8_t key[AZURE_KEY_MAX];
 	size_t key_len;
+	bool bearer;		/* sign with the managed identity's tokens */
+	struct azure_identity identity;
+	struct oauth_renewal renewal;	/* its tokens (when bearer) */
+	char credentials_from[200];	/* base.credentials, when bearer */
 };
 
 static bool azure_matches(const char *text)
@@ -74,6 +85,8 @@ static void azure_free(struct source *src)
 	if (!az)
 		return;
 	explicit_bzero(az->key, sizeof(az->key));
+	if (az->bearer)
+		oauth_renewal_release(&az->renewal);
 	if (az->sas)
 		explicit_bzero(az->sas, strlen(az->sas));
 	free(az->sas);
@@ -252,6 +265,44 @@ static int set_shared_key(struct azure_source *az, const char *key, char *err, s
 	return 0;
 }
 
+/* The last source of credentials: Entra ID or a managed identity
+ * (azure_identity.h), whose first token is fetched now. -EACCES with what was tried when there is none. */
+static int use_managed_identity(struct azure_source *az, char *err, size_t err_size)
+{
+	char why[160];
+	int rc = azure_identity_init(&az->identity, err, err_size);
+
+	if (rc)
+		return rc == -ENOMEM ? rc : -EACCES;
+	if (strncasecmp(az->container_url, "https://", 8) != 0) {
+		/* a bearer token crosses the network only encrypted */
+		snprintf(why, sizeof(why), "not tried: a token goes over https only");
+	} else {
+		rc = oauth_renewal_init(&az->renewal, "azure", sizeof(struct oauth_token),
+					azure_identity_fetch, &az->identity, time(NULL));
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc == 0) {
+			az->bearer = true;
+			snprintf(az->credentials_from, sizeof(az->credentials_from), "%s",
+				 az->renewal.from);
+			az->base.credentials = az->credentials_from;
+			az->base.reusable = "the bearer token of Entra ID or the managed identity";
+			return 0;
+		}
+		snprintf(why, sizeof(why), "no token: %s", strerror(-rc));
+	}
+	snprintf(err, err_size, "no Azure credentials for %s: tried, in order, a SAS in SOURCE, "
+		 "AZURE_STORAGE_SAS_TOKEN, AZURE_STORAGE_KEY, and a token from %s (%s). "
+		 "Set AZURE_STORAGE_KEY (Shared Key, with AZURE_STORAGE_ACCOUNT) or "
+		 "AZURE_STORAGE_SAS_TOKEN, put a SAS in SOURCE, set AZURE_TENANT_ID and "
+		 "AZURE_CLIENT_ID with AZURE_CLIENT_SECRET or AZURE_FEDERATED_TOKEN_FILE, run "
+		 "where a managed identity is assigned, or use --no-sign-request for a public "
+		 "container", az->base.display,
+		 az->identity.name, why);
+	return -EACCES;
+}
+
 /* Take the first usable credentials (see the head of this file). QUERY is
  * the SOURCE's query: taken over. */
 static int find_credentials(struct azure_source *az, char *query, const struct source_options *opts,
@@ -278,10 +329,7 @@ static int find_credentials(struct azure_source *az, char *query, const struct s
 	}
 	if (env_key && env_key[0])
 		return set_shared_key(az, env_key, err, err_size);
-	snprintf(err, err_size, "no Azure credentials for %s: set AZURE_STORAGE_KEY (Shared Key, "
-		 "with AZURE_STORAGE_ACCOUNT) or AZURE_STORAGE_SAS_TOKEN, put a SAS in SOURCE, or use "
-		 "--no-sign-request for a public container", az->base.display);
-	return -EACCES;
+	return use_managed_identity(az, err, err_size);
 }
 
 static int azure_open(const char *text, const struct source_options *opts, struct source **out,
@@ -617,6 +665,34 @@ static int append_header(struct curl_slist **headers, const char *line)
 	return 0;
 }
 
+/* "Authorization: Bearer" with the managed identity's current token,
+ * renewed first when due. */
+static int sign_bearer(const struct azure_source *az, time_t now, struct curl_slist **headers)
+{
+	struct oauth_token *token = malloc(sizeof(*token));
+	char *line = malloc(OAUTH_TOKEN_MAX + 32);
+	int err = -ENOMEM;
+
+	if (!token || !line)
+		goto out;
+	/* the renewal has its own lock: the source is otherwise read-only */
+	err = oauth_renewal_get((struct oauth_renewal *)&az->renewal, now, token);
+	if (err)
+		goto out;
+	snprintf(line, OAUTH_TOKEN_MAX + 32, "Authorization: Bearer %s", token->access_token);
+	err = append_header(headers, line);
+out:
+	if (token) {
+		explicit_bzero(token, sizeof(*token));
+		free(token);
+	}
+	if (line) {
+		explicit_bzero(line, OAUTH_TOKEN_MAX + 32);
+		free(line);
+	}
+	return err;
+}
+
 /* The headers of attempt A sent at time NOW (see azure_sign). */
 static int sign_at(const struct azure_source *az, const struct http_attempt *a, time_t now,
 		   struct curl_slist **headers)
@@ -629,6 +705,8 @@ static int sign_at(const struct azure_source *az, const struct http_attempt *a, 
 	err = append_header(headers, line);
 	if (!err)
 		err = append_header(headers, "x-ms-version: " AZURE_VERSION);
+	if (!err && az->bearer)
+		return sign_bearer(az, now, headers);
 	if (err || !az->shared_key)
 		return err;
 
@@ -656,13 +734,17 @@ static int azure_sign(void *signer, const struct http_attempt *a, struct curl_sl
 	return sign_at(signer, a, time(NULL), headers);
 }
 
-/* See source_identity_hash(): the account's key, or a SAS's signature
- * (its sig= value: the SAS whole when it has none). */
+/* See source_identity_hash(): the account's key, where a bearer token
+ * comes from, or a SAS's signature (its sig= value: the SAS whole when it
+ * has none). */
 static void azure_identity(struct source *src, char *out, size_t size)
 {
 	struct azure_source *az = (struct azure_source *)src;
 	if (az->shared_key) {
 		snprintf(out, size, "azure %s key", az->account);
+	} else if (az->bearer) {
+		/* the managed identity or Entra client: its tokens rotate */
+		snprintf(out, size, "azure token from %s", az->credentials_from);
 	} else if (az->sas) {
 		const char *sig = az->sas;
 		for (const char *p = az->sas; p; p = strchr(p, '&'), p = p ? p + 1 : NULL)
@@ -674,6 +756,23 @@ static void azure_identity(struct source *src, char *out, size_t size)
 	}
 }
 
+/* The service refused a signed request (an expired or revoked token:
+ * 401 InvalidAuthenticationInfo from Azure, 403 AuthenticationFailed from
+ * Azurite): with a managed identity, renew its token once and say to
+ * send the request again. */
+static bool azure_refused(void *signer, long status)
+{
+	struct azure_source *az = signer;
+	time_t now = time(NULL);
+
+	if (!az->bearer)
+		return false;
+	log_warn("azure: %s refused the bearer token (HTTP %ld); renewing it",
+		 az->base.display, status);
+	/* requests refused in the second a renewal happened share it */
+	return oauth_renewal_force(&az->renewal, now, now - 1) == 0;
+}
+
 const struct provider provider_azure = {
 	.name = "azure",
 	.matches = azure_matches,
@@ -683,6 +782,7 @@ const struct provider provider_azure = {
 	.listing_url = azure_listing_url,
 	.parse_listing = azure_parse_listing,
 	.sign = azure_sign,
+	.refused = azure_refused,
 	.describe_error = provider_xml_error,
 	.identity = azure_identity,
 };

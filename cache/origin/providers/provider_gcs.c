@@ -5,10 +5,15 @@
  *
  * Credentials, in this order: --no-sign-request (anonymous);
  * GOOGLE_OAUTH_ACCESS_TOKEN (sent as a bearer token); an HMAC key in
- * GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY (V4 signing, GOOG4-HMAC-SHA256).
+ * GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY (V4 signing, GOOG4-HMAC-SHA256);
+ * then Application Default Credentials: a credential file, else the
+ * metadata server (gcs_adc.h), whose tokens oauth.h renews before they expire and once
+ * more when GCS refuses one (gcs_refused()). A token goes only over https.
  */
 #include "cache/origin/providers/provider_int.h"
 #include "cache/origin/providers/bucket.h"
+#include "cache/origin/providers/gcs_adc.h"
+#include "cache/origin/providers/oauth.h"
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
 
@@ -20,7 +25,7 @@
 #include <strings.h>
 #include <time.h>
 
-enum gcs_auth { GCS_ANONYMOUS, GCS_BEARER, GCS_HMAC };
+enum gcs_auth { GCS_ANONYMOUS, GCS_BEARER, GCS_HMAC, GCS_ADC };
 
 struct gcs_source {
 	struct source base;
@@ -32,6 +37,10 @@ struct gcs_source {
 	long page_size;
 	char access_id[128], secret[128];
 	char *bearer;		/* "Authorization: Bearer ..." */
+	struct gcs_adc_file adc_file;	/* GCS_ADC: a credential file, or */
+	struct gcs_metadata metadata;	/* the metadata server */
+	struct oauth_renewal renewal;	/* GCS_ADC: its tokens */
+	char credentials_from[200];	/* base.credentials, for GCS_ADC */
 };
 
 static bool gcs_matches(const char *text)
@@ -52,10 +61,61 @@ static void gcs_free(struct source *src)
 		free(g->bearer);
 	}
 	memset(g->secret, 0, sizeof(g->secret));
+	if (g->auth == GCS_ADC)
+		oauth_renewal_release(&g->renewal);
 	free(g);
 }
 
-static int gcs_credentials(struct gcs_source *g, bool no_sign, char *err, size_t err_size)
+/* Application Default Credentials: the last source tried. ENDPOINT is
+ * where requests go (a token goes over https only). */
+static int gcs_adc(struct gcs_source *g, const char *endpoint, char *err, size_t err_size)
+{
+	char why[160], tried[300];
+	int rc = gcs_adc_file_find(&g->adc_file, err, err_size);
+	oauth_fetch_fn fetch = gcs_adc_file_fetch;
+	void *arg = &g->adc_file;
+
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		fetch = gcs_metadata_fetch;
+		arg = &g->metadata;
+	}
+	rc = gcs_metadata_init(&g->metadata, err, err_size);
+	if (rc)
+		return -EACCES;
+	if (arg == &g->adc_file)
+		snprintf(tried, sizeof(tried), "the credential file %.200s", g->adc_file.path);
+	else
+		snprintf(tried, sizeof(tried), "the metadata server at %.200s", g->metadata.url);
+	if (strncasecmp(endpoint, "https://", 8) != 0) {
+		snprintf(why, sizeof(why), "not tried: its token goes over https only");
+	} else {
+		rc = oauth_renewal_init(&g->renewal, "gcs", sizeof(struct oauth_token), fetch, arg,
+					time(NULL));
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc == 0) {
+			g->auth = GCS_ADC;
+			snprintf(g->credentials_from, sizeof(g->credentials_from), "%s",
+				 g->renewal.from);
+			g->base.credentials = g->credentials_from;
+			g->base.reusable = "the bearer token of Application Default Credentials";
+			return 0;
+		}
+		snprintf(why, sizeof(why), "no token: %s", strerror(-rc));
+	}
+	snprintf(err, err_size, "no Google Cloud Storage credentials: tried, in order, "
+		 "GOOGLE_OAUTH_ACCESS_TOKEN, an HMAC key in GS_ACCESS_KEY_ID and "
+		 "GS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS or gcloud's "
+		 "application_default_credentials.json, then the metadata server; used %s (%s). "
+		 "Set one of them, run on Compute Engine or GKE with a service account, or use "
+		 "--no-sign-request for a public bucket", tried, why);
+	return -EACCES;
+}
+
+static int gcs_credentials(struct gcs_source *g, bool no_sign, const char *endpoint, char *err,
+			   size_t err_size)
 {
 	const char *token = getenv("GOOGLE_OAUTH_ACCESS_TOKEN");
 	const char *id = getenv("GS_ACCESS_KEY_ID"), *secret = getenv("GS_SECRET_ACCESS_KEY");
@@ -89,10 +149,7 @@ static int gcs_credentials(struct gcs_source *g, bool no_sign, char *err, size_t
 		g->base.credentials = "GS_ACCESS_KEY_ID/GS_SECRET_ACCESS_KEY";
 		return 0;
 	}
-	snprintf(err, err_size, "no Google Cloud Storage credentials: set "
-		 "GOOGLE_OAUTH_ACCESS_TOKEN, or an HMAC key in GS_ACCESS_KEY_ID and "
-		 "GS_SECRET_ACCESS_KEY, or use --no-sign-request for a public bucket");
-	return -EACCES;
+	return gcs_adc(g, endpoint, err, err_size);
 }
 
 static int gcs_open(const char *text, const struct source_options *opts, struct source **out,
@@ -113,13 +170,12 @@ static int gcs_open(const char *text, const struct source_options *opts, struct 
 		gcs_free(&g->base);
 		return -ENOMEM;
 	}
-	rc = gcs_credentials(g, opts->no_sign_request, err, err_size);
+	const char *endpoint = opts->endpoint ? opts->endpoint : "https://storage.googleapis.com";
+	rc = gcs_credentials(g, opts->no_sign_request, endpoint, err, err_size);
 	if (rc) {
 		gcs_free(&g->base);
 		return rc;
 	}
-
-	const char *endpoint = opts->endpoint ? opts->endpoint : "https://storage.googleapis.com";
 	CURLU *u = curl_url();
 	char *host = NULL, *port = NULL;
 	if (!u || curl_url_set(u, CURLUPART_URL, endpoint, 0) != CURLUE_OK ||
@@ -176,6 +232,51 @@ static int gcs_parse_listing(struct source *src, const char *dir, const char *bo
 	return bucket_listing_parse(prefix, body, len, add, arg, next_cursor);
 }
 
+/* "Authorization: Bearer" with the metadata server's current token,
+ * renewed first when due. */
+static int sign_metadata(struct gcs_source *g, struct curl_slist **headers)
+{
+	struct oauth_token *token = malloc(sizeof(*token));
+	char *line = malloc(OAUTH_TOKEN_MAX + 32);
+	int err = -ENOMEM;
+
+	if (!token || !line)
+		goto out;
+	err = oauth_renewal_get(&g->renewal, time(NULL), token);
+	if (err)
+		goto out;
+	snprintf(line, OAUTH_TOKEN_MAX + 32, "Authorization: Bearer %s", token->access_token);
+	struct curl_slist *grown = curl_slist_append(*headers, line);
+	err = grown ? 0 : -ENOMEM;
+	if (grown)
+		*headers = grown;
+out:
+	if (token) {
+		explicit_bzero(token, sizeof(*token));
+		free(token);
+	}
+	if (line) {
+		explicit_bzero(line, OAUTH_TOKEN_MAX + 32);
+		free(line);
+	}
+	return err;
+}
+
+/* GCS refused a signed request (401: the token expired or was revoked):
+ * with the metadata server's tokens, renew once and send it again. */
+static bool gcs_refused(void *signer, long status)
+{
+	struct gcs_source *g = signer;
+	time_t now = time(NULL);
+
+	if (g->auth != GCS_ADC)
+		return false;
+	log_warn("gcs: %s refused the bearer token (HTTP %ld); renewing it",
+		 g->base.display, status);
+	/* requests refused in the second a renewal happened share it */
+	return oauth_renewal_force(&g->renewal, now, now - 1) == 0;
+}
+
 static int gcs_sign(void *signer, const struct http_attempt *a, struct curl_slist **headers)
 {
 	struct gcs_source *g = signer;
@@ -186,16 +287,22 @@ static int gcs_sign(void *signer, const struct http_attempt *a, struct curl_slis
 		*headers = curl_slist_append(*headers, g->bearer);
 		return 0;
 	}
+	if (g->auth == GCS_ADC)
+		return sign_metadata(g, headers);
 	struct sigv4_credentials cred = { g->access_id, g->secret, NULL };
 	return bucket_sign(&sigv4_goog, &cred, g->host, "auto", "storage", a, NULL, 0, headers);
 }
 
-/* See source_identity_hash(): the HMAC access id, or the token itself. */
+/* See source_identity_hash(): the HMAC access id, where Application
+ * Default Credentials come from (their tokens rotate), or a pasted token
+ * itself. */
 static void gcs_identity(struct source *src, char *out, size_t size)
 {
 	struct gcs_source *g = (struct gcs_source *)src;
 	if (g->auth == GCS_HMAC)
 		snprintf(out, size, "gcs hmac %s", g->access_id);
+	else if (g->auth == GCS_ADC)
+		snprintf(out, size, "gcs adc from %s", g->credentials_from);
 	else if (g->auth == GCS_BEARER)
 		snprintf(out, size, "gcs %s", g->bearer);
 	else
@@ -211,6 +318,7 @@ const struct provider provider_gcs = {
 	.listing_url = gcs_listing_url,
 	.parse_listing = gcs_parse_listing,
 	.sign = gcs_sign,
+	.refused = gcs_refused,
 	.describe_error = provider_xml_error,
 	.identity = gcs_identity,
 };

@@ -40,6 +40,8 @@ struct provider {
 			     listing_entry_fn add, void *arg, char **next_cursor);
 	/* Sign each attempt of a request (see http.h); NULL: anonymous. */
 	http_sign_fn sign;
+	/* The origin refused its credentials (see http.h); NULL: final. */
+	http_refused_fn refused;
 	/* Read why a request failed from an error body (see http.h); NULL:
 	 * the status alone. */
 	http_describe_fn describe_error;

@@ -1,0 +1,362 @@
+#!/usr/bin/python3
+"""cloud_identity.py: stand-ins, on 127.0.0.1, for the identity endpoints
+that hand bearer tokens to a VM or a pod, and for a Google Cloud Storage
+XML-API data plane that accepts only the tokens they handed out and only
+while those hold. For tests: no real server here plays these parts.
+
+  Azure IMDS     GET /metadata/identity/oauth2/token?api-version=2018-02-01
+                 &resource=https://storage.azure.com/[&client_id=ID]
+                 with "Metadata: true" (else 400, as IMDS answers). The
+                 token is an unsigned JWT (alg "none") with the aud, iss,
+                 iat, nbf and exp Azurite's --oauth basic checks; the
+                 answer's expires_in and expires_on are strings of digits,
+                 as IMDS gives them.
+  App Service    GET /msi/token?api-version=2019-08-01&resource=...
+                 with "X-IDENTITY-HEADER: --identity-header" (else 401).
+  Entra ID       POST /TENANT/oauth2/v2.0/token, a form of client_id (must
+                 be --client-id when given), scope
+                 https://storage.azure.com/.default, grant_type
+                 client_credentials and client_secret (must be
+                 --client-secret) or client_assertion_type ...jwt-bearer and
+                 client_assertion (must be what --assertion-file holds at
+                 that moment, read at each request); else 400/401 with an
+                 Entra-shaped error. expires_in a number.
+  Google OAuth2  POST /token, a form of grant_type refresh_token with
+                 client_id, client_secret, refresh_token (must be
+                 --client-id, --client-secret, --refresh-token), or
+                 grant_type urn:ietf:params:oauth:grant-type:jwt-bearer with
+                 an assertion: a JWT signed RS256 (checked with openssl
+                 against --sa-public-key) whose iss is --sa-email, aud this
+                 endpoint's URL, scope devstorage.read_only, lifetime at
+                 most an hour; else 400 invalid_grant. Answers a GCE-style
+                 token (the data plane takes it).
+  GCE metadata   GET /computeMetadata/v1/instance/service-accounts/default/token
+                 with "Metadata-Flavor: Google" (else 403); answers
+                 {"access_token", "expires_in" (a number), "token_type"}.
+  GCS data plane GET and HEAD /BUCKET/KEY (Range honoured) and GET
+                 /BUCKET?prefix=&delimiter=/&marker= (ListBucketResult),
+                 serving the files under --gcs-root DIR/BUCKET/; any other
+                 Authorization than a current token of ours: 401
+                 AuthenticationRequired (an XML error body, as GCS does).
+
+GCE tokens are "ya29.NONCE.EXP.MAC", MAC an HMAC of NONCE.EXP under
+--secret: two instances with the same secret (a metadata server over http
+and a data plane over https, --tls-cert and --tls-key) accept each other's.
+Tokens are announced to live --lifetime seconds (expires_in) but hold at
+the data plane (and in the JWT's exp) only --valid seconds (default: the
+same): a shorter --valid plays a token revoked or expired early.
+Left out: every other metadata path, scopes, audiences other than
+storage, Azure Arc's challenge, the JSON API, pagination of listings.
+
+Usage: cloud_identity.py --port-file F [--port P] [--lifetime S] [--valid S]
+        [--client-id ID] [--identity-header H] [--gcs-root DIR]
+        [--secret S] [--tls-cert PEM --tls-key PEM]
+        [--client-secret S] [--assertion-file F]
+        [--refresh-token T] [--sa-email E --sa-public-key PEM]
+Writes the port it listens on into F once it listens. One line per
+request on stdout: "METHOD PATH STATUS" ("TOKEN KIND N" for
+each token handed out, N counting from 1); never a token.
+"""
+import argparse
+import base64
+import email.utils
+import hashlib
+import http.server
+import json
+import os
+import hmac
+import secrets
+import shutil
+import subprocess
+import tempfile
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+from xml.sax.saxutils import escape
+
+ARGS = None
+LOCK = threading.Lock()
+ISSUED = {}          # token -> time it stops holding
+COUNT = {"n": 0}
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def mint(kind):
+    now = int(time.time())
+    valid = ARGS.valid if ARGS.valid is not None else ARGS.lifetime
+    if kind.startswith("g"):    # gce, google-*: GCE-style tokens
+        text = "%s.%d" % (secrets.token_hex(16), now + valid)
+        mac = hmac.new(ARGS.secret.encode(), text.encode(), hashlib.sha256).hexdigest()
+        token = "ya29.%s.%s" % (text, mac)
+    else:
+        head = b64url(json.dumps({"typ": "JWT", "alg": "none"}).encode())
+        body = b64url(json.dumps({
+            "aud": "https://storage.azure.com", "iss": "https://sts.windows.net/tilefs-test/",
+            "iat": now, "nbf": now - 1, "exp": now + valid,
+            "oid": secrets.token_hex(8)}).encode())
+        token = head + "." + body + "."
+    with LOCK:
+        ISSUED[token] = now + valid
+        COUNT["n"] += 1
+        n = COUNT["n"]
+    print("TOKEN %s %d" % (kind, n), flush=True)
+    return token, now
+
+
+def token_holds(header):
+    if not header or not header.startswith("Bearer "):
+        return False
+    parts = header[7:].split(".")
+    if len(parts) == 4 and parts[0] == "ya29":
+        text = parts[1] + "." + parts[2]
+        mac = hmac.new(ARGS.secret.encode(), text.encode(), hashlib.sha256).hexdigest()
+        return hmac.compare_digest(mac, parts[3]) and time.time() < int(parts[2])
+    with LOCK:
+        until = ISSUED.get(header[7:])
+    return until is not None and time.time() < until
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def reply(self, status, body=b"", headers=(), ctype="application/json"):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in headers:
+            self.send_header(k, v)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        path = urllib.parse.urlsplit(self.path).path
+        print("%s %s %d" % (self.command, path, status), flush=True)
+
+    def azure_token(self, q, kind):
+        if q.get("resource") != ["https://storage.azure.com/"]:
+            return self.reply(400, b'{"error":"invalid_resource"}')
+        if ARGS.client_id and q.get("client_id") != [ARGS.client_id]:
+            return self.reply(400, b'{"error":"invalid_request","error_description":'
+                              b'"Identity not found"}')
+        token, now = mint(kind)
+        self.reply(200, json.dumps({
+            "access_token": token, "client_id": ARGS.client_id or "system",
+            "expires_in": str(ARGS.lifetime), "expires_on": str(now + ARGS.lifetime),
+            "ext_expires_in": str(ARGS.lifetime), "not_before": str(now),
+            "resource": "https://storage.azure.com/", "token_type": "Bearer"}).encode())
+
+    def do_GET(self):
+        url = urllib.parse.urlsplit(self.path)
+        q = urllib.parse.parse_qs(url.query)
+        if url.path == "/metadata/identity/oauth2/token":
+            if self.headers.get("Metadata") != "true":
+                return self.reply(400, b'{"error":"invalid_request","error_description":'
+                                  b'"Required metadata header not specified"}')
+            return self.azure_token(q, "azure")
+        if url.path == "/msi/token":
+            if not ARGS.identity_header or \
+                    self.headers.get("X-IDENTITY-HEADER") != ARGS.identity_header:
+                return self.reply(401, b'{"error":"unauthorized"}')
+            return self.azure_token(q, "appservice")
+        if url.path == "/computeMetadata/v1/instance/service-accounts/default/token":
+            if self.headers.get("Metadata-Flavor") != "Google":
+                return self.reply(403, b"Missing Metadata-Flavor:Google header.",
+                                  ctype="text/html")
+            token, _ = mint("gce")
+            return self.reply(200, json.dumps({"access_token": token,
+                                               "expires_in": ARGS.lifetime,
+                                               "token_type": "Bearer"}).encode())
+        if ARGS.gcs_root:
+            return self.gcs(url, q)
+        self.reply(404)
+
+    do_HEAD = do_GET
+
+    def do_POST(self):
+        url = urllib.parse.urlsplit(self.path)
+        parts = url.path.strip("/").split("/")
+        n = int(self.headers.get("Content-Length", "0"))
+        form = urllib.parse.parse_qs(self.rfile.read(n).decode()) if 0 < n < 65536 else {}
+        one = lambda k: form.get(k, [None])[0]
+        if url.path == "/token":
+            return self.google_token(one)
+        if len(parts) != 4 or parts[1:] != ["oauth2", "v2.0", "token"]:
+            return self.reply(404)
+        bad = lambda code, why: self.reply(code, json.dumps(
+            {"error": why, "error_description": "AADSTS: " + why}).encode())
+        if one("grant_type") != "client_credentials" or \
+                one("scope") != "https://storage.azure.com/.default":
+            return bad(400, "invalid_request")
+        if ARGS.client_id and one("client_id") != ARGS.client_id:
+            return bad(400, "unauthorized_client")
+        if one("client_secret") is not None:
+            if not ARGS.client_secret or one("client_secret") != ARGS.client_secret:
+                return bad(401, "invalid_client")
+            kind = "entra-secret"
+        elif one("client_assertion_type") == \
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer":
+            try:
+                with open(ARGS.assertion_file) as f:
+                    current = f.read().strip()
+            except (OSError, TypeError):
+                current = None
+            if not current or one("client_assertion") != current:
+                return bad(401, "invalid_client")
+            kind = "entra-workload"
+        else:
+            return bad(400, "invalid_request")
+        token, _ = mint(kind)
+        self.reply(200, json.dumps({"token_type": "Bearer", "expires_in": ARGS.lifetime,
+                                    "ext_expires_in": ARGS.lifetime,
+                                    "access_token": token}).encode())
+
+    def google_token(self, one):
+        bad = lambda: self.reply(400, b'{"error":"invalid_grant"}')
+        if one("grant_type") == "refresh_token":
+            if not ARGS.refresh_token or one("refresh_token") != ARGS.refresh_token or \
+                    one("client_id") != ARGS.client_id or \
+                    one("client_secret") != ARGS.client_secret:
+                return bad()
+            kind = "google-refresh"
+        elif one("grant_type") == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            if not self.jwt_valid(one("assertion") or ""):
+                return bad()
+            kind = "google-jwt"
+        else:
+            return bad()
+        token, _ = mint(kind)
+        self.reply(200, json.dumps({"access_token": token, "expires_in": ARGS.lifetime,
+                                    "token_type": "Bearer"}).encode())
+
+    def jwt_valid(self, jwt):
+        parts = jwt.split(".")
+        if len(parts) != 3 or not ARGS.sa_public_key:
+            return False
+        unb64 = lambda t: base64.urlsafe_b64decode(t + "=" * (-len(t) % 4))
+        try:
+            head, claims, sig = json.loads(unb64(parts[0])), json.loads(unb64(parts[1])), \
+                unb64(parts[2])
+        except ValueError:
+            return False
+        d = tempfile.mkdtemp()
+        try:
+            with open(d + "/data", "w") as f:
+                f.write(parts[0] + "." + parts[1])
+            with open(d + "/sig", "wb") as f:
+                f.write(sig)
+            ok = subprocess.run(["openssl", "dgst", "-sha256", "-verify", ARGS.sa_public_key,
+                                 "-signature", d + "/sig", d + "/data"],
+                                capture_output=True).returncode == 0
+        finally:
+            shutil.rmtree(d)
+        me = "http://%s/token" % self.headers.get("Host")
+        return ok and head.get("alg") == "RS256" and claims.get("iss") == ARGS.sa_email and \
+            claims.get("aud") == me and \
+            claims.get("scope") == "https://www.googleapis.com/auth/devstorage.read_only" and \
+            0 < claims.get("exp", 0) - claims.get("iat", 0) <= 3600
+
+    def gcs(self, url, q):
+        if not token_holds(self.headers.get("Authorization")):
+            return self.reply(401, b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>"
+                              b"AuthenticationRequired</Code><Message>Authentication "
+                              b"required.</Message></Error>", ctype="application/xml")
+        parts = urllib.parse.unquote(url.path).lstrip("/").split("/", 1)
+        bucket = parts[0]
+        top = os.path.join(ARGS.gcs_root, bucket)
+        if not bucket or "/" in bucket or bucket.startswith(".") or not os.path.isdir(top):
+            return self.reply(404, b"<Error><Code>NoSuchBucket</Code></Error>",
+                              ctype="application/xml")
+        if len(parts) == 1 or parts[1] == "":
+            return self.listing(top, bucket, q)
+        key = parts[1]
+        path = os.path.realpath(os.path.join(top, key))
+        if not path.startswith(os.path.realpath(top) + "/") or not os.path.isfile(path):
+            return self.reply(404, b"<Error><Code>NoSuchKey</Code></Error>",
+                              ctype="application/xml")
+        with open(path, "rb") as f:
+            data = f.read()
+        st = os.stat(path)
+        etag = '"%s"' % hashlib.md5(data).hexdigest()
+        headers = [("ETag", etag), ("Accept-Ranges", "bytes"),
+                   ("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))]
+        rng = self.headers.get("Range")
+        if rng and rng.startswith("bytes="):
+            first, _, last = rng[6:].partition("-")
+            first = int(first)
+            last = min(int(last) if last else len(data) - 1, len(data) - 1)
+            if first >= len(data):
+                return self.reply(416, headers=[("Content-Range", "bytes */%d" % len(data))])
+            headers.append(("Content-Range", "bytes %d-%d/%d" % (first, last, len(data))))
+            return self.reply(206, data[first:last + 1], headers, "application/octet-stream")
+        self.reply(200, data, headers, "application/octet-stream")
+
+    def listing(self, top, bucket, q):
+        prefix = q.get("prefix", [""])[0]
+        entries, dirs = [], set()
+        for d, _, files in os.walk(top):
+            for name in files:
+                key = os.path.relpath(os.path.join(d, name), top)
+                if not key.startswith(prefix):
+                    continue
+                rest = key[len(prefix):]
+                if "/" in rest:
+                    dirs.add(prefix + rest.split("/", 1)[0] + "/")
+                else:
+                    entries.append(key)
+        out = ["<?xml version='1.0' encoding='UTF-8'?><ListBucketResult>"
+               "<Name>%s</Name><Prefix>%s</Prefix><IsTruncated>false</IsTruncated>"
+               % (escape(bucket), escape(prefix))]
+        for key in sorted(entries):
+            path = os.path.join(top, key)
+            with open(path, "rb") as f:
+                etag = hashlib.md5(f.read()).hexdigest()
+            out.append("<Contents><Key>%s</Key><Size>%d</Size><ETag>\"%s\"</ETag>"
+                       "<LastModified>%s</LastModified></Contents>"
+                       % (escape(key), os.path.getsize(path), etag,
+                          time.strftime("%Y-%m-%dT%H:%M:%S.000Z",
+                                        time.gmtime(os.path.getmtime(path)))))
+        for p in sorted(dirs):
+            out.append("<CommonPrefixes><Prefix>%s</Prefix></CommonPrefixes>" % escape(p))
+        out.append("</ListBucketResult>")
+        self.reply(200, "".join(out).encode(), ctype="application/xml")
+
+    def log_message(self, *args):
+        pass
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("--port-file", required=True)
+    p.add_argument("--port", type=int, default=0)	# 0: any free port
+    p.add_argument("--lifetime", type=int, default=60)
+    p.add_argument("--valid", type=int)
+    p.add_argument("--client-id")
+    p.add_argument("--identity-header")
+    p.add_argument("--gcs-root")
+    p.add_argument("--secret", default=secrets.token_hex(16))
+    p.add_argument("--client-secret")
+    p.add_argument("--assertion-file")
+    p.add_argument("--refresh-token")
+    p.add_argument("--sa-email")
+    p.add_argument("--sa-public-key")
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
+    ARGS = p.parse_args()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    if ARGS.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(ARGS.tls_cert, ARGS.tls_key)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    with open(ARGS.port_file + ".tmp", "w") as f:
+        f.write(str(server.server_address[1]))
+    os.rename(ARGS.port_file + ".tmp", ARGS.port_file)
+    sys.stdout.flush()
+    server.serve_forever()
+
+
+main()
