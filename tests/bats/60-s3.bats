@@ -379,3 +379,31 @@ reads_until_issued() {
 	read_all || fail "a file differs after the recovery"
 	grep -q "renewed; reads go on" "$TILEFS_LOG"
 }
+
+@test "s3: a profile's credential_process (no shell, quoted words), run again before its Expiration" {
+	identity_start 20
+	mkdir -p "$T/dir with space"
+	cp "$TESTS_LIB/aws_identity.py" "$T/dir with space/id.py"
+	printf '[profile proc]\ncredential_process = %s "%s" '"'"'%s'"'"' --process\n' \
+		"$PY" "$T/dir with space/id.py" "$ID" >"$T/config"
+	AWS_CONFIG_FILE=$T/config AWS_PROFILE=proc \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --ttl 0 \
+		--log-level info
+	read_all || fail "a file differs"
+	grep -q "credentials from the credential_process of profile proc" "$TILEFS_LOG" ||
+		grep -q "credential_process of profile proc" "$TILEFS_LOG" || fail "not named in the log"
+	reads_until_issued 3
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+}
+
+@test "s3: a credential_process that fails or prints no Version 1 document fails the mount" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	printf '[profile bad]\ncredential_process = /bin/echo {"Version": 2, "AccessKeyId": "A", "SecretAccessKey": "B"}\n' >"$T/config"
+	AWS_CONFIG_FILE=$T/config AWS_PROFILE=bad \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache" \
+		--log-file "$T/log"
+	assert_eq "$status" 1 "exit status"
+	[[ "$err" == *"tilefs: no AWS credentials from the profile's credential_process"* ]] ||
+		fail "message: $err"
+	[[ "$err" == *"did not print a Version 1"* ]] || fail "the reason is not told: $err"
+}

@@ -25,6 +25,9 @@ Endpoints, as documented by AWS (request and response shapes):
     AssumedRoleUser, Provider, Audience; ResponseMetadata), or an
     <ErrorResponse> with 400 InvalidIdentityToken, MissingParameter or
     InvalidAction.
+  - credential_process: "aws_identity.py DIR --process" prints the AWS
+    CLI's Version 1 document (Version, AccessKeyId, SecretAccessKey,
+    SessionToken, Expiration) of a freshly issued key, and exits 0.
 Left out: IMDSv1, the instance identity documents and every other
 metadata path; the container endpoint's error bodies beyond a status;
 STS's other actions, policies, tags, source identity, and any check of
@@ -226,7 +229,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             k["AccessKeyId"])
 
 
+def process():
+    k = issue()
+    log(f"process issued {k['AccessKeyId']}")
+    print(json.dumps({"Version": 1, "AccessKeyId": k["AccessKeyId"],
+                      "SecretAccessKey": k["SecretAccessKey"], "SessionToken": k["Token"],
+                      "Expiration": iso(k["ExpiresEpoch"])}, indent=2))
+
+
 def main():
+    if sys.argv[2:] == ["--process"]:
+        return process()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     with open(os.path.join(DIR, "port.tmp"), "w") as f:
         f.write(str(server.server_address[1]))

@@ -10,14 +10,16 @@
  * web identity from AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN; the
  * profile AWS_PROFILE (or "default") in AWS_SHARED_CREDENTIALS_FILE
  * (~/.aws/credentials) or AWS_CONFIG_FILE (~/.aws/config): its keys, or
- * its role_arn with web_identity_token_file; a container credentials
+ * its role_arn with web_identity_token_file, or its credential_process;
+ * a container credentials
  * endpoint; the instance metadata service (IMDSv2) unless
  * AWS_EC2_METADATA_DISABLED=true. All but the keys are short-lived and
  * renewed before they expire, on the fetch thread (the only thread that
- * signs once the source is open): aws_creds.c, aws_sts.c.
+ * signs once the source is open): aws_creds.c, aws_sts.c, aws_process.c.
  */
 #include "cache/origin/providers/provider_int.h"
 #include "cache/origin/providers/aws_creds.h"
+#include "cache/origin/providers/aws_process.h"
 #include "cache/origin/providers/aws_sts.h"
 #include "cache/origin/providers/bucket.h"
 #include "cache/base/log.h"
@@ -46,6 +48,7 @@ struct s3_source {
 	struct aws_keys keys;
 	struct aws_renewal renewal;
 	struct aws_web_identity web;	/* renewal.ctx of a web identity */
+	struct aws_process process;	/* renewal.ctx of a credential_process */
 	char credentials_from[160];
 };
 
@@ -109,8 +112,23 @@ static void aws_file(const char *env, const char *name, char *out, size_t size)
 		snprintf(out, size, "%s/.aws/%s", home ? home : "", name);
 }
 
+/* The credential_process of PROFILE (its section SECTION in CONFIG, or
+ * [PROFILE] in CREDS) into s->process: 2, or -ENOENT. */
+static int profile_process(struct s3_source *s, const char *profile, const char *creds,
+			   const char *config, const char *section)
+{
+	struct aws_process *p = &s->process;
+
+	if (ini_get(creds, profile, "credential_process", p->command, sizeof(p->command)) &&
+	    ini_get(config, section, "credential_process", p->command, sizeof(p->command)))
+		return -ENOENT;
+	snprintf(p->profile, sizeof(p->profile), "%s", profile);
+	return 2;
+}
+
 /* Credentials of PROFILE from the shared files; region too if given there.
- * 0 (keys), 1 (a web identity role: s->web), -ENOENT or -EINVAL. */
+ * 0 (keys), 1 (a web identity role: s->web), 2 (a credential_process:
+ * s->process), -ENOENT or -EINVAL. */
 static int from_profile(struct s3_source *s, const char *profile, bool *region_found)
 {
 	char creds[2048], config[2048], section[256];
@@ -138,7 +156,7 @@ static int from_profile(struct s3_source *s, const char *profile, bool *region_f
 		sect = section;
 		if (ini_get(config, section, "aws_access_key_id", k->access_key,
 			    sizeof(k->access_key)))
-			return -ENOENT;
+			return profile_process(s, profile, creds, config, section);
 	}
 	if (ini_get(file, sect, "aws_secret_access_key", k->secret_key, sizeof(k->secret_key)))
 		return -EINVAL;
@@ -243,6 +261,9 @@ static int find_credentials(struct s3_source *s, bool no_sign, bool *region_foun
 		return start_renewable(s, aws_web_identity_fetch, &s->web,
 				       "STS for the profile's web_identity_token_file", err,
 				       err_size);
+	if (rc == 2)
+		return start_renewable(s, aws_process_fetch, &s->process,
+				       "the profile's credential_process", err, err_size);
 	if (rc == -EINVAL) {
 		snprintf(err, err_size, "profile '%s' has aws_access_key_id but no "
 			 "aws_secret_access_key (check ~/.aws/credentials)",
