@@ -407,3 +407,29 @@ reads_until_issued() {
 		fail "message: $err"
 	[[ "$err" == *"did not print a Version 1"* ]] || fail "the reason is not told: $err"
 }
+
+@test "s3: a profile's role_arn with source_profile: AssumeRole signed by the source's keys" {
+	identity_start
+	echo "AKIDSOURCE src/Secret+Key" >"$ID/source-keys"
+	printf '[base]\naws_access_key_id = AKIDSOURCE\naws_secret_access_key = src/Secret+Key\n' >"$T/creds"
+	printf '[profile reader]\nrole_arn = arn:aws:iam::123456789012:role/reader\nsource_profile = base\nrole_session_name = bats-assume\n' >"$T/config"
+	AWS_SHARED_CREDENTIALS_FILE=$T/creds AWS_CONFIG_FILE=$T/config AWS_PROFILE=reader \
+	AWS_ENDPOINT_URL_STS=$ID_URL \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --log-level info
+	read_all || fail "a file differs"
+	grep -q "sts assume-role session=bats-assume" "$ID/log" || fail "emulator log: $(cat "$ID/log")"
+	assert_eq "$(grep -c '^sts GET / 200 issued' "$ID/log")" 1 "AssumeRole answers"
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+	grep -q "profile reader (role arn:aws:iam::123456789012:role/reader, source_profile base)" \
+		"$TILEFS_LOG" || fail "the log does not name the role"
+	# a source profile whose secret STS does not know: the signature is refused
+	tilefs_umount "$MNT"
+	echo "AKIDSOURCE another-secret" >"$ID/source-keys"
+	AWS_SHARED_CREDENTIALS_FILE=$T/creds AWS_CONFIG_FILE=$T/config AWS_PROFILE=reader \
+	AWS_ENDPOINT_URL_STS=$ID_URL \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" \
+		--cache-dir "$T/cache2"
+	assert_eq "$status" 1 "exit status with a bad signature"
+	[[ "$err" == *"STS AssumeRole for the profile's role_arn"* ]] || fail "message: $err"
+	grep -q "sts GET / 403" "$ID/log"
+}

@@ -92,12 +92,12 @@ static int endpoint_header(void *line, const struct http_attempt *a,
 	return 0;
 }
 
-int aws_endpoint_call(const char *url, const char *name, const char *method, char *header,
-		      struct aws_endpoint_body *out)
+int aws_endpoint_call_signed(const char *url, const char *name, const char *method,
+			     http_sign_fn sign, void *signer, struct aws_endpoint_body *out)
 {
 	struct http_config cfg;
 	struct http_request req = { .url = url, .log_name = name, .method = method,
-				    .sign = endpoint_header, .signer = header };
+				    .sign = sign, .signer = signer };
 	int err;
 
 	out->len = 0;
@@ -123,6 +123,12 @@ int aws_endpoint_call(const char *url, const char *name, const char *method, cha
 		free(req.body);
 	}
 	return err;
+}
+
+int aws_endpoint_call(const char *url, const char *name, const char *method, char *header,
+		      struct aws_endpoint_body *out)
+{
+	return aws_endpoint_call_signed(url, name, method, endpoint_header, header, out);
 }
 
 /* The length of the first line of TEXT: up to its first control character

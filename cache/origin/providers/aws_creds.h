@@ -15,6 +15,8 @@
 #ifndef TILEFS_AWS_CREDS_H
 #define TILEFS_AWS_CREDS_H
 
+#include "cache/origin/http.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
@@ -47,6 +49,9 @@ struct aws_endpoint_body {
  */
 int aws_endpoint_call(const char *url, const char *name, const char *method, char *header,
 		      struct aws_endpoint_body *out);
+/* The same, each attempt signed by SIGN(SIGNER, ...) instead (see http.h). */
+int aws_endpoint_call_signed(const char *url, const char *name, const char *method,
+			     http_sign_fn sign, void *signer, struct aws_endpoint_body *out);
 
 /* "2026-11-25T03:00:00Z", with optional fractional seconds or +00:00, as
  * a time; 0 when it is not one. */
