@@ -93,6 +93,14 @@ typedef int (*http_sign_fn)(void *signer, const struct http_attempt *a,
 typedef bool (*http_describe_fn)(const char *body, size_t len, char *reason, size_t size);
 
 /*
+ * Did the origin refuse an attempt's credentials as expired or revoked
+ * (STATUS, the start of its error BODY as for http_describe_fn)? True:
+ * the signer (SIGNER, req->signer) renews them before it signs again, and
+ * the request is tried once more, as a retry. Called on the fetch thread.
+ */
+typedef bool (*http_rejected_fn)(void *signer, long status, const char *body, size_t len);
+
+/*
  * Take LEN bytes of a ranged body that belong at AT bytes past req->off,
  * instead of their being copied into req->body. AT grows from 0 as the
  * bytes come; it starts at 0 again when an origin answers a resumed range
@@ -128,6 +136,7 @@ struct http_request {
 	http_sign_fn sign;		/* NULL: anonymous */
 	void *signer;
 	http_describe_fn describe_error; /* NULL: an error is its status alone */
+	http_rejected_fn credentials_rejected; /* NULL: no credential expires */
 	struct tier *tier;		/* NULL: connect to the URL's host; else
 					   send it through this cache tier while
 					   the tier answers (see tier.h); set by
@@ -158,6 +167,7 @@ struct http_request {
 	bool cut_short;			/* we ended a 200 after the bytes asked for */
 	int sink_err;			/* the sink's error, which ended the body */
 	bool signed_attempt;		/* the signer added headers: no redirects */
+	bool renewed;			/* credentials_rejected() said true once */
 	bool via_tier;			/* this attempt went to req->tier */
 	bool skip_tier;			/* the tier answered a redirect: the
 					   store directly from now on */

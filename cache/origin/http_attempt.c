@@ -396,6 +396,12 @@ int attempt_verdict(struct http_request *req, CURLcode code)
 		} else {
 			req->error[n] = '\0';
 		}
+		/* expired or revoked credentials: renewed, and tried once more */
+		if (req->credentials_rejected && req->signed_attempt && !req->renewed &&
+		    req->credentials_rejected(req->signer, status, req->error_body, req->error_len)) {
+			req->renewed = true;
+			return -EAGAIN;
+		}
 		if (status == 404 || status == 410)
 			return -ENOENT;
 		if (status == 401 || status == 403)

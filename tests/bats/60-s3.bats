@@ -433,3 +433,38 @@ reads_until_issued() {
 	[[ "$err" == *"STS AssumeRole for the profile's role_arn"* ]] || fail "message: $err"
 	grep -q "sts GET / 403" "$ID/log"
 }
+
+# keys_older_than S: the last key the emulator issued is over S seconds old
+keys_older_than() {
+	[ $(($(date +%s) - $(stat -c %Y "$ID/keys.json"))) -gt "$1" ]
+}
+
+@test "s3: keys the store refuses as expired (400 ExpiredToken) are renewed once and the read retried" {
+	identity_start
+	echo "container-token-x" >"$ID/auth-token"
+	local first second
+	first=$(sed -n 1p "$T/list")
+	second=$(sed -n 2p "$T/list")
+	AWS_CONTAINER_CREDENTIALS_FULL_URI=$ID_URL/v2/credentials/task-x \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN=container-token-x \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --log-level info
+	cmp "$SAMPLES/$first" "$MNT/$first"
+	assert_eq "$(issued)" 1 "credentials issued before the revocation"
+	# the store now takes every key issued so far for expired, long before
+	# the Expiration the endpoint gave (a revoked session, a skewed clock)
+	wait_until "keys old enough to be renewed on a refusal" keys_older_than 6
+	"$PY" - "$ID/keys.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in d["keys"]:
+    k["ExpiresEpoch"] = 0
+json.dump(d, open(sys.argv[1], "w"))
+PY
+	cmp "$SAMPLES/$second" "$MNT/$second" || fail "the read after the revocation failed"
+	assert_eq "$(issued)" 2 "credentials issued (one renewal)"
+	grep -q "ExpiredToken" "$T/store.log" || awk '$4 == 400' "$T/store.log" | grep -q . ||
+		fail "the store never refused a key"
+	grep -q "refused the credentials from the container credentials endpoint .* as expired or revoked" \
+		"$TILEFS_LOG" || fail "no log line"
+	read_all || fail "a file differs"
+}

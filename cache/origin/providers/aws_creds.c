@@ -384,8 +384,25 @@ out:
 	return err;
 }
 
+bool aws_renewal_rejected(struct aws_renewal *r, const struct aws_keys *keys, time_t now)
+{
+	if (!r->fetch)
+		return false;
+	if (now - keys->obtained >= 5 && !r->rejected) {
+		log_warn("s3: the store refused the credentials from %s as expired or revoked; "
+			 "renewing them", r->from);
+		r->rejected = true;
+		r->next_try = 0;
+	}
+	return true;
+}
+
 int aws_renewal_check(struct aws_renewal *r, struct aws_keys *keys, time_t now)
 {
+	if (r->rejected && r->fetch) {
+		r->rejected = false;
+		aws_renewal_force(r, keys, now);
+	}
 	if (!keys->expires)
 		return 0;
 	if (r->fetch && now >= aws_renew_at(keys->obtained, keys->expires) &&

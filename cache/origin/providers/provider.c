@@ -160,5 +160,6 @@ void source_prepare(struct source *src, struct http_request *req)
 	req->sign = own ? src->provider->sign : NULL;
 	req->signer = own ? src : NULL;
 	req->describe_error = src->provider->describe_error;
+	req->credentials_rejected = own ? src->provider->credentials_rejected : NULL;
 	req->tier = own ? src->tier : NULL;
 }

@@ -43,6 +43,9 @@ struct provider {
 	/* Read why a request failed from an error body (see http.h); NULL:
 	 * the status alone. */
 	http_describe_fn describe_error;
+	/* Did the origin refuse the credentials as expired or revoked (see
+	 * http.h)? NULL: credentials that do not expire. */
+	http_rejected_fn credentials_rejected;
 };
 
 /*

@@ -26,6 +26,7 @@
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
 #include "cache/origin/url.h"
+#include "cache/origin/xml.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -472,6 +473,23 @@ static int s3_sign(void *signer, const struct http_attempt *a, struct curl_slist
 			   s->requester_pays ? 1 : 0, headers);
 }
 
+/* S3 refuses expired or revoked temporary credentials with 400
+ * ExpiredToken, InvalidToken or TokenRefreshRequired (403 for some
+ * compatible servers). */
+static bool s3_credentials_rejected(void *signer, long status, const char *body, size_t len)
+{
+	struct s3_source *s = signer;
+	struct xml_span doc = { body, len };
+	char code[64];
+
+	if ((status != 400 && status != 403) || !xml_text(doc, "Code", code, sizeof(code)))
+		return false;
+	if (strcmp(code, "ExpiredToken") != 0 && strcmp(code, "InvalidToken") != 0 &&
+	    strcmp(code, "TokenRefreshRequired") != 0)
+		return false;
+	return aws_renewal_rejected(&s->renewal, &s->keys, time(NULL));
+}
+
 const struct provider provider_s3 = {
 	.name = "s3",
 	.matches = s3_matches,
@@ -482,4 +500,5 @@ const struct provider provider_s3 = {
 	.parse_listing = s3_parse_listing,
 	.sign = s3_sign,
 	.describe_error = provider_xml_error,
+	.credentials_rejected = s3_credentials_rejected,
 };
