@@ -468,3 +468,21 @@ PY
 		"$TILEFS_LOG" || fail "no log line"
 	read_all || fail "a file differs"
 }
+
+@test "s3: warm with web identity credentials fills the cache; a mount on it reads without a data GET" {
+	identity_start
+	echo "oidc-token-w" >"$ID/web-token"
+	echo "oidc-token-w" >"$T/web-token"
+	export AWS_WEB_IDENTITY_TOKEN_FILE=$T/web-token AWS_ROLE_ARN=arn:aws:iam::123456789012:role/reader
+	export AWS_ENDPOINT_URL_STS=$ID_URL
+	tilefs_run warm --cache-dir "$T/wcache" --endpoint "$STORE_URL" --from-file "$T/list" "s3://eo"
+	assert_eq "$status" 0 "exit status of warm: $err"
+	[[ $out == *"0 failed"* ]] || fail "warm says: $out"
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+	local gets
+	gets=$(awk '$4 == 206' "$T/store.log" | wc -l)
+	[ "$gets" -gt 0 ] || fail "warm fetched nothing"
+	tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --cache-dir "$T/wcache"
+	read_all || fail "a file differs"
+	assert_eq "$(awk '$4 == 206' "$T/store.log" | wc -l)" "$gets" "ranged GETs through the mount"
+}
