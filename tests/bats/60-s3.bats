@@ -46,6 +46,21 @@ identity_start() {
 	(cd "$SAMPLES" && find . -type f | sed 's|^\./||' | sort) >"$T/list"
 }
 
+# no_issued_secret FILE...: no secret key or session token the emulator
+# issued appears in FILE
+no_issued_secret() {
+	"$PY" - "$ID/keys.json" "$@" <<'PY'
+import json, sys
+keys = json.load(open(sys.argv[1]))["keys"]
+for path in sys.argv[2:]:
+    text = open(path, errors="replace").read()
+    for k in keys:
+        for secret in (k["SecretAccessKey"], k["Token"], k["Token"][:40]):
+            if secret in text:
+                sys.exit(f"{path} holds an issued secret")
+PY
+}
+
 # issued: credentials the emulator has issued so far
 issued() {
 	grep -c ' issued ' "$ID/log" 2>/dev/null || true
@@ -290,6 +305,9 @@ PY
 		"$TILEFS_LOG" || fail "the log does not say where the credentials came from"
 	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
 	! grep -q "oidc-token-1" "$TILEFS_LOG" "$T/tilefs-state.1/stderr"
+	no_issued_secret "$TILEFS_LOG" "$T/tilefs-state.1/stderr"
+	tilefs_umount "$MNT"
+	no_issued_secret "$TILEFS_LOG" $(find "$T/cache" -type f)
 }
 
 @test "s3: web identity from a profile (role_arn, web_identity_token_file), STS at AWS_ENDPOINT_URL" {
@@ -336,7 +354,8 @@ reads_until_issued() {
 	echo "container-token-a" >"$T/token"
 	AWS_CONTAINER_CREDENTIALS_FULL_URI=$ID_URL/v2/credentials/task-r \
 	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=$T/token \
-		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --ttl 0
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --ttl 0 \
+		--log-level debug
 	reads_until_issued 3
 	# the token rotates: the next renewal must read the new one
 	echo "container-token-b" >"$T/token"
@@ -346,6 +365,8 @@ reads_until_issued() {
 	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
 	[ "$(awk '$4 == 200' "$T/store.log" | wc -l)" -gt 10 ] || fail "few signed requests reached the store"
 	! grep -q "have expired" "$TILEFS_LOG"
+	! grep -q "container-token-" "$TILEFS_LOG"
+	no_issued_secret "$TILEFS_LOG"
 }
 
 @test "s3: STS down past the credentials' life: EACCES and a log line naming it, then recovery" {

@@ -4,7 +4,8 @@
  * process: no code runs between fork and exec), its standard input
  * /dev/null, its standard output a pipe read with a bound and a deadline,
  * its standard error tilefs's own (the command's messages are its own
- * business; its output, which holds the secret, is never logged).
+ * business; its output, which holds the secret, is never logged), and no
+ * other descriptor.
  */
 #include "cache/origin/providers/aws_process.h"
 #include "cache/base/log.h"
@@ -133,8 +134,11 @@ int aws_process_fetch(const void *ctx, struct aws_keys *out, char *from, size_t 
 	err = -posix_spawn_file_actions_init(&actions);
 	if (err)
 		goto close_pipe;
+	/* nothing of the daemon's (the FUSE device, sockets, the index) but
+	   its standard error reaches the command */
 	if (posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0) ||
-	    posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1)) {
+	    posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1) ||
+	    posix_spawn_file_actions_addclosefrom_np(&actions, 3)) {
 		err = -ENOMEM;
 		goto free_actions;
 	}
