@@ -203,10 +203,13 @@ static void on_attempt_done(struct http_client *c, struct http_request *req, CUR
 	if (verdict == 0 && !req->first_etag[0] && req->etag[0])
 		memcpy(req->first_etag, req->etag, sizeof(req->etag));
 	attempt_end(c, req);
-	/* refused credentials, renewed by the signer: one more attempt, now */
-	if (verdict == -EACCES && req->refused && req->signed_attempt &&
-	    !req->refusal_retried && req->refused(req->signer, req->status)) {
-		req->refusal_retried = true;
+	/* expired or revoked credentials, renewed by the signer: one more
+	   attempt, now */
+	if (verdict < 0 && req->status >= 400 && req->status < 500 &&
+	    req->credentials_rejected && req->signed_attempt && !req->renewed &&
+	    req->credentials_rejected(req->signer, req->status, req->error_body,
+				      req->error_len)) {
+		req->renewed = true;
 		log_info("sending %s again with renewed credentials", req->log_name);
 		start_or_fail(c, req);
 		return;
@@ -415,6 +418,7 @@ static void request_reset(struct http_request *req, size_t max_body)
 	req->etag[0] = req->last_modified[0] = req->error[0] = '\0';
 	req->first_etag[0] = '\0';
 	req->skip_tier = false;
+	req->renewed = false;
 	req->easy = NULL;
 	req->sent_headers = NULL;
 	req->max_body = max_body;

@@ -84,14 +84,6 @@ typedef int (*http_sign_fn)(void *signer, const struct http_attempt *a,
 			    struct curl_slist **headers);
 
 /*
- * The origin refused a signed attempt's credentials (HTTP 401 or 403,
- * STATUS): return true when the signer renewed them and the request should
- * be sent once more, false to fail it with -EACCES. Called on the fetch
- * thread, at most once per request.
- */
-typedef bool (*http_refused_fn)(void *signer, long status);
-
-/*
  * Say why an error response failed, from the start of its body (LEN bytes
  * at BODY, NUL-terminated, at most sizeof(error_body) - 1): true with a
  * short reason in REASON (cut to SIZE), which the message shows as
@@ -99,6 +91,16 @@ typedef bool (*http_refused_fn)(void *signer, long status);
  * knows how its origin words errors. Called on the fetch thread.
  */
 typedef bool (*http_describe_fn)(const char *body, size_t len, char *reason, size_t size);
+
+/*
+ * Did the origin refuse a signed attempt's credentials as expired or
+ * revoked (a 4xx STATUS, the start of its error BODY as for
+ * http_describe_fn: S3 answers 400 ExpiredToken, Azure 401, Azurite 403,
+ * GCS 401)? True: the signer (SIGNER, req->signer) has renewed them, and
+ * the request is sent once more at once, not counted as a retry. Called
+ * on the fetch thread, at most once per request.
+ */
+typedef bool (*http_rejected_fn)(void *signer, long status, const char *body, size_t len);
 
 /*
  * Take LEN bytes of a ranged body that belong at AT bytes past req->off,
@@ -138,8 +140,8 @@ struct http_request {
 				   have, when it has no ETag (or NULL) */
 	http_sign_fn sign;		/* NULL: anonymous */
 	void *signer;
-	http_refused_fn refused;	/* NULL: a refusal is final */
 	http_describe_fn describe_error; /* NULL: an error is its status alone */
+	http_rejected_fn credentials_rejected; /* NULL: no credential expires */
 	struct tier *tier;		/* NULL: connect to the URL's host; else
 					   send it through this cache tier while
 					   the tier answers (see tier.h); set by
@@ -170,7 +172,7 @@ struct http_request {
 	bool cut_short;			/* we ended a 200 after the bytes asked for */
 	int sink_err;			/* the sink's error, which ended the body */
 	bool signed_attempt;		/* the signer added headers: no redirects */
-	bool refusal_retried;		/* refused() said to send it once more */
+	bool renewed;			/* credentials_rejected() said true once */
 	bool via_tier;			/* this attempt went to req->tier */
 	bool skip_tier;			/* the tier answered a redirect: the
 					   store directly from now on */

@@ -47,6 +47,21 @@ identity_start() {
 	(cd "$SAMPLES" && find . -type f | sed 's|^\./||' | sort) >"$T/list"
 }
 
+# no_issued_secret FILE...: no secret key or session token the emulator
+# issued appears in FILE
+no_issued_secret() {
+	"$PY" - "$ID/keys.json" "$@" <<'PY'
+import json, sys
+keys = json.load(open(sys.argv[1]))["keys"]
+for path in sys.argv[2:]:
+    text = open(path, errors="replace").read()
+    for k in keys:
+        for secret in (k["SecretAccessKey"], k["Token"], k["Token"][:40]):
+            if secret in text:
+                sys.exit(f"{path} holds an issued secret")
+PY
+}
+
 # issued: credentials the emulator has issued so far
 issued() {
 	grep -c ' issued ' "$ID/log" 2>/dev/null || true
@@ -395,6 +410,9 @@ PY
 		"$TILEFS_LOG" || fail "the log does not say where the credentials came from"
 	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
 	! grep -q "oidc-token-1" "$TILEFS_LOG" "$T/tilefs-state.1/stderr"
+	no_issued_secret "$TILEFS_LOG" "$T/tilefs-state.1/stderr"
+	tilefs_umount "$MNT"
+	no_issued_secret "$TILEFS_LOG" $(find "$T/cache" -type f)
 }
 
 @test "s3: web identity from a profile (role_arn, web_identity_token_file), STS at AWS_ENDPOINT_URL" {
@@ -441,7 +459,8 @@ reads_until_issued() {
 	echo "container-token-a" >"$T/token"
 	AWS_CONTAINER_CREDENTIALS_FULL_URI=$ID_URL/v2/credentials/task-r \
 	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=$T/token \
-		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --ttl 0
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --ttl 0 \
+		--log-level debug
 	reads_until_issued 3
 	# the token rotates: the next renewal must read the new one
 	echo "container-token-b" >"$T/token"
@@ -451,6 +470,8 @@ reads_until_issued() {
 	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
 	[ "$(awk '$4 == 200' "$T/store.log" | wc -l)" -gt 10 ] || fail "few signed requests reached the store"
 	! grep -q "have expired" "$TILEFS_LOG"
+	! grep -q "container-token-" "$TILEFS_LOG"
+	no_issued_secret "$TILEFS_LOG"
 }
 
 @test "s3: STS down past the credentials' life: EACCES and a log line naming it, then recovery" {
@@ -483,4 +504,111 @@ reads_until_issued() {
 	done
 	read_all || fail "a file differs after the recovery"
 	grep -q "renewed; reads go on" "$TILEFS_LOG"
+}
+
+@test "s3: a profile's credential_process (no shell, quoted words), run again before its Expiration" {
+	identity_start 20
+	mkdir -p "$T/dir with space"
+	cp "$TESTS_LIB/aws_identity.py" "$T/dir with space/id.py"
+	printf '[profile proc]\ncredential_process = %s "%s" '"'"'%s'"'"' --process\n' \
+		"$PY" "$T/dir with space/id.py" "$ID" >"$T/config"
+	AWS_CONFIG_FILE=$T/config AWS_PROFILE=proc \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --ttl 0 \
+		--log-level info
+	read_all || fail "a file differs"
+	grep -q "credentials from the credential_process of profile proc" "$TILEFS_LOG" ||
+		grep -q "credential_process of profile proc" "$TILEFS_LOG" || fail "not named in the log"
+	reads_until_issued 3
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+}
+
+@test "s3: a credential_process that fails or prints no Version 1 document fails the mount" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	printf '[profile bad]\ncredential_process = /bin/echo {"Version": 2, "AccessKeyId": "A", "SecretAccessKey": "B"}\n' >"$T/config"
+	AWS_CONFIG_FILE=$T/config AWS_PROFILE=bad \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache" \
+		--log-file "$T/log"
+	assert_eq "$status" 1 "exit status"
+	[[ "$err" == *"tilefs: no AWS credentials from the profile's credential_process"* ]] ||
+		fail "message: $err"
+	[[ "$err" == *"did not print a Version 1"* ]] || fail "the reason is not told: $err"
+}
+
+@test "s3: a profile's role_arn with source_profile: AssumeRole signed by the source's keys" {
+	identity_start
+	echo "AKIDSOURCE src/Secret+Key" >"$ID/source-keys"
+	printf '[base]\naws_access_key_id = AKIDSOURCE\naws_secret_access_key = src/Secret+Key\n' >"$T/creds"
+	printf '[profile reader]\nrole_arn = arn:aws:iam::123456789012:role/reader\nsource_profile = base\nrole_session_name = bats-assume\n' >"$T/config"
+	AWS_SHARED_CREDENTIALS_FILE=$T/creds AWS_CONFIG_FILE=$T/config AWS_PROFILE=reader \
+	AWS_ENDPOINT_URL_STS=$ID_URL \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --log-level info
+	read_all || fail "a file differs"
+	grep -q "sts assume-role session=bats-assume" "$ID/log" || fail "emulator log: $(cat "$ID/log")"
+	assert_eq "$(grep -c '^sts GET / 200 issued' "$ID/log")" 1 "AssumeRole answers"
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+	grep -q "profile reader (role arn:aws:iam::123456789012:role/reader, source_profile base)" \
+		"$TILEFS_LOG" || fail "the log does not name the role"
+	# a source profile whose secret STS does not know: the signature is refused
+	tilefs_umount "$MNT"
+	echo "AKIDSOURCE another-secret" >"$ID/source-keys"
+	AWS_SHARED_CREDENTIALS_FILE=$T/creds AWS_CONFIG_FILE=$T/config AWS_PROFILE=reader \
+	AWS_ENDPOINT_URL_STS=$ID_URL \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" \
+		--cache-dir "$T/cache2"
+	assert_eq "$status" 1 "exit status with a bad signature"
+	[[ "$err" == *"STS AssumeRole for the profile's role_arn"* ]] || fail "message: $err"
+	grep -q "sts GET / 403" "$ID/log"
+}
+
+# keys_older_than S: the last key the emulator issued is over S seconds old
+keys_older_than() {
+	[ $(($(date +%s) - $(stat -c %Y "$ID/keys.json"))) -gt "$1" ]
+}
+
+@test "s3: keys the store refuses as expired (400 ExpiredToken) are renewed once and the read retried" {
+	identity_start
+	echo "container-token-x" >"$ID/auth-token"
+	local first second
+	first=$(sed -n 1p "$T/list")
+	second=$(sed -n 2p "$T/list")
+	AWS_CONTAINER_CREDENTIALS_FULL_URI=$ID_URL/v2/credentials/task-x \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN=container-token-x \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --log-level info
+	cmp "$SAMPLES/$first" "$MNT/$first"
+	assert_eq "$(issued)" 1 "credentials issued before the revocation"
+	# the store now takes every key issued so far for expired, long before
+	# the Expiration the endpoint gave (a revoked session, a skewed clock)
+	wait_until "keys old enough to be renewed on a refusal" keys_older_than 6
+	"$PY" - "$ID/keys.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in d["keys"]:
+    k["ExpiresEpoch"] = 0
+json.dump(d, open(sys.argv[1], "w"))
+PY
+	cmp "$SAMPLES/$second" "$MNT/$second" || fail "the read after the revocation failed"
+	assert_eq "$(issued)" 2 "credentials issued (one renewal)"
+	grep -q "ExpiredToken" "$T/store.log" || awk '$4 == 400' "$T/store.log" | grep -q . ||
+		fail "the store never refused a key"
+	grep -q "refused the credentials from the container credentials endpoint .* as expired or revoked" \
+		"$TILEFS_LOG" || fail "no log line"
+	read_all || fail "a file differs"
+}
+
+@test "s3: warm with web identity credentials fills the cache; a mount on it reads without a data GET" {
+	identity_start
+	echo "oidc-token-w" >"$ID/web-token"
+	echo "oidc-token-w" >"$T/web-token"
+	export AWS_WEB_IDENTITY_TOKEN_FILE=$T/web-token AWS_ROLE_ARN=arn:aws:iam::123456789012:role/reader
+	export AWS_ENDPOINT_URL_STS=$ID_URL
+	tilefs_run warm --cache-dir "$T/wcache" --endpoint "$STORE_URL" --from-file "$T/list" "s3://eo"
+	assert_eq "$status" 0 "exit status of warm: $err"
+	[[ $out == *"0 failed"* ]] || fail "warm says: $out"
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+	local gets
+	gets=$(awk '$4 == 206' "$T/store.log" | wc -l)
+	[ "$gets" -gt 0 ] || fail "warm fetched nothing"
+	tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --cache-dir "$T/wcache"
+	read_all || fail "a file differs"
+	assert_eq "$(awk '$4 == 206' "$T/store.log" | wc -l)" "$gets" "ranged GETs through the mount"
 }

@@ -25,6 +25,15 @@ Endpoints, as documented by AWS (request and response shapes):
     AssumedRoleUser, Provider, Audience; ResponseMetadata), or an
     <ErrorResponse> with 400 InvalidIdentityToken, MissingParameter or
     InvalidAction.
+  - credential_process: "aws_identity.py DIR --process" prints the AWS
+    CLI's Version 1 document (Version, AccessKeyId, SecretAccessKey,
+    SessionToken, Expiration) of a freshly issued key, and exits 0.
+  - STS AssumeRole: the same Query API, Action=AssumeRole, Version,
+    RoleArn, RoleSessionName, DurationSeconds optional, signed with
+    Signature V4 (service sts) by the keys in DIR/source-keys ("ID SECRET"):
+    the signature is checked with botocore over the headers the request
+    names in SignedHeaders (403 SignatureDoesNotMatch otherwise); answers
+    the documented <AssumeRoleResponse> (Credentials, AssumedRoleUser).
 Left out: IMDSv1, the instance identity documents and every other
 metadata path; the container endpoint's error bodies beyond a status;
 STS's other actions, policies, tags, source identity, and any check of
@@ -42,6 +51,7 @@ issued: AccessKeyId, SecretAccessKey, Token, ExpiresEpoch), log (one line
 per request: ENDPOINT METHOD PATH STATUS [issued AKID]; no secret).
 """
 import base64
+import re
 import datetime
 import http.server
 import json
@@ -161,10 +171,36 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 f'</ErrorResponse>').encode()
         self.reply("sts", status, body, ctype="text/xml")
 
+    def signature_ok(self):
+        """Is this request signed (SigV4, sts) by DIR/source-keys?"""
+        import botocore.auth
+        import botocore.awsrequest
+        import botocore.credentials
+        from unittest import mock
+        ours = self.headers.get("Authorization", "")
+        m = re.match(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/sts/aws4_request, "
+                     r"SignedHeaders=([^,]+), Signature=[0-9a-f]{64}$", ours)
+        keys = (read("source-keys") or "").split()
+        if not m or len(keys) != 2 or m.group(1) != keys[0]:
+            return False
+        creds = botocore.credentials.Credentials(keys[0], keys[1])
+        signed = m.group(4).split(";")
+        headers = {h: self.headers.get(h, "") for h in signed if h != "host"}
+        req = botocore.awsrequest.AWSRequest(
+            method=self.command, url=f"http://{self.headers.get('Host')}{self.path}",
+            headers={k: v for k, v in headers.items() if k != "x-amz-date"})
+        stamp = datetime.datetime.strptime(self.headers.get("x-amz-date", ""), "%Y%m%dT%H%M%SZ")
+        with mock.patch("botocore.auth.datetime") as fake:
+            fake.datetime.utcnow.return_value = stamp
+            botocore.auth.SigV4Auth(creds, "sts", m.group(3)).add_auth(req)
+        return req.headers["Authorization"] == ours
+
     def sts(self, q):
         one = {k: v[0] for k, v in q.items()}
+        if one.get("Action") == "AssumeRole":
+            return self.assume_role(one)
         if one.get("Action") != "AssumeRoleWithWebIdentity":
-            return self.sts_error(400, "InvalidAction", "only AssumeRoleWithWebIdentity")
+            return self.sts_error(400, "InvalidAction", "only AssumeRole(WithWebIdentity)")
         for p in ("Version", "RoleArn", "RoleSessionName", "WebIdentityToken"):
             if p not in one:
                 return self.sts_error(400, "MissingParameter", f"{p} is missing")
@@ -226,7 +262,48 @@ class Handler(http.server.BaseHTTPRequestHandler):
             k["AccessKeyId"])
 
 
+    def assume_role(self, one):
+        for p in ("Version", "RoleArn", "RoleSessionName"):
+            if p not in one:
+                return self.sts_error(400, "MissingParameter", f"{p} is missing")
+        if not self.signature_ok():
+            return self.sts_error(403, "SignatureDoesNotMatch", "the signature does not match")
+        k = issue()
+        session = one["RoleSessionName"]
+        body = f"""<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <AssumeRoleResult>
+    <AssumedRoleUser>
+      <Arn>arn:aws:sts::123456789012:assumed-role/{escape(one["RoleArn"].rsplit("/", 1)[-1])}/{escape(session)}</Arn>
+      <AssumedRoleId>ARO123EXAMPLE123:{escape(session)}</AssumedRoleId>
+    </AssumedRoleUser>
+    <Credentials>
+      <AccessKeyId>{k["AccessKeyId"]}</AccessKeyId>
+      <SecretAccessKey>{escape(k["SecretAccessKey"])}</SecretAccessKey>
+      <SessionToken>{escape(k["Token"])}</SessionToken>
+      <Expiration>{iso(k["ExpiresEpoch"])}</Expiration>
+    </Credentials>
+    <PackedPolicySize>6</PackedPolicySize>
+  </AssumeRoleResult>
+  <ResponseMetadata>
+    <RequestId>{secrets.token_hex(16)}</RequestId>
+  </ResponseMetadata>
+</AssumeRoleResponse>
+""".encode()
+        log(f"sts assume-role session={session}")
+        self.reply("sts", 200, body, k["AccessKeyId"], ctype="text/xml")
+
+
+def process():
+    k = issue()
+    log(f"process issued {k['AccessKeyId']}")
+    print(json.dumps({"Version": 1, "AccessKeyId": k["AccessKeyId"],
+                      "SecretAccessKey": k["SecretAccessKey"], "SessionToken": k["Token"],
+                      "Expiration": iso(k["ExpiresEpoch"])}, indent=2))
+
+
 def main():
+    if sys.argv[2:] == ["--process"]:
+        return process()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     with open(os.path.join(DIR, "port.tmp"), "w") as f:
         f.write(str(server.server_address[1]))

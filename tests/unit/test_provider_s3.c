@@ -9,6 +9,8 @@
  */
 #include "cache/origin/http.h"
 #include "cache/origin/providers/provider_int.h"
+#include "cache/origin/providers/aws_creds.h"
+#include "cache/origin/providers/aws_process.h"
 #include "check.h"
 
 #include <curl/curl.h>
@@ -58,7 +60,10 @@ static void clear_env(void)
 	const char *vars[] = { "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 			       "AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION",
 			       "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
-			       "GOOGLE_OAUTH_ACCESS_TOKEN", "GS_ACCESS_KEY_ID", "GS_SECRET_ACCESS_KEY" };
+			       "GOOGLE_OAUTH_ACCESS_TOKEN", "GS_ACCESS_KEY_ID", "GS_SECRET_ACCESS_KEY",
+			       "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
+			       "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+			       "AWS_CONTAINER_CREDENTIALS_FULL_URI" };
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
 	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
@@ -233,5 +238,42 @@ int main(int argc, char **argv)
 	      "error body without a message: %s", reason);
 	CHECK(!provider_xml_error("<html>503</html>", 16, reason, sizeof(reason)),
 	      "a page without <Code> says nothing");
+
+	/* credential_process: words as a shell splits them, without one */
+	char words[256], *av[8];
+	CHECK(aws_process_split(" /opt/my tool  \"a b\\\"c\" 'd \\e' f\\ g ", words,
+				sizeof(words), av, 8) == 5 && strcmp(av[0], "/opt/my") == 0 &&
+	      strcmp(av[1], "tool") == 0 && strcmp(av[2], "a b\"c") == 0 &&
+	      strcmp(av[3], "d \\e") == 0 && strcmp(av[4], "f g") == 0 && !av[5],
+	      "split: quotes, escapes, blanks");
+	CHECK(aws_process_split("tool 'open", words, sizeof(words), av, 8) == -EINVAL,
+	      "split: an open quote");
+	CHECK(aws_process_split("   ", words, sizeof(words), av, 8) == -EINVAL, "split: no word");
+	CHECK(aws_process_split("a b c d e f g h i", words, sizeof(words), av, 8) == -EINVAL,
+	      "split: too many words");
+
+	/* renewal: 80% or 5 min before, whichever first, never before half */
+	CHECK(aws_renew_at(1000, 4600) == 1000 + 2880, "an hour: at 80%%");
+	CHECK(aws_renew_at(1000, 1900) == 1600, "15 minutes: 5 min before");
+	CHECK(aws_renew_at(1000, 1060) == 1030, "60 s: at half");
+
+	/* the credentials document, as a parser reads it */
+	struct aws_keys keys;
+	static const char doc[] = "{\"Code\": \"Success\", \"AccessKeyId\": \"AK\\/1\", "
+		"\"SecretAccessKey\": \"s\\/k+\", \"Token\": \"t\", "
+		"\"Expiration\": \"2026-11-25T03:00:00Z\"}";
+	CHECK(aws_keys_from_json(doc, strlen(doc), 5, &keys) == 0 &&
+	      strcmp(keys.access_key, "AK/1") == 0 && strcmp(keys.secret_key, "s/k+") == 0 &&
+	      strcmp(keys.session_token, "t") == 0 && keys.expires == 1795575600 &&
+	      keys.obtained == 5, "a document with escapes: %s %lld", keys.access_key,
+	      (long long)keys.expires);
+	static const char nested[] = "{\"Meta\": {\"AccessKeyId\": \"X\"}, "
+		"\"SecretAccessKey\": \"s\"}";
+	CHECK(aws_keys_from_json(nested, strlen(nested), 5, &keys) == -EIO,
+	      "a key id nested in another object is not the document's");
+	static const char bad_time[] = "{\"AccessKeyId\": \"A\", \"SecretAccessKey\": \"s\", "
+		"\"Expiration\": \"soon\"}";
+	CHECK(aws_keys_from_json(bad_time, strlen(bad_time), 5, &keys) == -EIO,
+	      "an Expiration that is no time is refused");
 	return check_done();
 }

@@ -92,12 +92,12 @@ static int endpoint_header(void *line, const struct http_attempt *a,
 	return 0;
 }
 
-int aws_endpoint_call(const char *url, const char *name, const char *method, char *header,
-		      struct aws_endpoint_body *out)
+int aws_endpoint_call_signed(const char *url, const char *name, const char *method,
+			     http_sign_fn sign, void *signer, struct aws_endpoint_body *out)
 {
 	struct http_config cfg;
 	struct http_request req = { .url = url, .log_name = name, .method = method,
-				    .sign = endpoint_header, .signer = header };
+				    .sign = sign, .signer = signer };
 	int err;
 
 	out->len = 0;
@@ -123,6 +123,12 @@ int aws_endpoint_call(const char *url, const char *name, const char *method, cha
 		free(req.body);
 	}
 	return err;
+}
+
+int aws_endpoint_call(const char *url, const char *name, const char *method, char *header,
+		      struct aws_endpoint_body *out)
+{
+	return aws_endpoint_call_signed(url, name, method, endpoint_header, header, out);
 }
 
 /* The length of the first line of TEXT: up to its first control character
@@ -378,8 +384,25 @@ out:
 	return err;
 }
 
+bool aws_renewal_rejected(struct aws_renewal *r, const struct aws_keys *keys, time_t now)
+{
+	if (!r->fetch)
+		return false;
+	if (now - keys->obtained >= 5 && !r->rejected) {
+		log_warn("s3: the store refused the credentials from %s as expired or revoked; "
+			 "renewing them", r->from);
+		r->rejected = true;
+		r->next_try = 0;
+	}
+	return true;
+}
+
 int aws_renewal_check(struct aws_renewal *r, struct aws_keys *keys, time_t now)
 {
+	if (r->rejected && r->fetch) {
+		r->rejected = false;
+		aws_renewal_force(r, keys, now);
+	}
 	if (!keys->expires)
 		return 0;
 	if (r->fetch && now >= aws_renew_at(keys->obtained, keys->expires) &&

@@ -15,6 +15,8 @@
 #ifndef TILEFS_AWS_CREDS_H
 #define TILEFS_AWS_CREDS_H
 
+#include "cache/origin/http.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
@@ -47,6 +49,9 @@ struct aws_endpoint_body {
  */
 int aws_endpoint_call(const char *url, const char *name, const char *method, char *header,
 		      struct aws_endpoint_body *out);
+/* The same, each attempt signed by SIGN(SIGNER, ...) instead (see http.h). */
+int aws_endpoint_call_signed(const char *url, const char *name, const char *method,
+			     http_sign_fn sign, void *signer, struct aws_endpoint_body *out);
 
 /* "2026-11-25T03:00:00Z", with optional fractional seconds or +00:00, as
  * a time; 0 when it is not one. */
@@ -89,6 +94,7 @@ struct aws_renewal {
 	time_t next_try;	/* a failed renewal waits until then */
 	int failures;		/* renewals failed in a row */
 	bool expired_logged;	/* the reads' error is logged once per outage */
+	bool rejected;		/* the origin refused the keys: renew first */
 };
 
 /* When keys obtained at OBTAINED and expiring at EXPIRES are renewed: at
@@ -105,6 +111,15 @@ time_t aws_renew_at(time_t obtained, time_t expires);
  * succeeded (logged once, naming the endpoint, until it recovers).
  */
 int aws_renewal_check(struct aws_renewal *r, struct aws_keys *keys, time_t now);
+
+/*
+ * The origin refused *keys as expired or revoked at NOW: the next
+ * aws_renewal_check() renews first, whatever their expiry, unless they
+ * were obtained in the last 5 s (the refused attempt was signed with the
+ * keys before them: a burst of such answers renews once). True when the
+ * refused request is worth trying again (the keys are renewable).
+ */
+bool aws_renewal_rejected(struct aws_renewal *r, const struct aws_keys *keys, time_t now);
 
 /* Renew now, whatever the expiry (an answer said the keys expired or
  * were revoked): 0, or the fetch's -errno. */

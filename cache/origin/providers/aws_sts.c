@@ -3,9 +3,13 @@
  * request is the Query API's GET (Action, Version=2011-06-15, RoleArn,
  * RoleSessionName, WebIdentityToken), unsigned as STS documents for this
  * action; http.c never logs a URL's query, where the token travels.
+ * AssumeRole is the same GET (Action, Version, RoleArn, RoleSessionName)
+ * signed with Signature V4 for the service "sts".
  */
 #include "cache/origin/providers/aws_sts.h"
+#include "cache/origin/providers/bucket.h"
 #include "cache/base/log.h"
+#include "cache/origin/sigv4.h"
 #include "cache/origin/url.h"
 #include "cache/origin/xml.h"
 
@@ -198,5 +202,77 @@ out:
 	}
 	memset(token, 0, AWS_WEB_TOKEN_MAX + 2);
 	free(token);
+	return err;
+}
+
+/* What an AssumeRole attempt is signed with. */
+struct assume_signer {
+	const struct aws_assume_role *role;
+	char host[256];
+	char region[64];
+};
+
+static int assume_sign(void *signer, const struct http_attempt *a, struct curl_slist **headers)
+{
+	const struct assume_signer *as = signer;
+	const struct aws_keys *k = &as->role->source;
+	struct sigv4_credentials cred = { k->access_key, k->secret_key,
+					  k->session_token[0] ? k->session_token : NULL };
+
+	return bucket_sign(&sigv4_aws, &cred, as->host, as->region, "sts", a, NULL, 0, headers);
+}
+
+int aws_assume_role_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size)
+{
+	const struct aws_assume_role *role = ctx;
+	struct assume_signer as = { .role = role };
+	char base[512], session[160], url[2048];
+	char *e_role = NULL, *e_session = NULL;
+	struct aws_endpoint_body *b = NULL;
+	const char *region = getenv("AWS_REGION"), *host;
+	size_t host_len;
+	int err = -ENOMEM;
+
+	sts_endpoint(base, sizeof(base));
+	host = url_host(base, &host_len);
+	if (!host || host_len >= sizeof(as.host))
+		return -EINVAL;
+	snprintf(as.host, sizeof(as.host), "%.*s", (int)host_len, host);
+	if (!region || !*region)
+		region = getenv("AWS_DEFAULT_REGION");
+	snprintf(as.region, sizeof(as.region), "%.40s", region && *region ? region : "us-east-1");
+	if (role->session_name[0])
+		snprintf(session, sizeof(session), "%s", role->session_name);
+	else
+		snprintf(session, sizeof(session), "tilefs-%lld", (long long)time(NULL));
+	e_role = url_encode(role->role_arn, false);
+	e_session = url_encode(session, false);
+	b = malloc(sizeof(*b));
+	if (!e_role || !e_session || !b)
+		goto out;
+	if ((size_t)snprintf(url, sizeof(url), "%s/?Action=AssumeRole&RoleArn=%s"
+			     "&RoleSessionName=%s&Version=2011-06-15", base, e_role, e_session) >=
+	    sizeof(url)) {
+		err = -EINVAL;
+		goto out;
+	}
+	err = aws_endpoint_call_signed(url, "STS (AssumeRole)", NULL, assume_sign, &as, b);
+	if (err)
+		goto out;
+	err = sts_credentials(b->text, b->len, "AssumeRoleResult", out);
+	if (err)
+		goto out;
+	char *shown = url_for_log(base);
+	snprintf(from, from_size, "profile %.60s (role %.80s, source_profile %.60s) through STS "
+		 "at %.80s", role->profile, role->role_arn, role->source_profile,
+		 shown ? shown : "");
+	free(shown);
+out:
+	free(e_role);
+	free(e_session);
+	if (b) {
+		memset(b, 0, sizeof(*b));
+		free(b);
+	}
 	return err;
 }

@@ -1,6 +1,6 @@
 /*
- * aws_sts.h - credentials from AWS STS for the S3 provider:
- * AssumeRoleWithWebIdentity (Kubernetes service account tokens, GitHub
+ * aws_sts.h - credentials from AWS STS for the S3 provider: AssumeRole
+ * with a source profile's keys, and AssumeRoleWithWebIdentity (Kubernetes service account tokens, GitHub
  * OIDC, ...), asked again before the role's credentials expire with the
  * token file read afresh (it rotates).
  *
@@ -10,7 +10,7 @@
  * answers are read with cache/origin/xml.h, the listings' scanner.
  *
  * Layer: the origin's providers (cache/origin/providers/), private to the
- * S3 provider; calls aws_creds.c.
+ * S3 provider; calls aws_creds.c and bucket.c (Signature V4).
  */
 #ifndef TILEFS_AWS_STS_H
 #define TILEFS_AWS_STS_H
@@ -26,6 +26,20 @@ struct aws_web_identity {
 	char token_file[1024];
 	char set_by[160];	/* "AWS_WEB_IDENTITY_TOKEN_FILE" or "profile P" */
 };
+
+/* The settings of a role assumed with a source profile's keys
+ * (role_arn + source_profile), owned by the S3 source. */
+struct aws_assume_role {
+	char role_arn[256];
+	char session_name[128];
+	char profile[128];		/* the profile naming the role */
+	char source_profile[128];
+	struct aws_keys source;		/* its static keys; never expire */
+};
+
+/* An aws_fetch_fn: STS AssumeRole for CTX (a struct aws_assume_role),
+ * signed with Signature V4 by the source profile's keys. */
+int aws_assume_role_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size);
 
 /*
  * Web identity from the environment (AWS_WEB_IDENTITY_TOKEN_FILE,

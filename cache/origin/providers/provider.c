@@ -160,8 +160,8 @@ void source_prepare(struct source *src, struct http_request *req)
 	free(origin);
 	req->sign = own ? src->provider->sign : NULL;
 	req->signer = own ? src : NULL;
-	req->refused = own ? src->provider->refused : NULL;
 	req->describe_error = src->provider->describe_error;
+	req->credentials_rejected = own ? src->provider->credentials_rejected : NULL;
 	req->tier = own ? src->tier : NULL;
 }
 

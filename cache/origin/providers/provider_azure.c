@@ -11,7 +11,7 @@
  * a token from Entra ID (a service principal's secret, workload identity)
  * or a managed identity (azure_identity.h gives the order), whose bearer
  * tokens oauth.h renews before they expire, and once more when the
- * service refuses one (azure_refused()).
+ * service refuses one (azure_rejected()).
  * A SAS rides in every URL; Shared Key signs every attempt (sign() runs on
  * the fetch thread and only reads the source, which is immutable once open
  * but for the token renewal, under its own lock). Neither the key, a
@@ -760,12 +760,14 @@ static void azure_identity(struct source *src, char *out, size_t size)
  * 401 InvalidAuthenticationInfo from Azure, 403 AuthenticationFailed from
  * Azurite): with a managed identity, renew its token once and say to
  * send the request again. */
-static bool azure_refused(void *signer, long status)
+static bool azure_rejected(void *signer, long status, const char *body, size_t len)
 {
 	struct azure_source *az = signer;
 	time_t now = time(NULL);
 
-	if (!az->bearer)
+	(void)body;
+	(void)len;
+	if (!az->bearer || (status != 401 && status != 403))
 		return false;
 	log_warn("azure: %s refused the bearer token (HTTP %ld); renewing it",
 		 az->base.display, status);
@@ -782,7 +784,7 @@ const struct provider provider_azure = {
 	.listing_url = azure_listing_url,
 	.parse_listing = azure_parse_listing,
 	.sign = azure_sign,
-	.refused = azure_refused,
+	.credentials_rejected = azure_rejected,
 	.describe_error = provider_xml_error,
 	.identity = azure_identity,
 };

@@ -8,7 +8,7 @@
  * GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY (V4 signing, GOOG4-HMAC-SHA256);
  * then Application Default Credentials: a credential file, else the
  * metadata server (gcs_adc.h), whose tokens oauth.h renews before they expire and once
- * more when GCS refuses one (gcs_refused()). A token goes only over https.
+ * more when GCS refuses one (gcs_rejected()). A token goes only over https.
  */
 #include "cache/origin/providers/provider_int.h"
 #include "cache/origin/providers/bucket.h"
@@ -264,12 +264,14 @@ out:
 
 /* GCS refused a signed request (401: the token expired or was revoked):
  * with the metadata server's tokens, renew once and send it again. */
-static bool gcs_refused(void *signer, long status)
+static bool gcs_rejected(void *signer, long status, const char *body, size_t len)
 {
 	struct gcs_source *g = signer;
 	time_t now = time(NULL);
 
-	if (g->auth != GCS_ADC)
+	(void)body;
+	(void)len;
+	if (g->auth != GCS_ADC || (status != 401 && status != 403))
 		return false;
 	log_warn("gcs: %s refused the bearer token (HTTP %ld); renewing it",
 		 g->base.display, status);
@@ -318,7 +320,7 @@ const struct provider provider_gcs = {
 	.listing_url = gcs_listing_url,
 	.parse_listing = gcs_parse_listing,
 	.sign = gcs_sign,
-	.refused = gcs_refused,
+	.credentials_rejected = gcs_rejected,
 	.describe_error = provider_xml_error,
 	.identity = gcs_identity,
 };

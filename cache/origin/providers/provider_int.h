@@ -40,8 +40,6 @@ struct provider {
 			     listing_entry_fn add, void *arg, char **next_cursor);
 	/* Sign each attempt of a request (see http.h); NULL: anonymous. */
 	http_sign_fn sign;
-	/* The origin refused its credentials (see http.h); NULL: final. */
-	http_refused_fn refused;
 	/* Read why a request failed from an error body (see http.h); NULL:
 	 * the status alone. */
 	http_describe_fn describe_error;
@@ -49,6 +47,9 @@ struct provider {
 	 * source_identity_hash(). May be a secret (a SAS signature, a token):
 	 * only ever hashed, never logged or stored. */
 	void (*identity)(struct source *src, char *out, size_t size);
+	/* Did the origin refuse the credentials as expired or revoked (see
+	 * http.h)? NULL: credentials that do not expire. */
+	http_rejected_fn credentials_rejected;
 };
 
 /*

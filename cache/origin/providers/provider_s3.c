@@ -9,20 +9,24 @@
  * (anonymous); AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN;
  * web identity from AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN; the
  * profile AWS_PROFILE (or "default") in AWS_SHARED_CREDENTIALS_FILE
- * (~/.aws/credentials) or AWS_CONFIG_FILE (~/.aws/config): its keys, or
- * its role_arn with web_identity_token_file; a container credentials
- * endpoint; the instance metadata service (IMDSv2) unless
- * AWS_EC2_METADATA_DISABLED=true. All but the keys are short-lived and
- * renewed before they expire, on the fetch thread (the only thread that
- * signs once the source is open): aws_creds.c, aws_sts.c.
+ * (~/.aws/credentials) or AWS_CONFIG_FILE (~/.aws/config): its role_arn
+ * (with web_identity_token_file, or with source_profile: AssumeRole
+ * signed by that profile's keys), else its keys, else its
+ * credential_process; a container credentials endpoint; the instance
+ * metadata service (IMDSv2) unless AWS_EC2_METADATA_DISABLED=true. All
+ * but keys are short-lived and renewed before they expire, on the fetch
+ * thread (the only thread that signs once the source is open):
+ * aws_creds.c, aws_sts.c, aws_process.c.
  */
 #include "cache/origin/providers/provider_int.h"
 #include "cache/origin/providers/aws_creds.h"
+#include "cache/origin/providers/aws_process.h"
 #include "cache/origin/providers/aws_sts.h"
 #include "cache/origin/providers/bucket.h"
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
 #include "cache/origin/url.h"
+#include "cache/origin/xml.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -46,6 +50,8 @@ struct s3_source {
 	struct aws_keys keys;
 	struct aws_renewal renewal;
 	struct aws_web_identity web;	/* renewal.ctx of a web identity */
+	struct aws_process process;	/* renewal.ctx of a credential_process */
+	struct aws_assume_role role;	/* renewal.ctx of a role to assume */
 	char credentials_from[160];
 };
 
@@ -109,30 +115,28 @@ static void aws_file(const char *env, const char *name, char *out, size_t size)
 		snprintf(out, size, "%s/.aws/%s", home ? home : "", name);
 }
 
-/* Credentials of PROFILE from the shared files; region too if given there.
- * 0 (keys), 1 (a web identity role: s->web), -ENOENT or -EINVAL. */
-static int from_profile(struct s3_source *s, const char *profile, bool *region_found)
+/* The credential_process of PROFILE (its section SECTION in CONFIG, or
+ * [PROFILE] in CREDS) into s->process: 2, or -ENOENT. */
+static int profile_process(struct s3_source *s, const char *profile, const char *creds,
+			   const char *config, const char *section)
 {
-	char creds[2048], config[2048], section[256];
-	aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials", creds, sizeof(creds));
-	aws_file("AWS_CONFIG_FILE", "config", config, sizeof(config));
-	snprintf(section, sizeof(section), strcmp(profile, "default") ? "profile %s" : "%s", profile);
+	struct aws_process *p = &s->process;
 
-	*region_found = ini_get(config, section, "region", s->region, sizeof(s->region)) == 0;
-	/* a role assumed with a web identity token: the SDKs take it over
-	   any keys the profile also has */
-	struct aws_web_identity *w = &s->web;
-	if (ini_get(config, section, "role_arn", w->role_arn, sizeof(w->role_arn)) == 0 &&
-	    ini_get(config, section, "web_identity_token_file", w->token_file,
-		    sizeof(w->token_file)) == 0) {
-		ini_get(config, section, "role_session_name", w->session_name,
-			sizeof(w->session_name));
-		snprintf(w->set_by, sizeof(w->set_by), "profile %.100s", profile);
-		return 1;
-	}
-	memset(w, 0, sizeof(*w));
+	if (ini_get(creds, profile, "credential_process", p->command, sizeof(p->command)) &&
+	    ini_get(config, section, "credential_process", p->command, sizeof(p->command)))
+		return -ENOENT;
+	snprintf(p->profile, sizeof(p->profile), "%s", profile);
+	return 2;
+}
+
+/* The static keys of PROFILE ([PROFILE] in CREDS, else SECTION in CONFIG)
+ * into K; *in names the file they came from. 0, -ENOENT (none) or -EINVAL
+ * (a key id without its secret). */
+static int profile_keys(const char *creds, const char *config, const char *profile,
+			const char *section, struct aws_keys *k, const char **in)
+{
 	const char *file = creds, *sect = profile;
-	struct aws_keys *k = &s->keys;
+
 	if (ini_get(creds, profile, "aws_access_key_id", k->access_key, sizeof(k->access_key))) {
 		file = config;
 		sect = section;
@@ -143,9 +147,75 @@ static int from_profile(struct s3_source *s, const char *profile, bool *region_f
 	if (ini_get(file, sect, "aws_secret_access_key", k->secret_key, sizeof(k->secret_key)))
 		return -EINVAL;
 	ini_get(file, sect, "aws_session_token", k->session_token, sizeof(k->session_token));
-	snprintf(s->credentials_from, sizeof(s->credentials_from), "profile %s in %s", profile,
-		 file == creds ? "AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials)" :
-				 "AWS_CONFIG_FILE (~/.aws/config)");
+	*in = file == creds ? "AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials)" :
+			      "AWS_CONFIG_FILE (~/.aws/config)";
+	return 0;
+}
+
+/* "profile NAME" for a profile's section in the config file; "default"
+ * stays bare. */
+static void config_section(const char *profile, char *out, size_t size)
+{
+	snprintf(out, size, strcmp(profile, "default") ? "profile %s" : "%s", profile);
+}
+
+/*
+ * Credentials of PROFILE from the shared files; region too if given there.
+ * In the SDKs' order: its role_arn (with web_identity_token_file, or with
+ * source_profile and that profile's keys), its keys, its
+ * credential_process. 0 (keys), 1 (a web identity role: s->web), 2 (a
+ * credential_process: s->process), 3 (a role to assume: s->role),
+ * -ENOENT, or -EINVAL with why in ERR.
+ */
+static int from_profile(struct s3_source *s, const char *profile, bool *region_found,
+			char *err, size_t err_size)
+{
+	char creds[2048], config[2048], section[256], role_arn[256];
+	const char *in;
+	aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials", creds, sizeof(creds));
+	aws_file("AWS_CONFIG_FILE", "config", config, sizeof(config));
+	config_section(profile, section, sizeof(section));
+
+	*region_found = ini_get(config, section, "region", s->region, sizeof(s->region)) == 0;
+	if (ini_get(config, section, "role_arn", role_arn, sizeof(role_arn)) == 0) {
+		struct aws_web_identity *w = &s->web;
+		struct aws_assume_role *r = &s->role;
+		if (ini_get(config, section, "web_identity_token_file", w->token_file,
+			    sizeof(w->token_file)) == 0) {
+			snprintf(w->role_arn, sizeof(w->role_arn), "%s", role_arn);
+			ini_get(config, section, "role_session_name", w->session_name,
+				sizeof(w->session_name));
+			snprintf(w->set_by, sizeof(w->set_by), "profile %.100s", profile);
+			return 1;
+		}
+		if (ini_get(config, section, "source_profile", r->source_profile,
+			    sizeof(r->source_profile)) == 0) {
+			char source_section[256];
+			config_section(r->source_profile, source_section, sizeof(source_section));
+			if (profile_keys(creds, config, r->source_profile, source_section,
+					 &r->source, &in)) {
+				snprintf(err, err_size, "profile '%s' assumes its role with "
+					 "source_profile '%s', which has no aws_access_key_id and "
+					 "aws_secret_access_key (only keys are followed)", profile,
+					 r->source_profile);
+				return -EINVAL;
+			}
+			snprintf(r->role_arn, sizeof(r->role_arn), "%s", role_arn);
+			ini_get(config, section, "role_session_name", r->session_name,
+				sizeof(r->session_name));
+			snprintf(r->profile, sizeof(r->profile), "%s", profile);
+			return 3;
+		}
+	}
+	int rc = profile_keys(creds, config, profile, section, &s->keys, &in);
+	if (rc == -ENOENT)
+		return profile_process(s, profile, creds, config, section);
+	if (rc == -EINVAL) {
+		snprintf(err, err_size, "profile '%s' has aws_access_key_id but no "
+			 "aws_secret_access_key (check ~/.aws/credentials)", profile);
+		return -EINVAL;
+	}
+	snprintf(s->credentials_from, sizeof(s->credentials_from), "profile %s in %s", profile, in);
 	return 0;
 }
 
@@ -236,19 +306,22 @@ static int find_credentials(struct s3_source *s, bool no_sign, bool *region_foun
 	if (rc > 0)
 		return start_renewable(s, aws_web_identity_fetch, &s->web,
 				       "STS for AWS_WEB_IDENTITY_TOKEN_FILE", err, err_size);
-	rc = from_profile(s, profile && *profile ? profile : "default", region_found);
+	rc = from_profile(s, profile && *profile ? profile : "default", region_found, err,
+			  err_size);
 	if (rc == 0)
 		return 0;
+	if (rc == 3)
+		return start_renewable(s, aws_assume_role_fetch, &s->role,
+				       "STS AssumeRole for the profile's role_arn", err, err_size);
 	if (rc == 1)
 		return start_renewable(s, aws_web_identity_fetch, &s->web,
 				       "STS for the profile's web_identity_token_file", err,
 				       err_size);
-	if (rc == -EINVAL) {
-		snprintf(err, err_size, "profile '%s' has aws_access_key_id but no "
-			 "aws_secret_access_key (check ~/.aws/credentials)",
-			 profile && *profile ? profile : "default");
+	if (rc == 2)
+		return start_renewable(s, aws_process_fetch, &s->process,
+				       "the profile's credential_process", err, err_size);
+	if (rc == -EINVAL)
 		return -EACCES;
-	}
 	if (profile && *profile) {
 		snprintf(err, err_size, "AWS_PROFILE=%s names no profile with credentials in "
 			 "~/.aws/credentials or ~/.aws/config", profile);
@@ -273,6 +346,7 @@ static void s3_free(struct source *src)
 	free(s->host);
 	free(s->base.display);
 	memset(&s->keys, 0, sizeof(s->keys));
+	memset(&s->role, 0, sizeof(s->role));
 	free(s);
 }
 
@@ -413,6 +487,23 @@ static void s3_identity(struct source *src, char *out, size_t size)
 		snprintf(out, size, "s3 key %s", s->keys.access_key);
 }
 
+/* S3 refuses expired or revoked temporary credentials with 400
+ * ExpiredToken, InvalidToken or TokenRefreshRequired (403 for some
+ * compatible servers). */
+static bool s3_credentials_rejected(void *signer, long status, const char *body, size_t len)
+{
+	struct s3_source *s = signer;
+	struct xml_span doc = { body, len };
+	char code[64];
+
+	if ((status != 400 && status != 403) || !xml_text(doc, "Code", code, sizeof(code)))
+		return false;
+	if (strcmp(code, "ExpiredToken") != 0 && strcmp(code, "InvalidToken") != 0 &&
+	    strcmp(code, "TokenRefreshRequired") != 0)
+		return false;
+	return aws_renewal_rejected(&s->renewal, &s->keys, time(NULL));
+}
+
 const struct provider provider_s3 = {
 	.name = "s3",
 	.matches = s3_matches,
@@ -424,4 +515,5 @@ const struct provider provider_s3 = {
 	.sign = s3_sign,
 	.describe_error = provider_xml_error,
 	.identity = s3_identity,
+	.credentials_rejected = s3_credentials_rejected,
 };
