@@ -545,6 +545,12 @@ static bool s3_credentials_rejected(void *signer, long status, const char *body,
 	return oauth_renewal_force(&s->renewal, now, now - 5) == 0;
 }
 
+static struct oauth_renewal *s3_renewal(struct source *src)
+{
+	struct s3_source *s = (struct s3_source *)src;
+	return s->renewable ? &s->renewal : NULL;
+}
+
 const struct provider provider_s3 = {
 	.name = "s3",
 	.matches = s3_matches,
@@ -557,4 +563,5 @@ const struct provider provider_s3 = {
 	.describe_error = provider_xml_error,
 	.identity = s3_identity,
 	.credentials_rejected = s3_credentials_rejected,
+	.renewal = s3_renewal,
 };
