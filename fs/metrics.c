@@ -14,6 +14,7 @@
 #include "cache/origin/http.h"
 #include "cache/base/log.h"
 #include "cache/namespace/namespace.h"
+#include "cache/origin/providers/provider.h"
 #include "cache/store/mounts.h"
 
 #include <arpa/inet.h>
@@ -96,10 +97,12 @@ static void format(struct metrics *m, FILE *f, bool up)
 {
 	struct cache_stats cs;
 	struct http_stats hs;
+	struct source_renewals rs;
 	char a[2100], b[2100], c[8500];
 
 	cache_get_stats(m->cache, &cs);
 	http_client_stats(m->http, &hs);
+	source_renewals(m->cfg.src, &rs);
 	counter(f, "tilefs_up", "gauge", "1 while the mount runs.", up);
 	fprintf(f, "# HELP tilefs_mount_info The mount these counters are of.\n"
 		"# TYPE tilefs_mount_info gauge\n"
@@ -143,6 +146,14 @@ static void format(struct metrics *m, FILE *f, bool up)
 		"Files and directories the mount holds in memory.", ns_nodes_alive());
 	counter(f, "tilefs_evicted_bytes_total", "counter",
 		"Bytes this mount evicted to keep the cache within its size.", cs.evicted);
+	counter(f, "tilefs_credential_renewals_total", "counter",
+		"Renewals of the short-lived credentials that succeeded.", rs.renewed);
+	counter(f, "tilefs_credential_renewal_failures_total", "counter",
+		"Renewals of the short-lived credentials that failed (each is tried again).",
+		rs.failed);
+	counter(f, "tilefs_credentials_expired", "gauge",
+		"1 while the credentials have expired and cannot be renewed: reads fail with EACCES.",
+		rs.expired);
 
 	fprintf(f, "# HELP tilefs_request_duration_seconds Time from a request's submission to "
 		"its end, retries included.\n# TYPE tilefs_request_duration_seconds histogram\n");

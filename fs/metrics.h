@@ -15,6 +15,7 @@
 struct cache;
 struct http_client;
 struct metrics;
+struct source;
 
 #define METRICS_PERIOD_S 5
 
@@ -23,6 +24,8 @@ struct metrics_config {
 	const char *file;		/* --metrics-file, or NULL */
 	int port;			/* --metrics-port, 0: none */
 	const char *source;		/* for the tilefs_mount_info labels */
+	struct source *src;		/* its credentials' renewals; borrowed
+					   until metrics_stop() */
 	const char *mountpoint;
 };
 

@@ -250,6 +250,7 @@ int mount_cmd_main(int argc, char **argv)
 		.file = o.metrics_file,
 		.port = (int)o.metrics_port,
 		.source = stack.src->display,
+		.src = stack.src,
 		.mountpoint = o.mountpoint,
 	};
 	if (metrics_start(&mec, stack.cache, stack.http, &metrics, err_text, sizeof(err_text)) != 0) {

@@ -86,12 +86,22 @@ int main(void)
 	      "expired and the endpoint down: EACCES (%d calls)", e.calls);
 	CHECK(token_at(&r, &e, 1091, tok, sizeof(tok)) == -EACCES, "still EACCES while it is down");
 	CHECK(r.failed >= 3, "failures are counted: %llu", (unsigned long long)r.failed);
+	struct oauth_renewal_counts counts;
+	oauth_renewal_count(&r, &counts);
+	CHECK(counts.expired && counts.failed == r.failed && counts.renewed == r.renewed,
+	      "the metrics see the expiry and the failures: expired %d, %llu failed",
+	      counts.expired, (unsigned long long)counts.failed);
+	uint64_t renewed_before = counts.renewed;
 
 	/* it comes back: the mount recovers by itself */
 	e.down = false;
 	CHECK(token_at(&r, &e, 1200, tok, sizeof(tok)) == 0 && strcmp(tok, "tok-3") == 0,
 	      "the endpoint back: a fresh token, reads go on: %s", tok);
-	CHECK(r.failures == 0 && r.next_try == 0 && !r.expired_logged, "the backoff is reset");
+	CHECK(r.failures == 0 && r.next_try == 0 && !r.expired, "the backoff is reset");
+	oauth_renewal_count(&r, &counts);
+	CHECK(!counts.expired && counts.renewed == renewed_before + 1,
+	      "the metrics see the recovery: expired %d, %llu renewed", counts.expired,
+	      (unsigned long long)counts.renewed);
 
 	/* the origin refused the token: one renewal, not one per thread */
 	time_t seen = r.obtained;

@@ -1,14 +1,7 @@
 /*
  * aws_creds.c - short-lived AWS credentials: the instance metadata
- * service, container credentials endpoints, and their renewal (see
- * aws_creds.h).
- *
- * DESIGN: a source's keys are a struct aws_keys owned by the signing
- * thread. aws_renewal_check() runs before each signature: when the keys
- * reach aws_renew_at() it fetches new ones into a scratch copy and swaps
- * them in only on success, so a failed renewal leaves the current keys
- * signing until they expire; after that, reads fail with EACCES (and one
- * log line naming the endpoint) until a renewal succeeds again.
+ * service and container credentials endpoints (see aws_creds.h). Their
+ * renewal is oauth.c's, the one for every cloud.
  */
 #include "cache/origin/providers/aws_creds.h"
 #include "cache/base/log.h"
@@ -335,86 +328,4 @@ out:
 		free(b);
 	}
 	return err;
-}
-
-/* ---- renewal ---- */
-
-time_t aws_renew_at(time_t obtained, time_t expires)
-{
-	time_t life = expires - obtained;
-
-	if (life <= 0)
-		return obtained;
-	time_t at80 = obtained + life * 4 / 5, before5 = expires - 300;
-	time_t sooner = at80 < before5 ? at80 : before5, half = obtained + life / 2;
-	return sooner > half ? sooner : half;
-}
-
-int aws_renewal_force(struct aws_renewal *r, struct aws_keys *keys, time_t now)
-{
-	struct aws_keys *fresh;
-	char from[sizeof(r->from)];
-	int err;
-
-	if (!r->fetch)
-		return -EACCES;
-	fresh = calloc(1, sizeof(*fresh));
-	if (!fresh)
-		return -ENOMEM;
-	err = r->fetch(r->ctx, fresh, from, sizeof(from));
-	if (err) {
-		int wait = r->failures < 6 ? 1 << r->failures : 60;
-		r->failures++;
-		r->next_try = now + wait;
-		log_warn("s3: renewing the credentials from %s failed (%s); trying again in %d s",
-			 r->from, strerror(-err), wait);
-		goto out;
-	}
-	if (r->expired_logged)
-		log_info("s3: credentials from %s renewed; reads go on", r->from);
-	memcpy(keys, fresh, sizeof(*keys));
-	snprintf(r->from, sizeof(r->from), "%s", from);
-	r->failures = 0;
-	r->next_try = 0;
-	r->expired_logged = false;
-	log_debug("s3: credentials renewed from %s", r->from);
-out:
-	memset(fresh, 0, sizeof(*fresh));
-	free(fresh);
-	return err;
-}
-
-bool aws_renewal_rejected(struct aws_renewal *r, const struct aws_keys *keys, time_t now)
-{
-	if (!r->fetch)
-		return false;
-	if (now - keys->obtained >= 5 && !r->rejected) {
-		log_warn("s3: the store refused the credentials from %s as expired or revoked; "
-			 "renewing them", r->from);
-		r->rejected = true;
-		r->next_try = 0;
-	}
-	return true;
-}
-
-int aws_renewal_check(struct aws_renewal *r, struct aws_keys *keys, time_t now)
-{
-	if (r->rejected && r->fetch) {
-		r->rejected = false;
-		aws_renewal_force(r, keys, now);
-	}
-	if (!keys->expires)
-		return 0;
-	if (r->fetch && now >= aws_renew_at(keys->obtained, keys->expires) &&
-	    now >= r->next_try)
-		aws_renewal_force(r, keys, now);
-	if (now < keys->expires)
-		return 0;
-	if (!r->expired_logged) {
-		log_error("s3: the credentials from %s have expired and %s; reads fail with "
-			  "EACCES until it answers", r->from,
-			  r->fetch ? "cannot be renewed" : "are not renewable");
-		r->expired_logged = true;
-	}
-	return -EACCES;
 }

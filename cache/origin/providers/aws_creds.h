@@ -1,13 +1,13 @@
 /*
  * aws_creds.h - short-lived AWS credentials for the S3 provider: where
  * they come from (the instance metadata service, a container credentials
- * endpoint) and the rule that renews them before they expire.
+ * endpoint). oauth.h's renewal renews them before they expire, as it does
+ * the other clouds' tokens.
  *
  * Each source fills a struct aws_keys from its endpoint's JSON answer
  * (parsed by cache/origin/json.h) through http_fetch_once(): one attempt
- * on the calling thread, which is the opening thread or the fetch thread
- * (the only thread that signs once the source is open), so renewals are
- * one at a time for a whole mount.
+ * on the calling thread, the opening thread or a signing one (under the
+ * renewal's lock: one renewal at a time for a whole mount).
  *
  * Layer: the origin's providers (cache/origin/providers/), private to the
  * S3 provider; over cache/origin/ and cache/base/.
@@ -82,47 +82,5 @@ int aws_container_configured(char *err, size_t err_size);
  * the authorization token read again at each call
  * (AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE, else _TOKEN). */
 int aws_container_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size);
-
-/*
- * The renewal of one mount's credentials. Owned by the one thread that
- * signs (the opening thread, then the fetch thread): no lock.
- */
-struct aws_renewal {
-	aws_fetch_fn fetch;	/* NULL: the keys never change */
-	const void *ctx;	/* fetch's settings, owned by the source */
-	char from[160];		/* what the keys come from, for messages */
-	time_t next_try;	/* a failed renewal waits until then */
-	int failures;		/* renewals failed in a row */
-	bool expired_logged;	/* the reads' error is logged once per outage */
-	bool rejected;		/* the origin refused the keys: renew first */
-};
-
-/* When keys obtained at OBTAINED and expiring at EXPIRES are renewed: at
- * 80% of their lifetime or 5 minutes before they expire, whichever comes
- * first, but never before half their lifetime (a 60-second credential is
- * renewed after 30 s, not at every request). */
-time_t aws_renew_at(time_t obtained, time_t expires);
-
-/*
- * Keys fit to sign with at NOW: renew *keys first when due (see
- * aws_renew_at); a failed renewal is tried again with backoff (1 s
- * doubling to 60 s, never past the expiry) while the keys still hold.
- * 0 when *keys can be used; -EACCES when they have expired and no renewal
- * succeeded (logged once, naming the endpoint, until it recovers).
- */
-int aws_renewal_check(struct aws_renewal *r, struct aws_keys *keys, time_t now);
-
-/*
- * The origin refused *keys as expired or revoked at NOW: the next
- * aws_renewal_check() renews first, whatever their expiry, unless they
- * were obtained in the last 5 s (the refused attempt was signed with the
- * keys before them: a burst of such answers renews once). True when the
- * refused request is worth trying again (the keys are renewable).
- */
-bool aws_renewal_rejected(struct aws_renewal *r, const struct aws_keys *keys, time_t now);
-
-/* Renew now, whatever the expiry (an answer said the keys expired or
- * were revoked): 0, or the fetch's -errno. */
-int aws_renewal_force(struct aws_renewal *r, struct aws_keys *keys, time_t now);
 
 #endif

@@ -105,14 +105,14 @@ static int renew_locked(struct oauth_renewal *r, time_t now)
 	r->current = r->scratch;
 	r->scratch = old;
 	explicit_bzero(r->scratch, r->size);
-	if (r->expired_logged)
+	if (r->expired)
 		log_info("%s: credentials from %s renewed; reads go on", r->subject, from);
 	snprintf(r->from, sizeof(r->from), "%s", from);
 	r->obtained = now;
 	r->expires = expires;
 	r->failures = 0;
 	r->next_try = 0;
-	r->expired_logged = false;
+	r->expired = false;
 	r->renewed++;
 	log_debug("%s: credentials renewed from %s", r->subject, r->from);
 	return 0;
@@ -126,11 +126,11 @@ int oauth_renewal_get(struct oauth_renewal *r, time_t now, void *out)
 	if (r->expires && now >= oauth_renew_at(r->obtained, r->expires) && now >= r->next_try)
 		renew_locked(r, now);
 	if (r->expires && now >= r->expires) {
-		if (!r->expired_logged)
+		if (!r->expired)
 			log_error("%s: the credentials from %s have expired and cannot be "
 				  "renewed; reads fail with EACCES until it answers",
 				  r->subject, r->from);
-		r->expired_logged = true;
+		r->expired = true;
 		err = -EACCES;
 	} else {
 		memcpy(out, r->current, r->size);
@@ -150,6 +150,15 @@ int oauth_renewal_force(struct oauth_renewal *r, time_t now, time_t seen_obtaine
 		err = -EACCES;	/* backing off: the endpoint failed just now */
 	pthread_mutex_unlock(&r->lock);
 	return err;
+}
+
+void oauth_renewal_count(struct oauth_renewal *r, struct oauth_renewal_counts *out)
+{
+	pthread_mutex_lock(&r->lock);
+	out->renewed = r->renewed;
+	out->failed = r->failed;
+	out->expired = r->expired;
+	pthread_mutex_unlock(&r->lock);
 }
 
 /* ---- token answers ---- */

@@ -63,8 +63,18 @@ struct oauth_renewal {
 	char from[160];			/* what current came from, for messages */
 	time_t next_try;		/* a failed renewal waits until then */
 	int failures;			/* renewals failed in a row */
-	bool expired_logged;		/* the expiry is logged once per outage */
+	bool expired;			/* a signer found it expired, and no
+					   renewal succeeded since (the expiry
+					   is logged once per outage) */
 	uint64_t renewed, failed;	/* renewals so far, for metrics */
+};
+
+/* What a renewal has done, for the metrics. */
+struct oauth_renewal_counts {
+	uint64_t renewed;	/* renewals that succeeded */
+	uint64_t failed;	/* renewals that failed */
+	bool expired;		/* the credential has expired and could not be
+				   renewed: reads fail with EACCES */
 };
 
 /*
@@ -94,6 +104,9 @@ int oauth_renewal_get(struct oauth_renewal *r, time_t now, void *out);
  * obtained. 0 when a credential newer than that one is in place.
  */
 int oauth_renewal_force(struct oauth_renewal *r, time_t now, time_t seen_obtained);
+
+/* R's counts into OUT, read under its lock. */
+void oauth_renewal_count(struct oauth_renewal *r, struct oauth_renewal_counts *out);
 
 /*
  * An OAuth2 token answer (JSON: access_token; expires_in seconds, or

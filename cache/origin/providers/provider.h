@@ -121,6 +121,16 @@ void source_prepare(struct source *src, struct http_request *req);
 void source_identity_hash(struct source *src, const char *salt,
 			  char out[SOURCE_IDENTITY_LEN + 1]);
 
+/* What the renewal of SRC's short-lived credentials has done, for the
+ * metrics; all zero for credentials that do not expire. Nothing secret. */
+struct source_renewals {
+	uint64_t renewed;	/* renewals that succeeded */
+	uint64_t failed;	/* renewals that failed (each is retried) */
+	bool expired;		/* the credentials have expired and cannot be
+				   renewed: reads fail with EACCES */
+};
+void source_renewals(struct source *src, struct source_renewals *out);
+
 /* Is NAME usable as one path component (not empty, ".", "..", no '/', no
  * control character: bytes below 0x20 and 0x7f)? A name refused for its
  * control characters is logged once, escaped (\n, \x1b). */

@@ -775,6 +775,12 @@ static bool azure_rejected(void *signer, long status, const char *body, size_t l
 	return oauth_renewal_force(&az->renewal, now, now - 1) == 0;
 }
 
+static struct oauth_renewal *azure_renewal(struct source *src)
+{
+	struct azure_source *az = (struct azure_source *)src;
+	return az->bearer ? &az->renewal : NULL;
+}
+
 const struct provider provider_azure = {
 	.name = "azure",
 	.matches = azure_matches,
@@ -785,6 +791,7 @@ const struct provider provider_azure = {
 	.parse_listing = azure_parse_listing,
 	.sign = azure_sign,
 	.credentials_rejected = azure_rejected,
+	.renewal = azure_renewal,
 	.describe_error = provider_xml_error,
 	.identity = azure_identity,
 };

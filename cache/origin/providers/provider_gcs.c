@@ -311,6 +311,12 @@ static void gcs_identity(struct source *src, char *out, size_t size)
 		snprintf(out, size, "anonymous");
 }
 
+static struct oauth_renewal *gcs_renewal(struct source *src)
+{
+	struct gcs_source *g = (struct gcs_source *)src;
+	return g->auth == GCS_ADC ? &g->renewal : NULL;
+}
+
 const struct provider provider_gcs = {
 	.name = "gcs",
 	.matches = gcs_matches,
@@ -323,4 +329,5 @@ const struct provider provider_gcs = {
 	.credentials_rejected = gcs_rejected,
 	.describe_error = provider_xml_error,
 	.identity = gcs_identity,
+	.renewal = gcs_renewal,
 };

@@ -23,6 +23,8 @@
 
 #include "cache/origin/providers/provider.h"
 
+struct oauth_renewal;
+
 struct provider {
 	const char *name;
 	/* Does SOURCE belong to this provider? */
@@ -50,6 +52,9 @@ struct provider {
 	/* Did the origin refuse the credentials as expired or revoked (see
 	 * http.h)? NULL: credentials that do not expire. */
 	http_rejected_fn credentials_rejected;
+	/* The renewal of SRC's short-lived credentials (oauth.h), or NULL when
+	 * they do not expire; NULL: never. Read by source_renewals(). */
+	struct oauth_renewal *(*renewal)(struct source *src);
 };
 
 /*

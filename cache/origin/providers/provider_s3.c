@@ -14,14 +14,15 @@
  * signed by that profile's keys), else its keys, else its
  * credential_process; a container credentials endpoint; the instance
  * metadata service (IMDSv2) unless AWS_EC2_METADATA_DISABLED=true. All
- * but keys are short-lived and renewed before they expire, on the fetch
- * thread (the only thread that signs once the source is open):
- * aws_creds.c, aws_sts.c, aws_process.c.
+ * but keys are short-lived (aws_creds.c, aws_sts.c, aws_process.c) and
+ * renewed before they expire by oauth.h's renewal, as the other clouds'
+ * tokens are: S3 signs with a copy of the keys taken under its lock.
  */
 #include "cache/origin/providers/provider_int.h"
 #include "cache/origin/providers/aws_creds.h"
 #include "cache/origin/providers/aws_process.h"
 #include "cache/origin/providers/aws_sts.h"
+#include "cache/origin/providers/oauth.h"
 #include "cache/origin/providers/bucket.h"
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
@@ -46,12 +47,15 @@ struct s3_source {
 	char region[64];
 	bool anonymous, requester_pays;
 	long page_size;
-	/* credentials: set at open, renewed by the fetch thread only */
-	struct aws_keys keys;
-	struct aws_renewal renewal;
-	struct aws_web_identity web;	/* renewal.ctx of a web identity */
-	struct aws_process process;	/* renewal.ctx of a credential_process */
-	struct aws_assume_role role;	/* renewal.ctx of a role to assume */
+	/* credentials: keys that never change, or a renewal of short-lived ones */
+	struct aws_keys keys;		/* static keys (not renewable) */
+	bool renewable;			/* renewal holds the keys instead */
+	struct oauth_renewal renewal;	/* of struct aws_keys, from fetch(fetch_ctx) */
+	aws_fetch_fn fetch;
+	const void *fetch_ctx;		/* web, process or role below, or NULL */
+	struct aws_web_identity web;	/* fetch_ctx of a web identity */
+	struct aws_process process;	/* fetch_ctx of a credential_process */
+	struct aws_assume_role role;	/* fetch_ctx of a role to assume */
 	char credentials_from[160];
 };
 
@@ -219,6 +223,18 @@ static int from_profile(struct s3_source *s, const char *profile, bool *region_f
 	return 0;
 }
 
+/* An oauth_fetch_fn for the renewal: the source's aws_fetch_fn into OUT
+ * (a struct aws_keys), with their expiry. */
+static int fetch_keys(void *arg, void *out, time_t *expires, char *from, size_t from_size)
+{
+	struct s3_source *s = arg;
+	struct aws_keys *keys = out;
+	int err = s->fetch(s->fetch_ctx, keys, from, from_size);
+
+	*expires = err ? 0 : keys->expires;
+	return err;
+}
+
 /*
  * Start the short-lived source FETCH (settings CTX, owned by s): it must
  * answer now, as a mount never starts without credentials. WHAT names it
@@ -229,14 +245,16 @@ static int start_renewable(struct s3_source *s, aws_fetch_fn fetch, const void *
 {
 	int rc;
 
-	s->renewal.fetch = fetch;
-	s->renewal.ctx = ctx;
-	rc = fetch(ctx, &s->keys, s->renewal.from, sizeof(s->renewal.from));
+	s->fetch = fetch;
+	s->fetch_ctx = ctx;
+	rc = oauth_renewal_init(&s->renewal, "s3", sizeof(struct aws_keys), fetch_keys, s,
+				time(NULL));
 	if (rc) {
 		snprintf(err, err_size, "no AWS credentials from %s: %s (the log says more)", what,
 			 strerror(-rc));
 		return -EACCES;
 	}
+	s->renewable = true;
 	snprintf(s->credentials_from, sizeof(s->credentials_from), "%s", s->renewal.from);
 	return 0;
 }
@@ -261,7 +279,6 @@ static int from_renewable(struct s3_source *s, char *err, size_t err_size)
 	    start_renewable(s, aws_imds_fetch, NULL, "the instance metadata service", err,
 			    err_size) == 0)
 		return 0;
-	memset(&s->renewal, 0, sizeof(s->renewal));
 	snprintf(err, err_size, "no AWS credentials; tried, in order: AWS_ACCESS_KEY_ID "
 		 "and AWS_SECRET_ACCESS_KEY, AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN, "
 		 "the profile default in ~/.aws/credentials and ~/.aws/config (AWS_PROFILE), "
@@ -345,8 +362,10 @@ static void s3_free(struct source *src)
 	free(s->base_url);
 	free(s->host);
 	free(s->base.display);
-	memset(&s->keys, 0, sizeof(s->keys));
-	memset(&s->role, 0, sizeof(s->role));
+	if (s->renewable)
+		oauth_renewal_release(&s->renewal);
+	explicit_bzero(&s->keys, sizeof(s->keys));
+	explicit_bzero(&s->role, sizeof(s->role));
 	free(s);
 }
 
@@ -462,15 +481,30 @@ static int s3_sign(void *signer, const struct http_attempt *a, struct curl_slist
 	struct s3_source *s = signer;
 	static const struct sigv4_header payer = { "x-amz-request-payer", "requester" };
 
+	struct aws_keys *keys = &s->keys;
+	int err;
+
 	if (s->anonymous)
 		return 0;
-	int err = aws_renewal_check(&s->renewal, &s->keys, time(NULL));
-	if (err)
-		return err;
-	struct sigv4_credentials cred = { s->keys.access_key, s->keys.secret_key,
-					  s->keys.session_token[0] ? s->keys.session_token : NULL };
-	return bucket_sign(&sigv4_aws, &cred, s->host, s->region, "s3", a, &payer,
-			   s->requester_pays ? 1 : 0, headers);
+	if (s->renewable) {
+		/* a copy taken under the renewal's lock, renewed first when due */
+		keys = malloc(sizeof(*keys));
+		if (!keys)
+			return -ENOMEM;
+		err = oauth_renewal_get(&s->renewal, time(NULL), keys);
+		if (err)
+			goto wipe_keys;
+	}
+	struct sigv4_credentials cred = { keys->access_key, keys->secret_key,
+					  keys->session_token[0] ? keys->session_token : NULL };
+	err = bucket_sign(&sigv4_aws, &cred, s->host, s->region, "s3", a, &payer,
+			  s->requester_pays ? 1 : 0, headers);
+wipe_keys:
+	if (keys != &s->keys) {
+		explicit_bzero(keys, sizeof(*keys));
+		free(keys);
+	}
+	return err;
 }
 
 /* See source_identity_hash(): for keys that are renewed, where they come
@@ -481,8 +515,8 @@ static void s3_identity(struct source *src, char *out, size_t size)
 	struct s3_source *s = (struct s3_source *)src;
 	if (s->anonymous)
 		snprintf(out, size, "anonymous");
-	else if (s->renewal.fetch)
-		snprintf(out, size, "s3 renewed from %s", s->renewal.from);
+	else if (s->renewable)
+		snprintf(out, size, "s3 renewed from %s", s->credentials_from);
 	else
 		snprintf(out, size, "s3 key %s", s->keys.access_key);
 }
@@ -495,13 +529,26 @@ static bool s3_credentials_rejected(void *signer, long status, const char *body,
 	struct s3_source *s = signer;
 	struct xml_span doc = { body, len };
 	char code[64];
+	time_t now = time(NULL);
 
 	if ((status != 400 && status != 403) || !xml_text(doc, "Code", code, sizeof(code)))
 		return false;
 	if (strcmp(code, "ExpiredToken") != 0 && strcmp(code, "InvalidToken") != 0 &&
 	    strcmp(code, "TokenRefreshRequired") != 0)
 		return false;
-	return aws_renewal_rejected(&s->renewal, &s->keys, time(NULL));
+	if (!s->renewable)
+		return false;
+	log_warn("s3: the store refused the credentials from %s as expired or revoked; "
+		 "renewing them", s->credentials_from);
+	/* the refused attempt may have been signed with the keys before
+	   these: keys obtained in the last 5 s are sent again, not renewed */
+	return oauth_renewal_force(&s->renewal, now, now - 5) == 0;
+}
+
+static struct oauth_renewal *s3_renewal(struct source *src)
+{
+	struct s3_source *s = (struct s3_source *)src;
+	return s->renewable ? &s->renewal : NULL;
 }
 
 const struct provider provider_s3 = {
@@ -516,4 +563,5 @@ const struct provider provider_s3 = {
 	.describe_error = provider_xml_error,
 	.identity = s3_identity,
 	.credentials_rejected = s3_credentials_rejected,
+	.renewal = s3_renewal,
 };
