@@ -85,43 +85,10 @@ static int endpoint_header(void *line, const struct http_attempt *a,
 	return 0;
 }
 
-int aws_endpoint_call_signed(const char *url, const char *name, const char *method,
-			     http_sign_fn sign, void *signer, struct aws_endpoint_body *out)
-{
-	struct http_config cfg;
-	struct http_request req = { .url = url, .log_name = name, .method = method,
-				    .sign = sign, .signer = signer };
-	int err;
-
-	out->len = 0;
-	out->text[0] = '\0';
-	http_config_defaults(&cfg);
-	cfg.retries = 0;
-	cfg.connect_timeout_s = 1;
-	cfg.stall_timeout_s = 3;
-	cfg.total_timeout_ms = 3000;
-	cfg.max_body = sizeof(out->text) - 1;
-	err = http_fetch_once(&cfg, &req);
-	if (!err && req.status != 200)
-		err = -EACCES;
-	if (!err && req.body_len >= sizeof(out->text))
-		err = -EIO;	/* http.c holds it to cfg.max_body: never */
-	if (!err && req.body_len > 0) {
-		memcpy(out->text, req.body, req.body_len);
-		out->len = req.body_len;
-		out->text[out->len] = '\0';
-	}
-	if (req.body) {
-		memset(req.body, 0, req.body_len);
-		free(req.body);
-	}
-	return err;
-}
-
 int aws_endpoint_call(const char *url, const char *name, const char *method, char *header,
-		      struct aws_endpoint_body *out)
+		      struct oauth_body *out)
 {
-	return aws_endpoint_call_signed(url, name, method, endpoint_header, header, out);
+	return oauth_endpoint_call_signed(url, name, method, NULL, endpoint_header, header, out);
 }
 
 /* The length of the first line of TEXT: up to its first control character
@@ -141,7 +108,7 @@ int aws_imds_fetch(const void *ctx, struct aws_keys *out, char *from, size_t fro
 	static const char name[] = "the instance metadata service";
 	const char *base = getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
 	char url[512], header[320], role[256];
-	struct aws_endpoint_body *b = malloc(sizeof(*b));
+	struct oauth_body *b = malloc(sizeof(*b));
 	int err;
 
 	if (!b)
@@ -293,7 +260,7 @@ out:
 int aws_container_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size)
 {
 	char url[1024], why[200], *header;
-	struct aws_endpoint_body *b;
+	struct oauth_body *b;
 	int err;
 
 	err = container_url(url, sizeof(url), why, sizeof(why));

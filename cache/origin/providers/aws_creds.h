@@ -16,6 +16,7 @@
 #define TILEFS_AWS_CREDS_H
 
 #include "cache/origin/http.h"
+#include "cache/origin/providers/oauth.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,24 +35,9 @@ struct aws_keys {
 typedef int (*aws_fetch_fn)(const void *ctx, struct aws_keys *out, char *from,
 			    size_t from_size);
 
-/* What an identity endpoint answered: its bodies are small. */
-#define AWS_ENDPOINT_MAX_BODY (16 * 1024)
-struct aws_endpoint_body {
-	char text[AWS_ENDPOINT_MAX_BODY];
-	size_t len;
-};
-
-/*
- * One request to an identity endpoint through http_fetch_once(), with
- * HEADER (one line, or "") added: one attempt, 1 s to connect, 3 s in
- * all. 0 and the body (NUL-terminated) when it answers 200, else -errno
- * (-EACCES for any other status). NAME says what log lines call it.
- */
+/* oauth_endpoint_call() with HEADER (one line, or "") added. */
 int aws_endpoint_call(const char *url, const char *name, const char *method, char *header,
-		      struct aws_endpoint_body *out);
-/* The same, each attempt signed by SIGN(SIGNER, ...) instead (see http.h). */
-int aws_endpoint_call_signed(const char *url, const char *name, const char *method,
-			     http_sign_fn sign, void *signer, struct aws_endpoint_body *out);
+		      struct oauth_body *out);
 
 /* "2026-11-25T03:00:00Z", with optional fractional seconds or +00:00, as
  * a time; 0 when it is not one. */

@@ -151,7 +151,7 @@ int aws_web_identity_fetch(const void *ctx, struct aws_keys *out, char *from, si
 	const struct aws_web_identity *w = ctx;
 	char base[512], session[160], header[1] = "";
 	char *token, *e_token = NULL, *e_role = NULL, *e_session = NULL, *url = NULL;
-	struct aws_endpoint_body *b = NULL;
+	struct oauth_body *b = NULL;
 	int err = -ENOMEM;
 
 	token = token_read(w->token_file);
@@ -228,7 +228,7 @@ int aws_assume_role_fetch(const void *ctx, struct aws_keys *out, char *from, siz
 	struct assume_signer as = { .role = role };
 	char base[512], session[160], url[2048];
 	char *e_role = NULL, *e_session = NULL;
-	struct aws_endpoint_body *b = NULL;
+	struct oauth_body *b = NULL;
 	const char *region = getenv("AWS_REGION"), *host;
 	size_t host_len;
 	int err = -ENOMEM;
@@ -256,7 +256,7 @@ int aws_assume_role_fetch(const void *ctx, struct aws_keys *out, char *from, siz
 		err = -EINVAL;
 		goto out;
 	}
-	err = aws_endpoint_call_signed(url, "STS (AssumeRole)", NULL, assume_sign, &as, b);
+	err = oauth_endpoint_call_signed(url, "STS (AssumeRole)", NULL, NULL, assume_sign, &as, b);
 	if (err)
 		goto out;
 	err = sts_credentials(b->text, b->len, "AssumeRoleResult", out);

@@ -233,10 +233,17 @@ static int add_headers(void *lines, const struct http_attempt *a, struct curl_sl
 int oauth_endpoint_call(const char *url, const char *name, const char *method,
 			const char *const *headers, const char *form, struct oauth_body *out)
 {
+	return oauth_endpoint_call_signed(url, name, method, form, add_headers, (void *)headers,
+					  out);
+}
+
+int oauth_endpoint_call_signed(const char *url, const char *name, const char *method,
+			       const char *form, http_sign_fn sign, void *signer,
+			       struct oauth_body *out)
+{
 	struct http_config cfg;
 	struct http_request req = { .url = url, .log_name = name, .method = method,
-				    .form = form, .sign = add_headers,
-				    .signer = (void *)headers };
+				    .form = form, .sign = sign, .signer = signer };
 	int err;
 
 	out->len = 0;

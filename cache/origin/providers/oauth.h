@@ -28,6 +28,8 @@
 #ifndef TILEFS_OAUTH_H
 #define TILEFS_OAUTH_H
 
+#include "cache/origin/http.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -124,14 +126,20 @@ struct oauth_body {
 };
 
 /*
- * One request to an identity endpoint: METHOD (NULL: GET, or POST with a
- * FORM) of URL with the header lines of HEADERS (NULL-terminated array;
- * may be NULL) and, when FORM is not NULL, that www-form-urlencoded body
- * (it may hold a secret: never logged); one attempt, 1 s to connect, 5 s in all. 0 and OUT when it answers 200;
+ * One request to an identity endpoint (of any cloud): METHOD (NULL: GET,
+ * or POST with a FORM) of URL with the header lines of HEADERS
+ * (NULL-terminated array; may be NULL) and, when FORM is not NULL, that
+ * www-form-urlencoded body (it may hold a secret: never logged); one
+ * attempt, 1 s to connect, 5 s in all. 0 and OUT when it answers 200;
  * -EACCES for another status; else the transport's -errno. NAME is what
  * log lines call the endpoint.
  */
 int oauth_endpoint_call(const char *url, const char *name, const char *method,
 			const char *const *headers, const char *form, struct oauth_body *out);
+/* The same, each attempt signed by SIGN(SIGNER, ...) (see http.h) instead
+ * of given HEADERS: a signed STS request, say. */
+int oauth_endpoint_call_signed(const char *url, const char *name, const char *method,
+			       const char *form, http_sign_fn sign, void *signer,
+			       struct oauth_body *out);
 
 #endif
