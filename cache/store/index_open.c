@@ -173,7 +173,17 @@ static int conn_open(struct index *ix, struct index_conn *c)
 			break;
 		nanosleep(&pause, NULL);
 	}
-	return rc == SQLITE_OK ? 0 : index_sql_error(c->db, rc, "configure");
+	if (rc != SQLITE_OK)
+		return index_sql_error(c->db, rc, "configure");
+	/* A file SQLite cannot open for writing (a disk's passing I/O error at
+	 * that open) it opens read-only, without an error: every write on the
+	 * connection would fail for as long as it lives. So that is an I/O
+	 * error here, and the open is tried again. */
+	if (sqlite3_db_readonly(c->db, "main") == 1) {
+		log_warn("cache index %s: opened read-only; trying again", ix->path);
+		return -EIO;
+	}
+	return 0;
 }
 
 static void conn_close(struct index_conn *c)
