@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define BACKOFF_MAX_S 60	/* a failed renewal waits 1 s, doubling to this */
 
@@ -53,6 +54,21 @@ free_buffers:
 	free(r->scratch);
 	memset(r, 0, sizeof(*r));
 	return err;
+}
+
+int oauth_bearer_start(struct oauth_renewal *r, const char *subject, oauth_fetch_fn fetch,
+		       void *arg, const char *url, char *why, size_t why_size)
+{
+	if (strncasecmp(url, "https://", 8) != 0) {
+		snprintf(why, why_size, "not tried: a token goes over https only");
+		return -EACCES;
+	}
+	int rc = oauth_renewal_init(r, subject, sizeof(struct oauth_token), fetch, arg,
+				    time(NULL));
+	if (rc == 0 || rc == -ENOMEM)
+		return rc;
+	snprintf(why, why_size, "no token: %s", strerror(-rc));
+	return -EACCES;
 }
 
 void oauth_renewal_release(struct oauth_renewal *r)

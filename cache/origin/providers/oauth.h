@@ -87,6 +87,14 @@ struct oauth_renewal_counts {
  */
 int oauth_renewal_init(struct oauth_renewal *r, const char *subject, size_t size,
 		       oauth_fetch_fn fetch, void *arg, time_t now);
+/*
+ * oauth_renewal_init() of bearer tokens (struct oauth_token) for a source
+ * whose requests go to URL: a token crosses the network only encrypted,
+ * so not for an http:// URL. 0 (R set up, as from oauth_renewal_init());
+ * -ENOMEM; else -EACCES with why no token was had in WHY (WHY_SIZE).
+ */
+int oauth_bearer_start(struct oauth_renewal *r, const char *subject, oauth_fetch_fn fetch,
+		       void *arg, const char *url, char *why, size_t why_size);
 void oauth_renewal_release(struct oauth_renewal *r);
 
 /* When a credential obtained at OBTAINED and expiring at EXPIRES is

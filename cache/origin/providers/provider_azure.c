@@ -274,23 +274,17 @@ static int use_managed_identity(struct azure_source *az, char *err, size_t err_s
 
 	if (rc)
 		return rc == -ENOMEM ? rc : -EACCES;
-	if (strncasecmp(az->container_url, "https://", 8) != 0) {
-		/* a bearer token crosses the network only encrypted */
-		snprintf(why, sizeof(why), "not tried: a token goes over https only");
-	} else {
-		rc = oauth_renewal_init(&az->renewal, "azure", sizeof(struct oauth_token),
-					azure_identity_fetch, &az->identity, time(NULL));
-		if (rc == -ENOMEM)
-			return rc;
-		if (rc == 0) {
-			az->bearer = true;
-			snprintf(az->credentials_from, sizeof(az->credentials_from), "%s",
-				 az->renewal.from);
-			az->base.credentials = az->credentials_from;
-			az->base.reusable = "the bearer token of Entra ID or the managed identity";
-			return 0;
-		}
-		snprintf(why, sizeof(why), "no token: %s", strerror(-rc));
+	rc = oauth_bearer_start(&az->renewal, "azure", azure_identity_fetch, &az->identity,
+				az->container_url, why, sizeof(why));
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc == 0) {
+		az->bearer = true;
+		snprintf(az->credentials_from, sizeof(az->credentials_from), "%s",
+			 az->renewal.from);
+		az->base.credentials = az->credentials_from;
+		az->base.reusable = "the bearer token of Entra ID or the managed identity";
+		return 0;
 	}
 	snprintf(err, err_size, "no Azure credentials for %s: tried, in order, a SAS in SOURCE, "
 		 "AZURE_STORAGE_SAS_TOKEN, AZURE_STORAGE_KEY, and a token from %s (%s). "

@@ -88,22 +88,15 @@ static int gcs_adc(struct gcs_source *g, const char *endpoint, char *err, size_t
 		snprintf(tried, sizeof(tried), "the credential file %.200s", g->adc_file.path);
 	else
 		snprintf(tried, sizeof(tried), "the metadata server at %.200s", g->metadata.url);
-	if (strncasecmp(endpoint, "https://", 8) != 0) {
-		snprintf(why, sizeof(why), "not tried: its token goes over https only");
-	} else {
-		rc = oauth_renewal_init(&g->renewal, "gcs", sizeof(struct oauth_token), fetch, arg,
-					time(NULL));
-		if (rc == -ENOMEM)
-			return rc;
-		if (rc == 0) {
-			g->auth = GCS_ADC;
-			snprintf(g->credentials_from, sizeof(g->credentials_from), "%s",
-				 g->renewal.from);
-			g->base.credentials = g->credentials_from;
-			g->base.reusable = "the bearer token of Application Default Credentials";
-			return 0;
-		}
-		snprintf(why, sizeof(why), "no token: %s", strerror(-rc));
+	rc = oauth_bearer_start(&g->renewal, "gcs", fetch, arg, endpoint, why, sizeof(why));
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc == 0) {
+		g->auth = GCS_ADC;
+		snprintf(g->credentials_from, sizeof(g->credentials_from), "%s", g->renewal.from);
+		g->base.credentials = g->credentials_from;
+		g->base.reusable = "the bearer token of Application Default Credentials";
+		return 0;
 	}
 	snprintf(err, err_size, "no Google Cloud Storage credentials: tried, in order, "
 		 "GOOGLE_OAUTH_ACCESS_TOKEN, an HMAC key in GS_ACCESS_KEY_ID and "
