@@ -75,11 +75,12 @@ struct store;
 #define EDGE_SLOTS 256			/* slivers kept, over all objects */
 /* A streamed object (--prefetch object, auto) goes out in background GETs
  * of at most STREAM_GET_MAX bytes, with at most BACKGROUND_BUDGET of them in
- * flight or queued: a reader that needs a unit of one waits for that GET
- * whole, so they are kept short, and few enough that every one of them has
- * a connection (http.c gives the background half of them). */
+ * flight: a reader that needs a unit of one waits for that GET whole, so
+ * they are kept short, and each is sent only when http.c has a connection
+ * the readers left idle for it (http_background_room()), never queued. The
+ * budget lets background GETs fill the default 16 connections. */
 #define STREAM_GET_MAX (2u << 20)
-#define BACKGROUND_BUDGET (16u << 20)
+#define BACKGROUND_BUDGET (32u << 20)
 #define STREAMS 8			/* readers of one object told apart */
 
 /* Bytes of a tile a reader's aligned buffer touched, kept (see plan.h):
@@ -275,7 +276,9 @@ void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v,
 void object_prefetch_start(struct cache *c, struct cache_object *obj);
 /* Prefetch the next units of the first whole-object job, if the
  * background budget has room (the persist thread, c->stepping set). */
-void job_step(struct cache *c);
+/* Send the next background GET of the first queued object; -EAGAIN when
+ * the HTTP client has no idle connection for it (try again later). */
+int job_step(struct cache *c);
 /* Drop the first job of LIST (c->jobs). c->lock held. */
 void job_done(struct object_job **list);
 

@@ -208,10 +208,22 @@ void *persist_thread(void *arg)
 		if (!e && c->jobs && !c->jobs_off && c->background_bytes < BACKGROUND_BUDGET) {
 			c->stepping = true;
 			pthread_mutex_unlock(&c->lock);
-			job_step(c);
+			int busy = job_step(c);
 			pthread_mutex_lock(&c->lock);
 			c->stepping = false;
 			pthread_cond_broadcast(&c->changed);
+			if (busy == -EAGAIN && !c->queue_head && !c->stopping) {
+				/* the readers hold the connections: look again
+				   when something settles, or soon */
+				struct timespec until;
+				clock_gettime(CLOCK_REALTIME, &until);
+				until.tv_nsec += 50 * 1000000L;
+				if (until.tv_nsec >= 1000000000L) {
+					until.tv_sec++;
+					until.tv_nsec -= 1000000000L;
+				}
+				pthread_cond_timedwait(&c->work, &c->lock, &until);
+			}
 		} else if (!e) {
 			struct timespec until;
 			clock_gettime(CLOCK_REALTIME, &until);

@@ -4,13 +4,16 @@
  * (object_prefetch_start()), and the persist thread, when it has nothing
  * to store, sends the next units of the first object queued in background
  * GETs of at most STREAM_GET_MAX bytes while fewer than BACKGROUND_BUDGET
- * bytes are in flight (job_step()).
+ * bytes are in flight and the HTTP client has a connection the readers left
+ * idle for them (http_background_room()), so none waits queued where a
+ * reader could need it (job_step()).
  *
  * Level 4 of the engine (engine_int.h): calls fetch.c and what lies under
  * it; the persist thread (persist.c) runs it, the read path starts it.
  */
 #include "cache/engine/engine_int.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #define JOB_BATCH 64		/* units one step adds at most */
@@ -51,7 +54,7 @@ void job_done(struct object_job **list)
 	free(job);
 }
 
-void job_step(struct cache *c)
+int job_step(struct cache *c)
 {
 	struct inflight *batch[JOB_BATCH];
 	size_t n = 0;
@@ -62,7 +65,9 @@ void job_step(struct cache *c)
 	bool room = c->background_bytes < BACKGROUND_BUDGET;
 	pthread_mutex_unlock(&c->lock);
 	if (!job || !room)
-		return;
+		return 0;
+	if (http_background_room(c->http) <= 0)
+		return -EAGAIN;
 	struct cache_object *obj = job->obj;
 	while (job->cursor < obj->version.size && n < JOB_BATCH && bytes < STREAM_GET_MAX &&
 	       !cache_object_stale(obj)) {
@@ -81,4 +86,5 @@ void job_step(struct cache *c)
 	if (job->cursor >= obj->version.size || cache_object_stale(obj))
 		job_done(&c->jobs);
 	pthread_mutex_unlock(&c->lock);
+	return 0;
 }

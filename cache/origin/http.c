@@ -7,9 +7,10 @@
  * curl_multi_wakeup(). The fetch thread moves submitted requests to the
  * multi handle (or to `delayed` while a backoff runs), drives transfers with
  * curl_multi_poll(), and calls done() for finished requests. Background
- * requests (prefetch) wait in `background` and start only while few others
- * run: at most half of the connections, and never the last free one,
- * so a demand read queued behind them finds a connection. Lock order:
+ * requests (prefetch) wait in `background` and start only on connections
+ * the demand requests leave idle: all but the most demand requests in flight
+ * at once lately (background_cap()) and one spare, so a demand read finds a
+ * connection free when it comes. Lock order:
  * client->lock is a leaf; done() runs without it.
  */
 #include "cache/origin/http.h"
@@ -41,6 +42,12 @@ struct http_client {
 	struct http_request *background, *background_tail; /* fetch thread only:
 					   background requests not started yet */
 	int nactive, nactive_background; /* fetch thread only */
+	int nqueued_background;		/* fetch thread only: in `background` */
+	int demand_peak, demand_peak_prev; /* fetch thread only: the most demand
+					   requests in flight at once in this
+					   and the last window */
+	uint64_t peak_since_ms;		/* fetch thread only: this window's start */
+	int background_room;		/* protected by lock: http_background_room() */
 	uint64_t rng;			/* fetch thread only */
 	struct http_stats stats;	/* protected by lock */
 };
@@ -92,6 +99,8 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	c->active = req;
 	c->nactive++;
 	c->nactive_background += req->background;
+	if (c->nactive - c->nactive_background > c->demand_peak)
+		c->demand_peak = c->nactive - c->nactive_background;
 	return 0;
 }
 
@@ -270,18 +279,66 @@ static long start_due(struct http_client *c)
 	return wait;
 }
 
-/* Start background requests while there is room for them. */
+/* How long a burst of demand requests keeps background ones off its
+ * connections: one to two windows. */
+#define PEAK_WINDOW_MS 1000
+
+/* How many background requests may be in flight now: the connections left
+ * when the most demand requests in flight at once lately, and one spare,
+ * are set aside. Readers that come and go in bursts (a loader's workers, a
+ * reader of several tiles at once) find as many connections free when they
+ * come back; a background request started meanwhile would hold one for its
+ * whole GET. */
+static int background_cap(struct http_client *c)
+{
+	uint64_t now = monotonic_ms();
+	int demand = c->nactive - c->nactive_background;
+	if (now - c->peak_since_ms >= PEAK_WINDOW_MS) {
+		c->demand_peak_prev = c->demand_peak;
+		c->demand_peak = demand;
+		c->peak_since_ms = now;
+	}
+	int busy = c->demand_peak > c->demand_peak_prev ? c->demand_peak : c->demand_peak_prev;
+	return c->cfg.max_connections - busy - 1;
+}
+
+/* Start background requests while there is room for them, and say how
+ * many more would start now (http_background_room()). */
 static void start_background(struct http_client *c)
 {
-	int cap = c->cfg.max_connections / 2 > 0 ? c->cfg.max_connections / 2 : 1;
+	int cap = background_cap(c);
 	while (c->background && c->nactive_background < cap &&
 	       c->nactive < c->cfg.max_connections - 1) {
 		struct http_request *req = c->background;
 		c->background = req->next;
 		if (!c->background)
 			c->background_tail = NULL;
+		c->nqueued_background--;
 		start_or_fail(c, req);
 	}
+	int room = cap - c->nactive_background - c->nqueued_background;
+	pthread_mutex_lock(&c->lock);
+	for (struct http_request *req = c->submitted; req; req = req->next)
+		room -= req->background;
+	c->background_room = room > 0 ? room : 0;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* How long the fetch thread may sleep: while a demand peak is remembered,
+ * no longer than a window, so the room it gives back is published. */
+static long poll_wait(struct http_client *c, long wait)
+{
+	if ((c->demand_peak || c->demand_peak_prev) && wait > PEAK_WINDOW_MS)
+		return PEAK_WINDOW_MS;
+	return wait;
+}
+
+int http_background_room(struct http_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	int room = c->background_room;
+	pthread_mutex_unlock(&c->lock);
+	return room;
 }
 
 static void *fetch_thread(void *arg)
@@ -315,6 +372,7 @@ static void *fetch_thread(void *arg)
 				else
 					c->background = req;
 				c->background_tail = req;
+				c->nqueued_background++;
 			} else {
 				start_or_fail(c, req);
 			}
@@ -336,7 +394,7 @@ static void *fetch_thread(void *arg)
 			on_attempt_done(c, req, msg->data.result);
 		}
 		start_background(c);
-		curl_multi_poll(c->multi, NULL, 0, (int)wait, NULL);
+		curl_multi_poll(c->multi, NULL, 0, (int)poll_wait(c, wait), NULL);
 	}
 
 	/* stopping: fail whatever is in flight or waiting */
@@ -437,6 +495,8 @@ void http_submit(struct http_client *c, struct http_request *req)
 	request_reset(req, c->cfg.max_body);
 	pthread_mutex_lock(&c->lock);
 	c->stats.in_flight++;
+	if (req->background && c->background_room > 0)
+		c->background_room--;
 	req->next = c->submitted;
 	c->submitted = req;
 	pthread_mutex_unlock(&c->lock);

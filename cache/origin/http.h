@@ -194,6 +194,12 @@ void http_client_free(struct http_client *client);
 
 /* Queue req; done() is always called exactly once, later, on the fetch thread. */
 void http_submit(struct http_client *client, struct http_request *req);
+/* How many more background requests would start at once now: the
+ * connections demand requests have left idle lately, less those background
+ * requests hold or wait for. A producer of background work submits no more
+ * than this, so that none waits queued behind others while a reader may
+ * need its bytes. */
+int http_background_room(struct http_client *client);
 /* Submit and wait; returns req->err. req->done and req->arg are overwritten. */
 int http_run(struct http_client *client, struct http_request *req);
 

@@ -53,9 +53,13 @@ WORKLOADS = {
     "preads": (7, "tiles/s", "raw preads of whole tiles, no decoding"),
     "chipset": (1, "chips/s", "random whole files of a chip set: 1,500 256x256 files in one "
                 "directory (chipset/)"),
+    "loader": (8, "chips/s", "256x256 chips inside one tile each of the S2-like files, through "
+               "a torch DataLoader nobody tuned (4 workers, one read at a time each); "
+               "vsicurl through one tuned for remote reading (8 threads per worker, "
+               "prefetch factor 8)"),
 }
 QUICK_WORKLOADS = ["chips", "chips-s2", "chips-landsat", "chips-torch", "full", "epochs",
-                   "opens", "preads", "chipset"]
+                   "opens", "preads", "chipset", "loader"]
 # gen_data.py's directory of chip files: the chipset workload's alone, kept
 # out of every other workload's files
 CHIPSET = "chipset"
@@ -66,9 +70,9 @@ FULL_WORKLOADS = list(WORKLOADS)
 
 SIZES = {
     "quick": {"chips": 200, "aligned": 200, "epochs": 100, "opens": 1000, "preads": 300,
-              "chipset": 600},
+              "chipset": 600, "loader": 300},
     "full": {"chips": 2000, "aligned": 1000, "epochs": 600, "opens": 1000, "preads": 2000,
-             "chipset": 2000},
+             "chipset": 2000, "loader": 1500},
 }
 
 VSI_TUNED = {"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
@@ -146,7 +150,7 @@ def plan(files, mode, sizes, chipset=(), seed=20240601):
 
     def chips(n, aligned=False, kind=None):
         out = []
-        pool = tiled if aligned else [f for f in files if kind in (None, f["kind"])]
+        pool = [f for f in (tiled if aligned else files) if kind in (None, f["kind"])]
         for _ in range(n):
             f = rng.choice(pool)
             if aligned:
@@ -183,6 +187,7 @@ def plan(files, mode, sizes, chipset=(), seed=20240601):
         items[wl] = chips(sizes["chips"], kind=kind)
     items["chipset"] = [{"op": "full", "path": rng.choice(chipset)}
                         for _ in range(sizes["chipset"])] if chipset else []
+    items["loader"] = chips(sizes["loader"], aligned=True, kind="s2")
     return items
 
 
@@ -595,7 +600,13 @@ class Ctx:
     pass
 
 
-def run_phase(ctx, wl, c, root, items_file, label, shuffle=None, loader="pool"):
+# The loader workload's two loaders: (threads per worker, prefetch factor)
+UNTUNED_LOADER = (1, None)
+TUNED_LOADER = (8, 8)
+
+
+def run_phase(ctx, wl, c, root, items_file, label, shuffle=None, loader="pool",
+              tuning=UNTUNED_LOADER):
     """One timed pass of the workload; returns a row dict (without ratios)."""
     out = os.path.join(ctx.raw, "%s-%s.json" % (label, fname(c.name)))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GDAL_", "CPL_"))}
@@ -603,6 +614,8 @@ def run_phase(ctx, wl, c, root, items_file, label, shuffle=None, loader="pool"):
     env.update(c.env)
     cmd = [PY, os.path.join(HERE, "workload.py"), "--items", items_file, "--root", root,
            "--out", out, "--workers", str(ctx.workers), "--loader", loader]
+    if tuning != UNTUNED_LOADER:
+        cmd += ["--threads", str(tuning[0]), "--prefetch-factor", str(tuning[1])]
     if c.vsi:
         cmd.append("--vsi")
     if shuffle is not None:
@@ -722,7 +735,7 @@ def run_workload(ctx, wl, contestants, rows):
     items_file = os.path.join(ctx.raw, "items-%s.json" % wl)
     with open(items_file, "w") as f:
         json.dump(items, f)
-    loader = "torch" if wl == "chips-torch" else "pool"
+    loader = "torch" if wl in ("chips-torch", "loader") else "pool"
     labels = ["epoch1", "epoch2", "epoch3"] if wl == "epochs" else [wl]
     refs = {}
     for c in contestants:
@@ -752,8 +765,11 @@ def run_workload(ctx, wl, contestants, rows):
                 drop_caches(ctx.dropstate)
                 if k > 0:
                     off = ctx.origin.offset()
+                tuning = TUNED_LOADER if wl == "loader" and c.family == "vsicurl" \
+                    else UNTUNED_LOADER
                 row = run_phase(ctx, wl, c, root, items_file, lab,
-                                shuffle=(k if wl == "epochs" else None), loader=loader)
+                                shuffle=(k if wl == "epochs" else None), loader=loader,
+                                tuning=tuning)
                 t = ctx.origin.since(off, save=os.path.join(
                     ctx.raw, "%s-%s.access.log" % (lab, fname(c.name))))
                 row["requests"], row["fetched_bytes"] = t["requests"], t["bytes"]
@@ -924,9 +940,9 @@ def main():
         if w not in WORKLOADS:
             sys.exit("bench: unknown workload %s (known: %s)" % (w, ", ".join(WORKLOADS)))
     notes = []
-    if "chips-torch" in wls and not have_torch():
-        wls = [w for w in wls if w != "chips-torch"]
-        notes.append("chips-torch (a real torch DataLoader) not run: `import torch` fails "
+    if {"chips-torch", "loader"} & set(wls) and not have_torch():
+        wls = [w for w in wls if w not in ("chips-torch", "loader")]
+        notes.append("chips-torch and loader (a real torch DataLoader) not run: `import torch` fails "
                      "(tests/bench/install-deps installs python3-torch; BENCH_NO_INSTALL=1 "
                      "skips that)")
 

@@ -2,7 +2,8 @@
 """Run one benchmark phase: read every item of a plan through one access path.
 
     workload.py --items ITEMS.json --root ROOT --out OUT.json
-                [--workers N] [--loader pool|torch] [--vsi] [--shuffle SEED]
+                [--workers N] [--loader pool|torch] [--threads N] [--prefetch-factor N]
+                [--vsi] [--shuffle SEED]
 
 ROOT is a directory (local files, a FUSE mount) or, with --vsi, a GDAL
 virtual path prefix such as /vsicurl/http://127.0.0.1:8080 (GDAL's
@@ -133,39 +134,62 @@ def run_pool(items, order, workers):
     return res, wall
 
 
-def run_torch(items, order, workers):
+def run_torch(items, order, workers, threads=1, prefetch_factor=None):
     """The items through torch.utils.data.DataLoader, one item per index, in
     `workers` worker processes. As in run_pool, the workers are started
     (and import GDAL) before the clock starts: a first pass gives each one a
     no-op index, then the timed pass reads the items in the same workers
-    (persistent_workers, as a training loop that cares about speed sets)."""
+    (persistent_workers, as a training loop that cares about speed sets).
+
+    threads > 1 is a loader tuned for remote reading: each worker is handed
+    batches of `threads` indices and reads them with as many threads, and
+    keeps prefetch_factor batches queued, so workers x threads reads are in
+    flight. threads == 1 is the loader nobody tuned: one read at a time in
+    each worker."""
+    from concurrent.futures import ThreadPoolExecutor
     from torch.utils.data import DataLoader, Dataset, Sampler
+
+    pool = None
+
+    def read_batch(batch):
+        nonlocal pool
+        if pool is None:
+            pool = ThreadPoolExecutor(threads)
+        return list(pool.map(do_item, [(i, items[i]) for i in batch]))
 
     class Items(Dataset):
         def __len__(self):
             return len(items)
 
         def __getitem__(self, i):
-            if i < 0:
+            batch = i if isinstance(i, list) else [i]
+            if batch[0] < 0:
                 time.sleep(0.05)
-                return -1
-            return do_item((i, items[i]))
+                return []
+            if threads == 1:
+                return [do_item((j, items[j])) for j in batch]
+            return read_batch(batch)
 
     class Pass(Sampler):
-        """The indices of the current pass (sampled in the parent)."""
-        indices = [-1] * workers
+        """The indices of the current pass (sampled in the parent), in
+        batches of `threads`."""
+        indices = [[-1]] * workers
 
         def __iter__(self):
             return iter(self.indices)
 
+    def batches(seq):
+        return [seq[k:k + threads] for k in range(0, len(seq), threads)]
+
     sampler = Pass(None)
+    kw = {"prefetch_factor": prefetch_factor} if prefetch_factor else {}
     dl = DataLoader(Items(), batch_size=None, sampler=sampler, num_workers=workers,
-                    worker_init_fn=lambda _: _init(ROOT, VSI), persistent_workers=True)
+                    worker_init_fn=lambda _: _init(ROOT, VSI), persistent_workers=True, **kw)
     for _ in dl:
         pass
-    sampler.indices = order
+    sampler.indices = batches(order)
     t0 = time.perf_counter()
-    res = [tuple(x) for x in dl]
+    res = [tuple(x) for batch in dl for x in batch]
     wall = time.perf_counter() - t0
     return res, wall
 
@@ -178,6 +202,10 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--loader", choices=("pool", "torch"), default="pool")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch loader: reads in flight in each worker [1]")
+    ap.add_argument("--prefetch-factor", type=int, default=None,
+                    help="torch loader: batches each worker keeps queued [torch's]")
     ap.add_argument("--vsi", action="store_true")
     ap.add_argument("--shuffle", type=int, default=None,
                     help="visit the items in an order shuffled with this seed")
@@ -188,8 +216,10 @@ def main():
     order = list(range(len(items)))
     if a.shuffle is not None:
         random.Random(a.shuffle).shuffle(order)
-    run = run_torch if a.loader == "torch" else run_pool
-    res, wall = run(items, order, a.workers)
+    if a.loader == "torch":
+        res, wall = run_torch(items, order, a.workers, a.threads, a.prefetch_factor)
+    else:
+        res, wall = run_pool(items, order, a.workers)
     n = len(items)
     lat, hashes, errors, total = [None] * n, [None] * n, [], 0
     for idx, dt, h, nb, err in res:
