@@ -7,10 +7,10 @@
  * curl_multi_wakeup(). The fetch thread moves submitted requests to the
  * multi handle (or to `delayed` while a backoff runs), drives transfers with
  * curl_multi_poll(), and calls done() for finished requests. Background
- * requests (prefetch) wait in `background` and start only on connections
- * the demand requests leave idle: all but the most demand requests in flight
- * at once lately (background_cap()) and one spare, so a demand read finds a
- * connection free when it comes. Lock order:
+ * requests (prefetch) wait in `background` and start only on half the
+ * connections, or on all those demand requests have left idle lately
+ * (background_cap()), and never on the last free one, so a demand read
+ * finds a connection when it comes. Lock order:
  * client->lock is a leaf; done() runs without it.
  */
 #include "cache/origin/http.h"
@@ -283,12 +283,13 @@ static long start_due(struct http_client *c)
  * connections: one to two windows. */
 #define PEAK_WINDOW_MS 1000
 
-/* How many background requests may be in flight now: the connections left
- * when the most demand requests in flight at once lately, and one spare,
- * are set aside. Readers that come and go in bursts (a loader's workers, a
- * reader of several tiles at once) find as many connections free when they
- * come back; a background request started meanwhile would hold one for its
- * whole GET. */
+/* How many background requests may be in flight now: half the connections,
+ * or more, those left when the most demand requests in flight at once
+ * lately, and one spare, are set aside. Readers that come and go in bursts
+ * (a loader's workers, a reader of several tiles at once) find as many
+ * connections free when they come back; a background request started
+ * meanwhile would hold one for its whole GET. (start_background() never
+ * takes the last free connection either.) */
 static int background_cap(struct http_client *c)
 {
 	uint64_t now = monotonic_ms();
@@ -299,7 +300,9 @@ static int background_cap(struct http_client *c)
 		c->peak_since_ms = now;
 	}
 	int busy = c->demand_peak > c->demand_peak_prev ? c->demand_peak : c->demand_peak_prev;
-	return c->cfg.max_connections - busy - 1;
+	int idle = c->cfg.max_connections - busy - 1;
+	int half = c->cfg.max_connections / 2 > 0 ? c->cfg.max_connections / 2 : 1;
+	return idle > half ? idle : half;
 }
 
 /* Start background requests while there is room for them, and say how
