@@ -211,7 +211,13 @@ int attempt_prepare(const struct http_config *cfg, struct http_request *req)
 		req->easy = NULL;
 		return -ENOMEM;
 	}
-	curl_easy_setopt(easy, CURLOPT_URL, tier_url ? tier_url : req->url);
+	const char *target = tier_url ? tier_url : req->url;
+	curl_easy_setopt(easy, CURLOPT_URL, target);
+	/* over https, wait for a connection being set up to say whether it
+	   multiplexes (HTTP/2) rather than open another; plain http is one
+	   request per connection, and a wait there would hold every new
+	   request until the first answer came */
+	curl_easy_setopt(easy, CURLOPT_PIPEWAIT, strncasecmp(target, "https:", 6) == 0 ? 1L : 0L);
 	free(tier_url);
 	curl_easy_setopt(easy, CURLOPT_PRIVATE, req);
 	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
@@ -220,7 +226,6 @@ int attempt_prepare(const struct http_config *cfg, struct http_request *req)
 			 strncasecmp(req->url, "https:", 6) == 0 ? "https" : "http,https");
 	curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 5L);
 	curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-	curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
 	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, (long)cfg->connect_timeout_s);
 	curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, (long)cfg->stall_timeout_s);
