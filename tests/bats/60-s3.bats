@@ -485,7 +485,7 @@ reads_until_issued() {
 	local f
 	f=$(head -1 "$T/list")
 	cmp "$SAMPLES/$f" "$MNT/$f"
-	metric_is tilefs_credentials_expired 0 || fail "expired at the start: $(grep credential "$T/m.prom")"
+	metric_is "$T/m.prom" tilefs_credentials_expired 0 || fail "expired at the start: $(grep credential "$T/m.prom")"
 	touch "$ID/down"
 	# reads go on while the keys hold; then fail with EACCES
 	local deadline=$((SECONDS + 120)) out
@@ -499,8 +499,8 @@ reads_until_issued() {
 	grep -q "sts GET / 503" "$ID/log" || fail "no renewal tried during the outage"
 	# the metrics file (rewritten every 5 s) says so too
 	wait_until "tilefs_credentials_expired 1 during the outage" \
-		metric_is tilefs_credentials_expired 1 || fail "$(grep credential "$T/m.prom")"
-	metric_ge tilefs_credential_renewal_failures_total 1 || fail "$(grep credential "$T/m.prom")"
+		metric_is "$T/m.prom" tilefs_credentials_expired 1 || fail "$(grep credential "$T/m.prom")"
+	metric_ge "$T/m.prom" tilefs_credential_renewal_failures_total 1 || fail "$(grep credential "$T/m.prom")"
 	rm "$ID/down"
 	deadline=$((SECONDS + 120))
 	until cmp -s "$SAMPLES/$f" "$MNT/$f"; do
@@ -510,8 +510,8 @@ reads_until_issued() {
 	read_all || fail "a file differs after the recovery"
 	grep -q "renewed; reads go on" "$TILEFS_LOG"
 	wait_until "tilefs_credentials_expired 0 after the recovery" \
-		metric_is tilefs_credentials_expired 0 || fail "$(grep credential "$T/m.prom")"
-	metric_ge tilefs_credential_renewals_total 1 || fail "$(grep credential "$T/m.prom")"
+		metric_is "$T/m.prom" tilefs_credentials_expired 0 || fail "$(grep credential "$T/m.prom")"
+	metric_ge "$T/m.prom" tilefs_credential_renewals_total 1 || fail "$(grep credential "$T/m.prom")"
 }
 
 @test "s3: a profile's credential_process (no shell, quoted words), run again before its Expiration" {
@@ -569,18 +569,6 @@ reads_until_issued() {
 }
 
 # keys_older_than S: the last key the emulator issued is over S seconds old
-# metric_is NAME VALUE: the sample NAME (no labels) in $T/m.prom is VALUE
-metric_is() {
-	[ "$(awk -v n="$1" '$1 == n { print $2 }' "$T/m.prom" 2>/dev/null)" = "$2" ]
-}
-
-# metric_ge NAME MIN: the sample NAME in $T/m.prom is at least MIN
-metric_ge() {
-	local v
-	v=$(awk -v n="$1" '$1 == n { print $2 }' "$T/m.prom" 2>/dev/null)
-	[ -n "$v" ] && [ "$v" -ge "$2" ]
-}
-
 keys_older_than() {
 	[ $(($(date +%s) - $(stat -c %Y "$ID/keys.json"))) -gt "$1" ]
 }

@@ -156,18 +156,13 @@ json.dump({"type": "service_account", "project_id": "proj", "private_key_id": "k
 	no_secret_in "$log" "PRIVATE KEY" "$(sed -n 2p "$T/sa.key")" "ya29." "eyJ"
 }
 
-# metric_is NAME VALUE: the sample NAME (no labels) in $T/m.prom is VALUE
-metric_is() {
-	[ "$(awk -v n="$1" '$1 == n { print $2 }' "$T/m.prom" 2>/dev/null)" = "$2" ]
-}
-
 @test "metadata server down past the token's life: EACCES, one log line naming it and a metric; the mount recovers by itself" {
 	# 6-second tokens: renewed after 3 s, expired after 6
 	gcs_start --lifetime 6
 	tilefs_mount "gs://eo/data" "$MNT" --endpoint "$GCS_ENDPOINT" --ca-file "$T/tls/ca.pem" \
 		--ttl 0 --log-level info --metrics-file "$T/m.prom"
 	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
-	metric_is tilefs_credentials_expired 0 || fail "expired at the start: $(grep credential "$T/m.prom")"
+	metric_is "$T/m.prom" tilefs_credentials_expired 0 || fail "expired at the start: $(grep credential "$T/m.prom")"
 	local port=${IDENTITY_HOST#*:}
 	identity_stop
 	T0=$SECONDS
@@ -183,11 +178,11 @@ metric_is() {
 		fail "the log line does not name the endpoint"
 	# the metrics file (rewritten every 5 s) says so too
 	wait_until "tilefs_credentials_expired 1 during the outage" \
-		metric_is tilefs_credentials_expired 1 || fail "$(grep credential "$T/m.prom")"
+		metric_is "$T/m.prom" tilefs_credentials_expired 1 || fail "$(grep credential "$T/m.prom")"
 	# it comes back on the same address: reads go on without a remount
 	identity_start --secret "$SECRET" --lifetime 60 --port "$port"
 	wait_until "reads to recover" cmp -s "$SAMPLES/random.bin" "$MNT/random.bin"
 	grep -q "renewed; reads go on" "$TILEFS_LOG" || fail "no log line about the recovery"
 	wait_until "tilefs_credentials_expired 0 after the recovery" \
-		metric_is tilefs_credentials_expired 0 || fail "$(grep credential "$T/m.prom")"
+		metric_is "$T/m.prom" tilefs_credentials_expired 0 || fail "$(grep credential "$T/m.prom")"
 }
