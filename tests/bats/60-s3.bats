@@ -440,6 +440,25 @@ PY
 	! grep -q "oidc-token-wrong" "$T/log"
 }
 
+@test "s3: a web identity token file that cannot be read: one message, naming the file and the variable, no log line before it" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	AWS_WEB_IDENTITY_TOKEN_FILE=$T/no-such-token AWS_ROLE_ARN=arn:aws:iam::123456789012:role/reader \
+	AWS_ENDPOINT_URL_STS=http://127.0.0.1:9 \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache"
+	assert_eq "$status" 1 "exit status"
+	assert_eq "$(printf '%s\n' "$err" | wc -l)" 1 "lines on stderr"
+	[[ "$err1" == "tilefs: "*"AWS_WEB_IDENTITY_TOKEN_FILE"*"$T/no-such-token"*"No such file"* ]] ||
+		fail "message: $err1"
+	# a credential_process that fails: its exit status is the cause told
+	printf '[profile bad]\ncredential_process = /bin/false\n' >"$T/config"
+	AWS_CONFIG_FILE=$T/config AWS_PROFILE=bad \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache"
+	assert_eq "$status" 1 "exit status"
+	assert_eq "$(printf '%s\n' "$err" | wc -l)" 1 "lines on stderr"
+	[[ "$err1" == "tilefs: "*"credential_process"*"profile bad exited with status 1"* ]] ||
+		fail "message: $err1"
+}
+
 # reads: read one sample through the mount (--ttl 0: each open asks the
 # store, signed) until the emulator has issued N credentials; fail at the
 # first read that differs or errs.

@@ -116,6 +116,20 @@ seconds_since_t0() {
 	! is_mounted "$MNT" || fail "mounted anyway"
 }
 
+@test "a GOOGLE_APPLICATION_CREDENTIALS file that is no credentials document: one message, naming what was tried and why, no log line before it" {
+	echo '{"type": "external_account"' >"$T/bad.json"
+	mkdir -p "$MNT"
+	GOOGLE_APPLICATION_CREDENTIALS=$T/bad.json GCE_METADATA_HOST=127.0.0.1:9 \
+		tilefs_run mount --endpoint https://127.0.0.1:9 --cache-dir "$CACHE" "gs://eo/data" "$MNT"
+	assert_eq "$status" 1 "exit status"
+	assert_eq "$(printf '%s\n' "$err" | wc -l)" 1 "lines on stderr"
+	[[ $err1 == "tilefs: "*"GOOGLE_APPLICATION_CREDENTIALS"*"metadata server"*"--no-sign-request"* ]] ||
+		fail "message does not name what was tried: $err1"
+	[[ $err1 == *"$T/bad.json is not a credentials JSON document"* ]] ||
+		fail "message does not say what failed: $err1"
+	! is_mounted "$MNT" || fail "mounted anyway"
+}
+
 @test "credential files: gcloud's authorized_user, then GOOGLE_APPLICATION_CREDENTIALS' service_account (RS256); renewed; no secret in the log" {
 	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$T/sa.key" 2>/dev/null
 	openssl pkey -in "$T/sa.key" -pubout -out "$T/sa.pub"
