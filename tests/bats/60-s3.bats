@@ -371,6 +371,58 @@ PY
 	! grep -q "container-token-1" "$TILEFS_LOG" "$T/tilefs-state.1/stderr"
 }
 
+# netns_other PID: PID is in another network namespace than this shell
+netns_other() {
+	[ "$(readlink "/proc/$1/ns/net")" != "$(readlink /proc/self/ns/net)" ]
+}
+
+# netns_start: a network namespace of the test's own, held by a sleeping
+# process: its lo up, 169.254.170.2/32 on that lo (the host's interfaces
+# are never touched); NETNS: the command prefix that runs in it
+netns_start() {
+	unshare -n sleep 3600 &
+	NETNS_PID=$!
+	TILEFS_EXTRA_PIDS+=("$NETNS_PID")
+	wait_until "the network namespace" netns_other "$NETNS_PID"
+	NETNS=(nsenter "--net=/proc/$NETNS_PID/ns/net")
+	"${NETNS[@]}" ip link set lo up
+	"${NETNS[@]}" ip addr add 169.254.170.2/32 dev lo
+}
+
+@test "s3: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI reaches 169.254.170.2, in a network namespace of the test's own" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	netns_start
+	! ip -o addr show | grep -q '169\.254\.170\.2/' || fail "the host has 169.254.170.2"
+	ID=$T/id
+	mkdir -p "$ID"
+	# the container endpoint where the SDKs fix it, and the store, both in the namespace
+	"${NETNS[@]}" "$PY" "$TESTS_LIB/aws_identity.py" "$ID" --host 169.254.170.2 --port 80 \
+		2>"$T/identity.err" &
+	IDENTITY_PID=$!
+	SIGV4_KEYS=$ID/keys.json "${NETNS[@]}" "$PY" "$TESTS_LIB/sigv4_store.py" "$SAMPLES" \
+		"$T/store.log" >"$T/store.port" 2>"$T/store.err" &
+	STORE_PID=$!
+	wait_until "the container endpoint's start" test -s "$ID/port"
+	wait_until "the store's start" test -s "$T/store.port"
+	(cd "$SAMPLES" && find . -type f | sed 's|^\./||' | sort) >"$T/list"
+	# the daemon runs in the namespace; the mount is seen from here
+	printf '#!/bin/sh\nexec nsenter --net=/proc/%s/ns/net %s "$@"\n' "$NETNS_PID" "$TILEFS" \
+		>"$T/tilefs-in-netns"
+	chmod +x "$T/tilefs-in-netns"
+	TILEFS=$T/tilefs-in-netns AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/credentials/task-ns \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "http://127.0.0.1:$(cat "$T/store.port")" \
+		--list "$T/list" --log-level info
+	read_all || fail "a file differs"
+	grep -q "container credentials endpoint" "$TILEFS_LOG" || fail "not named in the log"
+	assert_eq "$(grep -c '^container GET /v2/credentials/task-ns 200 issued' "$ID/log")" 1 \
+		"answers of the container endpoint at 169.254.170.2"
+	[ "$(awk '$4 == 206 && $7 ~ /^ASIA/' "$T/store.log" | wc -l)" -gt 0 ] ||
+		fail "no ranged GET signed with the container's keys"
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+	tilefs_umount "$MNT"
+	no_issued_secret "$TILEFS_LOG"
+}
+
 @test "s3: container credentials with AWS_CONTAINER_AUTHORIZATION_TOKEN; a wrong token fails the mount" {
 	identity_start
 	echo "container-token-2" >"$ID/auth-token"
