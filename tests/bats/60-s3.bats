@@ -492,7 +492,7 @@ netns_start() {
 	! grep -q "oidc-token-wrong" "$T/log"
 }
 
-@test "s3: a web identity token file that cannot be read: one message, naming the file and the variable, no log line before it" {
+@test "s3: a web identity token file that cannot be read, STS down: one message, naming what failed and where, no log line before it" {
 	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
 	AWS_WEB_IDENTITY_TOKEN_FILE=$T/no-such-token AWS_ROLE_ARN=arn:aws:iam::123456789012:role/reader \
 	AWS_ENDPOINT_URL_STS=http://127.0.0.1:9 \
@@ -509,6 +509,16 @@ netns_start() {
 	assert_eq "$(printf '%s\n' "$err" | wc -l)" 1 "lines on stderr"
 	[[ "$err1" == "tilefs: "*"credential_process"*"profile bad exited with status 1"* ]] ||
 		fail "message: $err1"
+	# STS does not answer: the message names it, where, and why
+	echo "oidc-token" >"$T/web-token"
+	AWS_WEB_IDENTITY_TOKEN_FILE=$T/web-token AWS_ROLE_ARN=arn:aws:iam::123456789012:role/reader \
+	AWS_ENDPOINT_URL_STS=http://127.0.0.1:9 \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache"
+	assert_eq "$status" 1 "exit status"
+	assert_eq "$(printf '%s\n' "$err" | wc -l)" 1 "lines on stderr"
+	[[ "$err1" == "tilefs: "*"AWS_WEB_IDENTITY_TOKEN_FILE"*"STS (AssumeRoleWithWebIdentity) at http://127.0.0.1:9/: "*"connect"* ]] ||
+		fail "message: $err1"
+	[[ "$err1" != *"oidc-token"* ]] || fail "the token is shown: $err1"
 }
 
 # reads: read one sample through the mount (--ttl 0: each open asks the
