@@ -151,7 +151,7 @@ static int daemonize(void)
 int mount_cmd_main(int argc, char **argv)
 {
 	struct options o;
-	char err_text[1024] = "";
+	char err_text[2048] = "";
 	struct stack stack = { 0 };
 	struct mount *m = NULL;
 	struct metrics *metrics = NULL;
@@ -178,8 +178,18 @@ int mount_cmd_main(int argc, char **argv)
 		options_release(&o);
 		return 1;
 	}
+	/* what the source logs while it looks for credentials becomes the
+	   cause in the one message of a failed start (else it goes to the
+	   log once that is open) */
+	log_hold_begin();
 	int open_err = stack_init(&stack, &o, err_text, sizeof(err_text));
 	if (open_err) {
+		char why[1024];	/* err_text has room for it */
+		log_hold_end(false, why, sizeof(why));
+		if (why[0]) {
+			size_t used = strlen(err_text);
+			snprintf(err_text + used, sizeof(err_text) - used, "; what failed: %s", why);
+		}
 		if (open_err != -EINVAL)
 			fprintf(stderr, "tilefs: %s\n", err_text);
 		stack_release(&stack);
@@ -202,6 +212,7 @@ int mount_cmd_main(int argc, char **argv)
 			goto out;
 		}
 	}
+	log_hold_end(true, NULL, 0);
 	if (!o.foreground)
 		ready_fd = daemonize();
 	if (stack.src->credentials[0])
@@ -283,6 +294,7 @@ int mount_cmd_main(int argc, char **argv)
 	status = mount_run(m) == 0 ? 0 : 1;
 	log_info("unmounted %s", o.mountpoint);
 out:
+	log_hold_end(true, NULL, 0);	/* still held if the start failed before the log opened */
 	report_ready(ready_fd, (char)status, false);
 	mount_free(m);
 	metrics_stop(metrics);

@@ -17,6 +17,16 @@ enum log_level log_current_level = LOG_WARN;
 static FILE *log_file;		/* protected by log_lock; NULL: stderr */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* start-up warnings and errors held by log_hold_begin(), the last
+ * LOG_HELD_MAX; all protected by log_lock */
+static bool holding;
+static unsigned held_count;		/* lines held so far, the last kept */
+static struct held_line {
+	enum log_level level;
+	size_t message;			/* where the message starts in text */
+	char text[LOG_HELD_LINE];
+} held[LOG_HELD_MAX];
+
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
 int log_parse_level(const char *name, enum log_level *out)
@@ -66,6 +76,58 @@ void log_reset_file(void)
 	pthread_mutex_unlock(&log_lock);
 }
 
+void log_hold_begin(void)
+{
+	pthread_mutex_lock(&log_lock);
+	holding = true;
+	held_count = 0;
+	pthread_mutex_unlock(&log_lock);
+}
+
+void log_hold_end(bool write, char *why, size_t why_size)
+{
+	size_t used = 0;
+
+	if (why && why_size)
+		why[0] = '\0';
+	pthread_mutex_lock(&log_lock);
+	FILE *out = log_file ? log_file : stderr;
+	unsigned first = held_count > LOG_HELD_MAX ? held_count - LOG_HELD_MAX : 0;
+	for (unsigned i = first; i < held_count; i++) {
+		const struct held_line *h = &held[i % LOG_HELD_MAX];
+		if (write) {
+			flockfile(out);
+			fprintf(out, "%s\n", h->text);
+			fflush(out);
+			funlockfile(out);
+		}
+		if (why && used + 1 < why_size) {
+			snprintf(why + used, why_size - used, "%s%s", used ? "; " : "",
+				 h->text + h->message);
+			used += strlen(why + used);
+		}
+	}
+	holding = false;
+	held_count = 0;
+	memset(held, 0, sizeof(held));
+	pthread_mutex_unlock(&log_lock);
+}
+
+/* Keep a line while holding; called with log_lock held. */
+static void hold_line(enum log_level level, const char *prefix, const char *fmt, va_list ap)
+{
+	struct held_line *h = &held[held_count++ % LOG_HELD_MAX];
+	int n = snprintf(h->text, sizeof(h->text), "%s", prefix);
+
+	h->level = level;
+	h->message = n < 0 ? 0 : (size_t)n < sizeof(h->text) ? (size_t)n : sizeof(h->text) - 1;
+	vsnprintf(h->text + h->message, sizeof(h->text) - h->message, fmt, ap);
+	/* one line: a newline in a message would split it */
+	for (char *c = h->text; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+}
+
 void log_write(enum log_level level, const char *fmt, ...)
 {
 	char stamp[32];
@@ -77,12 +139,22 @@ void log_write(enum log_level level, const char *fmt, ...)
 	gmtime_r(&now.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
 
+	char prefix[96];
+	snprintf(prefix, sizeof(prefix), "%s.%03ldZ tilefs[%d]: %s: ", stamp,
+		 now.tv_nsec / 1000000, (int)getpid(), level_names[level]);
+
 	pthread_mutex_lock(&log_lock);
+	if (holding && level <= LOG_WARN) {
+		va_start(ap, fmt);
+		hold_line(level, prefix, fmt, ap);
+		va_end(ap);
+		pthread_mutex_unlock(&log_lock);
+		return;
+	}
 	FILE *out = log_file ? log_file : stderr;
 	/* one line, even beside other threads' own writes to stderr */
 	flockfile(out);
-	fprintf(out, "%s.%03ldZ tilefs[%d]: %s: ", stamp, now.tv_nsec / 1000000,
-		(int)getpid(), level_names[level]);
+	fputs(prefix, out);
 	va_start(ap, fmt);
 	vfprintf(out, fmt, ap);
 	va_end(ap);

@@ -12,6 +12,9 @@
 #ifndef TILEFS_LOG_H
 #define TILEFS_LOG_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 extern enum log_level log_current_level;
@@ -23,6 +26,22 @@ void log_set_level(enum log_level level);
 int log_set_file(const char *path);
 /* Drop the log file and write to stderr again (closes any file opened). */
 void log_reset_file(void);
+
+/*
+ * Start-up: from log_hold_begin() to log_hold_end(), warnings and errors
+ * are held in memory (the last LOG_HELD_MAX, each cut to LOG_HELD_LINE
+ * bytes) instead of written; info and debug lines are written as ever. A
+ * command that fails to start prints one message on stderr with the held
+ * lines as its cause, instead of log lines before it; one that starts
+ * writes them to its log, once that is open.
+ */
+#define LOG_HELD_MAX 8
+#define LOG_HELD_LINE 512
+void log_hold_begin(void);
+/* Stop holding. WRITE: write the held lines where lines go now (the log
+ * file, or stderr). WHY (may be NULL): their messages, without time or
+ * level, joined by "; " ("" if none). */
+void log_hold_end(bool write, char *why, size_t why_size);
 
 void log_write(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), nonnull(2)));

@@ -371,6 +371,58 @@ PY
 	! grep -q "container-token-1" "$TILEFS_LOG" "$T/tilefs-state.1/stderr"
 }
 
+# netns_other PID: PID is in another network namespace than this shell
+netns_other() {
+	[ "$(readlink "/proc/$1/ns/net")" != "$(readlink /proc/self/ns/net)" ]
+}
+
+# netns_start: a network namespace of the test's own, held by a sleeping
+# process: its lo up, 169.254.170.2/32 on that lo (the host's interfaces
+# are never touched); NETNS: the command prefix that runs in it
+netns_start() {
+	unshare -n sleep 3600 &
+	NETNS_PID=$!
+	TILEFS_EXTRA_PIDS+=("$NETNS_PID")
+	wait_until "the network namespace" netns_other "$NETNS_PID"
+	NETNS=(nsenter "--net=/proc/$NETNS_PID/ns/net")
+	"${NETNS[@]}" ip link set lo up
+	"${NETNS[@]}" ip addr add 169.254.170.2/32 dev lo
+}
+
+@test "s3: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI reaches 169.254.170.2, in a network namespace of the test's own" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	netns_start
+	! ip -o addr show | grep -q '169\.254\.170\.2/' || fail "the host has 169.254.170.2"
+	ID=$T/id
+	mkdir -p "$ID"
+	# the container endpoint where the SDKs fix it, and the store, both in the namespace
+	"${NETNS[@]}" "$PY" "$TESTS_LIB/aws_identity.py" "$ID" --host 169.254.170.2 --port 80 \
+		2>"$T/identity.err" &
+	IDENTITY_PID=$!
+	SIGV4_KEYS=$ID/keys.json "${NETNS[@]}" "$PY" "$TESTS_LIB/sigv4_store.py" "$SAMPLES" \
+		"$T/store.log" >"$T/store.port" 2>"$T/store.err" &
+	STORE_PID=$!
+	wait_until "the container endpoint's start" test -s "$ID/port"
+	wait_until "the store's start" test -s "$T/store.port"
+	(cd "$SAMPLES" && find . -type f | sed 's|^\./||' | sort) >"$T/list"
+	# the daemon runs in the namespace; the mount is seen from here
+	printf '#!/bin/sh\nexec nsenter --net=/proc/%s/ns/net %s "$@"\n' "$NETNS_PID" "$TILEFS" \
+		>"$T/tilefs-in-netns"
+	chmod +x "$T/tilefs-in-netns"
+	TILEFS=$T/tilefs-in-netns AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/credentials/task-ns \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "http://127.0.0.1:$(cat "$T/store.port")" \
+		--list "$T/list" --log-level info
+	read_all || fail "a file differs"
+	grep -q "container credentials endpoint" "$TILEFS_LOG" || fail "not named in the log"
+	assert_eq "$(grep -c '^container GET /v2/credentials/task-ns 200 issued' "$ID/log")" 1 \
+		"answers of the container endpoint at 169.254.170.2"
+	[ "$(awk '$4 == 206 && $7 ~ /^ASIA/' "$T/store.log" | wc -l)" -gt 0 ] ||
+		fail "no ranged GET signed with the container's keys"
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+	tilefs_umount "$MNT"
+	no_issued_secret "$TILEFS_LOG"
+}
+
 @test "s3: container credentials with AWS_CONTAINER_AUTHORIZATION_TOKEN; a wrong token fails the mount" {
 	identity_start
 	echo "container-token-2" >"$ID/auth-token"
@@ -440,6 +492,35 @@ PY
 	! grep -q "oidc-token-wrong" "$T/log"
 }
 
+@test "s3: a web identity token file that cannot be read, STS down: one message, naming what failed and where, no log line before it" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	AWS_WEB_IDENTITY_TOKEN_FILE=$T/no-such-token AWS_ROLE_ARN=arn:aws:iam::123456789012:role/reader \
+	AWS_ENDPOINT_URL_STS=http://127.0.0.1:9 \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache"
+	assert_eq "$status" 1 "exit status"
+	assert_eq "$(printf '%s\n' "$err" | wc -l)" 1 "lines on stderr"
+	[[ "$err1" == "tilefs: "*"AWS_WEB_IDENTITY_TOKEN_FILE"*"$T/no-such-token"*"No such file"* ]] ||
+		fail "message: $err1"
+	# a credential_process that fails: its exit status is the cause told
+	printf '[profile bad]\ncredential_process = /bin/false\n' >"$T/config"
+	AWS_CONFIG_FILE=$T/config AWS_PROFILE=bad \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache"
+	assert_eq "$status" 1 "exit status"
+	assert_eq "$(printf '%s\n' "$err" | wc -l)" 1 "lines on stderr"
+	[[ "$err1" == "tilefs: "*"credential_process"*"profile bad exited with status 1"* ]] ||
+		fail "message: $err1"
+	# STS does not answer: the message names it, where, and why
+	echo "oidc-token" >"$T/web-token"
+	AWS_WEB_IDENTITY_TOKEN_FILE=$T/web-token AWS_ROLE_ARN=arn:aws:iam::123456789012:role/reader \
+	AWS_ENDPOINT_URL_STS=http://127.0.0.1:9 \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache"
+	assert_eq "$status" 1 "exit status"
+	assert_eq "$(printf '%s\n' "$err" | wc -l)" 1 "lines on stderr"
+	[[ "$err1" == "tilefs: "*"AWS_WEB_IDENTITY_TOKEN_FILE"*"STS (AssumeRoleWithWebIdentity) at http://127.0.0.1:9/: "*"connect"* ]] ||
+		fail "message: $err1"
+	[[ "$err1" != *"oidc-token"* ]] || fail "the token is shown: $err1"
+}
+
 # reads: read one sample through the mount (--ttl 0: each open asks the
 # store, signed) until the emulator has issued N credentials; fail at the
 # first read that differs or errs.
@@ -485,7 +566,7 @@ reads_until_issued() {
 	local f
 	f=$(head -1 "$T/list")
 	cmp "$SAMPLES/$f" "$MNT/$f"
-	metric_is tilefs_credentials_expired 0 || fail "expired at the start: $(grep credential "$T/m.prom")"
+	metric_is "$T/m.prom" tilefs_credentials_expired 0 || fail "expired at the start: $(grep credential "$T/m.prom")"
 	touch "$ID/down"
 	# reads go on while the keys hold; then fail with EACCES
 	local deadline=$((SECONDS + 120)) out
@@ -499,8 +580,8 @@ reads_until_issued() {
 	grep -q "sts GET / 503" "$ID/log" || fail "no renewal tried during the outage"
 	# the metrics file (rewritten every 5 s) says so too
 	wait_until "tilefs_credentials_expired 1 during the outage" \
-		metric_is tilefs_credentials_expired 1 || fail "$(grep credential "$T/m.prom")"
-	metric_ge tilefs_credential_renewal_failures_total 1 || fail "$(grep credential "$T/m.prom")"
+		metric_is "$T/m.prom" tilefs_credentials_expired 1 || fail "$(grep credential "$T/m.prom")"
+	metric_ge "$T/m.prom" tilefs_credential_renewal_failures_total 1 || fail "$(grep credential "$T/m.prom")"
 	rm "$ID/down"
 	deadline=$((SECONDS + 120))
 	until cmp -s "$SAMPLES/$f" "$MNT/$f"; do
@@ -510,8 +591,8 @@ reads_until_issued() {
 	read_all || fail "a file differs after the recovery"
 	grep -q "renewed; reads go on" "$TILEFS_LOG"
 	wait_until "tilefs_credentials_expired 0 after the recovery" \
-		metric_is tilefs_credentials_expired 0 || fail "$(grep credential "$T/m.prom")"
-	metric_ge tilefs_credential_renewals_total 1 || fail "$(grep credential "$T/m.prom")"
+		metric_is "$T/m.prom" tilefs_credentials_expired 0 || fail "$(grep credential "$T/m.prom")"
+	metric_ge "$T/m.prom" tilefs_credential_renewals_total 1 || fail "$(grep credential "$T/m.prom")"
 }
 
 @test "s3: a profile's credential_process (no shell, quoted words), run again before its Expiration" {
@@ -569,18 +650,6 @@ reads_until_issued() {
 }
 
 # keys_older_than S: the last key the emulator issued is over S seconds old
-# metric_is NAME VALUE: the sample NAME (no labels) in $T/m.prom is VALUE
-metric_is() {
-	[ "$(awk -v n="$1" '$1 == n { print $2 }' "$T/m.prom" 2>/dev/null)" = "$2" ]
-}
-
-# metric_ge NAME MIN: the sample NAME in $T/m.prom is at least MIN
-metric_ge() {
-	local v
-	v=$(awk -v n="$1" '$1 == n { print $2 }' "$T/m.prom" 2>/dev/null)
-	[ -n "$v" ] && [ "$v" -ge "$2" ]
-}
-
 keys_older_than() {
 	[ $(($(date +%s) - $(stat -c %Y "$ID/keys.json"))) -gt "$1" ]
 }

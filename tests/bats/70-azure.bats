@@ -196,6 +196,22 @@ no_secret_in() {
 	tilefs_umount "$MNT"
 }
 
+@test "workload identity whose token file cannot be read: one message, naming what was tried and the file, no log line before it" {
+	mkdir -p "$MNT"
+	AZURE_AUTHORITY_HOST=http://127.0.0.1:9 AZURE_TENANT_ID=tenant-1 AZURE_CLIENT_ID=app-1 \
+	AZURE_FEDERATED_TOKEN_FILE=$T/no-such-token \
+		tilefs_run mount --endpoint "https://127.0.0.1:9/$AZURITE_ACCOUNT" --cache-dir "$CACHE" \
+		"$SOURCE" "$MNT"
+	assert_eq "$status" 1 "exit status"
+	assert_eq "$(printf '%s\n' "$err" | wc -l)" 1 "lines on stderr"
+	[[ $err1 == "tilefs: "* ]] || fail "message does not start with 'tilefs: ': $err1"
+	for v in "Entra ID (workload identity)" AZURE_FEDERATED_TOKEN_FILE AZURE_STORAGE_KEY \
+		--no-sign-request "cannot read $T/no-such-token"; do
+		[[ $err1 == *"$v"* ]] || fail "$v not named in: $err1"
+	done
+	! is_mounted "$MNT" || fail "mounted anyway"
+}
+
 @test "wrong key: mount fails with exit 1, access denied, naming AZURE_STORAGE_KEY" {
 	export AZURE_STORAGE_ACCOUNT=$AZURITE_ACCOUNT AZURE_STORAGE_KEY=$WRONG_KEY
 	mkdir -p "$MNT"

@@ -116,6 +116,20 @@ seconds_since_t0() {
 	! is_mounted "$MNT" || fail "mounted anyway"
 }
 
+@test "a GOOGLE_APPLICATION_CREDENTIALS file that is no credentials document: one message, naming what was tried and why, no log line before it" {
+	echo '{"type": "external_account"' >"$T/bad.json"
+	mkdir -p "$MNT"
+	GOOGLE_APPLICATION_CREDENTIALS=$T/bad.json GCE_METADATA_HOST=127.0.0.1:9 \
+		tilefs_run mount --endpoint https://127.0.0.1:9 --cache-dir "$CACHE" "gs://eo/data" "$MNT"
+	assert_eq "$status" 1 "exit status"
+	assert_eq "$(printf '%s\n' "$err" | wc -l)" 1 "lines on stderr"
+	[[ $err1 == "tilefs: "*"GOOGLE_APPLICATION_CREDENTIALS"*"metadata server"*"--no-sign-request"* ]] ||
+		fail "message does not name what was tried: $err1"
+	[[ $err1 == *"$T/bad.json is not a credentials JSON document"* ]] ||
+		fail "message does not say what failed: $err1"
+	! is_mounted "$MNT" || fail "mounted anyway"
+}
+
 @test "credential files: gcloud's authorized_user, then GOOGLE_APPLICATION_CREDENTIALS' service_account (RS256); renewed; no secret in the log" {
 	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$T/sa.key" 2>/dev/null
 	openssl pkey -in "$T/sa.key" -pubout -out "$T/sa.pub"
@@ -156,18 +170,13 @@ json.dump({"type": "service_account", "project_id": "proj", "private_key_id": "k
 	no_secret_in "$log" "PRIVATE KEY" "$(sed -n 2p "$T/sa.key")" "ya29." "eyJ"
 }
 
-# metric_is NAME VALUE: the sample NAME (no labels) in $T/m.prom is VALUE
-metric_is() {
-	[ "$(awk -v n="$1" '$1 == n { print $2 }' "$T/m.prom" 2>/dev/null)" = "$2" ]
-}
-
 @test "metadata server down past the token's life: EACCES, one log line naming it and a metric; the mount recovers by itself" {
 	# 6-second tokens: renewed after 3 s, expired after 6
 	gcs_start --lifetime 6
 	tilefs_mount "gs://eo/data" "$MNT" --endpoint "$GCS_ENDPOINT" --ca-file "$T/tls/ca.pem" \
 		--ttl 0 --log-level info --metrics-file "$T/m.prom"
 	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
-	metric_is tilefs_credentials_expired 0 || fail "expired at the start: $(grep credential "$T/m.prom")"
+	metric_is "$T/m.prom" tilefs_credentials_expired 0 || fail "expired at the start: $(grep credential "$T/m.prom")"
 	local port=${IDENTITY_HOST#*:}
 	identity_stop
 	T0=$SECONDS
@@ -183,11 +192,11 @@ metric_is() {
 		fail "the log line does not name the endpoint"
 	# the metrics file (rewritten every 5 s) says so too
 	wait_until "tilefs_credentials_expired 1 during the outage" \
-		metric_is tilefs_credentials_expired 1 || fail "$(grep credential "$T/m.prom")"
+		metric_is "$T/m.prom" tilefs_credentials_expired 1 || fail "$(grep credential "$T/m.prom")"
 	# it comes back on the same address: reads go on without a remount
 	identity_start --secret "$SECRET" --lifetime 60 --port "$port"
 	wait_until "reads to recover" cmp -s "$SAMPLES/random.bin" "$MNT/random.bin"
 	grep -q "renewed; reads go on" "$TILEFS_LOG" || fail "no log line about the recovery"
 	wait_until "tilefs_credentials_expired 0 after the recovery" \
-		metric_is tilefs_credentials_expired 0 || fail "$(grep credential "$T/m.prom")"
+		metric_is "$T/m.prom" tilefs_credentials_expired 0 || fail "$(grep credential "$T/m.prom")"
 }

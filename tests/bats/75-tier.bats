@@ -440,3 +440,96 @@ gcs_setup() {
 	tilefs_umount "$T/mnt"
 	assert_eq "$(grep -c 'bytes=65536-131071' "$STORE_LOG")" 0 "x-ms-range at the store"
 }
+
+@test "tier: web identity (STS) keys sign what the store checks through a tier-config tier; STS is asked directly" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN
+	export AWS_EC2_METADATA_DISABLED=true HOME=$T/home
+	(cd "$SAMPLES" && find . -type f | sed 's|^\./||' | sort) >"$T/list"
+	mkdir -p "$T/id"
+	"$PY" "$TESTS_LIB/aws_identity.py" "$T/id" 2>"$T/identity.err" &
+	local idpid=$!
+	TILEFS_EXTRA_PIDS+=("$idpid")
+	SIGV4_KEYS=$T/id/keys.json "$PY" "$TESTS_LIB/sigv4_store.py" "$SAMPLES" "$T/store.log" \
+		>"$T/store.port" &
+	STORE_PID=$!
+	wait_until "the identity emulator's start" test -s "$T/id/port"
+	wait_until "the store's start" test -s "$T/store.port"
+	local endpoint=http://127.0.0.1:$(cat "$T/store.port") sts=http://127.0.0.1:$(cat "$T/id/port")
+	echo "oidc-token-tier" >"$T/web-token"
+	ln -s "$T/web-token" "$T/id/web-token"
+	export AWS_WEB_IDENTITY_TOKEN_FILE=$T/web-token AWS_ROLE_ARN=arn:aws:iam::123456789012:role/reader
+	export AWS_ENDPOINT_URL_STS=$sts
+	tier_start s3://eo --endpoint "$endpoint"
+	tier_log_reset
+	read_chips 1 s3://eo --endpoint "$endpoint" --list "$T/list"
+	kill "$idpid"
+	awk '{ print $4, $7 }' "$T/store.log" | sort | uniq -c
+	[ "$(awk '$4 == 206 && $7 ~ /^ASIA/' "$T/store.log" | wc -l)" -gt 0 ] ||
+		fail "no ranged GET signed with the issued keys reached the store"
+	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
+	[ "$(tier_count MISS)" -gt 0 ] || fail "nothing went through the tier"
+	assert_eq "$(grep -c '^sts GET / 200 issued' "$T/id/log")" 1 "STS answers"
+	! grep -q " GET / " "$TIER_LOG" || fail "STS was asked through the tier"
+	# a second host, its own web identity keys: the tier answers, the store sees nothing
+	local before
+	before=$(wc -l <"$T/store.log")
+	"$PY" "$TESTS_LIB/aws_identity.py" "$T/id" --port "$(cat "$T/id/port")" 2>>"$T/identity.err" &
+	idpid=$!
+	TILEFS_EXTRA_PIDS+=("$idpid")
+	wait_until "the identity emulator's restart" grep -q . "$T/id/port"
+	wait_until "STS answering" curl -s -o /dev/null "$sts/latest/"
+	read_chips 2 s3://eo --endpoint "$endpoint" --list "$T/list"
+	kill "$idpid"
+	assert_eq "$(grep -c '^sts GET / 200 issued' "$T/id/log")" 2 "STS answers (one per host)"
+	assert_eq "$(wc -l <"$T/store.log")" "$before" "store requests of host 2"
+}
+
+@test "tier: a GCS bearer token from the metadata server: refused through an http tier, served through an https one (--tier-ca-file)" {
+	. "$TESTS_LIB/cloud_identity.bash"
+	unset GOOGLE_OAUTH_ACCESS_TOKEN GS_ACCESS_KEY_ID GS_SECRET_ACCESS_KEY GOOGLE_APPLICATION_CREDENTIALS
+	export CLOUDSDK_CONFIG=$T/gcloud
+	local secret
+	secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	mkdir -p "$T/gcs/eo"
+	cp -r "$SAMPLES/." "$T/gcs/eo/"
+	(cd "$SAMPLES" && find . -type f | sed 's|^\./||' | sort) >"$T/list"
+	# a name nginx can verify as a tier's upstream (it checks DNS names)
+	_tier_make_tls "$T/plane-tls" "DNS:localhost,IP:127.0.0.1"
+	identity_start --secret "$secret" --lifetime 60
+	gcs_plane_start --secret "$secret" --gcs-root "$T/gcs" \
+		--tls-cert "$T/plane-tls/server.pem" --tls-key "$T/plane-tls/server.key"
+	TILEFS_EXTRA_PIDS+=("$(cat "$IDENTITY_DIR/pid")" "$(cat "$GCS_PLANE_DIR/pid")")
+	export GCE_METADATA_HOST=$IDENTITY_HOST
+	local endpoint=https://localhost:$GCS_PLANE_PORT ca=$T/plane-tls/ca.pem
+	# plain http: the token would cross it in clear; refused before any request
+	tier_start gs://eo --endpoint "$endpoint" --ca-file "$ca"
+	tier_log_reset
+	mkdir -p "$T/mnt"
+	tilefs_run mount gs://eo "$T/mnt" --endpoint "$endpoint" --ca-file "$ca" \
+		--tier "$TIER_URL" --cache-dir "$T/cache0"
+	assert_eq "$status" 2 "mount of a metadata-server source through an http tier"
+	[[ $err == *"is plain HTTP"*"bearer token"*"--tier-allow-http"* && $err == *"--tier-ca-file"* ]] ||
+		fail "$err"
+	assert_eq "$(wc -l <"$TIER_LOG")" 0 "requests the http tier saw"
+	tier_stop
+	local tokens
+	tokens=$(identity_tokens)
+	TIER_TLS=1 tier_start gs://eo --endpoint "$endpoint" --ca-file "$ca"
+	read_chips 1 gs://eo --endpoint "$endpoint" --ca-file "$ca" --tier-ca-file "$TIER_CA"
+	awk '{ print $1, $3 }' "$GCS_PLANE_LOG" | sort | uniq -c
+	[ "$(awk '$1 == "GET" && $3 == 206' "$GCS_PLANE_LOG" | wc -l)" -gt 0 ] ||
+		fail "no ranged GET reached the data plane"
+	assert_eq "$(awk '$3 == 401' "$GCS_PLANE_LOG" | wc -l)" 0 "requests the data plane refused"
+	[ "$(tier_count MISS)" -gt 0 ] || fail "nothing went through the tier"
+	! grep -q computeMetadata "$TIER_LOG" || fail "the metadata server was asked through the tier"
+	assert_eq "$(identity_tokens)" $((tokens + 1)) "tokens from the metadata server"
+	# a second host: its own token, every range from the tier
+	local before
+	before=$(awk '$1 == "GET" && $3 == 206' "$GCS_PLANE_LOG" | wc -l)
+	read_chips 2 gs://eo --endpoint "$endpoint" --ca-file "$ca" --tier-ca-file "$TIER_CA"
+	assert_eq "$(identity_tokens)" $((tokens + 2)) "tokens (one per host)"
+	assert_eq "$(awk '$1 == "GET" && $3 == 206' "$GCS_PLANE_LOG" | wc -l)" "$before" \
+		"ranges of host 2 from the data plane"
+	identity_stop
+	gcs_plane_stop
+}

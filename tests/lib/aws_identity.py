@@ -48,11 +48,23 @@ While DIR/down exists every endpoint answers 503 (an outage).
 
 Files in DIR: port (written once listening), keys.json (every key
 issued: AccessKeyId, SecretAccessKey, Token, ExpiresEpoch), log (one line
-per request: ENDPOINT METHOD PATH STATUS [issued AKID]; no secret).
+per request: ENDPOINT METHOD PATH STATUS [issued AKID]; no secret; and for
+each AssumeRoleWithWebIdentity "sts presented sha256:HEX", the first 16
+hex digits of the SHA-256 of the WebIdentityToken it carried, so a test
+can tell which content of a rotated token file was sent without the log
+holding a token).
+
+"aws_identity.py DIR [--port P] [--host ADDR]" listens on port P instead
+of any free one (a restart after an outage, on the address the client
+holds; 80 for the address the SDKs fix for
+AWS_CONTAINER_CREDENTIALS_RELATIVE_URI), and on ADDR instead of 127.0.0.1
+(169.254.170.2, in a network namespace of the test's own); keys.json and
+log are kept across restarts.
 """
 import base64
-import re
 import datetime
+import hashlib
+import re
 import http.server
 import json
 import os
@@ -206,6 +218,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.sts_error(400, "MissingParameter", f"{p} is missing")
         if one["Version"] != "2011-06-15":
             return self.sts_error(400, "InvalidAction", "Version must be 2011-06-15")
+        log("sts presented sha256:"
+            + hashlib.sha256(one["WebIdentityToken"].encode()).hexdigest()[:16])
         if one["WebIdentityToken"] != read("web-token"):
             return self.sts_error(400, "InvalidIdentityToken", "the token is not valid")
         k = issue()
@@ -304,7 +318,9 @@ def process():
 def main():
     if sys.argv[2:] == ["--process"]:
         return process()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    opts = dict(zip(sys.argv[2::2], sys.argv[3::2]))
+    server = http.server.ThreadingHTTPServer(
+        (opts.get("--host", "127.0.0.1"), int(opts.get("--port", "0"))), Handler)
     with open(os.path.join(DIR, "port.tmp"), "w") as f:
         f.write(str(server.server_address[1]))
     os.replace(os.path.join(DIR, "port.tmp"), os.path.join(DIR, "port"))

@@ -16,12 +16,13 @@
 #                              requests logged with that method and status
 
 # _cloud_spawn DIR ARGS...: start cloud_identity.py in DIR (its log:
-# DIR/requests.log); wait for its port in DIR/port.
+# DIR/requests.log, appended, so a restart in the same DIR keeps it);
+# wait for its port in DIR/port (remove it first when restarting).
 _cloud_spawn() {
 	local d=$1 i
 	shift
 	"$PY" "$TESTS_LIB/cloud_identity.py" --port-file "$d/port" "$@" \
-		</dev/null >"$d/requests.log" 2>"$d/stderr" 3>&- &
+		</dev/null >>"$d/requests.log" 2>>"$d/stderr" 3>&- &
 	echo $! >"$d/pid"
 	for ((i = 0; i < 600; i++)); do
 		[ -s "$d/port" ] && break

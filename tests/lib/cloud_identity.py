@@ -55,7 +55,10 @@ Usage: cloud_identity.py --port-file F [--port P] [--lifetime S] [--valid S]
         [--refresh-token T] [--sa-email E --sa-public-key PEM]
 Writes the port it listens on into F once it listens. One line per
 request on stdout: "METHOD PATH STATUS" ("TOKEN KIND N" for
-each token handed out, N counting from 1); never a token.
+each token handed out, N counting from 1; "PRESENTED assertion sha256:HEX"
+for each client assertion received, HEX the first 16 hex digits of its
+SHA-256, so a test can tell which content of a rotated token file was sent);
+never a token.
 """
 import argparse
 import base64
@@ -199,6 +202,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             kind = "entra-secret"
         elif one("client_assertion_type") == \
                 "urn:ietf:params:oauth:client-assertion-type:jwt-bearer":
+            print("PRESENTED assertion sha256:%s" % hashlib.sha256(
+                (one("client_assertion") or "").encode()).hexdigest()[:16], flush=True)
             try:
                 with open(ARGS.assertion_file) as f:
                     current = f.read().strip()

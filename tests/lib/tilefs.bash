@@ -21,6 +21,8 @@
 #                                   up to $TILEFS_WAIT_S s; else fail: WHAT
 #   cmp_tree LOCAL MNT, file_list DIR, data_bytes CACHEDIR, run_to SECS CMD,
 #   assert_eq, assert_enoent, fail, ro_tmpfs DIR
+#   metric FILE NAME, metric_is FILE NAME VALUE, metric_ge FILE NAME MIN
+#                                   a sample (no labels) of a metrics file
 #
 # The daemon's exit status: `tilefs mount` runs under reaper.py, a child
 # subreaper, so the daemon it forks is re-parented to the reaper, which
@@ -375,4 +377,22 @@ data_bytes() {
 	fi
 	# shellcheck disable=SC2086
 	du -s -B1 -c $dirs | tail -n 1 | cut -f 1
+}
+
+# metric FILE NAME: the value of the sample NAME (no labels) in the metrics
+# file FILE (--metrics-file, rewritten every 5 s: wait_until for a change)
+metric() {
+	awk -v n="$2" '$1 == n { print $2 }' "$1"
+}
+
+# metric_is FILE NAME VALUE: the sample NAME in FILE is VALUE
+metric_is() {
+	[ "$(metric "$1" "$2" 2>/dev/null)" = "$3" ]
+}
+
+# metric_ge FILE NAME MIN: the sample NAME in FILE is at least MIN
+metric_ge() {
+	local v
+	v=$(metric "$1" "$2" 2>/dev/null)
+	[ -n "$v" ] && [ "$v" -ge "$3" ]
 }

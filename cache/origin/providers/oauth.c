@@ -13,6 +13,7 @@
 #include "cache/base/log.h"
 #include "cache/origin/http.h"
 #include "cache/origin/json.h"
+#include "cache/origin/url.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -273,6 +274,16 @@ int oauth_endpoint_call_signed(const char *url, const char *name, const char *me
 	err = http_fetch_once(&cfg, &req);
 	if (!err && req.status != 200)
 		err = -EACCES;
+	if (err) {
+		/* the cause a failed start prints, and the log's at a renewal */
+		char *shown = url_for_log(url);
+		if (req.status && req.status != 200)
+			log_warn("%s at %s answered HTTP %ld", name, shown ? shown : "", req.status);
+		else
+			log_warn("%s at %s: %s", name, shown ? shown : "",
+				 req.error[0] ? req.error : strerror(-err));
+		free(shown);
+	}
 	if (!err && req.body_len >= sizeof(out->text))
 		err = -EIO;	/* held to cfg.max_body by http.c: never */
 	if (!err && req.body_len > 0) {

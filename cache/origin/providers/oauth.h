@@ -139,8 +139,8 @@ struct oauth_body {
  * (NULL-terminated array; may be NULL) and, when FORM is not NULL, that
  * www-form-urlencoded body (it may hold a secret: never logged); one
  * attempt, 1 s to connect, 5 s in all. 0 and OUT when it answers 200;
- * -EACCES for another status; else the transport's -errno. NAME is what
- * log lines call the endpoint.
+ * -EACCES for another status; else the transport's -errno, the failure
+ * logged (warn) with NAME and URL without its query.
  */
 int oauth_endpoint_call(const char *url, const char *name, const char *method,
 			const char *const *headers, const char *form, struct oauth_body *out);

@@ -250,7 +250,7 @@ static int start_renewable(struct s3_source *s, aws_fetch_fn fetch, const void *
 	rc = oauth_renewal_init(&s->renewal, "s3", sizeof(struct aws_keys), fetch_keys, s,
 				time(NULL));
 	if (rc) {
-		snprintf(err, err_size, "no AWS credentials from %s: %s (the log says more)", what,
+		snprintf(err, err_size, "no AWS credentials from %s: %s", what,
 			 strerror(-rc));
 		return -EACCES;
 	}
