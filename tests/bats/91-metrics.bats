@@ -17,21 +17,6 @@ teardown() {
 	tilefs_teardown
 }
 
-# metric FILE NAME: the value of the sample NAME (no labels) in FILE
-metric() {
-	awk -v n="$2" '$1 == n { print $2 }' "$1"
-}
-
-# metric_is FILE NAME VALUE, metric_ge FILE NAME MIN
-metric_is() {
-	[ "$(metric "$1" "$2" 2>/dev/null)" = "$3" ]
-}
-metric_ge() {
-	local v
-	v=$(metric "$1" "$2" 2>/dev/null)
-	[ -n "$v" ] && [ "$v" -ge "$3" ]
-}
-
 # wait_metric FILE NAME VALUE: wait for it (the file is rewritten every 5 s)
 wait_metric() {
 	wait_until "$2 = $3 in $1" metric_is "$@" ||
