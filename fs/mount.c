@@ -8,6 +8,7 @@
  */
 #define FUSE_USE_VERSION 312
 #include "fs/mount.h"
+#include "fs/control.h"
 #include "fs/inodes.h"
 #include "fs/passthrough.h"
 #include "cache/engine/cache.h"
@@ -48,6 +49,7 @@ struct mount {
 	struct inodes *inodes;
 	struct fuse_session *se;
 	struct passthrough *pt;
+	struct control *control;	/* the hint socket, or NULL */
 	bool no_opendir;		/* the kernel opens directories itself */
 	uid_t uid;			/* every file's owner: who mounted */
 	gid_t gid;
@@ -348,6 +350,8 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* readers are told apart by process: a DataLoader's workers each scan */
 	ssize_t n = cache_read(m->cache, open_obj(fi), (uint64_t)fuse_req_ctx(req)->pid, buf, size,
 			       (uint64_t)off);
+	if (n > 0)
+		cache_hint_read(m->cache, open_obj(fi), (uint64_t)off, (size_t)n);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -362,14 +366,27 @@ static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_err(req, 0);
 }
 
-/* cfg->object_xattr: "ID<TAB>CACHE_DIR" (mount.h); no other attribute. */
+/* cfg->object_xattr: "ID<TAB>CACHE_DIR", and on the root cfg->hint_xattr:
+ * the control socket's path (mount.h); no other attribute. */
 static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct mount *m = mount_of(req);
 	struct cache_object *obj;
 	bool unchanged, older_open;
-	char text[4200];
+	char text[4500];
 
+	if (m->control && ino == FUSE_ROOT_ID && m->cfg.hint_xattr &&
+	    strcmp(name, m->cfg.hint_xattr) == 0) {
+		const char *path = control_socket_path(m->control);
+		size_t len = strlen(path);
+		if (size == 0)
+			fuse_reply_xattr(req, len);
+		else if (len > size)
+			fuse_reply_err(req, ERANGE);
+		else
+			fuse_reply_buf(req, path, len);
+		return;
+	}
 	if (!m->cfg.object_xattr || strcmp(name, m->cfg.object_xattr) != 0) {
 		fuse_reply_err(req, ENODATA);
 		return;
@@ -623,6 +640,9 @@ int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache
 	}
 	if (real)
 		raise_readahead(real);
+	if (cfg->hint_xattr && control_start(ns, cache, real ? real : cfg->mountpoint,
+					     cfg->hint_budget, &m->control) != 0)
+		log_warn("no hints on %s: tilefs hint will not reach it", cfg->mountpoint);
 	free(real);
 	static const struct fuse_custom_io dev_io = { .read = dev_read, .writev = dev_writev };
 	int fd = fuse_session_fd(m->se);
@@ -635,6 +655,7 @@ int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache
 	return 0;
 
 fail:
+	control_stop(m->control);
 	if (m->se)
 		fuse_session_destroy(m->se);
 	passthrough_free(m->pt);
@@ -661,6 +682,7 @@ void mount_free(struct mount *m)
 {
 	if (!m)
 		return;
+	control_stop(m->control);	/* its hint fetches need the client */
 	fuse_remove_signal_handlers(m->se);
 	fuse_session_unmount(m->se);
 	fuse_session_destroy(m->se);

@@ -59,6 +59,9 @@ static const struct option_def defs[] = {
 	  "fetch units this close together with one request" },
 	{ "readahead", M, 0, OPT_SIZE, OFF(readahead), "SIZE", "16M", 0, 256 << 20,
 	  "largest readahead window of a sequential read (0: none)" },
+	{ "hint-budget", M, 0, OPT_SIZE, OFF(hint_budget), "SIZE", NULL, 0, INT64_MAX,
+	  "bytes a hint (tilefs hint) fetches ahead of the readers at most\n"
+	  "(default: 1/8 of --cache-size, at most 1G)" },
 	{ "no-passthrough", M, 0, OPT_FLAG, OFF(no_passthrough), NULL, NULL, 0, 0,
 	  "read every file through the daemon, never by FUSE passthrough (by\n"
 	  "default the kernel reads files cached whole straight from the\n"

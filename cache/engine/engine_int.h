@@ -20,6 +20,8 @@
  *            open.c     cache_object_open(): probe claim, first fetch, TIFF parse
  *   level 5: persist.c  the persist thread: store, evict, edges, read times
  *            read.c     cache_read(): hits, checksum checks, joining, waiting
+ *            hint.c     the hint thread: the coming reads (tilefs hint)
+ *                       opened and fetched ahead of the readers
  *   level 6: warm.c     cache_warm(): fetch and store from the calling thread
  *            cache.c    cache_open(), cache_close(): starts the persist and
  *                       seal threads, so it sits above what they run
@@ -193,6 +195,8 @@ struct cache {
 	uint64_t background_bytes;	/* c->lock: in background GETs */
 	_Atomic uint64_t mounted_bytes;	/* cache_set_mounted_bytes() */
 	struct cache_stats stats;	/* c->lock */
+	struct hint *hint;		/* hint.c; its own lock, taken before
+					   c->lock */
 };
 
 /* state.c */
@@ -278,6 +282,13 @@ void object_prefetch_start(struct cache *c, struct cache_object *obj);
 void job_step(struct cache *c);
 /* Drop the first job of LIST (c->jobs). c->lock held. */
 void job_done(struct object_job **list);
+
+/* hint.c */
+struct hint;
+/* The (empty) hint of C; NULL: no memory. Freed with hint_free(). */
+struct hint *hint_new(struct cache *c);
+/* Stop its thread (cache_hint_stop()) and free it; NULL is fine. */
+void hint_free(struct hint *h);
 
 /* persist.c */
 void *persist_thread(void *arg);

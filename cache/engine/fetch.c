@@ -94,7 +94,8 @@ static void run_finish(struct fetch_run *run)
 	c->stats.bytes_fetched += run->fetched;
 	if (run->background) {
 		c->background_bytes -= run->len;
-		pthread_cond_signal(&c->work);	/* room for more */
+		/* room for more: the persist thread's streams, and hints */
+		pthread_cond_broadcast(&c->work);
 	}
 	pthread_mutex_unlock(&c->lock);
 	free(run->body);
