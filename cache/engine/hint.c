@@ -206,11 +206,11 @@ struct hint *hint_new(struct cache *c)
 	return h;
 }
 
-/* Count entries below the cursor less HINT_SLACK (all of them, if ALL)
- * that no read found as skipped. h->lock held. */
+/* Count entries below the cursor less HINT_SLACK (below the cursor, if
+ * ALL: the hint ends) that no read found as skipped. h->lock held. */
 static void settle(struct hint *h, bool all)
 {
-	size_t upto = all ? h->n : h->cursor > HINT_SLACK ? h->cursor - HINT_SLACK : 0;
+	size_t upto = all ? h->cursor : h->cursor > HINT_SLACK ? h->cursor - HINT_SLACK : 0;
 	for (; h->settled < upto; h->settled++)
 		if (!h->v[h->settled].read)
 			h->skipped++;
