@@ -30,6 +30,7 @@ struct mount_config {
 	   control socket (fs/control.h), for tilefs hint. NULL: no socket. */
 	const char *hint_xattr;
 	uint64_t hint_budget;		/* bytes a hint fetches ahead at most */
+	const char *record_file;	/* --record (fs/record.h), or NULL */
 };
 
 /*

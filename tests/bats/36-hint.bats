@@ -266,3 +266,57 @@ tile_gets() {
 	tilefs_umount "$ud/mnt"
 	rm -rf "$ud"
 }
+
+@test "hint: mount --record writes what the readers read; warm --from-file and hint replay it to the same tiles" {
+	hint_cog "$T/web"
+	cp "$SAMPLES/notes.txt" "$T/web/notes.txt"
+	origin_start "$T/web"
+	echo stale >"$T/record"
+	chmod 644 "$T/record"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --record "$T/record"
+	local a b c
+	a=$(block "$T/web/cog.tif" 3 2)
+	b=$(block "$T/web/cog.tif" 4 2)
+	c=$(block "$T/web/cog.tif" 10 12)
+	# one open reads two tiles side by side, another one tile, a third a text file
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$a" "$b"
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$c"
+	cmp "$T/web/notes.txt" "$MNT/notes.txt"
+	tilefs_umount "$MNT"
+	assert_eq "$(stat -c %a "$T/record")" 600 "the record's mode"
+	printf 'cog.tif\t768 512 512 256\ncog.tif\t2560 3072 256 256\nnotes.txt\n' >"$T/want"
+	diff "$T/want" "$T/record" || fail "the record is not what the readers read"
+	# a symlink is never followed
+	ln -s "$T/elsewhere" "$T/link"
+	tilefs_run mount --prefetch none --record "$T/link" --cache-dir "$T/cache" \
+		--log-file "$T/link.log" "$ORIGIN_URL" "$MNT"
+	[ "$status" -ne 0 ] || fail "mount --record through a symlink did not fail"
+	[ ! -e "$T/elsewhere" ] || fail "the record followed the symlink"
+	# warm --from-file on a fresh cache fetches just those tiles
+	origin_log_reset
+	tilefs_run warm --cache-dir "$T/cache2" --from-file "$T/record" "$ORIGIN_URL"
+	assert_eq "$status" 0 "exit status of warm --from-file"
+	local t
+	for t in "$a" "$b" "$c"; do
+		fetched /cog.tif "${t% *}" || fail "warm did not fetch the tile at ${t% *}"
+	done
+	# those three tiles and nothing more (with GDAL's 4-byte leader and trailer)
+	assert_eq "$(origin_select 'm == "GET" && u == "/cog.tif" && r !~ /^bytes=0-/ && st == 206' |
+		awk '{ s += $NF } END { print s + 0 }')" $((${a#* } + ${b#* } + ${c#* } + 24)) \
+		"tile bytes warm --from-file fetched"
+	# the same record as a hint, on a mount of a third cache
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --cache-dir "$T/cache3"
+	ls "$MNT" >/dev/null
+	origin_log_reset
+	run -0 "$TILEFS" hint "$MNT" "$T/record"
+	for t in "$a" "$b" "$c"; do
+		wait_until "a GET of the hinted tile at ${t% *}" fetched /cog.tif "${t% *}"
+	done
+	wait_until "notes.txt fetched" test "$(origin_count GET /notes.txt)" -ge 1
+	local before
+	before=$(origin_count GET)
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$a" "$b" "$c"
+	cmp "$T/web/notes.txt" "$MNT/notes.txt"
+	assert_eq "$(origin_count GET)" "$before" "GETs while replaying the record"
+	tilefs_umount "$MNT"
+}
