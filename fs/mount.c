@@ -330,6 +330,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uint64_t)(uintptr_t)f;
 	if (passes) {
 		cache_object_passed(m->cache, obj);
+		cache_hint_opened(m->cache, obj);
 		err = passthrough_reply_open(req, fi, backing, false);
 	} else if (f->mode == IO_PASSED) {
 		/* others of this inode pass through to this version's file, so

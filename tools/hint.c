@@ -166,7 +166,7 @@ static int connect_socket(const char *path)
 static int send_all(int fd, const char *buf, size_t len)
 {
 	while (len) {
-		ssize_t n = write(fd, buf, len);
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);	/* refused: EPIPE */
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)

@@ -14,9 +14,10 @@
  * DESIGN. The entries form an array with three marks, each only growing
  * while one hint stands:
  *   settled <= cursor: entries below settled were counted read or skipped;
- *   cursor: readers are past the entries below it. A read that falls in
- *           an entry's units (any byte of its object for a whole-object
- *           entry) near the cursor marks it read, and moves the cursor
+ *   cursor: readers are past the entries below it. A read of a tile of
+ *           the full-resolution image under an entry's window (any byte
+ *           of its object, for a whole-object entry) near the cursor
+ *           marks it read, and moves the cursor
  *           past it: readers read roughly in order, several at once, so
  *           entries they jumped over stay HINT_SLACK entries for late
  *           reads before they count as skipped;
@@ -57,12 +58,9 @@ struct hint_entry {
 	unsigned line;
 	bool window;
 	uint64_t x, y, w, h;
-	/* the thread's, once it has resolved the entry (h->lock) */
-	struct extent *units;		/* owned: a read in one of them is of this
-					   entry; NULL: any byte of the object */
-	size_t nunits;
-	uint64_t bytes;			/* counted in bytes_ahead */
-	bool resolved, read;
+	uint64_t bytes;			/* h->lock: counted in bytes_ahead, once
+					   the thread has fetched it */
+	bool read;			/* h->lock: a read was of it */
 };
 
 struct hint {
@@ -190,7 +188,6 @@ static void entries_free(struct hint_entry *v, size_t n)
 		free(v[i].url);
 		free(v[i].log_name);
 		free(v[i].etag);
-		free(v[i].units);
 	}
 	free(v);
 }
@@ -322,13 +319,11 @@ static uint64_t fetch_units(struct hint *h, uint64_t gen, struct cache_object *o
 
 /*
  * Open the object of E (or reuse *LAST, the one opened before, when it is
- * the same), fetch the units of E, and say which units a read of E falls
- * in (*units, NULL for all; caller frees) and what they weigh (*bytes).
- * 0, or -errno when E cannot be fetched (logged).
+ * the same) and fetch the units of E: *bytes what they weigh, *sent what
+ * was sent for. 0, or -errno when E cannot be fetched (logged).
  */
 static int resolve(struct hint *h, uint64_t gen, const struct hint_entry *e,
-		   struct cache_object **last, struct extent **units, size_t *nunits,
-		   uint64_t *bytes, uint64_t *sent)
+		   struct cache_object **last, uint64_t *bytes, uint64_t *sent)
 {
 	struct cache *c = h->cache;
 	struct selection sel = { .ifd = -1 };
@@ -337,8 +332,6 @@ static int resolve(struct hint *h, uint64_t gen, const struct hint_entry *e,
 	char why[200];
 	int err = 0;
 
-	*units = NULL;
-	*nunits = 0;
 	*bytes = *sent = 0;
 	if (!*last || strcmp((*last)->url, e->url) != 0) {
 		struct cache_listed listed = { e->etag ? e->etag : "", e->size, e->mtime };
@@ -367,8 +360,8 @@ static int resolve(struct hint *h, uint64_t gen, const struct hint_entry *e,
 	if (err)
 		return err;
 	if (e->window) {
-		/* the header unit is every window's, and the open brought it: a
-		   read of it says nothing, and it weighs nothing ahead */
+		/* the header unit is every window's, and the open brought it:
+		   it weighs nothing ahead */
 		size_t kept = 0;
 		for (size_t i = 0; i < n; i++)
 			if (v[i].off != 0)
@@ -378,12 +371,7 @@ static int resolve(struct hint *h, uint64_t gen, const struct hint_entry *e,
 	for (size_t i = 0; i < n; i++)
 		*bytes += v[i].len;
 	*sent = fetch_units(h, gen, obj, v, n);
-	if (e->window) {
-		*units = v;
-		*nunits = n;
-	} else {
-		free(v);
-	}
+	free(v);
 	return 0;
 }
 
@@ -408,26 +396,18 @@ static void *hint_thread(void *arg)
 		e.etag = e.etag ? strdup(e.etag) : NULL;
 		pthread_mutex_unlock(&h->lock);
 
-		struct extent *units = NULL;
-		size_t nunits = 0;
 		uint64_t bytes = 0, sent = 0;
-		int err = e.url && e.log_name ?
-			resolve(h, gen, &e, &last, &units, &nunits, &bytes, &sent) : -ENOMEM;
+		int err = e.url && e.log_name ? resolve(h, gen, &e, &last, &bytes, &sent) : -ENOMEM;
 		free(e.url);
 		free(e.log_name);
 		free(e.etag);
 
 		pthread_mutex_lock(&h->lock);
 		h->fetched_bytes += sent;
-		if (atomic_load(&h->generation) != gen || h->ahead != i) {
-			free(units);	/* a new hint, or the readers passed it */
-			continue;
-		}
+		if (atomic_load(&h->generation) != gen || h->ahead != i)
+			continue;	/* a new hint, or the readers passed it */
 		struct hint_entry *he = &h->v[i];
-		he->units = units;
-		he->nunits = nunits;
 		he->bytes = err ? 0 : bytes;
-		he->resolved = true;
 		if (err && !he->read) {
 			he->read = true;	/* counted once, here */
 			h->skipped++;
@@ -498,24 +478,74 @@ int cache_hint_set(struct cache *c, const struct cache_hint_entry *v, size_t n, 
 	return err;
 }
 
-/* Does a read of [off, end) fall in one of E's units? (A window's units
- * are known once the thread has resolved it; until then no read is of
- * it, lest a read of the object's header jump the cursor there.) */
-static bool entry_has(const struct hint_entry *e, uint64_t off, uint64_t end)
+/* Where a read lies in the full-resolution image of its object. */
+struct read_at {
+	bool tile;			/* in a tile of it: col, row */
+	uint64_t col, row;
+	uint32_t block_w, block_h;
+};
+
+/* The full-resolution tile of L whose bytes hold OFF, if any. (The
+ * first tile in the file may have given its head to the header unit: a
+ * read of it starts there, while a read of the header starts before it.) */
+static struct read_at read_at(const struct layout *l, uint64_t off)
+{
+	struct read_at at = { 0 };
+	const struct tiff_map *m = l->map;
+	size_t lo = 0, hi = l->nunits;
+	uint32_t full = 0;
+
+	if (!m)
+		return at;
+	while (full < m->nifd && (m->ifds[full].sub || (m->ifds[full].subfile_type & 5)))
+		full++;
+	if (full == m->nifd)
+		return at;
+	const struct tiff_ifd *d = &m->ifds[full];
+	while (lo < hi) {	/* the first unit starting after OFF */
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->units[mid].off <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || off >= l->units[lo - 1].off + l->units[lo - 1].len)
+		return at;
+	uint64_t k = l->units[lo - 1].block;
+	if (k == UINT64_MAX && lo < l->nunits) {
+		k = l->units[lo].block;	/* the tile after the header */
+		struct extent e = k == UINT64_MAX ? (struct extent){ 0, 0 } :
+				  layout_block_extent(l, k);
+		if (off < e.off || off >= e.off + e.len)
+			return at;
+	}
+	if (k == UINT64_MAX || k < d->first || k >= d->first + d->n || !d->across || !d->down)
+		return at;
+	uint64_t in_plane = (k - d->first) % ((uint64_t)d->across * d->down);
+	at.tile = true;
+	at.row = in_plane / d->across;
+	at.col = in_plane % d->across;
+	at.block_w = d->block_w;
+	at.block_h = d->block_h;
+	return at;
+}
+
+/* Is a read at AT of E's object one of E's? */
+static bool entry_has(const struct hint_entry *e, const struct read_at *at)
 {
 	if (!e->window)
 		return true;
-	for (size_t i = 0; i < e->nunits; i++)
-		if (off < e->units[i].off + e->units[i].len && e->units[i].off < end)
-			return true;
-	return false;
+	return at->tile && at->col * at->block_w < e->x + e->w &&
+	       (at->col + 1) * at->block_w > e->x && at->row * at->block_h < e->y + e->h &&
+	       (at->row + 1) * at->block_h > e->y;
 }
 
-void cache_hint_read(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len)
+/* Mark the first entry near the cursor of OBJ that AT (NULL: any) is of
+ * as read, and move the cursor past it. */
+static void hint_match(struct cache *c, const struct cache_object *obj,
+		       const struct read_at *at)
 {
 	struct hint *h = c->hint;
-	if (!h || atomic_load(&h->live) == 0 || len == 0)
-		return;
 	uint64_t hash = url_hash(obj->url);
 	pthread_mutex_lock(&h->lock);
 	size_t from = h->cursor > HINT_SLACK ? h->cursor - HINT_SLACK : 0;
@@ -525,10 +555,10 @@ void cache_hint_read(struct cache *c, const struct cache_object *obj, uint64_t o
 	for (size_t i = from; i < to; i++) {
 		struct hint_entry *e = &h->v[i];
 		if (e->url_hash != hash || strcmp(e->url, obj->url) != 0 ||
-		    !entry_has(e, off, off + len))
+		    (at ? !entry_has(e, at) : e->read))
 			continue;
 		/* the first entry the read falls in: a whole-object entry read
-		   again, or a window's header, moves nothing */
+		   again moves nothing */
 		if (!e->read) {
 			e->read = true;
 			if (i + 1 > h->cursor)
@@ -537,6 +567,23 @@ void cache_hint_read(struct cache *c, const struct cache_object *obj, uint64_t o
 		break;
 	}
 	pthread_mutex_unlock(&h->lock);
+}
+
+void cache_hint_read(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len)
+{
+	struct hint *h = c->hint;
+	if (!h || atomic_load(&h->live) == 0 || len == 0)
+		return;
+	struct read_at at = read_at(&obj->layout, off);
+	if (at.tile || !obj->layout.map)
+		hint_match(c, obj, &at);
+}
+
+void cache_hint_opened(struct cache *c, const struct cache_object *obj)
+{
+	struct hint *h = c->hint;
+	if (h && atomic_load(&h->live) != 0)
+		hint_match(c, obj, NULL);
 }
 
 void cache_hint_get_stats(struct cache *c, struct cache_hint_stats *out)

@@ -86,6 +86,11 @@ metric() {
 metric_is() {
 	[ "$(metric "$1" "$2")" = "$3" ]
 }
+metric_above() {
+	local v
+	v=$(metric "$1" "$2")
+	[ -n "$v" ] && [ "$v" -gt "$3" ]
+}
 
 # tile_gets: GETs of cog.tif that are not of its first bytes (the header)
 tile_gets() {
@@ -318,5 +323,27 @@ tile_gets() {
 	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$a" "$b" "$c"
 	cmp "$T/web/notes.txt" "$MNT/notes.txt"
 	assert_eq "$(origin_count GET)" "$before" "GETs while replaying the record"
+	tilefs_umount "$MNT"
+}
+
+@test "hint: examples/torch_loader.py --hint hands each epoch's order to the mount" {
+	"$PY" -c 'import torch' 2>/dev/null ||
+		fail "python3-torch is not installed (packaging/install-deps installs it)"
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --metrics-file "$PROM"
+	# 16 x 16 chips of 256 pixels: one tile each, in a shuffled order
+	local bin
+	bin=$(dirname "$TILEFS")
+	PATH=$bin:$PATH run -0 run_to 240 "$PY" "$REPO_ROOT/examples/torch_loader.py" "$MNT" \
+		--epochs 1 --workers 2 --hint
+	echo "$output"
+	[[ $output == *"epoch 1: 256 steps"* ]] || fail "the loader did not read 256 chips"
+	[[ $output != *"no hint"* ]] || fail "the sampler did not hint"
+	wait_until "tilefs_hint_entries 256" metric_is "$PROM" tilefs_hint_entries 256
+	# the readers' reads moved the hint's cursor (not always to its end: a
+	# file all cached may be read by the kernel, unseen)
+	wait_until "tilefs_hint_position above 0" metric_above "$PROM" tilefs_hint_position 0
+	assert_eq "$(origin_dup_ranges)" "" "ranges fetched twice"
 	tilefs_umount "$MNT"
 }
