@@ -159,6 +159,8 @@ install: $(BUILD)/tilefs $(BUILD)/man/tilefs.1
 		$(DESTDIR)$(PREFIX)/share/doc/tilefs/examples/mnt-eo.mount
 	install -D -m 644 examples/torch_loader.py \
 		$(DESTDIR)$(PREFIX)/share/doc/tilefs/examples/torch_loader.py
+	install -D -m 644 examples/tilefs_sampler.py \
+		$(DESTDIR)$(PREFIX)/share/doc/tilefs/examples/tilefs_sampler.py
 	install -D -m 644 packaging/bash-completion/tilefs \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/tilefs
 

@@ -154,6 +154,17 @@ static void format(struct metrics *m, FILE *f, bool up)
 	counter(f, "tilefs_credentials_expired", "gauge",
 		"1 while the credentials have expired and cannot be renewed: reads fail with EACCES.",
 		rs.expired);
+	struct cache_hint_stats hints;
+	cache_hint_get_stats(m->cache, &hints);
+	counter(f, "tilefs_hint_entries", "gauge",
+		"Entries of the hint in force (tilefs hint), 0 without one.", hints.entries);
+	counter(f, "tilefs_hint_position", "gauge",
+		"Entries of the hint the readers are past.", hints.position);
+	counter(f, "tilefs_hint_fetched_bytes_total", "counter",
+		"Bytes hints sent for ahead of the readers.", hints.fetched_bytes);
+	counter(f, "tilefs_hint_skipped_total", "counter",
+		"Hint entries the readers passed without reading, or that could not be fetched.",
+		hints.skipped);
 
 	fprintf(f, "# HELP tilefs_request_duration_seconds Time from a request's submission to "
 		"its end, retries included.\n# TYPE tilefs_request_duration_seconds histogram\n");

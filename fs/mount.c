@@ -8,8 +8,10 @@
  */
 #define FUSE_USE_VERSION 312
 #include "fs/mount.h"
+#include "fs/control.h"
 #include "fs/inodes.h"
 #include "fs/passthrough.h"
+#include "fs/record.h"
 #include "cache/engine/cache.h"
 #include "cache/base/log.h"
 #include "cache/namespace/namespace.h"
@@ -38,6 +40,7 @@ struct open_file {
 	struct cache_object *obj;
 	fuse_ino_t ino;
 	enum io_mode mode;		/* passthrough.h */
+	struct record_open *rec;	/* --record, or NULL */
 	struct open_file *prev, *next;	/* protected by mount->lock */
 };
 
@@ -48,6 +51,8 @@ struct mount {
 	struct inodes *inodes;
 	struct fuse_session *se;
 	struct passthrough *pt;
+	struct control *control;	/* the hint socket, or NULL */
+	struct record *record;		/* --record, or NULL */
 	bool no_opendir;		/* the kernel opens directories itself */
 	uid_t uid;			/* every file's owner: who mounted */
 	gid_t gid;
@@ -245,6 +250,7 @@ static void open_file_drop(struct mount *m, struct open_file *f)
 		f->next->prev = f->prev;
 	pthread_mutex_unlock(&m->lock);
 	passthrough_released(m->pt, f->ino, f->mode);
+	record_close(m->record, f->rec);
 	cache_object_unref(f->obj);
 	free(f);
 }
@@ -273,6 +279,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	f->obj = obj;
 	f->ino = ino;
+	f->rec = record_open(m->record, path, obj);
 	/* Page-cache pages belong to the inode, shared by every open file:
 	 * a new version drops them (keep_cache off), and while a file of an
 	 * older version is still open the new one bypasses them (direct_io),
@@ -307,6 +314,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		 * opens the new inode. */
 		if (got == -ESTALE)
 			inodes_retire(m->inodes, ino);
+		record_close(NULL, f->rec);
 		free(f);
 		cache_object_unref(obj);
 		fuse_reply_err(req, -got);
@@ -322,6 +330,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uint64_t)(uintptr_t)f;
 	if (passes) {
 		cache_object_passed(m->cache, obj);
+		cache_hint_opened(m->cache, obj);
 		err = passthrough_reply_open(req, fi, backing, false);
 	} else if (f->mode == IO_PASSED) {
 		/* others of this inode pass through to this version's file, so
@@ -348,6 +357,11 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* readers are told apart by process: a DataLoader's workers each scan */
 	ssize_t n = cache_read(m->cache, open_obj(fi), (uint64_t)fuse_req_ctx(req)->pid, buf, size,
 			       (uint64_t)off);
+	if (n > 0) {
+		struct open_file *f = (struct open_file *)(uintptr_t)fi->fh;
+		cache_hint_read(m->cache, f->obj, (uint64_t)off, (size_t)n);
+		record_read(f->rec, (uint64_t)off, (size_t)n);
+	}
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -362,14 +376,27 @@ static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_err(req, 0);
 }
 
-/* cfg->object_xattr: "ID<TAB>CACHE_DIR" (mount.h); no other attribute. */
+/* cfg->object_xattr: "ID<TAB>CACHE_DIR", and on the root cfg->hint_xattr:
+ * the control socket's path (mount.h); no other attribute. */
 static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct mount *m = mount_of(req);
 	struct cache_object *obj;
 	bool unchanged, older_open;
-	char text[4200];
+	char text[4500];
 
+	if (m->control && ino == FUSE_ROOT_ID && m->cfg.hint_xattr &&
+	    strcmp(name, m->cfg.hint_xattr) == 0) {
+		const char *path = control_socket_path(m->control);
+		size_t len = strlen(path);
+		if (size == 0)
+			fuse_reply_xattr(req, len);
+		else if (len > size)
+			fuse_reply_err(req, ERANGE);
+		else
+			fuse_reply_buf(req, path, len);
+		return;
+	}
 	if (!m->cfg.object_xattr || strcmp(name, m->cfg.object_xattr) != 0) {
 		fuse_reply_err(req, ENODATA);
 		return;
@@ -623,6 +650,14 @@ int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache
 	}
 	if (real)
 		raise_readahead(real);
+	if (cfg->record_file && record_new(cfg->record_file, &m->record) != 0) {
+		free(real);
+		fuse_session_unmount(m->se);
+		goto fail;
+	}
+	if (cfg->hint_xattr && control_start(ns, cache, real ? real : cfg->mountpoint,
+					     cfg->hint_budget, &m->control) != 0)
+		log_warn("no hints on %s: tilefs hint will not reach it", cfg->mountpoint);
 	free(real);
 	static const struct fuse_custom_io dev_io = { .read = dev_read, .writev = dev_writev };
 	int fd = fuse_session_fd(m->se);
@@ -635,6 +670,8 @@ int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache
 	return 0;
 
 fail:
+	control_stop(m->control);
+	record_free(m->record);
 	if (m->se)
 		fuse_session_destroy(m->se);
 	passthrough_free(m->pt);
@@ -661,6 +698,7 @@ void mount_free(struct mount *m)
 {
 	if (!m)
 		return;
+	control_stop(m->control);	/* its hint fetches need the client */
 	fuse_remove_signal_handlers(m->se);
 	fuse_session_unmount(m->se);
 	fuse_session_destroy(m->se);
@@ -668,9 +706,11 @@ void mount_free(struct mount *m)
 	while (m->open) {
 		struct open_file *f = m->open;
 		m->open = f->next;
+		record_close(m->record, f->rec);
 		cache_object_unref(f->obj);
 		free(f);
 	}
+	record_free(m->record);
 	passthrough_free(m->pt);
 	pthread_mutex_destroy(&m->lock);
 	free(m);

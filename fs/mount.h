@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct cache;
 struct namespace;
@@ -25,6 +26,11 @@ struct mount_config {
 	   "ID<TAB>CACHE_DIR": the object's id in the index of that cache dir
 	   (for tilefs inspect, which owns the name). NULL: none. */
 	const char *object_xattr;
+	/* The extended attribute of the root directory that names the mount's
+	   control socket (fs/control.h), for tilefs hint. NULL: no socket. */
+	const char *hint_xattr;
+	uint64_t hint_budget;		/* bytes a hint fetches ahead at most */
+	const char *record_file;	/* --record (fs/record.h), or NULL */
 };
 
 /*

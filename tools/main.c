@@ -1,10 +1,11 @@
 /*
  * main.c - the tilefs binary: `tilefs COMMAND [ARGS]` hands ARGS to the
- * command (mount, warm, inspect, cache, tier-config) and returns its exit
+ * command (mount, warm, hint, inspect, cache, tier-config) and returns its exit
  * status; --help, --version and the generated man page and options table
  * are answered here.
  */
 #include "tools/cache_admin.h"
+#include "tools/hint.h"
 #include "tools/inspect.h"
 #include "tools/manpage.h"
 #include "tools/mount_cmd.h"
@@ -22,6 +23,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: tilefs mount [OPTIONS] SOURCE MOUNTPOINT\n"
 		"       tilefs warm [OPTIONS] SOURCE [PATH_OR_GLOB...]\n"
+		"       tilefs hint MOUNTPOINT ORDER_FILE|-|--clear\n"
 		"       tilefs inspect [--blocks] [--cache-dir DIR] PATH_OR_URL\n"
 		"       tilefs cache stat|ls|verify|evict|clear [--cache-dir DIR] [ARGS]\n"
 		"       tilefs tier-config [OPTIONS] SOURCE\n"
@@ -34,6 +36,8 @@ static void usage(FILE *out)
 		"  mount    mount SOURCE at MOUNTPOINT; unmount with 'fusermount3 -u MOUNTPOINT'\n"
 		"  warm     fetch files (or just their headers, overviews, a window) into\n"
 		"           the cache before a mount reads them\n"
+		"  hint     hand a running mount the reads to come, in order, to fetch\n"
+		"           ahead of its readers\n"
 		"  inspect  show a file's TIFF tile map and how much of it is cached\n"
 		"  cache    look at and manage a cache dir: stat, ls, verify, evict, clear\n"
 		"  tier-config  print an nginx configuration for a cache tier that many\n"
@@ -74,6 +78,8 @@ int main(int argc, char **argv)
 		return mount_cmd_main(argc - 2, argv + 2);
 	if (strcmp(argv[1], "warm") == 0)
 		return warm_main(argc - 2, argv + 2);
+	if (strcmp(argv[1], "hint") == 0)
+		return hint_main(argc - 2, argv + 2);
 	if (strcmp(argv[1], "inspect") == 0)
 		return inspect_main(argc - 2, argv + 2);
 	if (strcmp(argv[1], "cache") == 0)

@@ -17,6 +17,9 @@ static const char head[] =
 	".B tilefs warm\n"
 	"[\\fIOPTIONS\\fR] \\fISOURCE\\fR [\\fIPATH_OR_GLOB\\fR...]\n"
 	".br\n"
+	".B tilefs hint\n"
+	"\\fIMOUNTPOINT\\fR \\fIORDER_FILE\\fR|\\fB\\-\\fR|\\fB\\-\\-clear\\fR\n"
+	".br\n"
 	".B tilefs inspect\n"
 	"[\\fB\\-\\-blocks\\fR] [\\fB\\-\\-cache\\-dir\\fR \\fIDIR\\fR] \\fIPATH_OR_URL\\fR\n"
 	".br\n"
@@ -53,6 +56,14 @@ static const char head[] =
 	"without a mount, so that a mount of the same \\fISOURCE\\fR reads them without\n"
 	"a request. Exit 0: everything warmed; 1: a file failed or the selection does\n"
 	"not fit; 2: usage; 130: interrupted.\n"
+	".TP\n"
+	".B hint\n"
+	"Hand a running mount the reads to come, one per line in order: a path\n"
+	"relative to the mount, optionally a pixel window \\fIX Y W H\\fR of its\n"
+	"full\\-resolution image. The mount fetches them ahead of its readers, at most\n"
+	"\\fB\\-\\-hint\\-budget\\fR bytes ahead (\\fBtilefs hint \\-\\-help\\fR has the\n"
+	"format). Only the mount's owner or root may hint. Exit 0: handed over; 1:\n"
+	"refused (the message names the line at fault); 2: usage.\n"
 	".TP\n"
 	".B inspect\n"
 	"Show a file's TIFF tile map and how much of it is cached.\n"
@@ -162,5 +173,6 @@ void manpage_print_markdown(FILE *out)
 	options_markdown(out, OPTIONS_WARM);
 	fputs("\n"
 	      "`tilefs tier-config --help` lists the options of `tilefs tier-config`,\n"
-	      "`tilefs inspect --help` those of `tilefs inspect`.\n", out);
+	      "`tilefs inspect --help` those of `tilefs inspect`, `tilefs hint --help`\n"
+	      "the order format of `tilefs hint`.\n", out);
 }

@@ -12,6 +12,7 @@
 #include "cache/origin/providers/provider.h"
 #include "fs/metrics.h"
 #include "fs/mount.h"
+#include "tools/hint.h"
 #include "tools/inspect.h"
 #include "tools/options.h"
 #include "tools/stack.h"
@@ -279,8 +280,12 @@ int mount_cmd_main(int argc, char **argv)
 		.fsname = fsname,
 		.fuse_opts = o.fuse_opts,
 		.ttl_s = (int)o.ttl,
-		.passthrough = !o.no_passthrough,
+		/* a file read by passthrough is never seen: not while recording */
+		.passthrough = !o.no_passthrough && !o.record_file,
 		.object_xattr = INSPECT_XATTR_OBJECT,
+		.hint_xattr = HINT_XATTR_SOCKET,
+		.hint_budget = o.hint_budget ? o.hint_budget : hint_default_budget(stack.cache_size),
+		.record_file = o.record_file,
 	};
 	if (mount_new(&mc, stack.ns, stack.cache, &m) != 0) {
 		fprintf(stderr, "tilefs: cannot mount on %s (see %s)\n", o.mountpoint,

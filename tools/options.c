@@ -59,6 +59,14 @@ static const struct option_def defs[] = {
 	  "fetch units this close together with one request" },
 	{ "readahead", M, 0, OPT_SIZE, OFF(readahead), "SIZE", "16M", 0, 256 << 20,
 	  "largest readahead window of a sequential read (0: none)" },
+	{ "hint-budget", M, 0, OPT_SIZE, OFF(hint_budget), "SIZE", NULL, 0, INT64_MAX,
+	  "bytes a hint (tilefs hint) fetches ahead of the readers at most\n"
+	  "(default: 1/8 of --cache-size, at most 1G)" },
+	{ "record", M, 0, OPT_STRING, OFF(record_file), "FILE", NULL, 0, 0,
+	  "write what the readers read, in order, to FILE (mode 0600): one\n"
+	  "line per open, the file's path and the full-resolution window its\n"
+	  "reads touched, for tilefs hint or warm --from-file; files are then\n"
+	  "read through the daemon, not by passthrough" },
 	{ "no-passthrough", M, 0, OPT_FLAG, OFF(no_passthrough), NULL, NULL, 0, 0,
 	  "read every file through the daemon, never by FUSE passthrough (by\n"
 	  "default the kernel reads files cached whole straight from the\n"
@@ -118,7 +126,9 @@ static const struct option_def defs[] = {
 	  "serve the same counters at http://127.0.0.1:PORT/metrics (0: off)" },
 	{ "from-file", W, 0, OPT_STRING, OFF(from_file), "LIST", NULL, 0, 0,
 	  "warm the files LIST names (paths under SOURCE or URLs, one per\n"
-	  "line) instead of listing SOURCE" },
+	  "line) instead of listing SOURCE; a line may add a window X Y W H\n"
+	  "of that file (tilefs hint's order format, as mount --record\n"
+	  "writes it): just its tiles are warmed" },
 	{ "header-only", W, 0, OPT_FLAG, OFF(header_only), NULL, NULL, 0, 0,
 	  "just each file's header (IFDs and tile index): opens cost nothing" },
 	{ "overviews", W, 0, OPT_FLAG, OFF(overviews), NULL, NULL, 0, 0,

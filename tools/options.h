@@ -29,6 +29,8 @@ struct options {
 	enum prefetch_policy prefetch;
 	uint64_t merge_gap;
 	uint64_t readahead;
+	uint64_t hint_budget;		/* 0: the default (mount_cmd.c) */
+	char *record_file;		/* --record */
 	bool no_passthrough;
 	long ttl;
 	long max_names;			/* 0: the default (ns_set_max_names()) */

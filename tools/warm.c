@@ -100,6 +100,7 @@ struct warm {
 	struct stack stack;		/* source, fetch thread, cache, namespace */
 	struct warm_shard shard;
 	struct warm_list files;
+	struct warm_order order;	/* --from-file's windows */
 	struct item *items;		/* one per file */
 	size_t n;
 	uint64_t chunk;			/* see choose_chunk() */
@@ -223,7 +224,14 @@ static int list_files(struct warm *w)
 
 /* ---- planning ---- */
 
-/* The units of IT's object the selection wants, sorted and distinct:
+static int extent_cmp(const void *a, const void *b)
+{
+	const struct extent *x = a, *y = b;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The units of IT's object the selection wants (for --from-file, of the
+ * windows its lines give), sorted and distinct:
  * *units (caller frees) and *n. */
 static int select_units(const struct warm *w, struct item *it, struct extent **units, size_t *n)
 {
@@ -234,7 +242,48 @@ static int select_units(const struct warm *w, struct item *it, struct extent **u
 	if (s->ifd >= 0 && m && (uint32_t)s->ifd >= m->nifd)
 		fprintf(stderr, "tilefs: warm: %s has no IFD %ld (it has %u): warming the rest\n",
 			it->path, s->ifd, m->nifd);
-	return selection_units(l, s, units, n);
+	size_t first, nwin;
+	warm_order_find(&w->order, it->path, &first, &nwin);
+	for (size_t i = first; i < first + nwin; i++)
+		if (w->order.v[i].whole)
+			nwin = 0;	/* a line asks for all of it */
+	if (nwin == 0)
+		return selection_units(l, s, units, n);
+	/* --from-file's windows of this file, each with the options' parts */
+	struct extent *all = NULL;
+	size_t nall = 0;
+	for (size_t i = first; i < first + nwin; i++) {
+		const struct warm_window *wnd = &w->order.v[i];
+		struct selection one = *s;
+		struct extent *v, *grown;
+		size_t k;
+		one.window = true;
+		one.x = wnd->x;
+		one.y = wnd->y;
+		one.w = wnd->w;
+		one.h = wnd->h;
+		int err = selection_units(l, &one, &v, &k);
+		grown = err ? NULL : realloc(all, (nall + k + 1) * sizeof(*all));
+		if (!grown) {
+			if (!err)
+				free(v);
+			free(all);
+			return err ? err : -ENOMEM;
+		}
+		all = grown;
+		if (k)
+			memcpy(all + nall, v, k * sizeof(*v));
+		nall += k;
+		free(v);
+	}
+	qsort(all, nall, sizeof(*all), extent_cmp);
+	size_t kept = 0;
+	for (size_t i = 0; i < nall; i++)
+		if (!kept || all[kept - 1].off != all[i].off)
+			all[kept++] = all[i];
+	*units = all;
+	*n = kept;
+	return 0;
 }
 
 /* Note IT failed (named once, on stderr) unless it already had. */
@@ -537,6 +586,7 @@ static void warm_release(struct warm *w)
 	}
 	free(w->items);
 	warm_list_release(&w->files);
+	warm_order_release(&w->order);
 	stack_release(&w->stack);
 	pthread_cond_destroy(&w->wake);
 	pthread_mutex_destroy(&w->lock);
@@ -588,8 +638,25 @@ int warm_main(int argc, char **argv)
 		.listing_ttl_s = 86400,
 	};
 	err = stack_start(&w.stack, &o, &tuning, err_text, sizeof(err_text));
-	if (!err && o.from_file)
-		err = ns_load_manifest(w.stack.ns, o.from_file, err_text, sizeof(err_text));
+	if (!err && o.from_file) {
+		/* an order file (tilefs hint's format): its paths are the tree,
+		   as a manifest's; its windows select per file */
+		int fd;
+		err = warm_order_load(o.from_file, &w.order, &fd, err_text, sizeof(err_text));
+		if (!err) {
+			char manifest[64];
+			snprintf(manifest, sizeof(manifest), "/proc/self/fd/%d", fd);
+			err = ns_load_manifest(w.stack.ns, manifest, err_text, sizeof(err_text));
+			close(fd);
+			char *at = err ? strstr(err_text, manifest) : NULL;
+			if (at) {
+				char rest[1024];
+				snprintf(rest, sizeof(rest), "%s", at + strlen(manifest));
+				snprintf(at, sizeof(err_text) - (size_t)(at - err_text), "%s%s",
+					 o.from_file, rest);
+			}
+		}
+	}
 	if (err) {
 		fprintf(stderr, "tilefs: %s\n", err_text[0] ? err_text : strerror(-err));
 		goto out;

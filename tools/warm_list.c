@@ -9,6 +9,7 @@
 #include "cache/origin/providers/provider.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -16,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define WALK_THREADS 16			/* directories listed at once */
 
@@ -308,4 +311,133 @@ void warm_list_release(struct warm_list *l)
 	}
 	free(l->files);
 	memset(l, 0, sizeof(*l));
+}
+
+static int window_cmp(const void *a, const void *b)
+{
+	const struct warm_window *x = a, *y = b;
+	return strcmp(x->path, y->path);
+}
+
+int warm_order_load(const char *path, struct warm_order *o, int *manifest_fd, char *err,
+		    size_t err_size)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned lineno = 0;
+	int rc = 0;
+
+	memset(o, 0, sizeof(*o));
+	*manifest_fd = -1;
+	if (!f) {
+		rc = -errno;
+		snprintf(err, err_size, "cannot read the order %s: %s", path, strerror(errno));
+		return rc;
+	}
+	int fd = memfd_create("tilefs-order", MFD_CLOEXEC);
+	FILE *manifest = fd >= 0 ? fdopen(dup(fd), "we") : NULL;
+	if (!manifest) {
+		rc = -errno;
+		snprintf(err, err_size, "cannot read the order %s: %s", path, strerror(errno));
+		goto out;
+	}
+	for (ssize_t len; (len = getline(&line, &cap, f)) >= 0;) {
+		struct hint_line l;
+		char why[300];
+		lineno++;
+		if (len > 0 && line[len - 1] == '\n')
+			line[--len] = '\0';
+		if (len >= HINT_LINE_MAX || (size_t)len != strlen(line)) {
+			snprintf(err, err_size, "%s line %u: %s", path, lineno,
+				 len >= HINT_LINE_MAX ? "too long" : "a NUL byte");
+			rc = -EINVAL;
+			break;
+		}
+		int got = hint_line_parse(line, &l, why, sizeof(why));
+		if (got < 0) {
+			snprintf(err, err_size, "%s line %u: %s", path, lineno, why);
+			rc = got;
+			break;
+		}
+		if (got == 0) {
+			fputc('\n', manifest);
+			continue;
+		}
+		if (o->n == HINT_ENTRIES_MAX) {
+			snprintf(err, err_size, "%s line %u: more than %d entries", path, lineno,
+				 HINT_ENTRIES_MAX);
+			rc = -EINVAL;
+			break;
+		}
+		if (o->n == o->cap) {
+			size_t grown = o->cap ? 2 * o->cap : 64;
+			struct warm_window *v = realloc(o->v, grown * sizeof(*v));
+			if (!v) {
+				rc = -ENOMEM;
+				snprintf(err, err_size, "out of memory");
+				break;
+			}
+			o->v = v;
+			o->cap = grown;
+		}
+		/* the manifest's relative paths take no "./" */
+		while (l.path[0] == '.' && l.path[1] == '/')
+			l.path += 2;
+		struct warm_window *wnd = &o->v[o->n];
+		*wnd = (struct warm_window){ .path = strdup(l.path), .whole = !l.window,
+					     .x = l.x, .y = l.y, .w = l.w, .h = l.h };
+		if (!wnd->path) {
+			rc = -ENOMEM;
+			snprintf(err, err_size, "out of memory");
+			break;
+		}
+		o->n++;
+		fprintf(manifest, "%s\n", l.path);
+	}
+	if (!rc && ferror(f)) {
+		rc = -EIO;
+		snprintf(err, err_size, "cannot read the order %s", path);
+	}
+	if (fclose(manifest) != 0 && !rc) {
+		rc = -EIO;
+		snprintf(err, err_size, "cannot copy the order %s", path);
+	}
+	if (!rc)
+		qsort(o->v, o->n, sizeof(*o->v), window_cmp);
+out:
+	free(line);
+	fclose(f);
+	if (rc) {
+		if (fd >= 0)
+			close(fd);
+		warm_order_release(o);
+		return rc;
+	}
+	*manifest_fd = fd;
+	return 0;
+}
+
+void warm_order_find(const struct warm_order *o, const char *path, size_t *first, size_t *n)
+{
+	size_t lo = 0, hi = o->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(o->v[mid].path, path) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*first = lo;
+	for (hi = lo; hi < o->n && strcmp(o->v[hi].path, path) == 0; hi++)
+		;
+	*n = hi - lo;
+}
+
+void warm_order_release(struct warm_order *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		free(o->v[i].path);
+	free(o->v);
+	memset(o, 0, sizeof(*o));
 }

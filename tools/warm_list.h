@@ -8,7 +8,9 @@
 #ifndef TILEFS_WARM_LIST_H
 #define TILEFS_WARM_LIST_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cache/engine/cache.h"
 
@@ -46,5 +48,33 @@ struct warm_list {
 int warm_list_files(struct warm_list *l, struct namespace *ns, const struct source *src,
 		    char *const *patterns, size_t npatterns, const struct warm_shard *shard);
 void warm_list_release(struct warm_list *l);
+
+/* What --from-file asks of one file: a window of its full-resolution
+ * image, or all of it. */
+struct warm_window {
+	char *path;			/* as the line gave it */
+	bool whole;
+	uint64_t x, y, w, h;
+};
+
+/* The lines of an order file (tilefs hint's format, hint_line_parse()),
+ * sorted by path. Caller-owned; release with warm_order_release(). */
+struct warm_order {
+	struct warm_window *v;
+	size_t n, cap;
+};
+
+/*
+ * Read the order file PATH (at most HINT_ENTRIES_MAX entries and
+ * HINT_LINE_MAX bytes a line) into O, and write its paths, one a line
+ * where it had them (other lines left empty, so line numbers stay), to a
+ * memory file for ns_load_manifest(): *manifest_fd (caller closes). 0, or
+ * -errno with a message for the user in ERR naming the line at fault.
+ */
+int warm_order_load(const char *path, struct warm_order *o, int *manifest_fd, char *err,
+		    size_t err_size);
+/* The windows of the file at PATH: O->v[*first, *first + *n). */
+void warm_order_find(const struct warm_order *o, const char *path, size_t *first, size_t *n);
+void warm_order_release(struct warm_order *o);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * cache.c - opening and closing the cache: the index, the store, the
- * persist thread (persist.c) and the seal thread (seal.c).
+ * persist thread (persist.c), the seal thread (seal.c) and the hint
+ * (hint.c), whose thread starts with the first hint.
  *
  * The top of the engine (engine_int.h lists its files by level): it starts
  * the threads, which run the files below it, so no engine file calls it.
@@ -32,8 +33,10 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 	atomic_init(&c->mounted_bytes, UINT64_MAX);
 	c->known = calloc(KNOWN_SLOTS, sizeof(*c->known));
 	c->edges = calloc(EDGE_SLOTS, sizeof(*c->edges));
-	if (!c->known || !c->edges) {
+	c->hint = hint_new(c);
+	if (!c->known || !c->edges || !c->hint) {
 		free(c->edges);
+		hint_free(c->hint);
 		err = -ENOMEM;
 		goto fail_known;
 	}
@@ -85,6 +88,7 @@ fail_thread:
 	store_close(c->store);
 	index_close(c->index);
 fail_index:
+	hint_free(c->hint);
 	free(c->edges);
 	free(c->known);
 fail_known:
@@ -96,6 +100,7 @@ void cache_close(struct cache *c)
 {
 	if (!c)
 		return;
+	hint_free(c->hint);	/* its thread opens objects and fetches */
 	pthread_mutex_lock(&c->lock);
 	c->stopping = true;
 	pthread_cond_signal(&c->work);

@@ -198,4 +198,67 @@ struct cache_stats {
 };
 void cache_get_stats(struct cache *c, struct cache_stats *out);
 
+/*
+ * Hints: the coming reads, in order (tilefs hint, hint.c). An order file
+ * has one read a line: a path relative to the mount, then optionally a
+ * full-resolution pixel window of the file's first image. The window is
+ * what follows the first TAB, or else the line's last four fields when
+ * they are four integers after a space ("a b.tif 0 0 256 256"); X Y W H
+ * are separated by spaces or tabs, W and H above 0. A line that is empty
+ * or whose first non-blank character is '#' is skipped; trailing spaces,
+ * tabs and a CR are dropped. At most HINT_LINE_MAX bytes a line,
+ * HINT_ENTRIES_MAX entries, HINT_ORDER_MAX bytes in all.
+ */
+#define HINT_LINE_MAX 4352
+#define HINT_ENTRIES_MAX 1000000
+#define HINT_ORDER_MAX (64u << 20)
+
+struct hint_line {
+	const char *path;		/* borrowed from the line */
+	bool window;
+	uint64_t x, y, w, h;
+};
+
+/* Parse LINE (NUL-terminated, without its newline; cut in place). 1: an
+ * entry in *out; 0: a blank line or comment; -EINVAL: a malformed window,
+ * said in WHY. */
+int hint_line_parse(char *line, struct hint_line *out, char *why, size_t why_size);
+
+/* Does the window of L (if any) lie in OBJ's full-resolution image? 0, or
+ * -EINVAL and why not in WHY. */
+int cache_object_window_check(const struct cache_object *obj, const struct hint_line *l,
+			      char *why, size_t why_size);
+
+/* One entry of a hint: the object to read and what of it. */
+struct cache_hint_entry {
+	const char *url, *log_name;	/* copied */
+	const struct cache_listed *listed;	/* or NULL; copied */
+	unsigned line;			/* in the order file, for messages */
+	bool window;
+	uint64_t x, y, w, h;
+};
+/*
+ * Replace C's hint with V[0..n) (n 0: drop it): from now on a thread of
+ * C's fetches the units of the entries in order, in background GETs, as
+ * far ahead of the readers (cache_hint_read()) as BUDGET bytes allow. 0 or
+ * -ENOMEM.
+ */
+int cache_hint_set(struct cache *c, const struct cache_hint_entry *v, size_t n, uint64_t budget);
+/* A reader read [off, off+len) of OBJ: move the hint's cursor if that is
+ * one of the coming entries. No I/O; cheap when no hint is set. */
+void cache_hint_read(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len);
+/* OBJ was opened for the kernel to read by itself (passthrough), so its
+ * reads will not be seen: take it as a read of its first coming entry. */
+void cache_hint_opened(struct cache *c, const struct cache_object *obj);
+/* Stop the hint thread (before freeing the HTTP client); drops the hint. */
+void cache_hint_stop(struct cache *c);
+
+struct cache_hint_stats {
+	uint64_t entries;		/* in the current hint */
+	uint64_t position;		/* entries the readers are past */
+	uint64_t fetched_bytes;		/* fetched ahead by hints, ever */
+	uint64_t skipped;		/* entries passed unread or unusable, ever */
+};
+void cache_hint_get_stats(struct cache *c, struct cache_hint_stats *out);
+
 #endif

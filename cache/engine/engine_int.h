@@ -20,6 +20,8 @@
  *            open.c     cache_object_open(): probe claim, first fetch, TIFF parse
  *   level 5: persist.c  the persist thread: store, evict, edges, read times
  *            read.c     cache_read(): hits, checksum checks, joining, waiting
+ *            hint.c     the hint thread: the coming reads (tilefs hint)
+ *                       opened and fetched ahead of the readers
  *   level 6: warm.c     cache_warm(): fetch and store from the calling thread
  *            cache.c    cache_open(), cache_close(): starts the persist and
  *                       seal threads, so it sits above what they run
@@ -194,6 +196,8 @@ struct cache {
 	uint64_t background_bytes;	/* c->lock: in background GETs */
 	_Atomic uint64_t mounted_bytes;	/* cache_set_mounted_bytes() */
 	struct cache_stats stats;	/* c->lock */
+	struct hint *hint;		/* hint.c; its own lock, taken before
+					   c->lock */
 };
 
 /* state.c */
@@ -267,6 +271,12 @@ void pinned_get(struct cache *c, const char *url, const char *log_name, const st
  * e->claimed tells); -EBUSY or -EEXIST: another process has it. */
 int entry_claim(struct cache *c, struct cache_object *obj, struct inflight *e);
 struct inflight *prefetch_entry(struct cache *c, struct cache_object *obj, struct extent unit);
+/* May one more background GET be sent now? Only while the bytes in
+ * background GETs are under BACKGROUND_BUDGET and the HTTP client has a
+ * connection the readers left idle for it (http_background_room()), so no
+ * background GET waits queued where a reader could need its bytes. The
+ * one test for every producer of background GETs. Takes c->lock. */
+bool background_room(struct cache *c);
 /* Fetch entries V[0..n) (claimed, sorted by offset) in merged GETs. */
 void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v, size_t n,
 		 bool for_reader);
@@ -274,13 +284,19 @@ void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v,
 /* stream.c */
 /* Queue OBJ for whole-object prefetch by the persist thread, once. */
 void object_prefetch_start(struct cache *c, struct cache_object *obj);
-/* Prefetch the next units of the first whole-object job, if the
- * background budget has room (the persist thread, c->stepping set). */
-/* Send the next background GET of the first queued object; -EAGAIN when
- * the HTTP client has no idle connection for it (try again later). */
+/* Send the next background GET of the first whole-object job (the
+ * persist thread, c->stepping set); -EAGAIN when background_room() says
+ * no (try again later). */
 int job_step(struct cache *c);
 /* Drop the first job of LIST (c->jobs). c->lock held. */
 void job_done(struct object_job **list);
+
+/* hint.c */
+struct hint;
+/* The (empty) hint of C; NULL: no memory. Freed with hint_free(). */
+struct hint *hint_new(struct cache *c);
+/* Stop its thread (cache_hint_stop()) and free it; NULL is fine. */
+void hint_free(struct hint *h);
 
 /* persist.c */
 void *persist_thread(void *arg);

@@ -94,7 +94,8 @@ static void run_finish(struct fetch_run *run)
 	c->stats.bytes_fetched += run->fetched;
 	if (run->background) {
 		c->background_bytes -= run->len;
-		pthread_cond_signal(&c->work);	/* room for more */
+		/* room for more: the persist thread's streams, and hints */
+		pthread_cond_broadcast(&c->work);
 	}
 	pthread_mutex_unlock(&c->lock);
 	free(run->body);
@@ -261,6 +262,14 @@ static bool gap_has_units(void *arg, uint64_t from, uint64_t to)
 		p = unit.off + unit.len;
 	}
 	return false;
+}
+
+bool background_room(struct cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool budget = c->background_bytes < BACKGROUND_BUDGET;
+	pthread_mutex_unlock(&c->lock);
+	return budget && http_background_room(c->http) > 0;
 }
 
 /*

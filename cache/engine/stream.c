@@ -3,10 +3,8 @@
  * mounted bytes fit in the cache): a read of a tile queues its object once
  * (object_prefetch_start()), and the persist thread, when it has nothing
  * to store, sends the next units of the first object queued in background
- * GETs of at most STREAM_GET_MAX bytes while fewer than BACKGROUND_BUDGET
- * bytes are in flight and the HTTP client has a connection the readers left
- * idle for them (http_background_room()), so none waits queued where a
- * reader could need it (job_step()).
+ * GETs of at most STREAM_GET_MAX bytes while background_room() allows
+ * (job_step()).
  *
  * Level 4 of the engine (engine_int.h): calls fetch.c and what lies under
  * it; the persist thread (persist.c) runs it, the read path starts it.
@@ -62,11 +60,10 @@ int job_step(struct cache *c)
 
 	pthread_mutex_lock(&c->lock);
 	struct object_job *job = c->jobs;
-	bool room = c->background_bytes < BACKGROUND_BUDGET;
 	pthread_mutex_unlock(&c->lock);
-	if (!job || !room)
+	if (!job)
 		return 0;
-	if (http_background_room(c->http) <= 0)
+	if (!background_room(c))
 		return -EAGAIN;
 	struct cache_object *obj = job->obj;
 	while (job->cursor < obj->version.size && n < JOB_BATCH && bytes < STREAM_GET_MAX &&

@@ -119,6 +119,8 @@ static void attempt_end(struct http_client *c, struct http_request *req)
 	req->next = NULL;
 }
 
+static void publish_room(struct http_client *c);
+
 static void finish(struct http_client *c, struct http_request *req, int err)
 {
 	double took = (double)(monotonic_us() - req->submitted_us) / 1e6;
@@ -135,6 +137,7 @@ static void finish(struct http_client *c, struct http_request *req, int err)
 	if (err)
 		c->stats.failures++;
 	pthread_mutex_unlock(&c->lock);
+	publish_room(c);	/* before done(), which may wake a producer */
 	req->done(req, req->arg);
 }
 
@@ -305,6 +308,18 @@ static int background_cap(struct http_client *c)
 	return idle > half ? idle : half;
 }
 
+/* Say how many more background requests would start now
+ * (http_background_room()). */
+static void publish_room(struct http_client *c)
+{
+	int room = background_cap(c) - c->nactive_background - c->nqueued_background;
+	pthread_mutex_lock(&c->lock);
+	for (struct http_request *req = c->submitted; req; req = req->next)
+		room -= req->background;
+	c->background_room = room > 0 ? room : 0;
+	pthread_mutex_unlock(&c->lock);
+}
+
 /* Start background requests while there is room for them, and say how
  * many more would start now (http_background_room()). */
 static void start_background(struct http_client *c)
@@ -319,12 +334,7 @@ static void start_background(struct http_client *c)
 		c->nqueued_background--;
 		start_or_fail(c, req);
 	}
-	int room = cap - c->nactive_background - c->nqueued_background;
-	pthread_mutex_lock(&c->lock);
-	for (struct http_request *req = c->submitted; req; req = req->next)
-		room -= req->background;
-	c->background_room = room > 0 ? room : 0;
-	pthread_mutex_unlock(&c->lock);
+	publish_room(c);
 }
 
 /* How long the fetch thread may sleep: while a demand peak is remembered,

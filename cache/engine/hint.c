@@ -1,0 +1,636 @@
+/*
+ * hint.c - the coming reads as a prefetch plan (tilefs hint): a list of
+ * entries (an object, and a pixel window of it or all of it) that readers
+ * will read in about that order. A thread of the cache walks the list ahead
+ * of them, opening each object and fetching the units of its entry in
+ * background GETs (fetch.c's submit_runs(), as whole-object streaming
+ * does), while the bytes of the entries between the readers' cursor and
+ * its own stay under the hint's budget.
+ *
+ * Level 5 of the engine (engine_int.h): calls open.c (cache_object_open()),
+ * fetch.c and what lies under them; cache.c makes and frees it, the FUSE
+ * front feeds it (cache_hint_set(), cache_hint_read()).
+ *
+ * DESIGN. The entries form an array with three marks, each only growing
+ * while one hint stands:
+ *   settled <= cursor: entries below settled were counted read or skipped;
+ *   cursor: readers are past the entries below it. A read of a tile of
+ *           the full-resolution image under an entry's window (any byte
+ *           of its object, for a whole-object entry) near the cursor
+ *           marks it read, and moves the cursor
+ *           past it: readers read roughly in order, several at once, so
+ *           entries they jumped over stay HINT_SLACK entries for late
+ *           reads before they count as skipped;
+ *   ahead:  the thread has fetched (or given up on) the entries below it.
+ *           It never lags the cursor: what the readers passed is not
+ *           fetched. bytes_ahead counts the units of [cursor, ahead), and
+ *           the thread takes the next entry only while it is below the
+ *           budget, so at most one entry's bytes beyond it are fetched.
+ * A new hint replaces the array and bumps the generation: the thread drops
+ * what it was resolving for the old one.
+ *
+ * LOCKS: h->lock protects what is marked so below. It is taken before
+ * c->lock, never under it, and not held across I/O.
+ */
+#include "cache/engine/engine_int.h"
+#include "cache/base/log.h"
+#include "cache/tiff/select.h"
+#include "cache/tiff/tiff.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define HINT_SLACK 64		/* entries behind the cursor a late read still finds */
+#define HINT_LOOKAHEAD 4096	/* entries past the thread a read may jump to */
+#define HINT_WAIT_MS 200	/* how often a waiting thread looks at the hint again */
+
+struct hint_entry {
+	char *url, *log_name;		/* owned */
+	char *etag;			/* owned; NULL: nothing listed */
+	int64_t size;
+	time_t mtime;
+	uint64_t url_hash;
+	unsigned line;
+	bool window;
+	uint64_t x, y, w, h;
+	uint64_t bytes;			/* h->lock: counted in bytes_ahead, once
+					   the thread has fetched it */
+	bool read;			/* h->lock: a read was of it */
+};
+
+struct hint {
+	struct cache *cache;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;		/* a new hint, the cursor moved, or stop */
+	pthread_t thread;
+	bool started;			/* h->lock */
+	atomic_bool stopping;
+	_Atomic uint64_t generation;	/* bumped by each cache_hint_set() */
+	atomic_size_t live;		/* entries in the hint, read without the lock */
+	struct hint_entry *v;		/* h->lock */
+	size_t n;			/* h->lock */
+	size_t settled, cursor, ahead;	/* h->lock: see DESIGN */
+	uint64_t bytes_ahead, budget;	/* h->lock */
+	uint64_t fetched_bytes, skipped;	/* h->lock */
+};
+
+static uint64_t url_hash(const char *s)
+{
+	uint64_t x = 1469598103934665603ull;	/* FNV-1a */
+	for (; *s; s++)
+		x = (x ^ (unsigned char)*s) * 1099511628211ull;
+	return x;
+}
+
+/* Is [S, end of S) all decimal digits, and fits in a uint64_t? */
+static bool parse_number(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (len == 0 || len > 19)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return false;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = v;
+	return true;
+}
+
+/* The four numbers X Y W H in TEXT, separated by spaces or tabs; how many
+ * fields TEXT holds when not exactly four numbers (at most 5). */
+static int parse_window(const char *text, uint64_t v[4])
+{
+	int k = 0;
+	for (const char *p = text; *p;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			break;
+		size_t len = strcspn(p, " \t");
+		if (k == 4 || !parse_number(p, len, &v[k]))
+			return 5;
+		k++;
+		p += len;
+	}
+	return k;
+}
+
+int hint_line_parse(char *line, struct hint_line *out, char *why, size_t why_size)
+{
+	size_t len = strlen(line);
+	uint64_t v[4];
+
+	memset(out, 0, sizeof(*out));
+	while (len && (line[len - 1] == ' ' || line[len - 1] == '\t' || line[len - 1] == '\r'))
+		line[--len] = '\0';
+	const char *first = line + strspn(line, " \t");
+	if (!*first || *first == '#')
+		return 0;
+	char *tab = strchr(line, '\t');
+	if (tab) {
+		/* PATH<TAB>X Y W H: the path is everything before the tab */
+		*tab = '\0';
+		if (parse_window(tab + 1, v) != 4) {
+			snprintf(why, why_size, "'%s' after the tab is not a window X Y W H", tab + 1);
+			return -EINVAL;
+		}
+	} else {
+		/* PATH X Y W H when the last four fields are numbers after a space */
+		char *cut = line + len;
+		int fields = 0;
+		while (fields < 4 && cut > line) {
+			char *end = cut;
+			while (cut > line && cut[-1] != ' ')
+				cut--;
+			if (!parse_number(cut, (size_t)(end - cut), &v[3 - fields]) || cut == line)
+				break;
+			fields++;
+			cut--;	/* the space */
+			if (fields < 4)
+				while (cut > line && cut[-1] == ' ')
+					cut--;
+		}
+		if (fields == 4) {
+			while (cut > line && cut[-1] == ' ')
+				cut--;
+			*cut = '\0';
+		} else {
+			out->path = line;
+			return 1;
+		}
+	}
+	if (v[2] == 0 || v[3] == 0) {
+		snprintf(why, why_size, "the window's width and height must be above 0");
+		return -EINVAL;
+	}
+	if (!*line) {
+		snprintf(why, why_size, "a window without a path");
+		return -EINVAL;
+	}
+	out->path = line;
+	out->window = true;
+	out->x = v[0];
+	out->y = v[1];
+	out->w = v[2];
+	out->h = v[3];
+	return 1;
+}
+
+static void entries_free(struct hint_entry *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].url);
+		free(v[i].log_name);
+		free(v[i].etag);
+	}
+	free(v);
+}
+
+struct hint *hint_new(struct cache *c)
+{
+	struct hint *h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	h->cache = c;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->wake, NULL);
+	return h;
+}
+
+/* Count entries below the cursor less HINT_SLACK (below the cursor, if
+ * ALL: the hint ends) that no read found as skipped. h->lock held. */
+static void settle(struct hint *h, bool all)
+{
+	size_t upto = all ? h->cursor : h->cursor > HINT_SLACK ? h->cursor - HINT_SLACK : 0;
+	for (; h->settled < upto; h->settled++)
+		if (!h->v[h->settled].read)
+			h->skipped++;
+}
+
+/* Put the cursor at TO (above it), taking the entries passed out of the
+ * budget. h->lock held. */
+static void cursor_move(struct hint *h, size_t to)
+{
+	for (size_t i = h->cursor; i < to && i < h->ahead; i++)
+		h->bytes_ahead -= h->v[i].bytes;
+	h->cursor = to;
+	if (h->ahead < to)
+		h->ahead = to;	/* passed: not fetched */
+	settle(h, false);
+	pthread_cond_signal(&h->wake);
+}
+
+/* Does the window X Y W H lie in the full-resolution image of L? */
+static bool window_inside(const struct layout *l, uint64_t x, uint64_t y, uint64_t w, uint64_t h,
+			  char *why, size_t why_size)
+{
+	const struct tiff_map *m = l->map;
+	uint32_t full = 0;
+	if (!m) {
+		snprintf(why, why_size, "not a tiled TIFF, so no window");
+		return false;
+	}
+	while (full < m->nifd && (m->ifds[full].sub || (m->ifds[full].subfile_type & 5)))
+		full++;
+	if (full == m->nifd) {
+		snprintf(why, why_size, "no full-resolution image");
+		return false;
+	}
+	const struct tiff_ifd *d = &m->ifds[full];
+	if (x + w > d->width || y + h > d->height) {
+		snprintf(why, why_size, "window %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+			 " is outside the image (%" PRIu32 "x%" PRIu32 ")", x, y, w, h, d->width,
+			 d->height);
+		return false;
+	}
+	return true;
+}
+
+int cache_object_window_check(const struct cache_object *obj, const struct hint_line *l,
+			      char *why, size_t why_size)
+{
+	return !l->window || window_inside(&obj->layout, l->x, l->y, l->w, l->h, why, why_size) ?
+		0 : -EINVAL;
+}
+
+/* Wait until background_room() allows one more background GET; false if
+ * the hint changed from GEN or the thread is stopping. */
+static bool hint_room(struct hint *h, uint64_t gen)
+{
+	struct cache *c = h->cache;
+
+	for (;;) {
+		if (atomic_load(&h->stopping) || atomic_load(&h->generation) != gen)
+			return false;
+		if (background_room(c))
+			return true;
+		pthread_mutex_lock(&c->lock);
+		bool stopping = c->stopping;
+		if (!stopping) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += HINT_WAIT_MS * 1000000L;
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&c->work, &c->lock, &until);
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (stopping)
+			return false;
+	}
+}
+
+/* Fetch UNITS[0..n) of OBJ that are neither cached nor in flight, in
+ * background GETs of at most STREAM_GET_MAX bytes each while the
+ * background budget has room. Returns the bytes sent for. */
+static uint64_t fetch_units(struct hint *h, uint64_t gen, struct cache_object *obj,
+			    const struct extent *units, size_t n)
+{
+	struct cache *c = h->cache;
+	struct inflight *batch[PREFETCH_MAX];
+	uint64_t sent = 0;
+
+	for (size_t i = 0; i < n && !cache_object_stale(obj);) {
+		size_t k = 0;
+		uint64_t bytes = 0;
+		if (!hint_room(h, gen))
+			break;
+		for (; i < n && k < PREFETCH_MAX && bytes < STREAM_GET_MAX; i++) {
+			struct inflight *e = prefetch_entry(c, obj, units[i]);
+			if (e) {
+				batch[k++] = e;
+				bytes += units[i].len;
+			}
+		}
+		submit_runs(c, obj, batch, k, false);
+		pthread_mutex_lock(&c->lock);
+		for (size_t j = 0; j < k; j++)
+			entry_unref(batch[j]);
+		pthread_mutex_unlock(&c->lock);
+		sent += bytes;
+	}
+	return sent;
+}
+
+/*
+ * Open the object of E (or reuse *LAST, the one opened before, when it is
+ * the same) and fetch the units of E: *bytes what they weigh, *sent what
+ * was sent for. 0, or -errno when E cannot be fetched (logged).
+ */
+static int resolve(struct hint *h, uint64_t gen, const struct hint_entry *e,
+		   struct cache_object **last, uint64_t *bytes, uint64_t *sent)
+{
+	struct cache *c = h->cache;
+	struct selection sel = { .ifd = -1 };
+	struct extent *v = NULL;
+	size_t n = 0;
+	char why[200];
+	int err = 0;
+
+	*bytes = *sent = 0;
+	if (!*last || strcmp((*last)->url, e->url) != 0) {
+		struct cache_listed listed = { e->etag ? e->etag : "", e->size, e->mtime };
+		cache_object_unref(*last);
+		*last = NULL;
+		err = cache_object_open(c, e->url, e->log_name, e->etag ? &listed : NULL, last);
+		if (err) {
+			log_warn("hint: line %u: %s: cannot open (%s): skipped", e->line, e->log_name,
+				 strerror(-err));
+			return err;
+		}
+	}
+	struct cache_object *obj = *last;
+	if (e->window) {
+		if (!window_inside(&obj->layout, e->x, e->y, e->w, e->h, why, sizeof(why))) {
+			log_warn("hint: line %u: %s: %s: skipped", e->line, e->log_name, why);
+			return -EINVAL;
+		}
+		sel.window = true;
+		sel.x = e->x;
+		sel.y = e->y;
+		sel.w = e->w;
+		sel.h = e->h;
+	}
+	err = selection_units(&obj->layout, &sel, &v, &n);
+	if (err)
+		return err;
+	if (e->window) {
+		/* the header unit is every window's, and the open brought it:
+		   it weighs nothing ahead */
+		size_t kept = 0;
+		for (size_t i = 0; i < n; i++)
+			if (v[i].off != 0)
+				v[kept++] = v[i];
+		n = kept;
+	}
+	for (size_t i = 0; i < n; i++)
+		*bytes += v[i].len;
+	*sent = fetch_units(h, gen, obj, v, n);
+	free(v);
+	return 0;
+}
+
+/* The hint thread: fetches the entries at h->ahead while the budget
+ * allows (see DESIGN). */
+static void *hint_thread(void *arg)
+{
+	struct hint *h = arg;
+	struct cache_object *last = NULL;
+
+	pthread_mutex_lock(&h->lock);
+	while (!atomic_load(&h->stopping)) {
+		if (h->ahead >= h->n || h->bytes_ahead >= h->budget) {
+			pthread_cond_wait(&h->wake, &h->lock);
+			continue;
+		}
+		size_t i = h->ahead;
+		uint64_t gen = atomic_load(&h->generation);
+		struct hint_entry e = h->v[i];	/* its strings stay while gen does */
+		e.url = strdup(e.url);
+		e.log_name = strdup(e.log_name);
+		e.etag = e.etag ? strdup(e.etag) : NULL;
+		pthread_mutex_unlock(&h->lock);
+
+		uint64_t bytes = 0, sent = 0;
+		int err = e.url && e.log_name ? resolve(h, gen, &e, &last, &bytes, &sent) : -ENOMEM;
+		free(e.url);
+		free(e.log_name);
+		free(e.etag);
+
+		pthread_mutex_lock(&h->lock);
+		h->fetched_bytes += sent;
+		if (atomic_load(&h->generation) != gen || h->ahead != i)
+			continue;	/* a new hint, or the readers passed it */
+		struct hint_entry *he = &h->v[i];
+		he->bytes = err ? 0 : bytes;
+		if (err && !he->read) {
+			he->read = true;	/* counted once, here */
+			h->skipped++;
+		}
+		h->bytes_ahead += he->bytes;
+		h->ahead = i + 1;
+	}
+	pthread_mutex_unlock(&h->lock);
+	cache_object_unref(last);
+	return NULL;
+}
+
+int cache_hint_set(struct cache *c, const struct cache_hint_entry *v, size_t n, uint64_t budget)
+{
+	struct hint *h = c->hint;
+	struct hint_entry *entries = n ? calloc(n, sizeof(*entries)) : NULL;
+	int err = 0;
+
+	if (n && !entries)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct hint_entry *e = &entries[i];
+		e->url = strdup(v[i].url);
+		e->log_name = strdup(v[i].log_name);
+		if (v[i].listed && v[i].listed->etag && *v[i].listed->etag) {
+			e->etag = strdup(v[i].listed->etag);
+			e->size = v[i].listed->size;
+			e->mtime = v[i].listed->mtime;
+			if (!e->etag)
+				err = -ENOMEM;
+		}
+		if (!e->url || !e->log_name)
+			err = -ENOMEM;
+		e->url_hash = e->url ? url_hash(e->url) : 0;
+		e->line = v[i].line;
+		e->window = v[i].window;
+		e->x = v[i].x;
+		e->y = v[i].y;
+		e->w = v[i].w;
+		e->h = v[i].h;
+	}
+	if (err) {
+		entries_free(entries, n);
+		return err;
+	}
+	pthread_mutex_lock(&h->lock);
+	settle(h, true);
+	entries_free(h->v, h->n);
+	h->v = entries;
+	h->n = n;
+	h->settled = h->cursor = h->ahead = 0;
+	h->bytes_ahead = 0;
+	h->budget = budget;
+	atomic_fetch_add(&h->generation, 1);
+	atomic_store(&h->live, n);
+	if (n && !h->started && !atomic_load(&h->stopping)) {
+		if (pthread_create(&h->thread, NULL, hint_thread, h) == 0)
+			h->started = true;
+		else
+			err = -EAGAIN;
+	}
+	pthread_cond_signal(&h->wake);
+	pthread_mutex_unlock(&h->lock);
+	if (err)
+		log_error("hint: cannot start its thread: nothing is fetched ahead");
+	else
+		log_info("hint: %zu entries, %" PRIu64 " MiB ahead at most", n, budget >> 20);
+	return err;
+}
+
+/* Where a read lies in the full-resolution image of its object. */
+struct read_at {
+	bool tile;			/* in a tile of it: col, row */
+	uint64_t col, row;
+	uint32_t block_w, block_h;
+};
+
+/* The full-resolution tile of L whose bytes hold OFF, if any. (The
+ * first tile in the file may have given its head to the header unit: a
+ * read of it starts there, while a read of the header starts before it.) */
+static struct read_at read_at(const struct layout *l, uint64_t off)
+{
+	struct read_at at = { 0 };
+	const struct tiff_map *m = l->map;
+	size_t lo = 0, hi = l->nunits;
+	uint32_t full = 0;
+
+	if (!m)
+		return at;
+	while (full < m->nifd && (m->ifds[full].sub || (m->ifds[full].subfile_type & 5)))
+		full++;
+	if (full == m->nifd)
+		return at;
+	const struct tiff_ifd *d = &m->ifds[full];
+	while (lo < hi) {	/* the first unit starting after OFF */
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->units[mid].off <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || off >= l->units[lo - 1].off + l->units[lo - 1].len)
+		return at;
+	uint64_t k = l->units[lo - 1].block;
+	if (k == UINT64_MAX && lo < l->nunits) {
+		k = l->units[lo].block;	/* the tile after the header */
+		struct extent e = k == UINT64_MAX ? (struct extent){ 0, 0 } :
+				  layout_block_extent(l, k);
+		if (off < e.off || off >= e.off + e.len)
+			return at;
+	}
+	if (k == UINT64_MAX || k < d->first || k >= d->first + d->n || !d->across || !d->down)
+		return at;
+	uint64_t in_plane = (k - d->first) % ((uint64_t)d->across * d->down);
+	at.tile = true;
+	at.row = in_plane / d->across;
+	at.col = in_plane % d->across;
+	at.block_w = d->block_w;
+	at.block_h = d->block_h;
+	return at;
+}
+
+/* Is a read at AT of E's object one of E's? */
+static bool entry_has(const struct hint_entry *e, const struct read_at *at)
+{
+	if (!e->window)
+		return true;
+	return at->tile && at->col * at->block_w < e->x + e->w &&
+	       (at->col + 1) * at->block_w > e->x && at->row * at->block_h < e->y + e->h &&
+	       (at->row + 1) * at->block_h > e->y;
+}
+
+/* Mark the first entry near the cursor of OBJ that AT (NULL: any) is of
+ * as read, and move the cursor past it. */
+static void hint_match(struct cache *c, const struct cache_object *obj,
+		       const struct read_at *at)
+{
+	struct hint *h = c->hint;
+	uint64_t hash = url_hash(obj->url);
+	pthread_mutex_lock(&h->lock);
+	size_t from = h->cursor > HINT_SLACK ? h->cursor - HINT_SLACK : 0;
+	size_t to = (h->ahead > h->cursor ? h->ahead : h->cursor) + HINT_LOOKAHEAD;
+	if (to > h->n)
+		to = h->n;
+	for (size_t i = from; i < to; i++) {
+		struct hint_entry *e = &h->v[i];
+		if (e->url_hash != hash || strcmp(e->url, obj->url) != 0 ||
+		    (at ? !entry_has(e, at) : e->read))
+			continue;
+		/* the first entry the read falls in: a whole-object entry read
+		   again moves nothing */
+		if (!e->read) {
+			e->read = true;
+			if (i + 1 > h->cursor)
+				cursor_move(h, i + 1);
+		}
+		break;
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+void cache_hint_read(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len)
+{
+	struct hint *h = c->hint;
+	if (!h || atomic_load(&h->live) == 0 || len == 0)
+		return;
+	struct read_at at = read_at(&obj->layout, off);
+	if (at.tile || !obj->layout.map)
+		hint_match(c, obj, &at);
+}
+
+void cache_hint_opened(struct cache *c, const struct cache_object *obj)
+{
+	struct hint *h = c->hint;
+	if (h && atomic_load(&h->live) != 0)
+		hint_match(c, obj, NULL);
+}
+
+void cache_hint_get_stats(struct cache *c, struct cache_hint_stats *out)
+{
+	struct hint *h = c->hint;
+	memset(out, 0, sizeof(*out));
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	out->entries = h->n;
+	out->position = h->cursor;
+	out->fetched_bytes = h->fetched_bytes;
+	out->skipped = h->skipped;
+	pthread_mutex_unlock(&h->lock);
+}
+
+void cache_hint_stop(struct cache *c)
+{
+	struct hint *h = c->hint;
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	atomic_store(&h->stopping, true);
+	bool started = h->started;
+	h->started = false;
+	pthread_cond_signal(&h->wake);
+	pthread_mutex_unlock(&h->lock);
+	if (started)
+		pthread_join(h->thread, NULL);
+	pthread_mutex_lock(&h->lock);
+	entries_free(h->v, h->n);
+	h->v = NULL;
+	h->n = 0;
+	h->settled = h->cursor = h->ahead = 0;
+	atomic_store(&h->live, 0);
+	pthread_mutex_unlock(&h->lock);
+}
+
+void hint_free(struct hint *h)
+{
+	if (!h)
+		return;
+	cache_hint_stop(h->cache);
+	pthread_cond_destroy(&h->wake);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}

@@ -1,0 +1,349 @@
+#!/usr/bin/env bats
+# The readers' order as a prefetch plan (issue 30, item 2): `tilefs hint`
+# hands a mount the reads to come; the mount fetches their tiles ahead of
+# the readers, within --hint-budget, and the origin's access log shows it.
+# Also what a user gets wrong: a mountpoint that is not tilefs, a line of
+# the order at fault, a user who does not own the mount.
+
+bats_require_minimum_version 1.5.0
+load ../lib/tilefs
+
+setup() {
+	tilefs_setup
+	MNT=$T/mnt
+	PROM=$T/metrics.prom
+}
+
+teardown() {
+	tilefs_teardown
+}
+
+# hint_cog DIR: cog.tif, a 4096x4096 uint8 COG with 256x256 tiles (16x16 at
+# full resolution, about 70 KB each). Built once into
+# $ORIGIN_CACHE_DIR/hint-v1 and copied from there.
+hint_cog() {
+	local dest=$1 src=$ORIGIN_CACHE_DIR/hint-v1
+	if [ ! -f "$src/.done" ]; then
+		rm -rf "$src.tmp"
+		mkdir -p "$src.tmp" || return 1
+		"$PY" - "$src.tmp/raw.tif" >"$src.tmp/.log" 2>&1 <<'PYEOF' || { cat "$src.tmp/.log" >&2; return 1; }
+import sys
+import numpy as np
+import rasterio
+from rasterio.transform import from_origin
+rng = np.random.default_rng(36)
+a = rng.integers(0, 255, (4096, 4096)).astype("uint8")
+with rasterio.open(sys.argv[1], "w", driver="GTiff", width=4096, height=4096, count=1,
+                   dtype="uint8", crs="EPSG:32633",
+                   transform=from_origin(500000, 5000000, 10, 10)) as ds:
+    ds.write(a[None])
+PYEOF
+		gdal_translate -q -of COG -co BLOCKSIZE=256 -co COMPRESS=DEFLATE -co OVERVIEWS=NONE \
+			-co NUM_THREADS=1 "$src.tmp/raw.tif" "$src.tmp/cog.tif" >>"$src.tmp/.log" 2>&1 ||
+			{ cat "$src.tmp/.log" >&2; return 1; }
+		rm -f "$src.tmp/raw.tif" "$src.tmp"/*.aux.xml "$src.tmp/.log"
+		touch -d '2024-01-02 03:04:05 UTC' "$src.tmp/cog.tif"
+		touch "$src.tmp/.done"
+		rm -rf "$src"
+		mv "$src.tmp" "$src" || return 1
+	fi
+	mkdir -p "$dest" && cp -p "$src/cog.tif" "$dest/cog.tif"
+}
+
+# block FILE COL ROW: "OFFSET LENGTH" of the full-resolution tile at COL,
+# ROW of FILE (16 tiles a row), from tilefs inspect --blocks.
+block() {
+	"$TILEFS" inspect --blocks "$1" | awk -v k=$(($3 * 16 + $2)) '$1 == "block" && $2 == 0 && $3 == k { print $4, $5 }'
+}
+
+# fetched URI OFFSET: has the origin answered a GET of URI whose range holds OFFSET?
+fetched() {
+	awk -v want="$1" -v off="$2" "$ORIGIN_AWK"'{ parse() }
+		m == "GET" && u == want && st == 206 && r ~ /^bytes=/ {
+			split(substr(r, 7), b, "-"); if (b[1] + 0 <= off + 0 && off + 0 <= b[2] + 0) n++ }
+		END { exit !(n > 0) }' "$ORIGIN_LOG"
+}
+
+# read_tiles MNTFILE LOCALFILE "OFF LEN"...: read each range through the
+# mount and compare with the local copy.
+read_tiles() {
+	"$PY" - "$@" <<'PYEOF'
+import sys
+mnt, local = sys.argv[1], sys.argv[2]
+with open(mnt, "rb", buffering=0) as m, open(local, "rb") as l:
+    for spec in sys.argv[3:]:
+        off, n = map(int, spec.split())
+        m.seek(off); l.seek(off)
+        a, b = m.read(n), l.read(n)
+        if a != b:
+            sys.exit("bytes differ at %d (%d bytes)" % (off, n))
+PYEOF
+}
+
+metric() {
+	awk -v n="$2" '$1 == n { print $2 }' "$1" 2>/dev/null
+}
+metric_is() {
+	[ "$(metric "$1" "$2")" = "$3" ]
+}
+metric_above() {
+	local v
+	v=$(metric "$1" "$2")
+	[ -n "$v" ] && [ "$v" -gt "$3" ]
+}
+
+# tile_gets: GETs of cog.tif that are not of its first bytes (the header)
+tile_gets() {
+	origin_select 'm == "GET" && u == "/cog.tif" && r !~ /^bytes=0-/' | wc -l
+}
+
+@test "hint: the hinted tiles are fetched before any reader asks; the reads then make no request" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --metrics-file "$PROM"
+	ls "$MNT" >/dev/null
+	local tiles=() c
+	# windows of one tile each, in the order given: (3,2) (15,15) (0,7), and
+	# one of 2x2 tiles (8..9, 4..5) written with a tab
+	printf '# next epoch\n\ncog.tif 768 512 256 256\n%s\n./cog.tif 0 1792 100 100\ncog.tif\t2048 1024 300 300\n' \
+		"$MNT/cog.tif 3840 3840 256 256" >"$T/order"
+	for c in "3 2" "15 15" "0 7" "8 4" "9 4" "8 5" "9 5"; do
+		tiles+=("$(block "$T/web/cog.tif" $c)")
+	done
+	origin_log_reset
+	tilefs_run hint "$MNT" "$T/order"
+	assert_eq "$status" 0 "exit status of tilefs hint"
+	assert_eq "$out" "hinted 4 entries on $MNT" "what tilefs hint says"
+	local t
+	for t in "${tiles[@]}"; do
+		wait_until "a GET of the hinted tile at ${t% *}" fetched /cog.tif "${t% *}"
+	done
+	wait_until "tilefs_hint_entries 4" metric_is "$PROM" tilefs_hint_entries 4
+	# no reader asked for any of it
+	assert_eq "$(metric "$PROM" tilefs_hint_position)" 0 "tilefs_hint_position before reading"
+	local before
+	before=$(origin_count GET)
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "${tiles[@]}"
+	assert_eq "$(origin_count GET)" "$before" "GETs while reading the hinted tiles"
+	wait_until "tilefs_hint_position 4" metric_is "$PROM" tilefs_hint_position 4
+	tilefs_umount "$MNT"
+}
+
+@test "hint: --hint-budget bounds what is fetched ahead of the readers; a read moves it on" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --hint-budget 150K
+	ls "$MNT" >/dev/null
+	local r c t tiles=()
+	for r in 0 1 2 3; do
+		for c in 0 1 2 3 4 5 6 7; do
+			echo "cog.tif $((c * 256 + 10)) $((r * 256 + 10)) 20 20"
+			tiles+=("$(block "$T/web/cog.tif" $c $r)")
+		done
+	done >"$T/order"
+	# random pixels: every tile weighs about 64 KiB, so two stay under 150K
+	# and the third takes the hint over it
+	for t in "${tiles[@]:0:6}"; do
+		[ "${t#* }" -gt 60000 ] && [ "${t#* }" -lt 70000 ] || fail "a tile of ${t#* } bytes"
+	done
+	origin_log_reset
+	tilefs_run hint "$MNT" "$T/order"
+	assert_eq "$status" 0 "exit status of tilefs hint"
+	for t in "${tiles[@]:0:3}"; do
+		wait_until "a GET of the hinted tile at ${t% *}" fetched /cog.tif "${t% *}"
+	done
+	! fetched /cog.tif "${tiles[3]% *}" || fail "the fourth tile was fetched beyond the budget"
+	# the readers read the first one: the cursor moves past it, room for one more
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "${tiles[0]}"
+	wait_until "a GET of the fourth tile" fetched /cog.tif "${tiles[3]% *}"
+	# what was fetched ahead of the readers: within the budget and one
+	# tile more (the one that took it over)
+	local bytes
+	bytes=$(origin_select 'm == "GET" && u == "/cog.tif" && r !~ /^bytes=0-/ && st == 206' |
+		awk '{ s += $NF } END { print s + 0 }')
+	[ "$bytes" -le $((150 * 1024 + 70000 + ${tiles[0]#* })) ] ||
+		fail "fetched $bytes bytes of tiles, over the budget of 150K, a tile, and the one read"
+	! fetched /cog.tif "${tiles[4]% *}" || fail "the fifth tile was fetched beyond the budget"
+	assert_eq "$(tile_gets)" 4 "tile GETs after one read"
+	tilefs_umount "$MNT"
+}
+
+@test "hint: a new hint replaces the one in force; --clear drops it" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --hint-budget 1 --metrics-file "$PROM"
+	ls "$MNT" >/dev/null
+	local a b z
+	a=$(block "$T/web/cog.tif" 0 0)
+	b=$(block "$T/web/cog.tif" 1 0)
+	z=$(block "$T/web/cog.tif" 15 15)
+	printf 'cog.tif 0 0 256 256\ncog.tif 256 0 256 256\n' >"$T/first"
+	printf 'cog.tif 3840 3840 256 256\n' >"$T/second"
+	origin_log_reset
+	tilefs_run hint "$MNT" "$T/first"
+	assert_eq "$status" 0 "exit status of the first hint"
+	# a budget of 1 byte: one entry ahead of the readers
+	wait_until "a GET of the first entry" fetched /cog.tif "${a% *}"
+	# (tilefs_run reads stdin from /dev/null: the tool directly for -)
+	run -0 "$TILEFS" hint "$MNT" - <"$T/second"
+	assert_eq "$output" "hinted 1 entries on $MNT" "what tilefs hint - says"
+	wait_until "a GET of the new hint's entry" fetched /cog.tif "${z% *}"
+	wait_until "tilefs_hint_entries 1" metric_is "$PROM" tilefs_hint_entries 1
+	# the reader reads the old hint's first tile: the old hint is gone, so
+	# its second entry is never fetched
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$a"
+	run -0 "$TILEFS" hint "$MNT" --clear
+	assert_eq "$output" "hint dropped on $MNT" "what tilefs hint --clear says"
+	wait_until "tilefs_hint_entries 0" metric_is "$PROM" tilefs_hint_entries 0
+	! fetched /cog.tif "${b% *}" || fail "the replaced hint's second entry was fetched"
+	assert_eq "$(tile_gets)" 2 "tile GETs: one entry of each hint"
+	tilefs_umount "$MNT"
+}
+
+@test "hint: what a user can act on: not a tilefs mount, the line at fault, a window outside the image" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none
+	ls "$MNT" >/dev/null
+	echo cog.tif >"$T/good"
+	mkdir -p "$T/plain"
+	tilefs_run hint "$T/plain" "$T/good"
+	assert_eq "$status" 1 "exit status for a directory that is not a mount"
+	assert_eq "$err1" "tilefs: hint: $T/plain is not the mountpoint of a running tilefs mount" \
+		"message for a directory that is not a mount"
+	tilefs_run hint "$MNT"
+	assert_eq "$status" 2 "exit status without an order"
+	[[ $err1 == *"--help"* ]] || fail "usage message does not name --help: $err1"
+	printf '# comment\n\ncog.tif 0 0 256 256\n../../etc/passwd\n' >"$T/bad"
+	tilefs_run hint "$MNT" "$T/bad"
+	assert_eq "$status" 1 "exit status for a path outside the mount"
+	assert_eq "$err1" "tilefs: hint: $T/bad: line 4: ../../etc/passwd is not under the mount $MNT" \
+		"message for a path outside the mount"
+	printf 'cog.tif\n/etc/passwd\n' >"$T/bad"
+	tilefs_run hint "$MNT" "$T/bad"
+	assert_eq "$err1" "tilefs: hint: $T/bad: line 2: /etc/passwd is not under the mount $MNT" \
+		"message for an absolute path outside the mount"
+	printf 'cog.tif\nmissing.tif 0 0 10 10\n' >"$T/bad"
+	tilefs_run hint "$MNT" "$T/bad"
+	assert_eq "$err1" "tilefs: hint: $T/bad: line 2: missing.tif: no such file in the mount" \
+		"message for a missing file"
+	printf 'cog.tif\tzero 0 1 1\n' >"$T/bad"
+	tilefs_run hint "$MNT" "$T/bad"
+	assert_eq "$err1" "tilefs: hint: $T/bad: line 1: 'zero 0 1 1' after the tab is not a window X Y W H" \
+		"message for a bad window"
+	# once the file's layout is known, a window outside it is refused
+	head -c 100 "$MNT/cog.tif" >/dev/null
+	printf 'cog.tif 0 0 256 256\ncog.tif 4000 0 256 256\n' >"$T/bad"
+	tilefs_run hint "$MNT" "$T/bad"
+	assert_eq "$status" 1 "exit status for a window outside the image"
+	assert_eq "$err1" "tilefs: hint: $T/bad: line 2: cog.tif: window 4000 0 256 256 is outside the image (4096x4096)" \
+		"message for a window outside the image"
+	tilefs_alive "$MNT"
+	tilefs_umount "$MNT"
+}
+
+@test "hint: only the mount's owner or root may hint" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	local ud
+	ud=$(mktemp -d /tmp/tilefs-hint.XXXXXX)
+	chmod 755 "$ud"
+	cp "$TILEFS" "$ud/tilefs"
+	mkdir -p "$ud/mnt" "$ud/cache"
+	chmod 700 "$ud/cache"
+	tilefs_mount "$ORIGIN_URL" "$ud/mnt" --prefetch none -o allow_other --cache-dir "$ud/cache"
+	ls "$ud/mnt" >/dev/null
+	# let the user reach the socket itself: the daemon must refuse it
+	chmod 711 "$ud/cache" "$ud/cache/mounts"
+	echo cog.tif >"$ud/order"
+	origin_log_reset
+	run runuser -u nobody -- "$ud/tilefs" hint "$ud/mnt" - <"$ud/order"
+	echo "$output"
+	assert_eq "$status" 1 "exit status for a user who does not own the mount"
+	[[ $output == *"only the mount's owner (uid 0) or root may hint"* ]] ||
+		fail "the refusal does not say who may hint: $output"
+	grep -q "hint: refused a client of uid $(id -u nobody)" "$TILEFS_LOG" ||
+		fail "the refusal is not logged"
+	assert_eq "$(origin_count GET)" 0 "GETs after a refused hint"
+	# the owner may
+	run -0 "$TILEFS" hint "$ud/mnt" "$ud/order"
+	chmod 700 "$ud/cache" "$ud/cache/mounts"
+	tilefs_umount "$ud/mnt"
+	rm -rf "$ud"
+}
+
+@test "hint: mount --record writes what the readers read; warm --from-file and hint replay it to the same tiles" {
+	hint_cog "$T/web"
+	cp "$SAMPLES/notes.txt" "$T/web/notes.txt"
+	origin_start "$T/web"
+	echo stale >"$T/record"
+	chmod 644 "$T/record"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --record "$T/record"
+	local a b c
+	a=$(block "$T/web/cog.tif" 3 2)
+	b=$(block "$T/web/cog.tif" 4 2)
+	c=$(block "$T/web/cog.tif" 10 12)
+	# one open reads two tiles side by side, another one tile, a third a text file
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$a" "$b"
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$c"
+	cmp "$T/web/notes.txt" "$MNT/notes.txt"
+	tilefs_umount "$MNT"
+	assert_eq "$(stat -c %a "$T/record")" 600 "the record's mode"
+	printf 'cog.tif\t768 512 512 256\ncog.tif\t2560 3072 256 256\nnotes.txt\n' >"$T/want"
+	diff "$T/want" "$T/record" || fail "the record is not what the readers read"
+	# a symlink is never followed
+	ln -s "$T/elsewhere" "$T/link"
+	tilefs_run mount --prefetch none --record "$T/link" --cache-dir "$T/cache" \
+		--log-file "$T/link.log" "$ORIGIN_URL" "$MNT"
+	[ "$status" -ne 0 ] || fail "mount --record through a symlink did not fail"
+	[ ! -e "$T/elsewhere" ] || fail "the record followed the symlink"
+	# warm --from-file on a fresh cache fetches just those tiles
+	origin_log_reset
+	tilefs_run warm --cache-dir "$T/cache2" --from-file "$T/record" "$ORIGIN_URL"
+	assert_eq "$status" 0 "exit status of warm --from-file"
+	local t
+	for t in "$a" "$b" "$c"; do
+		fetched /cog.tif "${t% *}" || fail "warm did not fetch the tile at ${t% *}"
+	done
+	# those three tiles and nothing more (with GDAL's 4-byte leader and trailer)
+	assert_eq "$(origin_select 'm == "GET" && u == "/cog.tif" && r !~ /^bytes=0-/ && st == 206' |
+		awk '{ s += $NF } END { print s + 0 }')" $((${a#* } + ${b#* } + ${c#* } + 24)) \
+		"tile bytes warm --from-file fetched"
+	# the same record as a hint, on a mount of a third cache
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --cache-dir "$T/cache3"
+	ls "$MNT" >/dev/null
+	origin_log_reset
+	run -0 "$TILEFS" hint "$MNT" "$T/record"
+	for t in "$a" "$b" "$c"; do
+		wait_until "a GET of the hinted tile at ${t% *}" fetched /cog.tif "${t% *}"
+	done
+	wait_until "notes.txt fetched" test "$(origin_count GET /notes.txt)" -ge 1
+	local before
+	before=$(origin_count GET)
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$a" "$b" "$c"
+	cmp "$T/web/notes.txt" "$MNT/notes.txt"
+	assert_eq "$(origin_count GET)" "$before" "GETs while replaying the record"
+	tilefs_umount "$MNT"
+}
+
+@test "hint: examples/torch_loader.py --hint hands each epoch's order to the mount" {
+	"$PY" -c 'import torch' 2>/dev/null ||
+		fail "python3-torch is not installed (packaging/install-deps installs it)"
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --metrics-file "$PROM"
+	# 16 x 16 chips of 256 pixels: one tile each, in a shuffled order
+	local bin
+	bin=$(dirname "$TILEFS")
+	PATH=$bin:$PATH run -0 run_to 240 "$PY" "$REPO_ROOT/examples/torch_loader.py" "$MNT" \
+		--epochs 1 --workers 2 --hint
+	echo "$output"
+	[[ $output == *"epoch 1: 256 steps"* ]] || fail "the loader did not read 256 chips"
+	[[ $output != *"no hint"* ]] || fail "the sampler did not hint"
+	wait_until "tilefs_hint_entries 256" metric_is "$PROM" tilefs_hint_entries 256
+	# the readers' reads moved the hint's cursor (not always to its end: a
+	# file all cached may be read by the kernel, unseen)
+	wait_until "tilefs_hint_position above 0" metric_above "$PROM" tilefs_hint_position 0
+	assert_eq "$(origin_dup_ranges)" "" "ranges fetched twice"
+	tilefs_umount "$MNT"
+}

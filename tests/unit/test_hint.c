@@ -1,0 +1,205 @@
+/*
+ * test_hint.c - hints (cache.h, hint.c): the order file's lines as
+ * hint_line_parse() reads them, and the plan on a cache over a scripted
+ * origin (origin_server.h): the entries fetched ahead within the budget,
+ * the readers' cursor, and the entries they skipped. Each wait is for an
+ * event (a request the origin logged), bounded by ORIGIN_WAIT_S.
+ */
+#include "cache/engine/cache.h"
+#include "cache/origin/http.h"
+#include "cache/origin/providers/provider.h"
+#include "check.h"
+#include "origin_server.h"
+
+#include <ftw.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#define BLOCK (64u << 10)
+#define HEADER (16u << 10)
+#define OBJECTS 8
+#define OBJECT_SIZE (64u << 10)	/* a header unit and one block */
+
+/* Parse TEXT; the return and *out. */
+static int parse(const char *text, struct hint_line *out, char *copy, size_t size)
+{
+	char why[200];
+	snprintf(copy, size, "%s", text);
+	return hint_line_parse(copy, out, why, sizeof(why));
+}
+
+static void test_parse(void)
+{
+	struct hint_line l;
+	char buf[512];
+
+	CHECK(parse("", &l, buf, sizeof(buf)) == 0, "an empty line is skipped");
+	CHECK(parse("   \t", &l, buf, sizeof(buf)) == 0, "a blank line is skipped");
+	CHECK(parse("  # a comment 1 2 3 4", &l, buf, sizeof(buf)) == 0, "a comment is skipped");
+	CHECK(parse("a/b.tif", &l, buf, sizeof(buf)) == 1 && strcmp(l.path, "a/b.tif") == 0 &&
+	      !l.window, "a path alone is all of the file");
+	CHECK(parse("a/b.tif 1 2 3 4", &l, buf, sizeof(buf)) == 1 && strcmp(l.path, "a/b.tif") == 0 &&
+	      l.window && l.x == 1 && l.y == 2 && l.w == 3 && l.h == 4,
+	      "a path and four numbers: a window");
+	CHECK(parse("my file 2.tif  10 20  30 40 \r", &l, buf, sizeof(buf)) == 1 &&
+	      strcmp(l.path, "my file 2.tif") == 0 && l.window && l.x == 10 && l.h == 40,
+	      "a path with spaces, then a window; trailing blanks and CR dropped");
+	CHECK(parse("my file 1 2 3.tif", &l, buf, sizeof(buf)) == 1 &&
+	      strcmp(l.path, "my file 1 2 3.tif") == 0 && !l.window,
+	      "numbers inside a path are the path's");
+	CHECK(parse("a b 1 2 3", &l, buf, sizeof(buf)) == 1 && strcmp(l.path, "a b 1 2 3") == 0 &&
+	      !l.window, "three numbers at the end are the path's");
+	CHECK(parse("dir/2021 01 02 03\t0 0 256 256", &l, buf, sizeof(buf)) == 1 &&
+	      strcmp(l.path, "dir/2021 01 02 03") == 0 && l.window && l.w == 256,
+	      "with a tab, the path is all before it");
+	CHECK(parse("dir/x 1 2 3 4\t", &l, buf, sizeof(buf)) == 1 && l.window &&
+	      strcmp(l.path, "dir/x") == 0, "a trailing tab is a trailing blank");
+	CHECK(parse("a.tif\t1 2 3", &l, buf, sizeof(buf)) == -EINVAL, "after a tab: four numbers");
+	CHECK(parse("a.tif\t1 2 3 4 5", &l, buf, sizeof(buf)) == -EINVAL, "after a tab: not five");
+	CHECK(parse("a.tif\t-1 2 3 4", &l, buf, sizeof(buf)) == -EINVAL, "no negative numbers");
+	CHECK(parse("a.tif 0 0 0 4", &l, buf, sizeof(buf)) == -EINVAL, "a window 0 wide");
+	CHECK(parse("1 2 3 4", &l, buf, sizeof(buf)) == 1 && strcmp(l.path, "1 2 3 4") == 0 &&
+	      !l.window, "four numbers alone are a path");
+	CHECK(parse("a.tif 99999999999999999999 0 1 1", &l, buf, sizeof(buf)) == 1 && !l.window,
+	      "a number past 64 bits is not a window's");
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	return remove(path);
+}
+
+/* Has the origin served a GET of the block of object I (past its header)? */
+static size_t block_gets(struct origin_server *s, int i)
+{
+	char path[32];
+	snprintf(path, sizeof(path), "/o%d.bin", i);
+	return origin_count(s, "GET", path, HEADER);
+}
+
+static bool wait_block(struct origin_server *s, int i)
+{
+	time_t until = time(NULL) + ORIGIN_WAIT_S;
+	while (block_gets(s, i) == 0 && time(NULL) < until)
+		usleep(10000);
+	return block_gets(s, i) > 0;
+}
+
+/* Read all of object I as a reader would, telling the hint. */
+static bool read_object(struct cache *c, struct source *src, int i)
+{
+	static char buf[OBJECT_SIZE];
+	char path[32];
+	struct cache_object *obj = NULL;
+	snprintf(path, sizeof(path), "o%d.bin", i);
+	char *url = source_object_url(src, path);
+	bool ok = url && cache_object_open(c, url, path, NULL, &obj) == 0;
+	if (ok) {
+		ssize_t n = cache_read(c, obj, 1, buf, sizeof(buf), 0);
+		ok = n == OBJECT_SIZE;
+		if (ok)
+			cache_hint_read(c, obj, 0, (size_t)n);
+	}
+	cache_object_unref(obj);
+	free(url);
+	return ok;
+}
+
+static void test_plan(struct origin_server *s, const char *dir)
+{
+	char source[64], err[256], path[32];
+	struct source_options so = { 0 };
+	struct source *src = NULL;
+	struct cache *c = NULL;
+	struct cache_hint_entry v[OBJECTS];
+	char *urls[OBJECTS];
+	struct cache_hint_stats st;
+
+	for (int i = 0; i < OBJECTS; i++) {
+		snprintf(path, sizeof(path), "/o%d.bin", i);
+		origin_put(s, path, OBJECT_SIZE, (uint32_t)(20 + i), "\"h\"");
+	}
+	snprintf(source, sizeof(source), "http://127.0.0.1:%d/", s->port);
+	struct http_config hc;
+	http_config_defaults(&hc);
+	struct http_client *http = http_client_new(&hc);
+	struct cache_config cc = {
+		.dir = dir, .size_limit = 64u << 20, .block_size = BLOCK, .header_len = HEADER,
+		.max_request = 8u << 20, .prefetch = PREFETCH_NONE, .claim_wait_s = 30,
+	};
+	if (!http || source_open(source, &so, &src, err, sizeof(err)) != 0 ||
+	    cache_open(&cc, src, http, &c) != 0) {
+		CHECK(false, "a cache to hint: %s", err);
+		return;
+	}
+	for (int i = 0; i < OBJECTS; i++) {
+		snprintf(path, sizeof(path), "o%d.bin", i);
+		urls[i] = source_object_url(src, path);
+		v[i] = (struct cache_hint_entry){ .url = urls[i], .log_name = urls[i],
+						  .line = (unsigned)i + 1 };
+	}
+	/* a whole object weighs all its units, 64 KiB: with 100 KiB ahead
+	   the first is under the budget, and the second takes it over */
+	CHECK(cache_hint_set(c, v, OBJECTS, 100u << 10) == 0, "a hint of %d objects", OBJECTS);
+	CHECK(wait_block(s, 0) && wait_block(s, 1),
+	      "the first two entries are fetched before any read");
+	cache_hint_get_stats(c, &st);
+	CHECK(st.entries == OBJECTS && st.position == 0, "entries %llu, position %llu",
+	      (unsigned long long)st.entries, (unsigned long long)st.position);
+	CHECK(block_gets(s, 2) == 0, "the third is beyond the budget");
+	CHECK(read_object(c, src, 0), "a reader reads the first");
+	cache_hint_get_stats(c, &st);
+	CHECK(st.position == 1, "the cursor is past it: %llu", (unsigned long long)st.position);
+	CHECK(wait_block(s, 2), "the third is fetched once the first is read");
+	/* the readers jump to the sixth: the ones between are skipped, and the
+	   fetch goes on from the seventh */
+	CHECK(read_object(c, src, 5), "a reader reads the sixth");
+	cache_hint_get_stats(c, &st);
+	CHECK(st.position == 6, "the cursor is past the sixth: %llu",
+	      (unsigned long long)st.position);
+	CHECK(wait_block(s, 6), "the seventh is fetched");
+	CHECK(block_gets(s, 3) == 0 && block_gets(s, 4) == 0,
+	      "the fourth and fifth, passed, are not fetched");
+	size_t gets = origin_count(s, "GET", "/o0.bin", UINT64_MAX);
+	CHECK(read_object(c, src, 0), "the first read again");
+	cache_hint_get_stats(c, &st);
+	CHECK(st.position == 6 && origin_count(s, "GET", "/o0.bin", UINT64_MAX) == gets,
+	      "a read behind the cursor moves nothing, and is a hit");
+	CHECK(cache_hint_set(c, NULL, 0, 100u << 10) == 0, "the hint dropped");
+	cache_hint_get_stats(c, &st);
+	/* passed unread: the second, third, fourth and fifth */
+	CHECK(st.entries == 0 && st.skipped == 4, "entries %llu, skipped %llu",
+	      (unsigned long long)st.entries, (unsigned long long)st.skipped);
+	CHECK(st.fetched_bytes >= 5ull * (OBJECT_SIZE - HEADER), "fetched %llu bytes ahead",
+	      (unsigned long long)st.fetched_bytes);
+	cache_hint_stop(c);
+	cache_stop_prefetch(c);
+	http_client_free(http);
+	cache_close(c);
+	source_free(src);
+	for (int i = 0; i < OBJECTS; i++)
+		free(urls[i]);
+}
+
+int main(void)
+{
+	char base[] = "/tmp/tilefs-hint-XXXXXX", dir[256];
+	struct origin_server s;
+
+	signal(SIGPIPE, SIG_IGN);
+	alarm(4 * ORIGIN_WAIT_S);	/* a hang is a failure, not a stuck suite */
+	test_parse();
+	if (!mkdtemp(base) || origin_start(&s) != 0) {
+		perror("test_hint");
+		return 1;
+	}
+	snprintf(dir, sizeof(dir), "%s/cache", base);
+	mkdir(dir, 0700);
+	test_plan(&s, dir);
+	origin_stop(&s);
+	nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return check_done();
+}
