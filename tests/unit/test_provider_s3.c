@@ -11,7 +11,7 @@
 #include "cache/origin/providers/provider_int.h"
 #include "cache/origin/providers/aws_creds.h"
 #include "cache/origin/providers/aws_process.h"
-#include "cache/origin/providers/oauth.h"
+#include "cache/origin/providers/renewal.h"
 #include "check.h"
 
 #include <curl/curl.h>
@@ -253,11 +253,11 @@ int main(int argc, char **argv)
 	CHECK(aws_process_split("a b c d e f g h i", words, sizeof(words), av, 8) == -EINVAL,
 	      "split: too many words");
 
-	/* renewal (oauth.c, every cloud's): 80% or 5 min before, whichever first,
+	/* renewal (renewal.c, every cloud's): 80% or 5 min before, whichever first,
 	   never before half */
-	CHECK(oauth_renew_at(1000, 4600) == 1000 + 2880, "an hour: at 80%%");
-	CHECK(oauth_renew_at(1000, 1900) == 1600, "15 minutes: 5 min before");
-	CHECK(oauth_renew_at(1000, 1060) == 1030, "60 s: at half");
+	CHECK(renew_at(1000, 4600) == 1000 + 2880, "an hour: at 80%%");
+	CHECK(renew_at(1000, 1900) == 1600, "15 minutes: 5 min before");
+	CHECK(renew_at(1000, 1060) == 1030, "60 s: at half");
 
 	/* the credentials document, as a parser reads it */
 	struct aws_keys keys;

@@ -1,7 +1,7 @@
 /*
  * aws_creds.c - short-lived AWS credentials: the instance metadata
  * service and container credentials endpoints (see aws_creds.h). Their
- * renewal is oauth.c's, the one for every cloud.
+ * renewal is renewal.c's, the one for every cloud.
  */
 #include "cache/origin/providers/aws_creds.h"
 #include "cache/base/log.h"

@@ -1,7 +1,7 @@
 /*
  * aws_creds.h - short-lived AWS credentials for the S3 provider: where
  * they come from (the instance metadata service, a container credentials
- * endpoint). oauth.h's renewal renews them before they expire, as it does
+ * endpoint). renewal.h renews them before they expire, as it does
  * the other clouds' tokens.
  *
  * Each source fills a struct aws_keys from its endpoint's JSON answer

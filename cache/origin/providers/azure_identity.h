@@ -39,7 +39,7 @@ struct azure_identity {
  * URL too long). */
 int azure_identity_init(struct azure_identity *id, char *err, size_t err_size);
 
-/* An oauth_fetch_fn: a token of the identity ARG (a struct
+/* A renewal_fetch_fn: a token of the identity ARG (a struct
  * azure_identity) into OUT (a struct oauth_token). */
 int azure_identity_fetch(void *arg, void *out, time_t *expires, char *from, size_t from_size);
 

@@ -28,7 +28,7 @@ struct gcs_metadata {
  * metadata.google.internal. 0, or -EINVAL with why in ERR. */
 int gcs_metadata_init(struct gcs_metadata *md, char *err, size_t err_size);
 
-/* An oauth_fetch_fn: the default service account's token from the
+/* A renewal_fetch_fn: the default service account's token from the
  * metadata server ARG (a struct gcs_metadata) into OUT (a struct
  * oauth_token). */
 int gcs_metadata_fetch(void *arg, void *out, time_t *expires, char *from, size_t from_size);
@@ -45,7 +45,7 @@ struct gcs_adc_file {
  */
 int gcs_adc_file_find(struct gcs_adc_file *f, char *err, size_t err_size);
 
-/* An oauth_fetch_fn: a token for the credential file ARG (a struct
+/* A renewal_fetch_fn: a token for the credential file ARG (a struct
  * gcs_adc_file) into OUT (a struct oauth_token). */
 int gcs_adc_file_fetch(void *arg, void *out, time_t *expires, char *from, size_t from_size);
 

@@ -5,7 +5,7 @@
  * share lies below them (answer.c, bucket.c).
  */
 #include "cache/origin/providers/provider_int.h"
-#include "cache/origin/providers/oauth.h"
+#include "cache/origin/providers/renewal.h"
 #include "cache/origin/crypto.h"
 #include "cache/origin/tier.h"
 #include "cache/origin/url.h"
@@ -188,11 +188,11 @@ void source_identity_hash(struct source *src, const char *salt,
 
 void source_renewals(struct source *src, struct source_renewals *out)
 {
-	struct oauth_renewal *r = src->provider->renewal ? src->provider->renewal(src) : NULL;
-	struct oauth_renewal_counts counts = { 0 };
+	struct renewal *r = src->provider->renewal ? src->provider->renewal(src) : NULL;
+	struct renewal_counts counts = { 0 };
 
 	if (r)
-		oauth_renewal_count(r, &counts);
+		renewal_count(r, &counts);
 	out->renewed = counts.renewed;
 	out->failed = counts.failed;
 	out->expired = counts.expired;

@@ -10,7 +10,7 @@
  * (Shared Key; AZURE_STORAGE_ACCOUNT, if set, must name the same account);
  * a token from Entra ID (a service principal's secret, workload identity)
  * or a managed identity (azure_identity.h gives the order), whose bearer
- * tokens oauth.h renews before they expire, and once more when the
+ * tokens renewal.h renews before they expire, and once more when the
  * service refuses one (azure_rejected()).
  * A SAS rides in every URL; Shared Key signs every attempt (sign() runs on
  * the fetch thread and only reads the source, which is immutable once open
@@ -21,6 +21,7 @@
 #include "cache/origin/providers/provider_int.h"
 #include "cache/origin/providers/azure_identity.h"
 #include "cache/origin/providers/oauth.h"
+#include "cache/origin/providers/renewal.h"
 #include "cache/origin/crypto.h"
 #include "cache/base/log.h"
 #include "cache/origin/xml.h"
@@ -56,7 +57,7 @@ struct azure_source {
 	size_t key_len;
 	bool bearer;		/* sign with the managed identity's tokens */
 	struct azure_identity identity;
-	struct oauth_renewal renewal;	/* its tokens (when bearer) */
+	struct renewal renewal;	/* its tokens (when bearer) */
 	char credentials_from[200];	/* base.credentials, when bearer */
 };
 
@@ -86,7 +87,7 @@ static void azure_free(struct source *src)
 		return;
 	explicit_bzero(az->key, sizeof(az->key));
 	if (az->bearer)
-		oauth_renewal_release(&az->renewal);
+		renewal_release(&az->renewal);
 	if (az->sas)
 		explicit_bzero(az->sas, strlen(az->sas));
 	free(az->sas);
@@ -670,7 +671,7 @@ static int sign_bearer(const struct azure_source *az, time_t now, struct curl_sl
 	if (!token || !line)
 		goto out;
 	/* the renewal has its own lock: the source is otherwise read-only */
-	err = oauth_renewal_get((struct oauth_renewal *)&az->renewal, now, token);
+	err = renewal_get((struct renewal *)&az->renewal, now, token);
 	if (err)
 		goto out;
 	snprintf(line, OAUTH_TOKEN_MAX + 32, "Authorization: Bearer %s", token->access_token);
@@ -766,10 +767,10 @@ static bool azure_rejected(void *signer, long status, const char *body, size_t l
 	log_warn("azure: %s refused the bearer token (HTTP %ld); renewing it",
 		 az->base.display, status);
 	/* requests refused in the second a renewal happened share it */
-	return oauth_renewal_force(&az->renewal, now, now - 1) == 0;
+	return renewal_force(&az->renewal, now, now - 1) == 0;
 }
 
-static struct oauth_renewal *azure_renewal(struct source *src)
+static struct renewal *azure_renewal(struct source *src)
 {
 	struct azure_source *az = (struct azure_source *)src;
 	return az->bearer ? &az->renewal : NULL;

@@ -7,13 +7,14 @@
  * GOOGLE_OAUTH_ACCESS_TOKEN (sent as a bearer token); an HMAC key in
  * GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY (V4 signing, GOOG4-HMAC-SHA256);
  * then Application Default Credentials: a credential file, else the
- * metadata server (gcs_adc.h), whose tokens oauth.h renews before they expire and once
+ * metadata server (gcs_adc.h), whose tokens renewal.h renews before they expire and once
  * more when GCS refuses one (gcs_rejected()). A token goes only over https.
  */
 #include "cache/origin/providers/provider_int.h"
 #include "cache/origin/providers/bucket.h"
 #include "cache/origin/providers/gcs_adc.h"
 #include "cache/origin/providers/oauth.h"
+#include "cache/origin/providers/renewal.h"
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
 
@@ -39,7 +40,7 @@ struct gcs_source {
 	char *bearer;		/* "Authorization: Bearer ..." */
 	struct gcs_adc_file adc_file;	/* GCS_ADC: a credential file, or */
 	struct gcs_metadata metadata;	/* the metadata server */
-	struct oauth_renewal renewal;	/* GCS_ADC: its tokens */
+	struct renewal renewal;		/* GCS_ADC: its tokens */
 	char credentials_from[200];	/* base.credentials, for GCS_ADC */
 };
 
@@ -62,7 +63,7 @@ static void gcs_free(struct source *src)
 	}
 	memset(g->secret, 0, sizeof(g->secret));
 	if (g->auth == GCS_ADC)
-		oauth_renewal_release(&g->renewal);
+		renewal_release(&g->renewal);
 	free(g);
 }
 
@@ -72,7 +73,7 @@ static int gcs_adc(struct gcs_source *g, const char *endpoint, char *err, size_t
 {
 	char why[160], tried[300];
 	int rc = gcs_adc_file_find(&g->adc_file, err, err_size);
-	oauth_fetch_fn fetch = gcs_adc_file_fetch;
+	renewal_fetch_fn fetch = gcs_adc_file_fetch;
 	void *arg = &g->adc_file;
 
 	if (rc < 0)
@@ -235,7 +236,7 @@ static int sign_metadata(struct gcs_source *g, struct curl_slist **headers)
 
 	if (!token || !line)
 		goto out;
-	err = oauth_renewal_get(&g->renewal, time(NULL), token);
+	err = renewal_get(&g->renewal, time(NULL), token);
 	if (err)
 		goto out;
 	snprintf(line, OAUTH_TOKEN_MAX + 32, "Authorization: Bearer %s", token->access_token);
@@ -269,7 +270,7 @@ static bool gcs_rejected(void *signer, long status, const char *body, size_t len
 	log_warn("gcs: %s refused the bearer token (HTTP %ld); renewing it",
 		 g->base.display, status);
 	/* requests refused in the second a renewal happened share it */
-	return oauth_renewal_force(&g->renewal, now, now - 1) == 0;
+	return renewal_force(&g->renewal, now, now - 1) == 0;
 }
 
 static int gcs_sign(void *signer, const struct http_attempt *a, struct curl_slist **headers)
@@ -304,7 +305,7 @@ static void gcs_identity(struct source *src, char *out, size_t size)
 		snprintf(out, size, "anonymous");
 }
 
-static struct oauth_renewal *gcs_renewal(struct source *src)
+static struct renewal *gcs_renewal(struct source *src)
 {
 	struct gcs_source *g = (struct gcs_source *)src;
 	return g->auth == GCS_ADC ? &g->renewal : NULL;

@@ -12,6 +12,11 @@
  * The files of this folder form a DAG (tests/check-calls): provider.c, the
  * registry, calls the providers through their tables; the providers call
  * bucket.c and answer.c; bucket.c calls answer.c; answer.c none of them.
+ * The credential sources (aws_creds.c, aws_sts.c, azure_identity.c,
+ * gcs_adc.c) and the Azure and GCS providers call oauth.c (OAuth2
+ * requests), which calls renewal.c (renewing short-lived credentials), as
+ * provider.c and the S3, Azure and GCS providers do; renewal.c calls none
+ * of them.
  *
  * Layer: the origin's providers (cache/origin/providers/), over
  * cache/origin/. Includes cache/origin/, cache/base/ and its own folder
@@ -23,7 +28,7 @@
 
 #include "cache/origin/providers/provider.h"
 
-struct oauth_renewal;
+struct renewal;
 
 struct provider {
 	const char *name;
@@ -52,9 +57,9 @@ struct provider {
 	/* Did the origin refuse the credentials as expired or revoked (see
 	 * http.h)? NULL: credentials that do not expire. */
 	http_rejected_fn credentials_rejected;
-	/* The renewal of SRC's short-lived credentials (oauth.h), or NULL when
+	/* The renewal of SRC's short-lived credentials (renewal.h), or NULL when
 	 * they do not expire; NULL: never. Read by source_renewals(). */
-	struct oauth_renewal *(*renewal)(struct source *src);
+	struct renewal *(*renewal)(struct source *src);
 };
 
 /*

@@ -15,14 +15,14 @@
  * credential_process; a container credentials endpoint; the instance
  * metadata service (IMDSv2) unless AWS_EC2_METADATA_DISABLED=true. All
  * but keys are short-lived (aws_creds.c, aws_sts.c, aws_process.c) and
- * renewed before they expire by oauth.h's renewal, as the other clouds'
+ * renewed before they expire by renewal.h, as the other clouds'
  * tokens are: S3 signs with a copy of the keys taken under its lock.
  */
 #include "cache/origin/providers/provider_int.h"
 #include "cache/origin/providers/aws_creds.h"
 #include "cache/origin/providers/aws_process.h"
 #include "cache/origin/providers/aws_sts.h"
-#include "cache/origin/providers/oauth.h"
+#include "cache/origin/providers/renewal.h"
 #include "cache/origin/providers/bucket.h"
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
@@ -50,7 +50,7 @@ struct s3_source {
 	/* credentials: keys that never change, or a renewal of short-lived ones */
 	struct aws_keys keys;		/* static keys (not renewable) */
 	bool renewable;			/* renewal holds the keys instead */
-	struct oauth_renewal renewal;	/* of struct aws_keys, from fetch(fetch_ctx) */
+	struct renewal renewal;		/* of struct aws_keys, from fetch(fetch_ctx) */
 	aws_fetch_fn fetch;
 	const void *fetch_ctx;		/* web, process or role below, or NULL */
 	struct aws_web_identity web;	/* fetch_ctx of a web identity */
@@ -223,7 +223,7 @@ static int from_profile(struct s3_source *s, const char *profile, bool *region_f
 	return 0;
 }
 
-/* An oauth_fetch_fn for the renewal: the source's aws_fetch_fn into OUT
+/* A renewal_fetch_fn for the renewal: the source's aws_fetch_fn into OUT
  * (a struct aws_keys), with their expiry. */
 static int fetch_keys(void *arg, void *out, time_t *expires, char *from, size_t from_size)
 {
@@ -247,8 +247,7 @@ static int start_renewable(struct s3_source *s, aws_fetch_fn fetch, const void *
 
 	s->fetch = fetch;
 	s->fetch_ctx = ctx;
-	rc = oauth_renewal_init(&s->renewal, "s3", sizeof(struct aws_keys), fetch_keys, s,
-				time(NULL));
+	rc = renewal_init(&s->renewal, "s3", sizeof(struct aws_keys), fetch_keys, s, time(NULL));
 	if (rc) {
 		snprintf(err, err_size, "no AWS credentials from %s: %s", what,
 			 strerror(-rc));
@@ -363,7 +362,7 @@ static void s3_free(struct source *src)
 	free(s->host);
 	free(s->base.display);
 	if (s->renewable)
-		oauth_renewal_release(&s->renewal);
+		renewal_release(&s->renewal);
 	explicit_bzero(&s->keys, sizeof(s->keys));
 	explicit_bzero(&s->role, sizeof(s->role));
 	free(s);
@@ -491,7 +490,7 @@ static int s3_sign(void *signer, const struct http_attempt *a, struct curl_slist
 		keys = malloc(sizeof(*keys));
 		if (!keys)
 			return -ENOMEM;
-		err = oauth_renewal_get(&s->renewal, time(NULL), keys);
+		err = renewal_get(&s->renewal, time(NULL), keys);
 		if (err)
 			goto wipe_keys;
 	}
@@ -542,10 +541,10 @@ static bool s3_credentials_rejected(void *signer, long status, const char *body,
 		 "renewing them", s->credentials_from);
 	/* the refused attempt may have been signed with the keys before
 	   these: keys obtained in the last 5 s are sent again, not renewed */
-	return oauth_renewal_force(&s->renewal, now, now - 5) == 0;
+	return renewal_force(&s->renewal, now, now - 5) == 0;
 }
 
-static struct oauth_renewal *s3_renewal(struct source *src)
+static struct renewal *s3_renewal(struct source *src)
 {
 	struct s3_source *s = (struct s3_source *)src;
 	return s->renewable ? &s->renewal : NULL;
