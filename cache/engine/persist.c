@@ -19,6 +19,7 @@
  */
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"
+#include "cache/store/evict.h"
 #include "cache/store/index.h"
 #include "cache/store/store.h"
 #include "cache/store/unit.h"
@@ -32,8 +33,8 @@
 #define EVICT_SKIP 64	/* pinned files passed over in one round */
 #define PERSIST_BATCH 64	/* settled entries stored at once */
 
-/* Drop units, least valuable first, while the cache holds more than LIMIT;
- * then down to 95% of it. Units of a pinned file (read by passthrough) are
+/* Drop units, least valuable first (probation first: index.h), while the
+ * cache holds more than LIMIT; then down to evict_target(LIMIT), 95%. Units of a pinned file (read by passthrough) are
  * passed over, up to EVICT_SKIP such files a round. */
 static void evict_to(struct cache *c, uint64_t limit)
 {
@@ -44,7 +45,7 @@ static void evict_to(struct cache *c, uint64_t limit)
 
 	if (index_usage(c->index, &usage) != 0 || usage <= limit)
 		return;
-	uint64_t target = limit - limit / 20;
+	uint64_t target = evict_target(limit);
 	while (usage > target) {
 		size_t n = 0;
 		if (index_eviction_candidates(c->index, pinned, npinned, victims, EVICT_BATCH,
@@ -110,7 +111,8 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 			index_unclaim(c->index, obj->id, e->unit.off);
 		}
 	}
-	unit_put_many(c->index, c->store, obj->id, rec, bytes, k);
+	/* admitted, or on probation in a full cache (cache/store/evict.h) */
+	unit_put_many(c->index, c->store, obj->id, rec, bytes, k, c->cfg.size_limit);
 	bool stored = false, full = false;
 	int err = 0;
 	for (size_t i = 0; i < k; i++) {

@@ -3,7 +3,9 @@
  * are claimed, fetched and stored from the calling thread (no in-flight
  * entries, no persist queue; the fetch thread writes the bytes straight
  * from curl's buffer into the data file), under the same claims as a
- * mount's reads, so the two never fetch one unit twice.
+ * mount's reads, so the two never fetch one unit twice. Every unit warmed
+ * is admitted, even into a full cache: a user who warms a file wants it
+ * kept (cache/store/evict.h).
  *
  * Level 6 of the engine (engine_int.h): calls persist.c (evict()), fetch.c
  * (pinned GETs) and what lies under them; no engine file calls it.
@@ -163,6 +165,10 @@ int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *u
 			err = rc;
 		i = j;
 	}
+	/* what a user asks to warm is kept: those of its units that a mount
+	   stored on probation (cache/store/evict.h) are admitted too */
+	if (!err)
+		index_units_keep(c->index, obj->id, offs, n);
 	free(offs);
 	free(claim);
 	if (!err)

@@ -34,9 +34,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_OBJECT_DROP_CLAIMS] = "DELETE FROM claims WHERE object_id = ?1",
 	[ST_OBJECT_DROP] = "DELETE FROM objects WHERE id = ?1",
 	[ST_UNIT_FIND] = "SELECT id, len, crc FROM units WHERE object_id = ?1 AND off = ?2",
-	[ST_UNIT_INSERT] = "INSERT OR IGNORE INTO units(object_id, off, len, crc, last_access, hits) "
-			   "VALUES (?1, ?2, ?3, ?4, ?5, 1)",
+	[ST_UNIT_INSERT] = "INSERT OR IGNORE INTO units(object_id, off, len, crc, last_access, hits, "
+			   "admitted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_UNIT_DROP] = "DELETE FROM units WHERE id = ?1",
+	/* 10: EVICT_HIT_GAP_S, as for ST_OBJECT_TOUCH */
 	[ST_UNIT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - 10), "
 			  "last_access = ?1 WHERE id = ?2",
 	[ST_CLAIM_GET] = "SELECT pid, since FROM claims WHERE object_id = ?1 AND off = ?2",
@@ -47,7 +48,29 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_USAGE] = "SELECT value FROM meta WHERE key = 'usage'",
 	[ST_EVICT] = "SELECT id, object_id, off, len, crc FROM units "
 		     "WHERE object_id NOT IN (SELECT value FROM json_each(?2)) "
-		     "ORDER BY hits > 1, last_access LIMIT ?1",
+		     "ORDER BY admitted, hits > 1, last_access LIMIT ?1",
+	/* the admitted unit eviction takes next (cache/store/evict.h) */
+	[ST_VICTIM] = "SELECT hits, last_access FROM units WHERE admitted = 1 "
+		      "ORDER BY admitted, hits > 1, last_access LIMIT 1",
+	[ST_GHOST_GET] = "SELECT hits, last_access FROM ghosts WHERE object_id = ?1 AND off = ?2",
+	[ST_GHOST_DROP] = "DELETE FROM ghosts WHERE object_id = ?1 AND off = ?2",
+	[ST_GHOST_PUT_UNIT] = "INSERT INTO ghosts(object_id, off, len, hits, last_access) "
+			      "SELECT object_id, off, len, hits, last_access FROM units WHERE id = ?1 "
+			      "ON CONFLICT(object_id, off) DO UPDATE SET len = excluded.len, "
+			      "hits = excluded.hits, last_access = excluded.last_access",
+	[ST_GHOST_PUT_OBJECT] = "INSERT INTO ghosts(object_id, off, len, hits, last_access) "
+				"SELECT object_id, off, len, hits, last_access FROM units "
+				"WHERE object_id = ?1 ON CONFLICT(object_id, off) DO UPDATE SET "
+				"len = excluded.len, hits = excluded.hits, "
+				"last_access = excluded.last_access",
+	[ST_UNIT_ADMIT] = "UPDATE units SET admitted = 1 WHERE object_id = ?1 AND off = ?2 "
+			  "AND admitted = 0",
+	/* the ?1 oldest ghosts, while they stand for more than ?2 bytes per
+	   byte of usage */
+	[ST_GHOSTS_TRIM] = "DELETE FROM ghosts WHERE (object_id, off) IN (SELECT object_id, off "
+			   "FROM ghosts ORDER BY last_access LIMIT ?1) AND "
+			   "(SELECT value FROM meta WHERE key = 'ghost_bytes') > "
+			   "?2 * (SELECT value FROM meta WHERE key = 'usage')",
 	[ST_COUNTS] = "SELECT (SELECT count(*) FROM objects), (SELECT count(*) FROM units), "
 		      "(SELECT value FROM meta WHERE key = 'usage') - "
 		      "(SELECT coalesce(sum(len), 0) FROM edges)",

@@ -16,8 +16,8 @@ Policies:
   lru       plain LRU, for reference.
   lip       LRU with insertion at the LRU end (Qureshi et al. 2007), one in
             32 at the MRU end (BIP), so a changing set still comes in.
-  admit     schema 6 (tilefs now): slru's victim order, behind an admission
-            rule in the spirit of TinyLFU: once the cache is full, a fetched
+  admit     index schema 6 (cache/store/evict.h): slru's victim order, behind
+            an admission rule in the spirit of TinyLFU: once the cache is full, a fetched
             unit is stored on probation (evicted before every admitted unit)
             unless its count, remembered after eviction in a ghost table,
             beats the count of the victim it would displace; ties keep the
@@ -30,7 +30,7 @@ import argparse
 import random
 
 WINDOW = 10            # seconds between two reads that both count (index.c)
-IDLE_FACTOR = 4        # index_admit(): victim idle this many reuse intervals
+IDLE_FACTOR = 4        # EVICT_IDLE_FACTOR: victim idle this many reuse intervals
 GHOSTS_PER_UNIT = 2    # ghost rows kept, per cached unit
 
 
@@ -109,7 +109,7 @@ class Cache:
 
 
 def admit(ghost, victim_hits, victim_last, now, idle_rule):
-    """The admission rule of index_admit() (cache/store/admit.c)."""
+    """The admission rule of evict_admit() (cache/store/evict.c)."""
     if ghost is None:
         return False
     g_hits, g_last = ghost[0], ghost[1]
