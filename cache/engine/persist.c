@@ -33,9 +33,14 @@
 #define EVICT_SKIP 64	/* pinned files passed over in one round */
 #define PERSIST_BATCH 64	/* settled entries stored at once */
 
-/* Drop units, least valuable first (probation first: index.h), while the
- * cache holds more than LIMIT; then down to evict_target(LIMIT), 95%. Units of a pinned file (read by passthrough) are
- * passed over, up to EVICT_SKIP such files a round. */
+/*
+ * Drop units, least valuable first (index_eviction_candidates()), while the
+ * cache holds more than LIMIT: units on probation only down to LIMIT, so
+ * that they leave one by one, oldest first, and each stays for a while
+ * after it is stored (its reader's next reads find it); admitted units in
+ * a burst, down to evict_target(LIMIT), 95%. Units of a pinned file (read
+ * by passthrough) are passed over, up to EVICT_SKIP such files a round.
+ */
 static void evict_to(struct cache *c, uint64_t limit)
 {
 	uint64_t usage;
@@ -52,6 +57,8 @@ static void evict_to(struct cache *c, uint64_t limit)
 					      &n) != 0 || n == 0)
 			break;
 		for (size_t i = 0; i < n && usage > target; i++) {
+			if (victims[i].probation && usage <= limit)
+				return;	/* the rest of probation stays, for now */
 			uint64_t freed;
 			int err = unit_evict(c->index, c->store, &victims[i], &freed);
 			if (err == -EBUSY) {	/* pinned, or being fetched */

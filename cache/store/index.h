@@ -52,6 +52,8 @@ struct index_unit {
 	int64_t object_id;
 	uint64_t off, len;
 	uint32_t crc;
+	bool probation;		/* index_eviction_candidates() only: stored
+				   on probation (cache/store/evict.h) */
 };
 
 /*

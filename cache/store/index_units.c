@@ -655,6 +655,7 @@ int index_eviction_candidates(struct index *ix, const int64_t *skip, size_t nski
 		u->off = (uint64_t)sqlite3_column_int64(s, 2);
 		u->len = (uint64_t)sqlite3_column_int64(s, 3);
 		u->crc = (uint32_t)sqlite3_column_int64(s, 4);
+		u->probation = sqlite3_column_int64(s, 5) == 0;
 	}
 	if (*n < max && rc != SQLITE_DONE)
 		err = index_sql_error(c->db, rc, "list eviction candidates");

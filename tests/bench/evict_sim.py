@@ -5,7 +5,7 @@ Replays unit access traces through a cache of a fixed number of equal units
 and prints, per scenario and policy, the origin fetches of each epoch (in
 units, and as a ratio to epoch 1). The policies model what the index does:
 eviction runs in bursts, from over the bound down to 95% of it (persist.c
-evict_to()), a unit's `hits` counts reads at least WINDOW seconds apart, and
+evict_to(); units on probation leave one by one, down to the bound), a unit's `hits` counts reads at least WINDOW seconds apart, and
 times are whole seconds. Stdlib only; run it as
 
     python3 tests/bench/evict_sim.py [--units N] [--seed S]
@@ -87,6 +87,8 @@ class Cache:
             if v is not None:
                 vh, vlast = self.units[v][0], self.units[v][1]
                 admitted = int(admit(g, vh, vlast, now, self.policy == "admit"))
+        if not self.policy.startswith("admit"):
+            admitted = 1   # the other policies have no probation
         self.units[key] = [hits, now, admitted, order]
         if len(self.units) > self.capacity:
             self._evict()
@@ -98,7 +100,12 @@ class Cache:
     def _evict(self):
         target = self.target()
         order = sorted(self.units, key=self._victim_key)
-        for k in order[:len(self.units) - target]:
+        for k in order:
+            # probation leaves one by one, down to the bound only; admitted
+            # units in a burst, down to the target
+            bound = self.capacity if not self.units[k][2] else target
+            if len(self.units) <= bound:
+                break
             hits, last, _, o = self.units.pop(k)
             self.ghosts[k] = (hits, last, o)
         bound = GHOSTS_PER_UNIT * self.capacity

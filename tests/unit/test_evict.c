@@ -123,6 +123,8 @@ static void in_the_index(void)
 	      victims[0].off == 19 * UNIT && victims[1].off == 20 * UNIT &&
 	      victims[2].off == 0 && victims[3].off == UNIT,
 	      "probation goes first, then admitted units, least recently read first");
+	CHECK(victims[0].probation && victims[1].probation && !victims[2].probation &&
+	      !victims[3].probation, "and the candidates say which are on probation");
 
 	/* an evicted unit leaves a ghost that brings its count back */
 	evict_one(ix, o.id, 19 * UNIT);
