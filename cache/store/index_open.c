@@ -301,9 +301,15 @@ static int first_value(struct index_conn *c, const char *sql, char *buf, size_t 
  */
 static int migrate(struct index *ix, struct index_conn *c, int64_t *schema)
 {
-	int64_t was = 0;
+	int64_t was = 0, ready = 0;
+	/* the common case, read only: nothing to do, no write lock taken */
+	int err = *schema == SCHEMA_VERSION ?
+		  first_value(c, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
+			      "name = 'units_victims'", NULL, 0, &ready) : 0;
+	if (err || ready)
+		return err;
 	int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	int err = rc == SQLITE_OK ? 0 : index_sql_error(c->db, rc, "begin the schema upgrade");
+	err = rc == SQLITE_OK ? 0 : index_sql_error(c->db, rc, "begin the schema upgrade");
 	if (!err)
 		err = first_value(c, "SELECT value FROM meta WHERE key = 'schema'", NULL, 0, &was);
 	int64_t has_admitted = 0;
