@@ -29,11 +29,20 @@ int cache_units_missing(struct cache *c, const struct cache_object *obj,
 
 	if (err)
 		return err;
+	uint64_t *kept = calloc(n ? n : 1, sizeof(*kept));
+	size_t nkept = 0;
 	for (size_t i = 0; i < n; i++) {
 		while (j < nhave && have[j].off < units[i].off)
 			j++;
 		missing[i] = !(j < nhave && have[j].off == units[i].off && have[j].len == units[i].len);
+		if (!missing[i] && kept)
+			kept[nkept++] = units[i].off;
 	}
+	/* asked for: kept, even those a mount (or this warm's open) left on
+	   probation */
+	if (nkept)
+		index_units_keep(c->index, obj->id, kept, nkept);
+	free(kept);
 	free(have);
 	return 0;
 }
@@ -166,7 +175,7 @@ int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *u
 		i = j;
 	}
 	/* what a user asks to warm is kept: those of its units that a mount
-	   stored on probation (cache/store/evict.h) are admitted too */
+	   stored on probation meanwhile (cache/store/evict.h) are admitted too */
 	if (!err)
 		index_units_keep(c->index, obj->id, offs, n);
 	free(offs);

@@ -109,3 +109,30 @@ settled() {
 	assert_eq "$(origin_gets)" 0 "ranged GETs in its second epoch"
 	tilefs_umount "$MNT"
 }
+
+# cached_bytes NAME: BYTES_CACHED of the object whose URL ends in /NAME
+# (`tilefs cache ls`), 0 if none.
+cached_bytes() {
+	"$TILEFS" cache ls --cache-dir "$CACHE" | awk -F'\t' -v f="/$1" \
+		'substr($5, length($5) - length(f) + 1) == f { b = $1 } END { print b + 0 }'
+}
+
+@test "tilefs warm into a full cache keeps every file it warms whole, and a mount then reads them with no request" {
+	local limit=$((12 * 1048576)) names f
+	make_files "$SAMPLES/fill" 16
+	make_files "$SAMPLES/want" 4
+	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-size 12M
+	names=$(cd "$SAMPLES/fill" && echo f*)
+	# shellcheck disable=SC2086
+	read_all fill $names || return 1
+	wait_until "the cache within --cache-size" settled "$limit"
+	tilefs_run warm --cache-dir "$CACHE" --cache-size 12M "$ORIGIN_URL" want
+	assert_eq "$status" 0 "tilefs warm's exit status"
+	for f in f01 f02 f03 f04; do
+		assert_eq "$(cached_bytes "want/$f")" 1048576 "bytes of want/$f cached after the warm"
+	done
+	origin_log_reset
+	read_all want f01 f02 f03 f04 || return 1
+	assert_eq "$(body_bytes /want/)" 0 "bytes fetched for the files warmed"
+	tilefs_umount "$MNT"
+}
