@@ -71,6 +71,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 				"last_access = excluded.last_access",
 	[ST_UNIT_ADMIT] = "UPDATE units SET admitted = 1 WHERE object_id = ?1 AND off = ?2 "
 			  "AND admitted = 0",
+	/* do ghosts stand for more than ?1 bytes per byte of usage? */
+	[ST_GHOSTS_OVER] = "SELECT (SELECT value FROM meta WHERE key = 'ghost_bytes') > "
+			   "?1 * (SELECT value FROM meta WHERE key = 'usage')",
 	/* the ?1 oldest ghosts, while they stand for more than ?2 bytes per
 	   byte of usage */
 	[ST_GHOSTS_TRIM] = "DELETE FROM ghosts WHERE (object_id, off) IN (SELECT object_id, off "
