@@ -170,7 +170,9 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, uint64_t stream, c
 /* How OBJ is cut into units (tilefs warm picks units from it). */
 const struct layout *cache_object_layout(const struct cache_object *obj);
 
-/* Which of UNITS[0..n) (sorted) of OBJ are not cached: missing[i]. 0 or -errno. */
+/* Which of UNITS[0..n) (sorted) of OBJ are not cached: missing[i]. Those
+ * cached on probation are admitted (cache/store/evict.h): tilefs warm asks
+ * for them, so they are kept. 0 or -errno. */
 int cache_units_missing(struct cache *c, const struct cache_object *obj,
 			const struct extent *units, size_t n, bool *missing);
 

@@ -196,9 +196,12 @@ static void store_fetched(struct cache *c, struct cache_object *obj, const struc
 			pid_t holder;
 			if (!bytes)
 				return;
+			struct index_unit_new v = { unit.off, unit.len, 0, 0 };
+			const void *put = bytes;
 			if (fetched_copy(f, bytes, unit.off, unit.len) &&
 			    index_claim(c->index, obj->id, unit.off, c->cfg.claim_wait_s, &holder) == 0)
-				unit_put(c->index, c->store, obj->id, unit.off, unit.len, bytes);
+				unit_put_many(c->index, c->store, obj->id, &v, &put, 1,
+					      c->cfg.size_limit);	/* or on probation */
 			free(bytes);
 		}
 	}

@@ -19,6 +19,7 @@
  */
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"
+#include "cache/store/evict.h"
 #include "cache/store/index.h"
 #include "cache/store/store.h"
 #include "cache/store/unit.h"
@@ -32,9 +33,14 @@
 #define EVICT_SKIP 64	/* pinned files passed over in one round */
 #define PERSIST_BATCH 64	/* settled entries stored at once */
 
-/* Drop units, least valuable first, while the cache holds more than LIMIT;
- * then down to 95% of it. Units of a pinned file (read by passthrough) are
- * passed over, up to EVICT_SKIP such files a round. */
+/*
+ * Drop units, least valuable first (index_eviction_candidates()), while the
+ * cache holds more than LIMIT: units on probation only down to LIMIT, so
+ * that they leave one by one, oldest first, and each stays for a while
+ * after it is stored (its reader's next reads find it); admitted units in
+ * a burst, down to evict_target(LIMIT), 95%. Units of a pinned file (read
+ * by passthrough) are passed over, up to EVICT_SKIP such files a round.
+ */
 static void evict_to(struct cache *c, uint64_t limit)
 {
 	uint64_t usage;
@@ -44,13 +50,15 @@ static void evict_to(struct cache *c, uint64_t limit)
 
 	if (index_usage(c->index, &usage) != 0 || usage <= limit)
 		return;
-	uint64_t target = limit - limit / 20;
+	uint64_t target = evict_target(limit);
 	while (usage > target) {
 		size_t n = 0;
 		if (index_eviction_candidates(c->index, pinned, npinned, victims, EVICT_BATCH,
 					      &n) != 0 || n == 0)
 			break;
 		for (size_t i = 0; i < n && usage > target; i++) {
+			if (victims[i].probation && usage <= limit)
+				return;	/* the rest of probation stays, for now */
 			uint64_t freed;
 			int err = unit_evict(c->index, c->store, &victims[i], &freed);
 			if (err == -EBUSY) {	/* pinned, or being fetched */
@@ -110,7 +118,8 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 			index_unclaim(c->index, obj->id, e->unit.off);
 		}
 	}
-	unit_put_many(c->index, c->store, obj->id, rec, bytes, k);
+	/* admitted, or on probation in a full cache (cache/store/evict.h) */
+	unit_put_many(c->index, c->store, obj->id, rec, bytes, k, c->cfg.size_limit);
 	bool stored = false, full = false;
 	int err = 0;
 	for (size_t i = 0; i < k; i++) {

@@ -3,7 +3,9 @@
  * are claimed, fetched and stored from the calling thread (no in-flight
  * entries, no persist queue; the fetch thread writes the bytes straight
  * from curl's buffer into the data file), under the same claims as a
- * mount's reads, so the two never fetch one unit twice.
+ * mount's reads, so the two never fetch one unit twice. Every unit warmed
+ * is admitted, even into a full cache: a user who warms a file wants it
+ * kept (cache/store/evict.h).
  *
  * Level 6 of the engine (engine_int.h): calls persist.c (evict()), fetch.c
  * (pinned GETs) and what lies under them; no engine file calls it.
@@ -27,11 +29,20 @@ int cache_units_missing(struct cache *c, const struct cache_object *obj,
 
 	if (err)
 		return err;
+	uint64_t *kept = calloc(n ? n : 1, sizeof(*kept));
+	size_t nkept = 0;
 	for (size_t i = 0; i < n; i++) {
 		while (j < nhave && have[j].off < units[i].off)
 			j++;
 		missing[i] = !(j < nhave && have[j].off == units[i].off && have[j].len == units[i].len);
+		if (!missing[i] && kept)
+			kept[nkept++] = units[i].off;
 	}
+	/* asked for: kept, even those a mount (or this warm's open) left on
+	   probation */
+	if (nkept)
+		index_units_keep(c->index, obj->id, kept, nkept);
+	free(kept);
 	free(have);
 	return 0;
 }
@@ -163,6 +174,10 @@ int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *u
 			err = rc;
 		i = j;
 	}
+	/* what a user asks to warm is kept: those of its units that a mount
+	   stored on probation meanwhile (cache/store/evict.h) are admitted too */
+	if (!err)
+		index_units_keep(c->index, obj->id, offs, n);
 	free(offs);
 	free(claim);
 	if (!err)

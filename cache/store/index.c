@@ -11,6 +11,7 @@
  */
 #include "cache/store/index.h"
 #include "cache/store/index_int.h"
+#include "cache/store/evict.h"
 #include "cache/base/log.h"
 
 #include <errno.h>
@@ -19,6 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* EVICT_HIT_GAP_S as SQL text: two reads of a unit count as two hits only
+ * that far apart */
+#define SQL_NUMBER(n) #n
+#define SQL_TEXT(n) SQL_NUMBER(n)
+#define HIT_GAP SQL_TEXT(EVICT_HIT_GAP_S)
 
 static const char *const stmt_sql[ST_COUNT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -34,10 +41,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_OBJECT_DROP_CLAIMS] = "DELETE FROM claims WHERE object_id = ?1",
 	[ST_OBJECT_DROP] = "DELETE FROM objects WHERE id = ?1",
 	[ST_UNIT_FIND] = "SELECT id, len, crc FROM units WHERE object_id = ?1 AND off = ?2",
-	[ST_UNIT_INSERT] = "INSERT OR IGNORE INTO units(object_id, off, len, crc, last_access, hits) "
-			   "VALUES (?1, ?2, ?3, ?4, ?5, 1)",
+	[ST_UNIT_INSERT] = "INSERT OR IGNORE INTO units(object_id, off, len, crc, last_access, hits, "
+			   "admitted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_UNIT_DROP] = "DELETE FROM units WHERE id = ?1",
-	[ST_UNIT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - 10), "
+	[ST_UNIT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - " HIT_GAP "), "
 			  "last_access = ?1 WHERE id = ?2",
 	[ST_CLAIM_GET] = "SELECT pid, since FROM claims WHERE object_id = ?1 AND off = ?2",
 	[ST_CLAIM_PUT] = "INSERT OR REPLACE INTO claims(object_id, off, pid, since) "
@@ -45,9 +52,34 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_CLAIM_DROP] = "DELETE FROM claims WHERE object_id = ?1 AND off = ?2",
 	[ST_UNIT_DROP_CHANGES] = "SELECT changes()",
 	[ST_USAGE] = "SELECT value FROM meta WHERE key = 'usage'",
-	[ST_EVICT] = "SELECT id, object_id, off, len, crc FROM units "
+	[ST_EVICT] = "SELECT id, object_id, off, len, crc, admitted FROM units "
 		     "WHERE object_id NOT IN (SELECT value FROM json_each(?2)) "
-		     "ORDER BY hits > 1, last_access LIMIT ?1",
+		     "ORDER BY admitted, hits > 1, last_access LIMIT ?1",
+	/* the admitted unit eviction takes next (cache/store/evict.h) */
+	[ST_VICTIM] = "SELECT hits, last_access FROM units WHERE admitted = 1 "
+		      "ORDER BY admitted, hits > 1, last_access LIMIT 1",
+	[ST_GHOST_GET] = "SELECT hits, last_access FROM ghosts WHERE object_id = ?1 AND off = ?2",
+	[ST_GHOST_DROP] = "DELETE FROM ghosts WHERE object_id = ?1 AND off = ?2",
+	[ST_GHOST_PUT_UNIT] = "INSERT INTO ghosts(object_id, off, len, hits, last_access) "
+			      "SELECT object_id, off, len, hits, last_access FROM units WHERE id = ?1 "
+			      "ON CONFLICT(object_id, off) DO UPDATE SET len = excluded.len, "
+			      "hits = excluded.hits, last_access = excluded.last_access",
+	[ST_GHOST_PUT_OBJECT] = "INSERT INTO ghosts(object_id, off, len, hits, last_access) "
+				"SELECT object_id, off, len, hits, last_access FROM units "
+				"WHERE object_id = ?1 ON CONFLICT(object_id, off) DO UPDATE SET "
+				"len = excluded.len, hits = excluded.hits, "
+				"last_access = excluded.last_access",
+	[ST_UNIT_ADMIT] = "UPDATE units SET admitted = 1 WHERE object_id = ?1 AND off = ?2 "
+			  "AND admitted = 0",
+	/* do ghosts stand for more than ?1 bytes per byte of usage? */
+	[ST_GHOSTS_OVER] = "SELECT (SELECT value FROM meta WHERE key = 'ghost_bytes') > "
+			   "?1 * (SELECT value FROM meta WHERE key = 'usage')",
+	/* the ?1 oldest ghosts, while they stand for more than ?2 bytes per
+	   byte of usage */
+	[ST_GHOSTS_TRIM] = "DELETE FROM ghosts WHERE (object_id, off) IN (SELECT object_id, off "
+			   "FROM ghosts ORDER BY last_access LIMIT ?1) AND "
+			   "(SELECT value FROM meta WHERE key = 'ghost_bytes') > "
+			   "?2 * (SELECT value FROM meta WHERE key = 'usage')",
 	[ST_COUNTS] = "SELECT (SELECT count(*) FROM objects), (SELECT count(*) FROM units), "
 		      "(SELECT value FROM meta WHERE key = 'usage') - "
 		      "(SELECT coalesce(sum(len), 0) FROM edges)",
@@ -69,7 +101,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_OBJECT_CLAIM_ALL] = "INSERT INTO claims(object_id, off, pid, since) "
 				"SELECT object_id, off, ?2, ?3 FROM units WHERE object_id = ?1",
 	[ST_SEAL_DROP] = "DELETE FROM seals WHERE object_id = ?1",
-	[ST_OBJECT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - 10), "
+	[ST_OBJECT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - " HIT_GAP "), "
 			    "last_access = ?1 WHERE object_id = ?2",
 	[ST_UNITS_OF] = "SELECT id, off, len, crc FROM units WHERE object_id = ?1 ORDER BY off",
 	[ST_EDGE_PUT] = "INSERT INTO edges(object_id, off, len, crc, bytes) VALUES (?1, ?2, ?3, ?4, ?5) "

@@ -52,6 +52,8 @@ struct index_unit {
 	int64_t object_id;
 	uint64_t off, len;
 	uint32_t crc;
+	bool probation;		/* index_eviction_candidates() only: stored
+				   on probation (cache/store/evict.h) */
 };
 
 /*
@@ -148,20 +150,30 @@ struct index_unit_new {
 	int err;
 };
 int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n);
+/* The same, under the admission rule of cache/store/evict.h against a
+ * cache bounded by LIMIT bytes: a unit that does not get in is stored on
+ * probation (evicted before every admitted unit). LIMIT 0: every unit is
+ * admitted, as by index_units_add(). */
+int index_units_admit(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n,
+		      uint64_t limit);
+/* Admit the units of OBJECT_ID at OFFS[0..n) that are cached on probation,
+ * in one transaction (tilefs warm: what a user asks to warm is kept). */
+int index_units_keep(struct index *ix, int64_t object_id, const uint64_t *offs, size_t n);
 /* Forget a unit whose bytes failed their checksum. */
 int index_unit_drop(struct index *ix, int64_t unit_id);
 /*
- * Evict U: delete its row and claim it, in one transaction. 0: the caller
- * now punches its bytes out and then calls index_unclaim(). -ENOENT: the
- * row was gone already (leave the bytes alone).
+ * Evict U: delete its row and claim it, in one transaction, leaving its
+ * ghost (evict.h). 0: the caller now punches its bytes out and then calls
+ * index_unclaim(). -ENOENT: the row was gone already (leave the bytes
+ * alone).
  */
 int index_unit_evict(struct index *ix, const struct index_unit *u);
 /*
  * Evict OBJECT_ID whole if it was ever sealed (a seals row, broken or
  * not): claim every unit of it, delete their rows, its seal and its edges,
- * in one transaction; *BYTES gets the bytes of the units dropped. 0: the
- * caller now removes its data file (store_unlink()) and then calls
- * index_object_unclaim(). -ENOENT: never sealed (evict it unit by unit).
+ * in one transaction, leaving the ghosts of its units (evict.h); *BYTES
+ * gets the bytes of the units dropped. 0: the caller now removes its data
+ * file (store_unlink()) and then calls index_object_unclaim(). -ENOENT: never sealed (evict it unit by unit).
  * -EBUSY: a unit of it is claimed. Or the index's error (nothing changed).
  */
 int index_object_evict(struct index *ix, int64_t object_id, uint64_t *bytes);
@@ -227,8 +239,9 @@ int index_proof_put(struct index *ix, int64_t object_id, const char *identity);
 
 /* Bytes of all units. */
 int index_usage(struct index *ix, uint64_t *bytes);
-/* Up to MAX units to evict first: read once before those read again,
- * least recently read first; none of the objects SKIP[0..nskip) (pinned). */
+/* Up to MAX units to evict first: those on probation, then admitted ones
+ * read once, then those read again, least recently read first within each
+ * (evict.h); none of the objects SKIP[0..nskip) (pinned). */
 int index_eviction_candidates(struct index *ix, const int64_t *skip, size_t nskip,
 			      struct index_unit *out, size_t max, size_t *n);
 

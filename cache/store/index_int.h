@@ -27,7 +27,7 @@
 
 #define INDEX_POOL_SIZE 6
 /* meta.schema of the databases this tilefs writes and reads. */
-#define INDEX_SCHEMA_VERSION 5
+#define INDEX_SCHEMA_VERSION 6
 
 /* The prepared statements; their SQL is stmt_sql in index.c. */
 enum stmt_id {
@@ -41,6 +41,8 @@ enum stmt_id {
 	ST_EDGE_PUT, ST_EDGE_FIND, ST_EDGES_DROP_NEAR, ST_OBJECT_DROP_EDGES,
 	ST_SEAL_PUT, ST_SEAL_GET, ST_OBJECT_TOUCH, ST_OBJECT_EVICT_CHECK, ST_OBJECT_CLAIM_ALL,
 	ST_SEAL_DROP, ST_PROOF_GET, ST_PROOF_PUT,
+	ST_VICTIM, ST_GHOST_GET, ST_GHOST_DROP, ST_GHOST_PUT_UNIT, ST_GHOST_PUT_OBJECT,
+	ST_GHOSTS_TRIM, ST_GHOSTS_OVER, ST_UNIT_ADMIT,
 	ST_COUNT
 };
 

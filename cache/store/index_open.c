@@ -9,10 +9,10 @@
  * fetched again, and data files are checked against `crc` on first read).
  *
  *   meta(key PRIMARY KEY, value)
- *       'schema' = 5; 'instance' = 16 hex digits, random per database;
+ *       'schema' = 6; 'instance' = 16 hex digits, random per database;
  *       'proof_salt' = 32 hex digits, random per database (proofs below);
  *       'usage'  = sum(units.len) + sum(edges.len), kept by the triggers
- *       below.
+ *       below; 'ghost_bytes' = sum(ghosts.len), the same way.
  *   objects(id AUTOINCREMENT, url, version, size, block_size, added)
  *       one row per (url, version, size); url has no query string or
  *       fragment (index_url_key_len()); version is the ETag, or
@@ -21,11 +21,22 @@
  *       block_size is the unit size the object was first cut with; every
  *       process uses it, whatever its own --block-size, so units of one
  *       object never overlap.
- *   units(id AUTOINCREMENT, object_id, off, len, crc, last_access, hits)
+ *   units(id AUTOINCREMENT, object_id, off, len, crc, last_access, hits,
+ *         admitted)
  *       one row per cached extent [off, off+len) of an object; crc is
  *       CRC32C of its bytes; hits counts reads at least 10 s apart, so one
- *       scan does not make a unit look hot (eviction: hits <= 1 go first,
- *       then least recently read).
+ *       scan does not make a unit look hot (a unit fetched again starts
+ *       from its ghost's count); admitted is 0 for a unit stored on
+ *       probation, fetched into a full cache without beating the next
+ *       victim (cache/store/evict.h). Eviction order, index units_victims:
+ *       probation first, then admitted units read once (hits <= 1), then
+ *       the rest; least recently read first within each.
+ *   ghosts(object_id, off, len, hits, last_access)
+ *       a unit evicted, with its count and last read, so that fetched
+ *       again it is known (evict.h): written in the transaction that drops
+ *       its row, deleted when it is stored again or its object dropped
+ *       (trigger objects_drop_ghosts). At most 2 bytes of ghosts' len per
+ *       byte of usage: the oldest go first (index ghosts_age).
  *   tile_maps(object_id PRIMARY KEY, header_len, map)
  *       how the object version is cut into units (layout.h), written in
  *       the transaction that adds the object, so every process that finds
@@ -68,7 +79,11 @@
  *
  * MIGRATIONS: 2 -> 3 adds tile_maps (objects of schema 2 keep their
  * blocks); 3 -> 4 adds edges; 4 -> 5 adds proofs and meta.proof_salt
- * (objects cached before have no proofs: each identity proves them once). Any other schema is set aside and rebuilt.
+ * (objects cached before have no proofs: each identity proves them once);
+ * 5 -> 6 adds units.admitted (every unit cached before is admitted), the
+ * ghosts and meta.ghost_bytes, and replaces the index units_eviction
+ * (hits > 1, last_access) with units_victims (migrate()). Any other
+ * schema is set aside and rebuilt.
  *
  * A row in `units` is written only after its bytes are in the data file,
  * and only while no other process claims the unit. Eviction deletes the
@@ -115,8 +130,8 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS units("
 	"  id INTEGER PRIMARY KEY AUTOINCREMENT, object_id INTEGER NOT NULL,"
 	"  off INTEGER NOT NULL, len INTEGER NOT NULL, crc INTEGER NOT NULL,"
-	"  last_access INTEGER NOT NULL, hits INTEGER NOT NULL, UNIQUE(object_id, off));"
-	"CREATE INDEX IF NOT EXISTS units_eviction ON units(hits > 1, last_access);"
+	"  last_access INTEGER NOT NULL, hits INTEGER NOT NULL,"
+	"  admitted INTEGER NOT NULL DEFAULT 1, UNIQUE(object_id, off));"
 	"CREATE TABLE IF NOT EXISTS claims(object_id INTEGER, off INTEGER, pid INTEGER,"
 	"  since INTEGER, PRIMARY KEY(object_id, off)) WITHOUT ROWID;"
 	"CREATE TRIGGER IF NOT EXISTS units_added AFTER INSERT ON units BEGIN"
@@ -143,8 +158,21 @@ static const char schema_sql[] =
 	"  proved_at INTEGER NOT NULL, PRIMARY KEY(object_id, identity)) WITHOUT ROWID;"
 	"CREATE TRIGGER IF NOT EXISTS objects_drop_proofs AFTER DELETE ON objects BEGIN"
 	"  DELETE FROM proofs WHERE object_id = OLD.id; END;"
-	"INSERT OR IGNORE INTO meta VALUES ('schema', 5);"
+	"CREATE TABLE IF NOT EXISTS ghosts(object_id INTEGER NOT NULL, off INTEGER NOT NULL,"
+	"  len INTEGER NOT NULL, hits INTEGER NOT NULL, last_access INTEGER NOT NULL,"
+	"  PRIMARY KEY(object_id, off)) WITHOUT ROWID;"
+	"CREATE INDEX IF NOT EXISTS ghosts_age ON ghosts(last_access);"
+	"CREATE TRIGGER IF NOT EXISTS ghosts_added AFTER INSERT ON ghosts BEGIN"
+	"  UPDATE meta SET value = value + NEW.len WHERE key = 'ghost_bytes'; END;"
+	"CREATE TRIGGER IF NOT EXISTS ghosts_changed AFTER UPDATE OF len ON ghosts BEGIN"
+	"  UPDATE meta SET value = value + NEW.len - OLD.len WHERE key = 'ghost_bytes'; END;"
+	"CREATE TRIGGER IF NOT EXISTS ghosts_dropped AFTER DELETE ON ghosts BEGIN"
+	"  UPDATE meta SET value = value - OLD.len WHERE key = 'ghost_bytes'; END;"
+	"CREATE TRIGGER IF NOT EXISTS objects_drop_ghosts AFTER DELETE ON objects BEGIN"
+	"  DELETE FROM ghosts WHERE object_id = OLD.id; END;"
+	"INSERT OR IGNORE INTO meta VALUES ('schema', 6);"
 	"INSERT OR IGNORE INTO meta VALUES ('usage', 0);"
+	"INSERT OR IGNORE INTO meta VALUES ('ghost_bytes', 0);"
 	"INSERT OR IGNORE INTO meta VALUES ('instance', lower(hex(randomblob(8))));"
 	"INSERT OR IGNORE INTO meta VALUES ('proof_salt', lower(hex(randomblob(16))));";
 
@@ -261,6 +289,64 @@ static int first_value(struct index_conn *c, const char *sql, char *buf, size_t 
 	return err;
 }
 
+/*
+ * Bring a database of schema 2 to 5 to SCHEMA_VERSION (*SCHEMA: what it
+ * holds now), in one transaction that reads the schema again, so that two
+ * processes opening an old cache at once migrate it once. tile_maps (3),
+ * edges (4), proofs and meta.proof_salt (5), the ghosts and
+ * meta.ghost_bytes (6) were created by schema_sql already; units.admitted
+ * (6) is added here. Then the eviction index of this schema is made, if
+ * missing (a migrated database of a million units takes a second or two,
+ * once).
+ */
+static int migrate(struct index *ix, struct index_conn *c, int64_t *schema)
+{
+	int64_t was = 0, ready = 0;
+	/* the common case, read only: nothing to do, no write lock taken */
+	int err = *schema == SCHEMA_VERSION ?
+		  first_value(c, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
+			      "name = 'units_victims'", NULL, 0, &ready) : 0;
+	if (err || ready)
+		return err;
+	int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	err = rc == SQLITE_OK ? 0 : index_sql_error(c->db, rc, "begin the schema upgrade");
+	if (!err)
+		err = first_value(c, "SELECT value FROM meta WHERE key = 'schema'", NULL, 0, &was);
+	int64_t has_admitted = 0;
+	if (!err && was >= 2 && was < 6)
+		err = first_value(c, "SELECT count(*) FROM pragma_table_info('units') "
+				  "WHERE name = 'admitted'", NULL, 0, &has_admitted);
+	if (!err && was >= 2 && was < 6) {
+		rc = has_admitted ? SQLITE_OK :
+		     sqlite3_exec(c->db, "ALTER TABLE units ADD COLUMN admitted INTEGER NOT NULL "
+				  "DEFAULT 1", NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(c->db, "UPDATE meta SET value = 6 WHERE key = 'schema'",
+					  NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+			err = index_sql_error(c->db, rc, "upgrade the schema to 6");
+	}
+	if (!err && was >= 2 && was <= SCHEMA_VERSION) {
+		rc = sqlite3_exec(c->db, "DROP INDEX IF EXISTS units_eviction;"
+				  "CREATE INDEX IF NOT EXISTS units_victims ON units(admitted, "
+				  "hits > 1, last_access)", NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+			err = index_sql_error(c->db, rc, "make the eviction index");
+	}
+	rc = sqlite3_exec(c->db, err ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL);
+	if (!err && rc != SQLITE_OK) {
+		err = index_sql_error(c->db, rc, "commit the schema upgrade");
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	if (err)
+		return err;
+	if (was >= 2 && was < SCHEMA_VERSION)
+		log_info("cache index %s upgraded from schema %lld to %d", ix->path,
+			 (long long)was, SCHEMA_VERSION);
+	*schema = was >= 2 && was < SCHEMA_VERSION ? SCHEMA_VERSION : was;
+	return 0;
+}
+
 /* Create the schema if missing and check the database is sound. */
 static int setup(struct index *ix, struct index_conn *c)
 {
@@ -303,16 +389,10 @@ static int setup(struct index *ix, struct index_conn *c)
 	err = first_value(c, "SELECT value FROM meta WHERE key = 'schema'", NULL, 0, &schema);
 	if (err)
 		return err;
-	if (schema >= 2 && schema <= 4) {
-		/* tile_maps (3), edges (4), proofs and meta.proof_salt (5) were
-		   just created by schema_sql */
-		rc = sqlite3_exec(c->db, "UPDATE meta SET value = 5 WHERE key = 'schema'", NULL,
-				  NULL, NULL);
-		if (rc != SQLITE_OK)
-			return index_sql_error(c->db, rc, "upgrade the schema to 5");
-		log_info("cache index %s upgraded from schema %lld to 5", ix->path,
-			 (long long)schema);
-		schema = 5;
+	if (schema >= 2 && schema <= SCHEMA_VERSION) {
+		err = migrate(ix, c, &schema);
+		if (err)
+			return err;
 	}
 	if (!err)
 		err = first_value(c, "SELECT value FROM meta WHERE key = 'proof_salt'",

@@ -1,12 +1,14 @@
 /*
  * index_units.c - see index.h: the units of the index, the claims on them,
- * eviction order and usage. The schema and the rules these statements keep
- * are described in index.c (ON DISK); the unit protocol built on them, in
+ * eviction order, admission and ghosts (the policy's decisions are
+ * evict.c's), and usage. The schema and the rules these statements keep
+ * are described in index_open.c (ON DISK); the unit protocol built on them, in
  * unit.h.
  */
 #include "cache/store/index.h"
 #include "cache/store/index_int.h"
 #include "cache/store/crc32c.h"
+#include "cache/store/evict.h"
 #include "cache/store/store.h"
 #include "cache/base/log.h"
 #include "cache/base/proc.h"
@@ -90,8 +92,73 @@ int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct in
 	return err;
 }
 
-/* Inside a transaction: add unit V unless another process claims it. */
-static int unit_add_one(struct index_conn *c, int64_t object_id, const struct index_unit_new *v)
+/* Inside a transaction: the usage now, into *BYTES. */
+static int usage_read(struct index_conn *c, uint64_t *bytes)
+{
+	sqlite3_stmt *s = index_stmt(c, ST_USAGE);
+	if (!s)
+		return -EIO;
+	int rc = sqlite3_step(s);
+	int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	sqlite3_reset(s);
+	*bytes = v > 0 ? (uint64_t)v : 0;
+	return rc == SQLITE_ROW ? 0 : index_sql_error(c->db, rc, "read usage");
+}
+
+/* Inside a transaction: the count of the one row statement ID finds (keyed
+ * by A, B) into *OUT; -ENOENT if none. */
+static int count_read(struct index_conn *c, enum stmt_id id, int64_t a, int64_t b,
+		      struct evict_count *out)
+{
+	sqlite3_stmt *s = index_stmt(c, id);
+	if (!s)
+		return -EIO;
+	sqlite3_bind_int64(s, 1, a);
+	sqlite3_bind_int64(s, 2, b);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		out->hits = sqlite3_column_int64(s, 0);
+		out->last_access = sqlite3_column_int64(s, 1);
+	}
+	sqlite3_reset(s);
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT :
+	       index_sql_error(c->db, rc, "read a count");
+}
+
+/*
+ * Inside a transaction: how unit V of OBJECT_ID goes in at NOW: *HITS its
+ * count (from its ghost, if any, which *GHOSTED says) and *ADMITTED
+ * whether it beats the next victim of a cache bounded by LIMIT (0: no
+ * bound), as evict.h says.
+ */
+static int admission(struct index_conn *c, int64_t object_id, const struct index_unit_new *v,
+		     uint64_t limit, int64_t now, int64_t *hits, bool *admitted, bool *ghosted)
+{
+	struct evict_count ghost, victim;
+	uint64_t usage;
+	int err = count_read(c, ST_GHOST_GET, object_id, (int64_t)v->off, &ghost);
+
+	if (err && err != -ENOENT)
+		return err;
+	*ghosted = err == 0;
+	*hits = evict_hits_fetched(*ghosted ? &ghost : NULL, now);
+	*admitted = true;
+	if (limit == 0)
+		return 0;
+	err = usage_read(c, &usage);
+	if (err || usage + v->len <= evict_target(limit))
+		return err;	/* room: every unit is admitted */
+	err = count_read(c, ST_VICTIM, 0, 0, &victim);
+	if (err && err != -ENOENT)
+		return err;
+	*admitted = evict_admit(*ghosted ? &ghost : NULL, err ? NULL : &victim, now);
+	return 0;
+}
+
+/* Inside a transaction: add unit V unless another process claims it, under
+ * the admission rule against LIMIT. */
+static int unit_add_one(struct index_conn *c, int64_t object_id, const struct index_unit_new *v,
+			uint64_t limit)
 {
 	/* a claim of another process: it is fetching or evicting this unit */
 	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_GET);
@@ -103,20 +170,30 @@ static int unit_add_one(struct index_conn *c, int64_t object_id, const struct in
 	sqlite3_reset(s);
 	if (theirs)
 		return -EBUSY;
+	int64_t now = index_now(), hits;
+	bool admitted, ghosted;
+	int err = admission(c, object_id, v, limit, now, &hits, &admitted, &ghosted);
+	if (err)
+		return err;
 	s = index_stmt(c, ST_UNIT_INSERT);
 	if (s) {
 		sqlite3_bind_int64(s, 1, object_id);
 		sqlite3_bind_int64(s, 2, (int64_t)v->off);
 		sqlite3_bind_int64(s, 3, (int64_t)v->len);
 		sqlite3_bind_int64(s, 4, v->crc);
-		sqlite3_bind_int64(s, 5, index_now());
+		sqlite3_bind_int64(s, 5, now);
+		sqlite3_bind_int64(s, 6, hits);
+		sqlite3_bind_int64(s, 7, admitted);
 	}
-	int err = index_exec(c, s, "add unit");
+	err = index_exec(c, s, "add unit");
+	if (!err && ghosted)
+		err = index_exec_keyed(c, ST_GHOST_DROP, object_id, (int64_t)v->off, "drop ghost");
 	return err ? err : index_exec_keyed(c, ST_CLAIM_DROP, object_id, (int64_t)v->off,
 					    "release claim");
 }
 
-int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n)
+int index_units_admit(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n,
+		      uint64_t limit)
 {
 	if (n == 0)
 		return 0;	/* no transaction for nothing */
@@ -133,7 +210,7 @@ int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *
 		for (size_t i = 0; i < n && !err; i++) {
 			if (v[i].err)
 				continue;	/* not to be added */
-			int rc = unit_add_one(c, object_id, &v[i]);
+			int rc = unit_add_one(c, object_id, &v[i], limit);
 			if (rc == -EBUSY)
 				v[i].err = rc;
 			else
@@ -144,6 +221,30 @@ int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *
 	for (size_t i = 0; i < n && err; i++)
 		if (!v[i].err)
 			v[i].err = err;
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n)
+{
+	return index_units_admit(ix, object_id, v, n, 0);
+}
+
+int index_units_keep(struct index *ix, int64_t object_id, const uint64_t *offs, size_t n)
+{
+	if (!ix)
+		return -ENODEV;	/* no index */
+	if (n == 0)
+		return 0;
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_begin(c);
+
+	if (!err) {
+		for (size_t i = 0; i < n && !err; i++)
+			err = index_exec_keyed(c, ST_UNIT_ADMIT, object_id, (int64_t)offs[i],
+					       "admit unit");
+		err = index_commit(c, err);
+	}
 	index_conn_put(ix, c);
 	return err;
 }
@@ -177,6 +278,26 @@ static int edges_drop(struct index_conn *c, int64_t object_id, uint64_t from, ui
 	return index_exec(c, s, "drop edges");
 }
 
+/* Inside a transaction: N ghosts were just kept; drop as many old ones,
+ * and a few more, while ghosts stand for more than EVICT_GHOST_RATIO
+ * bytes per byte of usage. */
+static int ghosts_trim(struct index_conn *c, int64_t n)
+{
+	/* asked first: a point read of meta costs less than the trim's
+	   statement, which finds the oldest ghosts even when none is to go */
+	sqlite3_stmt *s = index_stmt(c, ST_GHOSTS_OVER);
+	if (!s)
+		return -EIO;
+	sqlite3_bind_int64(s, 1, EVICT_GHOST_RATIO);
+	int rc = sqlite3_step(s);
+	bool over = rc == SQLITE_ROW && sqlite3_column_int64(s, 0) != 0;
+	sqlite3_reset(s);
+	if (rc != SQLITE_ROW)
+		return index_sql_error(c->db, rc, "count ghosts");
+	return over ? index_exec_keyed(c, ST_GHOSTS_TRIM, n + 4, EVICT_GHOST_RATIO,
+				       "trim ghosts") : 0;
+}
+
 int index_unit_evict(struct index *ix, const struct index_unit *u)
 {
 	if (!ix)
@@ -186,7 +307,9 @@ int index_unit_evict(struct index *ix, const struct index_unit *u)
 
 	if (err)
 		goto out;
-	err = index_exec_keyed(c, ST_UNIT_DROP, u->id, 0, "evict unit");
+	err = index_exec_keyed(c, ST_GHOST_PUT_UNIT, u->id, 0, "keep a ghost");
+	if (!err)
+		err = index_exec_keyed(c, ST_UNIT_DROP, u->id, 0, "evict unit");
 	sqlite3_stmt *s = err ? NULL : index_stmt(c, ST_UNIT_DROP_CHANGES);
 	if (s) {
 		if (sqlite3_step(s) != SQLITE_ROW || sqlite3_column_int64(s, 0) == 0)
@@ -205,6 +328,8 @@ int index_unit_evict(struct index *ix, const struct index_unit *u)
 		err = edges_drop(c, u->object_id,
 				 u->off > INDEX_EDGE_MAX ? u->off - INDEX_EDGE_MAX : 0,
 				 u->off + u->len + INDEX_EDGE_MAX);
+	if (!err)
+		err = ghosts_trim(c, 1);
 	err = index_commit(c, err);
 out:
 	index_conn_put(ix, c);
@@ -243,8 +368,15 @@ int index_object_evict(struct index *ix, int64_t object_id, uint64_t *bytes)
 		sqlite3_bind_int64(s, 3, index_now());
 		err = index_exec(c, s, "claim an evicted object");
 	}
+	int64_t ghosts = 0;
+	if (!err) {
+		err = index_exec_keyed(c, ST_GHOST_PUT_OBJECT, object_id, 0, "keep ghosts");
+		ghosts = sqlite3_changes(c->db);
+	}
 	if (!err)
 		err = index_exec_keyed(c, ST_OBJECT_DROP_UNITS, object_id, 0, "evict an object");
+	if (!err)
+		err = ghosts_trim(c, ghosts);
 	if (!err)
 		err = index_exec_keyed(c, ST_SEAL_DROP, object_id, 0, "drop a seal");
 	if (!err)
@@ -498,20 +630,7 @@ int index_usage(struct index *ix, uint64_t *bytes)
 	if (!ix)
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
-	sqlite3_stmt *s = index_stmt(c, ST_USAGE);
-	int err = -EIO;
-
-	if (s) {
-		int rc = sqlite3_step(s);
-		if (rc == SQLITE_ROW) {
-			int64_t v = sqlite3_column_int64(s, 0);
-			*bytes = v > 0 ? (uint64_t)v : 0;
-			err = 0;
-		} else {
-			err = index_sql_error(c->db, rc, "read usage");
-		}
-		sqlite3_reset(s);
-	}
+	int err = usage_read(c, bytes);
 	index_conn_put(ix, c);
 	return err;
 }
@@ -548,6 +667,7 @@ int index_eviction_candidates(struct index *ix, const int64_t *skip, size_t nski
 		u->off = (uint64_t)sqlite3_column_int64(s, 2);
 		u->len = (uint64_t)sqlite3_column_int64(s, 3);
 		u->crc = (uint32_t)sqlite3_column_int64(s, 4);
+		u->probation = sqlite3_column_int64(s, 5) == 0;
 	}
 	if (*n < max && rc != SQLITE_DONE)
 		err = index_sql_error(c->db, rc, "list eviction candidates");

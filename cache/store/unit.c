@@ -15,28 +15,37 @@ int unit_put(struct index *ix, struct store *st, int64_t object_id, uint64_t off
 	     const void *bytes)
 {
 	struct index_unit_new v = { off, len, 0, 0 };
-	unit_put_many(ix, st, object_id, &v, &bytes, 1);
+	unit_put_many(ix, st, object_id, &v, &bytes, 1, 0);
 	return v.err;
 }
 
+/* Record V[0..n) under the admission rule against LIMIT (0: none), and
+ * give up those that failed. */
+static void record(struct index *ix, struct store *st, int64_t object_id,
+		   struct index_unit_new *v, size_t n, uint64_t limit)
+{
+	index_units_admit(ix, object_id, v, n, limit);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].err && v[i].err != -EBUSY)
+			unit_abandon(ix, st, object_id, v[i].off, v[i].len);
+}
+
 void unit_put_many(struct index *ix, struct store *st, int64_t object_id,
-		   struct index_unit_new *v, const void *const *bytes, size_t n)
+		   struct index_unit_new *v, const void *const *bytes, size_t n,
+		   uint64_t admit_limit)
 {
 	for (size_t i = 0; i < n; i++) {
 		v[i].err = store_write(st, object_id, bytes[i], v[i].len, v[i].off);
 		if (!v[i].err)
 			v[i].crc = crc32c(0, bytes[i], v[i].len);
 	}
-	unit_record(ix, st, object_id, v, n);	/* abandons the failed writes too */
+	record(ix, st, object_id, v, n, admit_limit);	/* abandons the failed writes too */
 }
 
 void unit_record(struct index *ix, struct store *st, int64_t object_id,
 		 struct index_unit_new *v, size_t n)
 {
-	index_units_add(ix, object_id, v, n);
-	for (size_t i = 0; i < n; i++)
-		if (v[i].err && v[i].err != -EBUSY)
-			unit_abandon(ix, st, object_id, v[i].off, v[i].len);
+	record(ix, st, object_id, v, n, 0);
 }
 
 void unit_abandon(struct index *ix, struct store *st, int64_t object_id, uint64_t off,

@@ -64,9 +64,11 @@ int unit_put(struct index *ix, struct store *st, int64_t object_id, uint64_t off
 	     const void *bytes);
 /* The same for units of one object, recorded in one index transaction:
  * V[i] says where (off, len; crc is computed here), BYTES[i] holds its
- * bytes, and V[i].err gets its result. */
+ * bytes, and V[i].err gets its result. ADMIT_LIMIT > 0: a cache of that
+ * bound admits them or keeps them on probation (index_units_admit()). */
 void unit_put_many(struct index *ix, struct store *st, int64_t object_id,
-		   struct index_unit_new *v, const void *const *bytes, size_t n);
+		   struct index_unit_new *v, const void *const *bytes, size_t n,
+		   uint64_t admit_limit);
 
 /*
  * The same for units of OBJECT_ID whose bytes the caller has written

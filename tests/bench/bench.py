@@ -59,6 +59,8 @@ WORKLOADS = {
                "prefetch factor 8)"),
     "hinted": (30, "chips/s", "random 256x256 chips (a set of their own), cold with their order "
                "handed to the mount first (tilefs hint), beside the same epoch warm"),
+    "epochs-half": (30, "chips/s", "three epochs over chips, no tile shared, whose tiles "
+                    "weigh twice the tilefs --cache-size, one mount"),
 }
 QUICK_WORKLOADS = ["chips", "chips-s2", "chips-landsat", "chips-torch", "full", "epochs",
                    "opens", "preads", "chipset", "loader"]
@@ -684,6 +686,87 @@ def run_phase(ctx, wl, c, root, items_file, label, shuffle=None, loader="pool",
     return row
 
 
+def phase_labels(wl):
+    """The phases of workload WL: one, or one per epoch."""
+    if wl == "epochs":
+        return ["epoch1", "epoch2", "epoch3"]
+    if wl == EPOCHS_HALF:
+        return ["half-epoch1", "half-epoch2", "half-epoch3"]
+    return [wl]
+
+
+# ---------------------------------------------------------------- epochs-half
+# Issue 30: epochs over a data set twice the cache, as a training loop reads
+# a fixed list of random chips: up to SIZES chips of the tiled files, no two
+# of which share a tile (each tile is read once an epoch, as in the issue's
+# 500 chips whose tiles weigh 734 MB), in a new order each epoch. The bytes
+# of the full-resolution tiles they touch set the tilefs contestants'
+# --cache-size to half of them. Each epoch's origin bytes are noted
+# relative to epoch 1's and to the tiles' weight: 0.5x is the best a cache
+# of half can do, LRU gives about 0.87x.
+EPOCHS_HALF = "epochs-half"
+SIZES["quick"][EPOCHS_HALF] = 150
+SIZES["full"][EPOCHS_HALF] = 500
+
+
+def epochs_half_plan(ctx, files, mode, seed=20261125):
+    """ctx.items[EPOCHS_HALF], ctx.cache_sizes[EPOCHS_HALF] and the tiles'
+    weight, ctx.epochs_half_weight."""
+    from osgeo import gdal
+    gdal.UseExceptions()
+    rng = random.Random(seed)
+    tiled = [f for f in files if f["tiled"]]
+    items, tiles = [], set()
+    want = SIZES[mode][EPOCHS_HALF]
+    for _ in range(50 * want):
+        if len(items) == want:
+            break
+        f = rng.choice(tiled)
+        c = rng.randrange(f["w"] - 256 + 1)
+        r = rng.randrange(f["h"] - 256 + 1)
+        bx, by = f["block"]
+        mine = {(f["path"], tx, ty) for ty in range(r // by, (r + 255) // by + 1)
+                for tx in range(c // bx, (c + 255) // bx + 1)}
+        if mine & tiles:
+            continue    # a tile of an earlier chip
+        tiles |= mine
+        items.append({"op": "chip", "path": f["path"], "window": [c, r, 256, 256]})
+    weight = 0
+    by_path = {}
+    for path, tx, ty in tiles:
+        by_path.setdefault(path, []).append((tx, ty))
+    for path, xy in by_path.items():
+        ds = gdal.Open(os.path.join(ctx.data, path))
+        separate = ds.GetMetadataItem("INTERLEAVE", "IMAGE_STRUCTURE") == "BAND"
+        bands = range(1, ds.RasterCount + 1) if separate else [1]
+        for b in bands:
+            band = ds.GetRasterBand(b)
+            for tx, ty in xy:
+                n = band.GetMetadataItem("BLOCK_SIZE_%d_%d" % (tx, ty), "TIFF")
+                weight += int(n or 0)
+        ds = None
+    ctx.items[EPOCHS_HALF] = items
+    ctx.epochs_half_weight = weight
+    ctx.cache_sizes[EPOCHS_HALF] = str(max(weight // 2, 1 << 20))
+    log("%s: %d chips, no tile shared, touch %.0f MB of tiles; tilefs --cache-size %s" % (
+        EPOCHS_HALF, len(items), weight / 1e6, ctx.cache_sizes[EPOCHS_HALF]))
+
+
+def epochs_half_note(ctx, phase_rows):
+    """Note on each epoch its origin bytes relative to epoch 1's and to the
+    tiles' weight."""
+    first = phase_rows[0].get("fetched_bytes") if phase_rows else None
+    weight = getattr(ctx, "epochs_half_weight", 0)
+    for k, r in enumerate(phase_rows):
+        got = r.get("fetched_bytes")
+        if got is None or not first or not weight:
+            continue
+        said = "origin bytes %.2fx the tiles' weight" % (got / weight)
+        if k > 0:
+            said += ", %.2fx epoch 1's" % (got / first)
+        r["note"] = (said + "; " + r.get("note", "")).strip("; ")
+
+
 def items_path(items_file, idx):
     with open(items_file) as f:
         it = json.load(f)[idx]
@@ -739,7 +822,9 @@ def run_workload(ctx, wl, contestants, rows):
     with open(items_file, "w") as f:
         json.dump(items, f)
     loader = "torch" if wl in ("chips-torch", "loader") else "pool"
-    labels = ["epoch1", "epoch2", "epoch3"] if wl == "epochs" else [wl]
+    labels = phase_labels(wl)
+    epochs = len(labels) > 1
+    ctx.cache_size = ctx.cache_sizes.get(wl, ctx.default_cache_size)
     refs = {}
     for c in contestants:
         log("  %-22s" % c.name)
@@ -772,7 +857,7 @@ def run_workload(ctx, wl, contestants, rows):
                 tuning = TUNED_LOADER if wl == "loader" and c.family == "vsicurl" \
                     else UNTUNED_LOADER
                 row = run_phase(ctx, wl, c, root, items_file, lab,
-                                shuffle=(k if wl == "epochs" else None), loader=loader,
+                                shuffle=(k if epochs else None), loader=loader,
                                 tuning=tuning)
                 if hint_note:
                     row["note"] = (row.get("note", "") + "; " + hint_note).strip("; ")
@@ -789,8 +874,8 @@ def run_workload(ctx, wl, contestants, rows):
                 if c.family == "local":
                     refs[lab] = row.get("_hash")
                     # every epoch reads the same chips: all compare to epoch 1
-                    if wl == "epochs" and k > 0 and refs.get("epoch1") is not None:
-                        ref = refs["epoch1"]
+                    if epochs and k > 0 and refs.get(labels[0]) is not None:
+                        ref = refs[labels[0]]
                     else:
                         ref = None
                     if ref is not None:
@@ -798,13 +883,15 @@ def run_workload(ctx, wl, contestants, rows):
                     else:
                         row.pop("_hash", None)
                 else:
-                    ref = refs.get(lab) if wl != "epochs" else refs.get("epoch1")
+                    ref = refs.get(lab) if not epochs else refs.get(labels[0])
                     compare(row, ref)
                 log("    %-8s %s" % (lab, brief(row)))
                 phase_rows.append(row)
                 rows.append(row)
                 if row["check"] == "HANG":
                     break
+            if wl == EPOCHS_HALF:
+                epochs_half_note(ctx, phase_rows)
             note = c.finish(ctx)
             if c.family == "tilefs":
                 problems = log_problems(c.logf)
@@ -953,7 +1040,8 @@ def main():
     ctx.logs = os.path.join(ctx.results, "logs")
     ctx.raw = os.path.join(ctx.results, "raw")
     ctx.caches, ctx.active, ctx.dropstate = {}, [], {}
-    ctx.cache_size = "8G" if mode == "quick" else "16G"
+    ctx.default_cache_size = ctx.cache_size = "8G" if mode == "quick" else "16G"
+    ctx.cache_sizes = {}
     ctx.phase_timeout = 900 if mode == "quick" else 3600
     delay_ms, rate = PROFILES[a.profile]
     if not os.access(ctx.tilefs, os.X_OK):
@@ -1005,6 +1093,8 @@ def main():
     total = sum(f["size"] for f in files)
     log("data: %d files, %.0f MB in %s" % (len(files), total / 1e6, ctx.data))
     ctx.items = plan(files, mode, SIZES[mode], chipset_paths(ctx.data))
+    if EPOCHS_HALF in wls:
+        epochs_half_plan(ctx, files, mode)
     ctx.scratch = tempfile.mkdtemp(prefix="tilefs-bench.")
     os.makedirs(os.path.join(ctx.scratch, "cache"))
     os.makedirs(os.path.join(ctx.scratch, "mnt"))
@@ -1059,8 +1149,7 @@ def main():
         notes.append(ctx.dropstate["note"])
     meta["elapsed_s"] = now() - t_start
     # table order: workload, phase (epoch1, epoch2, ...), contestant
-    phases = [lab for w in wls for lab in (["epoch1", "epoch2", "epoch3"]
-                                          if w == "epochs" else [w])]
+    phases = [lab for w in wls for lab in phase_labels(w)]
     names = [c.name for c in contestants]
     rows.sort(key=lambda r: (phases.index(r["workload"]), names.index(r["contestant"])))
     report.add_ratios(rows)

@@ -1,0 +1,197 @@
+#!/usr/bin/python3
+"""Trace simulator of cache eviction policies, as the index keeps them.
+
+Replays unit access traces through a cache of a fixed number of equal units
+and prints, per scenario and policy, the origin fetches of each epoch (in
+units, and as a ratio to epoch 1). The policies model what the index does:
+eviction runs in bursts, from over the bound down to 95% of it (persist.c
+evict_to(); units on probation leave one by one, down to the bound), a unit's `hits` counts reads at least WINDOW seconds apart, and
+times are whole seconds. Stdlib only; run it as
+
+    python3 tests/bench/evict_sim.py [--units N] [--seed S]
+
+Policies:
+  slru      tilefs up to schema 5: every fetched unit stored; victims read
+            once (hits <= 1) first, least recently read first within.
+  lru       plain LRU, for reference.
+  lip       LRU with insertion at the LRU end (Qureshi et al. 2007), one in
+            32 at the MRU end (BIP), so a changing set still comes in.
+  admit     index schema 6 (cache/store/evict.h): slru's victim order, behind
+            an admission rule in the spirit of TinyLFU: once the cache is full, a fetched
+            unit is stored on probation (evicted before every admitted unit)
+            unless its count, remembered after eviction in a ghost table,
+            beats the count of the victim it would displace; ties keep the
+            resident. A victim idle for IDLE_FACTOR times longer than the
+            candidate's last reuse interval loses whatever its count, so a
+            working set that truly changes comes in.
+  admit-noidle  the same without the idle rule.
+"""
+import argparse
+import random
+
+WINDOW = 10            # seconds between two reads that both count (index.c)
+IDLE_FACTOR = 4        # EVICT_IDLE_FACTOR: victim idle this many reuse intervals
+GHOSTS_PER_UNIT = 2    # ghost rows kept, per cached unit
+
+
+class Cache:
+    def __init__(self, capacity, policy):
+        self.capacity = capacity
+        self.policy = policy
+        self.units = {}    # key -> [hits, last, admitted, order]
+        self.ghosts = {}   # key -> (hits, last, order)
+        self.clock = 0     # insertion/touch order, for LRU within a second
+        self.rng = random.Random(7)
+
+    def _victim_key(self, key, probation_first=True):
+        hits, last, admitted, order = self.units[key]
+        if self.policy == "lru":
+            return (order,)
+        if self.policy == "lip":
+            return (order,)
+        if probation_first:
+            return (admitted, hits > 1, last, order)
+        return (hits > 1, last, order)
+
+    def _coldest_admitted(self):
+        best = None
+        for k, u in self.units.items():
+            if self.policy.startswith("admit") and not u[2]:
+                continue
+            kk = self._victim_key(k)
+            if best is None or kk < best[0]:
+                best = (kk, k)
+        return best[1] if best else None
+
+    def access(self, key, t):
+        """Read KEY at time T (seconds, float). True if a hit."""
+        now = int(t)
+        self.clock += 1
+        u = self.units.get(key)
+        if u is not None:
+            if u[1] < now - WINDOW:
+                u[0] += 1
+            u[1] = now
+            u[3] = self.clock
+            return True
+        # a miss: fetched, then stored (or stored on probation)
+        g = self.ghosts.pop(key, None)
+        hits = 1 if g is None else g[0] + (g[1] < now - WINDOW)
+        admitted = 1
+        order = self.clock
+        if self.policy == "lip" and self.rng.randrange(32) != 0 and self.units:
+            order = min(u[3] for u in self.units.values()) - 1
+        # full: past the level eviction brings it down to
+        if self.policy.startswith("admit") and len(self.units) + 1 > self.target():
+            v = self._coldest_admitted()
+            if v is not None:
+                vh, vlast = self.units[v][0], self.units[v][1]
+                admitted = int(admit(g, vh, vlast, now, self.policy == "admit"))
+        if not self.policy.startswith("admit"):
+            admitted = 1   # the other policies have no probation
+        self.units[key] = [hits, now, admitted, order]
+        if len(self.units) > self.capacity:
+            self._evict()
+        return False
+
+    def target(self):
+        return self.capacity - self.capacity // 20
+
+    def _evict(self):
+        target = self.target()
+        order = sorted(self.units, key=self._victim_key)
+        for k in order:
+            # probation leaves one by one, down to the bound only; admitted
+            # units in a burst, down to the target
+            bound = self.capacity if not self.units[k][2] else target
+            if len(self.units) <= bound:
+                break
+            hits, last, _, o = self.units.pop(k)
+            self.ghosts[k] = (hits, last, o)
+        bound = GHOSTS_PER_UNIT * self.capacity
+        if len(self.ghosts) > bound:
+            old = sorted(self.ghosts, key=lambda k: (self.ghosts[k][1], self.ghosts[k][2]))
+            for k in old[:len(self.ghosts) - bound]:
+                del self.ghosts[k]
+
+
+def admit(ghost, victim_hits, victim_last, now, idle_rule):
+    """The admission rule of evict_admit() (cache/store/evict.c)."""
+    if ghost is None:
+        return False
+    g_hits, g_last = ghost[0], ghost[1]
+    if g_hits > victim_hits:
+        return True
+    interval = max(now - g_last, 1)
+    return idle_rule and now - victim_last > IDLE_FACTOR * interval
+
+
+def run(policy, epochs, capacity, epoch_s):
+    """EPOCHS: list of lists of keys; each epoch lasts EPOCH_S seconds.
+    Returns misses per epoch."""
+    c = Cache(capacity, policy)
+    t = 1000.0
+    out = []
+    for keys in epochs:
+        dt = epoch_s / max(len(keys), 1)
+        misses = 0
+        for k in keys:
+            if not c.access(k, t):
+                misses += 1
+            t += dt
+        out.append(misses)
+        t += epoch_s * 0.1      # a pause between epochs
+    return out
+
+
+def shuffled(keys, rng):
+    keys = list(keys)
+    rng.shuffle(keys)
+    return keys
+
+
+def scenarios(n, seed):
+    rng = random.Random(seed)
+    cap = n
+    big = ["a%d" % i for i in range(2 * n)]
+    fits = ["w%d" % i for i in range(int(0.8 * n))]
+    scan = ["s%d" % i for i in range(int(1.5 * n))]
+    newset = ["b%d" % i for i in range(int(0.8 * n))]
+    newbig = ["c%d" % i for i in range(2 * n)]
+    return [
+        ("(i) 2x cache, 5 shuffled epochs", cap,
+         [shuffled(big, rng) for _ in range(5)]),
+        ("(ii) 0.8x cache, scan of 1.5x between epochs 2 and 3", cap,
+         [shuffled(fits, rng), shuffled(fits, rng), scan, shuffled(fits, rng),
+          shuffled(fits, rng)]),
+        ("(iii) 3 epochs of a 2x set, then 6 of a new 0.8x set", cap,
+         [shuffled(big, rng) for _ in range(3)] + [shuffled(newset, rng) for _ in range(6)]),
+        ("(iii') 3 epochs of a 2x set, then 6 of a new 2x set", cap,
+         [shuffled(big, rng) for _ in range(3)] + [shuffled(newbig, rng) for _ in range(6)]),
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--units", type=int, default=250, help="cache size in units")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    policies = ["slru", "lru", "lip", "admit-noidle", "admit"]
+    for name, cap, epochs in scenarios(a.units, a.seed):
+        for epoch_s in (2, 120):
+            print("%s; epochs of %d s; cache %d units" % (name, epoch_s, cap))
+            print("  %-13s %s" % ("policy", "  ".join("ep%-5d" % (i + 1)
+                                                       for i in range(len(epochs)))))
+            for p in policies:
+                m = run(p, epochs, cap, epoch_s)
+                cells = []
+                for i, x in enumerate(m):
+                    ratio = x / m[0] if m[0] else 0
+                    cells.append("%-7s" % ("%.2f" % ratio if i and name.startswith("(i)")
+                                          else str(x)))
+                print("  %-13s %s" % (p, "  ".join(cells)))
+            print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,238 @@
+/* test_evict.c - the eviction policy: its pure decisions (evict.h), and the
+ * index applying them: admission into a full cache or probation, the
+ * victim order, ghosts that give an evicted unit its count back, warm's
+ * admission, and a schema 5 cache upgraded in place. */
+#include "cache/store/evict.h"
+#include "cache/store/index.h"
+#include "check.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define UNIT 1000
+#define LIMIT (20 * UNIT)	/* evict_target(): 19 units */
+
+static void decisions(void)
+{
+	int64_t now = 100000;
+	struct evict_count v1 = { 1, now - 5 }, v3 = { 3, now - 5 };
+	struct evict_count g1 = { 1, now - 5 }, g2 = { 2, now - 5 }, old = { 1, now - 100 };
+
+	CHECK(evict_target(LIMIT) == 19 * UNIT, "eviction brings a cache down to 95%%");
+	CHECK(evict_hits_fetched(NULL, now) == 1, "a unit never seen counts 1");
+	CHECK(evict_hits_fetched(&g2, now) == 2, "a ghost read again within the gap keeps its count");
+	CHECK(evict_hits_fetched(&old, now) == 2, "a ghost read again after the gap counts one more");
+	CHECK(evict_admit(NULL, NULL, now), "nothing to displace: admitted");
+	CHECK(!evict_admit(NULL, &v1, now), "never seen, into a full cache: probation (a scan)");
+	CHECK(!evict_admit(&g1, &v1, now), "a tie keeps the resident (epochs beyond the cache)");
+	CHECK(evict_admit(&g2, &v1, now), "a count above the victim's is admitted");
+	CHECK(!evict_admit(&g2, &v3, now), "one below is not");
+	struct evict_count idle = { 3, now - 100 }, reused = { 1, now - 20 };
+	CHECK(evict_admit(&reused, &idle, now),
+	      "a victim idle 5 times the candidate's reuse interval gives way (a set that moved on)");
+	struct evict_count busy = { 3, now - 60 };
+	CHECK(!evict_admit(&reused, &busy, now), "one idle 3 times as long does not");
+}
+
+/* Run SQL on DIR's index.db; 0 if it ran. */
+static int sql(const char *dir, const char *q)
+{
+	char path[512];
+	sqlite3 *db;
+	snprintf(path, sizeof(path), "%s/index.db", dir);
+	if (sqlite3_open(path, &db) != SQLITE_OK)
+		return -1;
+	sqlite3_busy_timeout(db, 5000);
+	int rc = sqlite3_exec(db, q, NULL, NULL, NULL);
+	sqlite3_close(db);
+	return rc == SQLITE_OK ? 0 : -1;
+}
+
+/* The first integer SQL gives on DIR's index.db, or -1. */
+static long long value(const char *dir, const char *q)
+{
+	char path[512];
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	long long v = -1;
+	snprintf(path, sizeof(path), "%s/index.db", dir);
+	if (sqlite3_open(path, &db) != SQLITE_OK)
+		return -1;
+	if (sqlite3_prepare_v2(db, q, -1, &s, NULL) == SQLITE_OK) {
+		if (sqlite3_step(s) == SQLITE_ROW)
+			v = sqlite3_column_int64(s, 0);
+		sqlite3_finalize(s);
+	}
+	sqlite3_close(db);
+	return v;
+}
+
+/* Add the unit at OFF (UNIT bytes) to object ID under admission; 0 or
+ * the error. */
+static int put(struct index *ix, int64_t id, uint64_t off)
+{
+	struct index_unit_new v = { off, UNIT, 7, 0 };
+	int err = index_units_admit(ix, id, &v, 1, LIMIT);
+	return err ? err : v.err;
+}
+
+/* Is the unit at OFF of ID admitted (1), on probation (0), absent (-1)? */
+static long long admitted(const char *dir, int64_t id, uint64_t off)
+{
+	char q[200];
+	snprintf(q, sizeof(q), "SELECT admitted FROM units WHERE object_id = %lld AND off = %llu",
+		 (long long)id, (unsigned long long)off);
+	return value(dir, q);
+}
+
+static void evict_one(struct index *ix, int64_t id, uint64_t off)
+{
+	struct index_unit u;
+	if (index_unit_find(ix, id, off, &u) == 0 && index_unit_evict(ix, &u) == 0)
+		index_unclaim(ix, id, off);
+}
+
+static void in_the_index(void)
+{
+	char dir[] = "/tmp/tilefs-test-evict-XXXXXX";
+	struct index *ix;
+	bool rebuilt, created;
+	uint64_t usage;
+
+	CHECK(mkdtemp(dir) != NULL, "temp dir");
+	CHECK(index_open(dir, &ix, &rebuilt) == 0, "open");
+	struct index_object o = { .size = 1 << 30, .block_size = 4096, .version = "\"v\"" };
+	CHECK(index_object_add(ix, "http://h/a", &o, NULL, 0, &created) == 0, "an object");
+
+	/* fill to the target: every unit admitted */
+	int ok = 0;
+	for (uint64_t i = 0; i < 19; i++)
+		ok += put(ix, o.id, i * UNIT) == 0 && admitted(dir, o.id, i * UNIT) == 1;
+	CHECK(ok == 19, "a cache with room admits every unit (%d of 19)", ok);
+	CHECK(put(ix, o.id, 19 * UNIT) == 0 && admitted(dir, o.id, 19 * UNIT) == 0,
+	      "past the target, a unit never seen goes on probation");
+	CHECK(put(ix, o.id, 20 * UNIT) == 0 && admitted(dir, o.id, 20 * UNIT) == 0,
+	      "so does the next");
+	struct index_unit victims[4];
+	size_t n = 0;
+	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 4, &n) == 0 && n == 4 &&
+	      victims[0].off == 19 * UNIT && victims[1].off == 20 * UNIT &&
+	      victims[2].off == 0 && victims[3].off == UNIT,
+	      "probation goes first, then admitted units, least recently read first");
+	CHECK(victims[0].probation && victims[1].probation && !victims[2].probation &&
+	      !victims[3].probation, "and the candidates say which are on probation");
+
+	/* an evicted unit leaves a ghost that brings its count back */
+	evict_one(ix, o.id, 19 * UNIT);
+	CHECK(value(dir, "SELECT count(*) FROM ghosts") == 1 &&
+	      value(dir, "SELECT value FROM meta WHERE key = 'ghost_bytes'") == UNIT,
+	      "eviction leaves a ghost, counted in ghost_bytes");
+	CHECK(put(ix, o.id, 19 * UNIT) == 0 && admitted(dir, o.id, 19 * UNIT) == 0 &&
+	      value(dir, "SELECT count(*) FROM ghosts") == 0,
+	      "fetched again with the count of the victim (a tie): probation; its ghost goes");
+	evict_one(ix, o.id, 19 * UNIT);
+	CHECK(sql(dir, "UPDATE ghosts SET hits = 2, last_access = last_access - 100") == 0 &&
+	      put(ix, o.id, 19 * UNIT) == 0 && admitted(dir, o.id, 19 * UNIT) == 1,
+	      "a ghost with a higher count than the victim's is admitted");
+	CHECK(value(dir, "SELECT hits FROM units WHERE off = 19000") == 3,
+	      "with its count, plus this read (after the gap)");
+
+	/* a victim idle far longer than the candidate's reuse interval */
+	evict_one(ix, o.id, 20 * UNIT);
+	CHECK(sql(dir, "UPDATE units SET last_access = last_access - 1000 WHERE admitted = 1;"
+		       "UPDATE ghosts SET last_access = last_access - 30") == 0 &&
+	      put(ix, o.id, 20 * UNIT) == 0 && admitted(dir, o.id, 20 * UNIT) == 1,
+	      "a working set that moved on gives way");
+
+	/* warm keeps what it is asked for */
+	CHECK(put(ix, o.id, 30 * UNIT) == 0 && admitted(dir, o.id, 30 * UNIT) == 0,
+	      "another unit on probation");
+	uint64_t offs[2] = { 30 * UNIT, 31 * UNIT };
+	CHECK(index_units_keep(ix, o.id, offs, 2) == 0 && admitted(dir, o.id, 30 * UNIT) == 1,
+	      "index_units_keep() admits it (an absent unit is no error)");
+	struct index_unit_new w = { 32 * UNIT, UNIT, 7, 0 };
+	CHECK(index_units_add(ix, o.id, &w, 1) == 0 && w.err == 0 &&
+	      admitted(dir, o.id, 32 * UNIT) == 1, "index_units_add() admits, full or not");
+
+	/* ghosts are bounded: at most EVICT_GHOST_RATIO bytes per byte cached */
+	for (uint64_t i = 0; i < 19; i++)
+		evict_one(ix, o.id, i * UNIT);
+	CHECK(index_usage(ix, &usage) == 0 &&
+	      value(dir, "SELECT value FROM meta WHERE key = 'ghost_bytes'") <=
+	      (long long)(EVICT_GHOST_RATIO * usage + 4 * UNIT) &&
+	      value(dir, "SELECT value FROM meta WHERE key = 'ghost_bytes'") ==
+	      value(dir, "SELECT sum(len) FROM ghosts"),
+	      "ghosts trimmed to %d bytes per byte of usage (%llu): %lld", EVICT_GHOST_RATIO,
+	      (unsigned long long)usage, value(dir, "SELECT sum(len) FROM ghosts"));
+	CHECK(index_object_drop(ix, o.id) == 0 && value(dir, "SELECT count(*) FROM ghosts") == 0 &&
+	      value(dir, "SELECT value FROM meta WHERE key = 'ghost_bytes'") == 0,
+	      "dropping the object drops its ghosts");
+	index_close(ix);
+
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(system(cmd) == 0, "cleanup");
+}
+
+/* A cache written by a tilefs of schema 5 opens, keeps its units (all
+ * admitted), and gets the eviction index of schema 6. */
+static void upgrade(void)
+{
+	char dir[] = "/tmp/tilefs-test-evict5-XXXXXX";
+	struct index *ix;
+	bool rebuilt = true;
+
+	CHECK(mkdtemp(dir) != NULL && chmod(dir, 0700) == 0, "temp dir");
+	CHECK(sql(dir, "PRAGMA journal_mode=WAL;"
+		       "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
+		       "CREATE TABLE objects(id INTEGER PRIMARY KEY AUTOINCREMENT, url TEXT NOT NULL,"
+		       "  version TEXT NOT NULL, size INTEGER NOT NULL, block_size INTEGER NOT NULL,"
+		       "  added INTEGER NOT NULL, UNIQUE(url, version, size));"
+		       "CREATE TABLE units(id INTEGER PRIMARY KEY AUTOINCREMENT,"
+		       "  object_id INTEGER NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL,"
+		       "  crc INTEGER NOT NULL, last_access INTEGER NOT NULL, hits INTEGER NOT NULL,"
+		       "  UNIQUE(object_id, off));"
+		       "CREATE INDEX units_eviction ON units(hits > 1, last_access);"
+		       "CREATE TRIGGER units_added AFTER INSERT ON units BEGIN"
+		       "  UPDATE meta SET value = value + NEW.len WHERE key = 'usage'; END;"
+		       "INSERT INTO meta VALUES ('schema', 5), ('usage', 0),"
+		       "  ('instance', '0123456789abcdef'),"
+		       "  ('proof_salt', '0123456789abcdef0123456789abcdef');"
+		       "INSERT INTO objects VALUES (1, 'http://h/old', '\"e\"', 10000, 4096, 1);"
+		       "INSERT INTO units(object_id, off, len, crc, last_access, hits)"
+		       "  VALUES (1, 0, 4096, 5, 1, 3), (1, 4096, 4096, 6, 2, 1);") == 0,
+	      "a schema 5 cache");
+	CHECK(index_open(dir, &ix, &rebuilt) == 0 && !rebuilt, "opens without a rebuild");
+	CHECK(value(dir, "SELECT value FROM meta WHERE key = 'schema'") == 6, "now schema 6");
+	struct index_unit u;
+	CHECK(index_unit_find(ix, 1, 4096, &u) == 0 && u.len == 4096 && u.crc == 6,
+	      "its units are kept");
+	CHECK(value(dir, "SELECT count(*) FROM units WHERE admitted = 1") == 2, "all admitted");
+	CHECK(value(dir, "SELECT count(*) FROM sqlite_master WHERE name = 'units_victims'") == 1 &&
+	      value(dir, "SELECT count(*) FROM sqlite_master WHERE name = 'units_eviction'") == 0,
+	      "the eviction index replaced");
+	struct index_unit victims[2];
+	size_t n = 0;
+	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 2, &n) == 0 && n == 2 &&
+	      victims[0].off == 4096, "read once goes first, as before");
+	index_close(ix);
+	CHECK(index_open(dir, &ix, &rebuilt) == 0 && !rebuilt &&
+	      value(dir, "SELECT count(*) FROM units") == 2, "and opens again as it is");
+	index_close(ix);
+
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(system(cmd) == 0, "cleanup");
+}
+
+int main(void)
+{
+	decisions();
+	in_the_index();
+	upgrade();
+	return check_done();
+}
