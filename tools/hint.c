@@ -26,7 +26,10 @@
 
 uint64_t hint_default_budget(uint64_t cache_size)
 {
-	uint64_t budget = cache_size / 8;
+	/* in a full cache a unit fetched ahead waits on probation, which
+	   holds about the last 5% of the cache stored (cache/store/evict.h):
+	   fetched further ahead, it would be evicted before it is read */
+	uint64_t budget = cache_size / 32;
 	return budget < (1ull << 30) ? budget : 1ull << 30;
 }
 
@@ -39,7 +42,7 @@ static void usage(FILE *out)
 		"\n"
 		"Hand the tilefs mount at MOUNTPOINT the reads to come, in order: it\n"
 		"fetches ahead of its readers along that order, at most --hint-budget\n"
-		"bytes ahead (mount option; default 1/8 of --cache-size, at most 1G),\n"
+		"bytes ahead (mount option; default 1/32 of --cache-size, at most 1G),\n"
 		"in the background (a read a reader waits for goes first). A new hint\n"
 		"replaces the one in force; --clear drops it. Progress shows in the\n"
 		"tilefs_hint_* metrics.\n"

@@ -61,7 +61,7 @@ static const struct option_def defs[] = {
 	  "largest readahead window of a sequential read (0: none)" },
 	{ "hint-budget", M, 0, OPT_SIZE, OFF(hint_budget), "SIZE", NULL, 0, INT64_MAX,
 	  "bytes a hint (tilefs hint) fetches ahead of the readers at most\n"
-	  "(default: 1/8 of --cache-size, at most 1G)" },
+	  "(default: 1/32 of --cache-size, at most 1G)" },
 	{ "record", M, 0, OPT_STRING, OFF(record_file), "FILE", NULL, 0, 0,
 	  "write what the readers read, in order, to FILE (mode 0600): one\n"
 	  "line per open, the file's path and the full-resolution window its\n"
