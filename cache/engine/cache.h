@@ -167,8 +167,9 @@ void cache_set_mounted_bytes(struct cache *c, uint64_t bytes);
 ssize_t cache_read(struct cache *c, struct cache_object *obj, uint64_t stream, char *buf,
 		   size_t len, uint64_t off);
 
-/* How OBJ is cut into units (tilefs warm picks units from it). */
-const struct layout *cache_object_layout(const struct cache_object *obj);
+/* How OBJ is cut into units (tilefs warm picks units from it); NULL if
+ * the index cannot say (logged). Borrowed while OBJ is held. */
+const struct layout *cache_object_layout(struct cache_object *obj);
 
 /* Which of UNITS[0..n) (sorted) of OBJ are not cached: missing[i]. 0 or -errno. */
 int cache_units_missing(struct cache *c, const struct cache_object *obj,

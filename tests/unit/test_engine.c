@@ -101,7 +101,7 @@ static struct cache_object *engine_object(struct engine *e, const char *path)
 }
 
 /* The unit of OBJ holding OFF. */
-static struct extent unit_of(const struct cache_object *obj, uint64_t off)
+static struct extent unit_of(struct cache_object *obj, uint64_t off)
 {
 	return layout_unit_at(cache_object_layout(obj), off);
 }
