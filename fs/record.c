@@ -107,7 +107,7 @@ static const struct tiff_ifd *full_resolution(const struct layout *l)
 }
 
 struct record_open *record_open(struct record *r, const char *path,
-				const struct cache_object *obj)
+				struct cache_object *obj)
 {
 	if (!r)
 		return NULL;
@@ -119,7 +119,7 @@ struct record_open *record_open(struct record *r, const char *path,
 	atomic_init(&ro->col0, UINT32_MAX);
 	atomic_init(&ro->row0, UINT32_MAX);
 	const struct layout *l = cache_object_layout(obj);
-	const struct tiff_ifd *d = full_resolution(l);
+	const struct tiff_ifd *d = l ? full_resolution(l) : NULL;	/* NULL: logged */
 	/* plane 0 stands for all: a window covers every plane */
 	if (d && (ro->tiles = calloc((size_t)d->across * d->down, sizeof(*ro->tiles)))) {
 		ro->ifd = d;

@@ -34,7 +34,7 @@ void record_free(struct record *r);
 /* An open of the file at PATH (relative to the mount) of OBJ (borrowed
  * until record_close()); NULL when not recording or out of memory. */
 struct record_open *record_open(struct record *r, const char *path,
-				const struct cache_object *obj);
+				struct cache_object *obj);
 /* The reader read LEN bytes at OFF through RO (NULL is fine). Takes no
  * lock: one open's reads may come from several threads, so the few fields
  * are atomic. */

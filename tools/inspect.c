@@ -119,11 +119,12 @@ static void print_units(const struct layout *l)
 {
 	uint64_t header = 0, tiles = 0, tile_bytes = 0;
 	for (size_t i = 0; i < l->nunits; i++) {
-		if (l->units[i].block == UINT64_MAX) {
-			header = l->units[i].len;
+		struct layout_unit u = layout_unit_get(l, i);
+		if (u.block == UINT64_MAX) {
+			header = u.len;
 		} else {
 			tiles++;
-			tile_bytes += l->units[i].len;
+			tile_bytes += u.len;
 		}
 	}
 	printf("units: header %" PRIu64 " bytes, %" PRIu64 " tile units (%" PRIu64

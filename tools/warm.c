@@ -236,6 +236,8 @@ static int extent_cmp(const void *a, const void *b)
 static int select_units(const struct warm *w, struct item *it, struct extent **units, size_t *n)
 {
 	const struct layout *l = cache_object_layout(it->obj);
+	if (!l)
+		return -EIO;	/* the index cannot say how it is cut (logged) */
 	const struct selection *s = &w->sel;
 	const struct tiff_map *m = l->map;
 

@@ -167,8 +167,9 @@ void cache_set_mounted_bytes(struct cache *c, uint64_t bytes);
 ssize_t cache_read(struct cache *c, struct cache_object *obj, uint64_t stream, char *buf,
 		   size_t len, uint64_t off);
 
-/* How OBJ is cut into units (tilefs warm picks units from it). */
-const struct layout *cache_object_layout(const struct cache_object *obj);
+/* How OBJ is cut into units (tilefs warm picks units from it); NULL if
+ * the index cannot say (logged). Borrowed while OBJ is held. */
+const struct layout *cache_object_layout(struct cache_object *obj);
 
 /* Which of UNITS[0..n) (sorted) of OBJ are not cached: missing[i]. Those
  * cached on probation are admitted (cache/store/evict.h): tilefs warm asks
@@ -228,7 +229,7 @@ int hint_line_parse(char *line, struct hint_line *out, char *why, size_t why_siz
 
 /* Does the window of L (if any) lie in OBJ's full-resolution image? 0, or
  * -EINVAL and why not in WHY. */
-int cache_object_window_check(const struct cache_object *obj, const struct hint_line *l,
+int cache_object_window_check(struct cache_object *obj, const struct hint_line *l,
 			      char *why, size_t why_size);
 
 /* One entry of a hint: the object to read and what of it. */

@@ -10,7 +10,8 @@
  *            state.c    settings, the prefetch policy now, counters
  *            known.c    the known map; load_unit(): a cached unit read whole
  *                       and checked
- *   level 1: object.c   cache objects: references, accessors, the stale mark
+ *   level 1: object.c   cache objects: references, accessors, the stale
+ *                       mark, object_cut(): the layout at first use
  *   level 2: inflight.c the in-flight table, slivers and kept edges
  *            seal.c     cache_object_complete(), _seal(), _pin(), the seal
  *                       thread: complete objects checked whole, pinned
@@ -73,6 +74,8 @@ struct store;
 #define TOUCH_MAX 4096
 #define TOUCH_OBJECTS_MAX 64
 #define KNOWN_SLOTS (1u << 16)		/* units found cached, direct-mapped */
+#define KNOWN_LOAD_MAX 4096		/* units of an object loaded as known at
+					   its first use, in one query */
 #define PREFETCH_MAX 512		/* units one read may add */
 #define EDGE_SLOTS 256			/* slivers kept, over all objects */
 /* A streamed object (--prefetch object, auto) goes out in background GETs
@@ -105,7 +108,17 @@ struct cache_object {
 	char *url, *log_name;
 	struct version version;		/* what every GET is pinned to */
 	time_t mtime;
-	struct layout layout;		/* read-only once opened */
+	/* How it is cut: set at the open for a version the open parsed, else
+	   at its first use (object_cut()), from the index: an open that only
+	   checks a cached version (revalidation ahead) costs no memory per
+	   tile. Read-only once cut is set. */
+	struct layout layout;
+	atomic_bool cut;
+	pthread_mutex_t cut_lock;	/* held by object_cut() while it cuts */
+	bool tiled;			/* a tile map is stored (read-only) */
+	bool legacy;			/* plain blocks: no tile_maps row (read-only) */
+	uint64_t header_len;		/* of the index row (read-only) */
+	uint64_t block_size;		/* of the index row (read-only) */
 	atomic_bool stale;
 	atomic_bool whole_queued;	/* PREFETCH_OBJECT has started on it */
 	atomic_bool complete;		/* every unit was found cached once */
@@ -223,9 +236,16 @@ int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit
 
 /* object.c */
 /* A new object (one ref, the caller's) of version V, last modified at
- * MTIME (0: unknown). */
+ * MTIME (0: unknown), not cut yet. */
 struct cache_object *object_new(struct cache *c, int64_t id, const char *url,
 				const char *log_name, const struct version *v, time_t mtime);
+/* Cut OBJ (its layout) from the index, once, if the open did not: its
+ * tile map read and decoded, and its first cached units kept as known (at
+ * most KNOWN_LOAD_MAX, so a hit on them asks the index nothing). Every
+ * use of obj->layout comes after this (cache_read(), cache_warm(),
+ * cache_object_layout()). 0, or -EIO / -ENOMEM (logged): that use fails,
+ * and the next one tries again. */
+int object_cut(struct cache_object *obj);
 /* Does LISTED (or NULL) name the version of ETAG and SIZE? (A version
  * without an ETag, such as an index row's "lm:" one, never matches.) */
 bool listed_names(const struct cache_listed *listed, const char *etag, uint64_t size);

@@ -252,9 +252,13 @@ static bool window_inside(const struct layout *l, uint64_t x, uint64_t y, uint64
 	return true;
 }
 
-int cache_object_window_check(const struct cache_object *obj, const struct hint_line *l,
+int cache_object_window_check(struct cache_object *obj, const struct hint_line *l,
 			      char *why, size_t why_size)
 {
+	if (l->window && object_cut(obj) != 0) {
+		snprintf(why, why_size, "the cache index cannot say how it is cut");
+		return -EIO;
+	}
 	return !l->window || window_inside(&obj->layout, l->x, l->y, l->w, l->h, why, why_size) ?
 		0 : -EINVAL;
 }
@@ -348,6 +352,9 @@ static int resolve(struct hint *h, uint64_t gen, const struct hint_entry *e,
 		}
 	}
 	struct cache_object *obj = *last;
+	err = object_cut(obj);	/* a version the open found cached: cut now */
+	if (err)
+		return err;
 	if (e->window) {
 		if (!window_inside(&obj->layout, e->x, e->y, e->w, e->h, why, sizeof(why))) {
 			log_warn("hint: line %u: %s: %s: skipped", e->line, e->log_name, why);
@@ -507,16 +514,17 @@ static struct read_at read_at(const struct layout *l, uint64_t off)
 	const struct tiff_ifd *d = &m->ifds[full];
 	while (lo < hi) {	/* the first unit starting after OFF */
 		size_t mid = lo + (hi - lo) / 2;
-		if (l->units[mid].off <= off)
+		if (layout_unit_get(l, mid).off <= off)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == 0 || off >= l->units[lo - 1].off + l->units[lo - 1].len)
+	struct layout_unit u = lo ? layout_unit_get(l, lo - 1) : (struct layout_unit){ 0 };
+	if (lo == 0 || off >= u.off + u.len)
 		return at;
-	uint64_t k = l->units[lo - 1].block;
+	uint64_t k = u.block;
 	if (k == UINT64_MAX && lo < l->nunits) {
-		k = l->units[lo].block;	/* the tile after the header */
+		k = layout_unit_get(l, lo).block;	/* the tile after the header */
 		struct extent e = k == UINT64_MAX ? (struct extent){ 0, 0 } :
 				  layout_block_extent(l, k);
 		if (off < e.off || off >= e.off + e.len)
@@ -575,8 +583,8 @@ static void hint_match(struct cache *c, const struct cache_object *obj,
 void cache_hint_read(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len)
 {
 	struct hint *h = c->hint;
-	if (!h || atomic_load(&h->live) == 0 || len == 0)
-		return;
+	if (!h || atomic_load(&h->live) == 0 || len == 0 || !atomic_load(&obj->cut))
+		return;	/* (a read that reached the cache cut it: object_cut()) */
 	struct read_at at = read_at(&obj->layout, off);
 	if (at.tile || !obj->layout.map)
 		hint_match(c, obj, &at);

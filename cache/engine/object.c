@@ -1,13 +1,24 @@
 /*
  * object.c - cache objects: one open version of one object, shared by every
- * file handle, in-flight entry and fetch that reads it (reference counted).
+ * file handle, in-flight entry and fetch that reads it (reference counted),
+ * and object_cut(): how a cached version is cut, read from the index at
+ * its first use rather than at its open.
  *
- * Level 1 of the engine (engine_int.h): calls version.c only.
+ * Why at first use: a mount opens (checks) every cached file a listing
+ * shows (revalidation ahead), and a file's cut holds about 40 bytes per
+ * tile (layout.h); a cache of a million tiles would cost the daemon 40 MB
+ * before any read. Cut at first use, it costs that only for the files
+ * readers read.
+ *
+ * Level 1 of the engine (engine_int.h): calls version.c and known.c.
  */
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"
+#include "cache/store/store.h"
+#include "cache/tiff/tiff.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +40,8 @@ struct cache_object *object_new(struct cache *c, int64_t id, const char *url,
 	atomic_init(&obj->stale, false);
 	atomic_init(&obj->whole_queued, false);
 	atomic_init(&obj->complete, false);
+	atomic_init(&obj->cut, false);
+	pthread_mutex_init(&obj->cut_lock, NULL);
 	obj->cache = c;
 	obj->id = id;
 	obj->version = *v;
@@ -59,6 +72,7 @@ void cache_object_unref(struct cache_object *obj)
 	if (before != 1)
 		return;
 	layout_release(&obj->layout);
+	pthread_mutex_destroy(&obj->cut_lock);
 	free(obj->url);
 	free(obj->log_name);
 	free(obj);
@@ -97,7 +111,7 @@ bool cache_object_shared(const struct cache_object *obj)
 
 bool cache_object_tiled(const struct cache_object *obj)
 {
-	return obj->layout.map != NULL;
+	return obj->tiled;
 }
 
 int64_t cache_object_id(const struct cache_object *obj)
@@ -115,7 +129,76 @@ bool cache_object_stale(const struct cache_object *obj)
 	return atomic_load(&obj->stale);
 }
 
-const struct layout *cache_object_layout(const struct cache_object *obj)
+const struct layout *cache_object_layout(struct cache_object *obj)
 {
-	return &obj->layout;
+	return object_cut(obj) == 0 ? &obj->layout : NULL;
+}
+
+/* Keep the first KNOWN_LOAD_MAX cached units of OBJ (cut) as known, not
+ * yet checked, so that its first reads need no index query each: one query
+ * now instead, of a bounded page of rows (the known map holds KNOWN_SLOTS
+ * units of all objects anyway). A failure only means queries later. */
+static void known_load(struct cache *c, const struct cache_object *obj)
+{
+	size_t n;
+	struct index_unit *v = malloc(KNOWN_LOAD_MAX * sizeof(*v));
+	uint64_t punches = store_punches(c->store);
+	if (!v || index_units_from(c->index, obj->id, 0, v, KNOWN_LOAD_MAX, &n) != 0) {
+		free(v);
+		return;
+	}
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct extent unit = layout_unit_at(&obj->layout, v[i].off);
+		if (unit.off == v[i].off && unit.len == v[i].len)	/* else: not this cut */
+			known_put(c, &v[i], punches, false);
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(v);
+}
+
+/* Cut OBJ as the index says (obj->legacy, obj->tiled and its tile map). */
+static int cut_from_index(struct cache *c, struct cache_object *obj)
+{
+	uint64_t header_len = obj->header_len;
+	void *blob = NULL;
+	size_t blob_len = 0;
+	struct tiff_map *map = NULL;
+
+	if (obj->legacy) {
+		layout_init_blocks(&obj->layout, obj->version.size, obj->block_size);
+		return 0;
+	}
+	if (obj->tiled) {
+		int err = index_object_map(c->index, obj->id, &header_len, &blob, &blob_len);
+		if (err) {
+			log_warn("%s: cannot read how the cache index cuts it (%s)", obj->log_name,
+				 strerror(-err));
+			return err == -ENOMEM ? err : -EIO;
+		}
+	}
+	if (blob && tiff_map_decode(blob, blob_len, obj->version.size, &map) != 0)
+		log_warn("%s: the cached tile map is damaged; reading it as plain bytes",
+			 obj->log_name);
+	free(blob);
+	/* the map is taken over, even on failure */
+	return layout_init(&obj->layout, obj->version.size, obj->block_size, header_len, map);
+}
+
+int object_cut(struct cache_object *obj)
+{
+	if (atomic_load_explicit(&obj->cut, memory_order_acquire))
+		return 0;
+	struct cache *c = obj->cache;
+	int err = 0;
+	pthread_mutex_lock(&obj->cut_lock);
+	if (!atomic_load_explicit(&obj->cut, memory_order_relaxed)) {
+		err = cut_from_index(c, obj);
+		if (!err) {
+			known_load(c, obj);
+			atomic_store_explicit(&obj->cut, true, memory_order_release);
+		}
+	}
+	pthread_mutex_unlock(&obj->cut_lock);
+	return err;
 }

@@ -2,7 +2,9 @@
  * open.c - cache_object_open(): find the current version of an object and
  * how it is cut into units. A version cached before costs one HEAD (to
  * check it is still current), or nothing when a fresh listing gave its
- * ETag, and no parsing: its tile map is in the index.
+ * ETag, and no parsing: its tile map is in the index, read at its first
+ * read (object_cut()), so that an open that only checks it (revalidation
+ * ahead) holds nothing per tile.
  * A new one costs a GET of its first header_len bytes; a TIFF's IFDs are
  * parsed from those (fetching more, pinned to that version, if they lie
  * further on) and the tile map is stored with the object, in the same
@@ -283,15 +285,16 @@ static int64_t uncached_id(void)
 }
 
 /*
- * How the index says object FOUND is cut: its encoded tile map into *BLOB
- * (caller frees), or *LEGACY for plain blocks. When the index cannot say,
- * FOUND gets an id of its own, so it is read uncached: units cut another
- * way than other processes cut them must never be stored.
+ * How the index says object FOUND is cut: *TILED (a tile map is stored, read
+ * at the object's first use: object_cut()), or *LEGACY for plain blocks.
+ * When the index cannot say, FOUND gets an id of its own, so it is read
+ * uncached: units cut another way than other processes cut them must never
+ * be stored.
  */
 static void indexed_cut(struct cache *c, struct index_object *found, const char *log_name,
-			void **blob, size_t *blob_len, bool *legacy)
+			bool *tiled, bool *legacy)
 {
-	int err = index_object_map(c->index, found->id, &found->header_len, blob, blob_len);
+	int err = index_object_cut(c->index, found->id, &found->header_len, tiled);
 	*legacy = err != 0;
 	if (err && err != -ENOENT) {
 		log_warn("%s: cannot read how the cache index cuts it; reading it uncached",
@@ -333,26 +336,6 @@ static int answer_version(const struct http_request *req, const char *log_name, 
 	return 0;
 }
 
-/* Keep every unit of OBJ the index holds as known (not yet checked), so
- * that its first reads need no index query each: one query now instead,
- * over the rows of one object. A failure only means queries later. */
-static void known_load(struct cache *c, const struct cache_object *obj)
-{
-	struct index_unit *v;
-	size_t n;
-	uint64_t punches = store_punches(c->store);
-	if (obj->id < 0 || index_units_of(c->index, obj->id, &v, &n) != 0)
-		return;
-	pthread_mutex_lock(&c->lock);
-	for (size_t i = 0; i < n; i++) {
-		struct extent unit = layout_unit_at(&obj->layout, v[i].off);
-		if (unit.off == v[i].off && unit.len == v[i].len)	/* else: not this cut */
-			known_put(c, &v[i], punches, false);
-	}
-	pthread_mutex_unlock(&c->lock);
-	free(v);
-}
-
 /* Has this cache's identity read object ID at the origin within --ttl? */
 /* Has this cache's identity read version ID at the origin? A proof stands
  * as long as the version: a remount by the same identity asks nothing. */
@@ -377,7 +360,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	char version[192];
 	void *blob = NULL;
 	size_t blob_len = 0;
-	bool legacy = false, created = false;
+	bool legacy = false, created = false, tiled = false;
 	time_t mtime;
 	int err = 0;
 
@@ -418,7 +401,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 
 	if (current) {
 		found = latest;
-		indexed_cut(c, &found, log_name, &blob, &blob_len, &legacy);
+		indexed_cut(c, &found, log_name, &tiled, &legacy);
 	} else {
 		found.size = req.object_size;
 		found.block_size = c->cfg.block_size;
@@ -439,7 +422,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 			/* another process added it first: cut it as it did */
 			free(blob);
 			blob = NULL;
-			indexed_cut(c, &found, log_name, &blob, &blob_len, &legacy);
+			indexed_cut(c, &found, log_name, &tiled, &legacy);
 		}
 		/* an older version's units are left to eviction: open files of
 		   this or another process may still read them */
@@ -451,15 +434,24 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	err = -ENOMEM;
 	if (!obj)
 		goto fail;
-	object_layout(obj, &found, blob, blob_len, legacy);
-	if (current)
-		known_load(c, obj);
+	obj->legacy = legacy;
+	obj->tiled = tiled;
+	obj->header_len = found.header_len;
+	obj->block_size = found.block_size;
+	if (blob || found.id < 0 || (!current && created)) {
+		/* cut by what this open parsed (or read uncached): now */
+		object_layout(obj, &found, blob, blob_len, legacy);
+		obj->tiled = obj->layout.map != NULL;
+		atomic_store(&obj->cut, true);
+	}
 	obj->added = created;
-	store_fetched(c, obj, &f);
+	if (f.n > 0 && object_cut(obj) == 0)
+		store_fetched(c, obj, &f);
 	if (claimed)
 		index_unclaim(c->index, url_claim_key(url), 0);
 	fetched_release(&f);
 	free(blob);
+	log_debug("%s: opened (%s)", log_name, current ? "cached version" : "new version");
 	*out = obj;
 	return 0;
 fail:

@@ -7,8 +7,8 @@
  * of its bytes, unit.h invariant 3), so a hit asks the index nothing. A
  * unit not in the map, or seen before a punch since counted, is looked up
  * in the index and kept in the map. A file cached before this process
- * opened it has its units loaded into the map at open, in one query
- * (open.c).
+ * opened it has its first units loaded into the map at its first read, in
+ * one query (object_cut()).
  *
  * A hit is read from the object's data file. The first read of a unit in
  * this process reads all of it and checks its CRC32C (a crash or power cut
@@ -355,6 +355,9 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, uint64_t stream, c
 		len = (size_t)(size - off);
 	if (len == 0)
 		return 0;
+	int err = object_cut(obj);	/* its first read: from the index */
+	if (err)
+		return err;
 
 	struct read_op r = { .c = c, .obj = obj, .stream = stream, .off = off, .len = len,
 			     .buf = buf, .policy = prefetch_policy(c) };

@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #define TOUCH_EVERY_S 10	/* units of a passed-through object: read times */
+#define SEAL_PAGE 4096		/* units read from the index at a time */
 
 bool cache_object_complete(struct cache *c, struct cache_object *obj)
 {
@@ -102,38 +103,43 @@ int cache_object_seal(struct cache *c, struct cache_object *obj)
 	pin = store_pin(c->store, obj->id);
 	if (pin < 0)
 		return pin;
-	struct index_unit *v, bad = { 0 };
-	size_t n;
+	struct index_unit *v = malloc(SEAL_PAGE * sizeof(*v)), bad = { 0 };
+	size_t n = 0, page = 0;
 	char *buf = NULL;
-	uint64_t cap = 0;
-	int err = index_units_of(c->index, obj->id, &v, &n);
-	/* they must tile the object: each unit where the one before ends
-	   (ordered by offset), the last at its end */
-	uint64_t end = 0;
-	for (size_t i = 0; !err && i < n; i++) {
-		if (v[i].off != end)
-			err = -ENOENT;
-		end = v[i].off + v[i].len;
-	}
-	if (!err && end != obj->version.size)
-		err = -ENOENT;
-	for (size_t i = 0; !err && i < n; i++) {
-		if (v[i].len > cap) {
-			free(buf);
-			cap = v[i].len;
-			if (!(buf = malloc(cap))) {
-				err = -ENOMEM;
+	uint64_t cap = 0, end = 0;	/* where the units checked so far end */
+	int err = v ? 0 : -ENOMEM;
+	/* a page of rows at a time (memory bounded by the page, not by the
+	   object): they must tile the object, each unit where the one before
+	   ends (by offset), the last at its end */
+	do {
+		if (!err)
+			err = index_units_from(c->index, obj->id, end, v, SEAL_PAGE, &page);
+		for (size_t i = 0; !err && i < page; i++) {
+			if (v[i].off != end) {
+				err = -ENOENT;
 				break;
 			}
+			end = v[i].off + v[i].len;
+			if (v[i].len > cap) {
+				free(buf);
+				cap = v[i].len;
+				if (!(buf = malloc(cap))) {
+					err = -ENOMEM;
+					break;
+				}
+			}
+			/* through the pin: the file stamped below, whatever the
+			   store's descriptors name */
+			err = store_pin_read(pin, buf, v[i].len, v[i].off);
+			if (!err && crc32c(0, buf, v[i].len) != v[i].crc)
+				err = -EBADMSG;
+			if (err)
+				bad = v[i];
+			n++;
 		}
-		/* through the pin: the file stamped below, whatever the store's
-		   descriptors name */
-		err = store_pin_read(pin, buf, v[i].len, v[i].off);
-		if (!err && crc32c(0, buf, v[i].len) != v[i].crc)
-			err = -EBADMSG;
-		if (err)
-			bad = v[i];
-	}
+	} while (!err && page == SEAL_PAGE && end < obj->version.size);
+	if (!err && end != obj->version.size)
+		err = -ENOENT;
 	struct store_stamp stamp;
 	if (!err && fdatasync(pin) != 0)
 		err = -errno;

@@ -20,20 +20,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Units of the index read at a time by cache_units_missing(). */
+#define MISSING_PAGE 4096
+
 int cache_units_missing(struct cache *c, const struct cache_object *obj,
 			const struct extent *units, size_t n, bool *missing)
 {
 	struct index_unit *have = NULL;
 	size_t nhave = 0, j = 0;
-	int err = obj->id < 0 ? 0 : index_units_of(c->index, obj->id, &have, &nhave);
+	bool more = obj->id >= 0 && n > 0;	/* rows past the page */
 
-	if (err)
-		return err;
+	if (more && !(have = malloc(MISSING_PAGE * sizeof(*have))))
+		return -ENOMEM;
 	uint64_t *kept = calloc(n ? n : 1, sizeof(*kept));
 	size_t nkept = 0;
 	for (size_t i = 0; i < n; i++) {
+		/* the rows from units[i] on, a page at a time: memory bounded by
+		   the page, not by what is cached of the object */
 		while (j < nhave && have[j].off < units[i].off)
 			j++;
+		if (j == nhave && more) {
+			int err = index_units_from(c->index, obj->id, units[i].off, have,
+						   MISSING_PAGE, &nhave);
+			if (err) {
+				free(kept);
+				free(have);
+				return err;
+			}
+			more = nhave == MISSING_PAGE;
+			j = 0;
+		}
 		missing[i] = !(j < nhave && have[j].off == units[i].off && have[j].len == units[i].len);
 		if (!missing[i] && kept)
 			kept[nkept++] = units[i].off;
@@ -138,9 +154,11 @@ int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *u
 {
 	if (obj->id < 0)
 		return -ENOTSUP;	/* the origin gives no version to cache it by */
+	int err = object_cut(obj);
+	if (err)
+		return err;
 	uint64_t *offs = calloc(n ? n : 1, sizeof(*offs));
 	int *claim = calloc(n ? n : 1, sizeof(*claim));
-	int err = 0;
 
 	if (!offs || !claim) {
 		free(offs);

@@ -130,8 +130,19 @@ struct index_listed {
 /* *out: caller frees with index_listed_free(). */
 int index_objects_all(struct index *ix, struct index_listed **out, size_t *n);
 void index_listed_free(struct index_listed *v, size_t n);
-/* The units of OBJECT_ID by offset; caller frees *out. */
+/* The units of OBJECT_ID by offset; caller frees *out. For a command that
+ * lists them all (tilefs cache): a mount pages with index_units_from(). */
 int index_units_of(struct index *ix, int64_t object_id, struct index_unit **out, size_t *n);
+/* Up to MAX units of OBJECT_ID at offsets >= FROM, by offset, into
+ * OUT[0..*n) (the caller's array): a page of them, so that a walk of an
+ * object's units holds MAX of them at a time, not all of them. */
+int index_units_from(struct index *ix, int64_t object_id, uint64_t from, struct index_unit *out,
+		     size_t max, size_t *n);
+/* How object ID is cut, as index_object_map() says, but without reading
+ * its tile map: *header_len, and *tiled whether a map is stored. -ENOENT:
+ * added before tile maps existed (plain blocks); -EBADMSG: a damaged row
+ * (logged). */
+int index_object_cut(struct index *ix, int64_t id, uint64_t *header_len, bool *tiled);
 /* Forget an object and all its units. */
 int index_object_drop(struct index *ix, int64_t id);
 

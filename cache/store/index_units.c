@@ -64,6 +64,90 @@ int index_units_of(struct index *ix, int64_t object_id, struct index_unit **out,
 	*out = v;
 	return err;
 }
+/*
+ * The statements below are prepared at each call, not kept with the
+ * connection (index.c's table): each is made once per page of units or per
+ * object opened, where preparing costs little beside the rows it reads.
+ */
+static sqlite3_stmt *prepare(struct index_conn *c, const char *sql)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(c->db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK) {
+		index_sql_error(c->db, rc, "prepare");
+		sqlite3_finalize(s);
+		return NULL;
+	}
+	return s;
+}
+
+int index_units_from(struct index *ix, int64_t object_id, uint64_t from, struct index_unit *out,
+		     size_t max, size_t *n)
+{
+	*n = 0;
+	if (!ix)
+		return -ENODEV;	/* no index */
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = prepare(c, "SELECT id, off, len, crc FROM units WHERE object_id = ?1 "
+				     "AND off >= ?2 ORDER BY off LIMIT ?3");
+	int err = s ? 0 : -EIO, rc = SQLITE_DONE;
+
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_int64(s, 2, (int64_t)from);
+		sqlite3_bind_int64(s, 3, (int64_t)max);
+	}
+	while (!err && *n < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		out[*n] = (struct index_unit){
+			.id = sqlite3_column_int64(s, 0), .object_id = object_id,
+			.off = (uint64_t)sqlite3_column_int64(s, 1),
+			.len = (uint64_t)sqlite3_column_int64(s, 2),
+			.crc = (uint32_t)sqlite3_column_int64(s, 3),
+		};
+		(*n)++;
+	}
+	if (!err && rc != SQLITE_DONE && rc != SQLITE_ROW)
+		err = index_sql_error(c->db, rc, "list units");
+	sqlite3_finalize(s);
+	index_conn_put(ix, c);
+	if (err)
+		*n = 0;
+	return err;
+}
+
+int index_object_cut(struct index *ix, int64_t id, uint64_t *header_len, bool *tiled)
+{
+	if (!ix)
+		return -ENODEV;	/* no index */
+	struct index_conn *c = index_conn_get(ix);
+	/* length() of a blob reads its size, not its pages */
+	sqlite3_stmt *s = prepare(c, "SELECT header_len, coalesce(length(map), 0) "
+				     "FROM tile_maps WHERE object_id = ?1");
+	int err = -EIO;
+
+	if (s) {
+		sqlite3_bind_int64(s, 1, id);
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			int64_t len = sqlite3_column_int64(s, 0);
+			err = 0;
+			if (len < 0 || len > INDEX_HEADER_LEN_MAX) {
+				/* as index_object_map() refuses it */
+				log_warn("cache index: object %" PRId64 " has a damaged row "
+					 "(header %" PRId64 ")", id, len);
+				err = -EBADMSG;
+			}
+			*header_len = (uint64_t)len;
+			*tiled = sqlite3_column_int64(s, 1) > 0;
+		} else {
+			err = rc == SQLITE_DONE ? -ENOENT : index_sql_error(c->db, rc, "find tile map");
+		}
+	}
+	sqlite3_finalize(s);
+	index_conn_put(ix, c);
+	return err;
+}
+
 int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct index_unit *out)
 {
 	if (!ix)

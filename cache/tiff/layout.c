@@ -44,6 +44,46 @@ static size_t merge_units(struct layout_unit *u, size_t n)
 	return out;
 }
 
+/* Unit I of a dense layout (layout.h). */
+static struct layout_unit dense_unit(const struct layout *l, size_t i)
+{
+	size_t hdr = l->header > 0;
+	if (i < hdr)
+		return (struct layout_unit){ 0, l->header, UINT64_MAX };
+	uint64_t k = l->first_block + (i - hdr);
+	struct extent e = layout_block_extent(l, k);
+	if (i == hdr && e.off < l->header) {	/* its head went to the header */
+		e.len -= l->header - e.off;
+		e.off = l->header;
+	}
+	return (struct layout_unit){ e.off, e.len, k };
+}
+
+struct layout_unit layout_unit_get(const struct layout *l, size_t i)
+{
+	return l->units ? l->units[i] : dense_unit(l, i);
+}
+
+/* If L's units (after a header of HEADER bytes) are the extents of
+ * consecutive blocks, as dense_unit() makes them, drop the array. */
+static void make_dense(struct layout *l, uint64_t header)
+{
+	size_t hdr = header > 0;
+	if (!l->map || l->nunits <= hdr)
+		return;
+	l->header = header;
+	l->first_block = l->units[hdr].block;
+	if (l->first_block == UINT64_MAX || l->map->nblocks - l->first_block < l->nunits - hdr)
+		return;
+	for (size_t i = hdr; i < l->nunits; i++) {
+		struct layout_unit want = dense_unit(l, i);
+		if (memcmp(&want, &l->units[i], sizeof(want)) != 0)
+			return;
+	}
+	free(l->units);
+	l->units = NULL;
+}
+
 int layout_init(struct layout *l, uint64_t object_size, uint64_t block_size,
 		uint64_t header_len, struct tiff_map *map)
 {
@@ -100,6 +140,7 @@ int layout_init(struct layout *l, uint64_t object_size, uint64_t block_size,
 		l->units[0] = (struct layout_unit){ 0, header, UINT64_MAX };
 	}
 	l->nunits = n;
+	make_dense(l, header);
 	return 0;
 }
 
@@ -110,6 +151,7 @@ void layout_release(struct layout *l)
 	l->units = NULL;
 	l->map = NULL;
 	l->nunits = 0;
+	l->header = l->first_block = 0;
 }
 
 struct extent layout_block_extent(const struct layout *l, uint64_t k)
@@ -135,7 +177,7 @@ static long unit_before(const struct layout *l, uint64_t off)
 	long lo = 0, hi = (long)l->nunits - 1, found = -1;
 	while (lo <= hi) {
 		long mid = lo + (hi - lo) / 2;
-		if (l->units[mid].off <= off) {
+		if (layout_unit_get(l, (size_t)mid).off <= off) {
 			found = mid;
 			lo = mid + 1;
 		} else {
@@ -151,13 +193,13 @@ struct extent layout_unit_at(const struct layout *l, uint64_t off)
 	uint64_t gap_start = 0, gap_end = l->object_size;
 
 	if (i >= 0) {
-		const struct layout_unit *u = &l->units[i];
-		if (off < u->off + u->len)
-			return (struct extent){ u->off, u->len };
-		gap_start = u->off + u->len;
+		struct layout_unit u = layout_unit_get(l, (size_t)i);
+		if (off < u.off + u.len)
+			return (struct extent){ u.off, u.len };
+		gap_start = u.off + u.len;
 	}
 	if ((size_t)(i + 1) < l->nunits)
-		gap_end = l->units[i + 1].off;
+		gap_end = layout_unit_get(l, (size_t)i + 1).off;
 	uint64_t start = off - off % l->block_size;
 	uint64_t end = l->block_size > gap_end - start ? gap_end : start + l->block_size;
 	if (start < gap_start)
@@ -165,18 +207,21 @@ struct extent layout_unit_at(const struct layout *l, uint64_t off)
 	return (struct extent){ start, end - start };
 }
 
-/* The tile unit holding OFF, or NULL (the header, or a block). */
-static const struct layout_unit *tile_unit_at(const struct layout *l, uint64_t off)
+/* The tile unit holding OFF into *OUT; false if none (the header, or a
+ * block). */
+static bool tile_unit_at(const struct layout *l, uint64_t off, struct layout_unit *out)
 {
 	long i = unit_before(l, off);
-	if (i < 0 || off >= l->units[i].off + l->units[i].len || l->units[i].block == UINT64_MAX)
-		return NULL;
-	return &l->units[i];
+	if (i < 0)
+		return false;
+	*out = layout_unit_get(l, (size_t)i);
+	return off < out->off + out->len && out->block != UINT64_MAX;
 }
 
 bool layout_is_tile(const struct layout *l, uint64_t off)
 {
-	return tile_unit_at(l, off) != NULL;
+	struct layout_unit u;
+	return tile_unit_at(l, off, &u);
 }
 
 /* Add the unit of block K to OUT unless it is OWN or already there. */
@@ -199,11 +244,11 @@ static size_t add_block_unit(const struct layout *l, uint64_t k, struct extent o
 size_t layout_related(const struct layout *l, uint64_t off, enum layout_relation relation,
 		      struct extent *out, size_t max)
 {
-	const struct layout_unit *u = tile_unit_at(l, off);
-	if (!u)
+	struct layout_unit u;
+	if (!tile_unit_at(l, off, &u))
 		return 0;
-	struct extent own = { u->off, u->len };
-	uint64_t k = u->block;
+	struct extent own = { u.off, u.len };
+	uint64_t k = u.block;
 	const struct tiff_ifd *d = NULL;
 	for (uint32_t j = 0; j < l->map->nifd; j++)
 		if (k >= l->map->ifds[j].first && k < l->map->ifds[j].first + l->map->ifds[j].n)

@@ -35,11 +35,21 @@ struct layout_unit {
 	uint64_t block;			/* its first TIFF block; UINT64_MAX: header */
 };
 
+/*
+ * The units a map cuts, sorted and disjoint. A COG's tiles lie one after
+ * the other in block order, so its units are the header and then the
+ * extents of consecutive blocks: such a layout keeps no array (units NULL,
+ * "dense"), and a unit is computed from the map when asked for. Only a
+ * file whose tiles are out of order, overlap, are sparse or too large
+ * keeps the array (24 bytes a unit). Either way, nunits units.
+ */
 struct layout {
 	uint64_t object_size;
 	uint64_t block_size;
 	size_t nunits;
-	struct layout_unit *units;	/* sorted, disjoint; owned */
+	struct layout_unit *units;	/* owned; NULL: dense (or no units) */
+	uint64_t header;		/* dense: the header unit's length (0: none) */
+	uint64_t first_block;		/* dense: the block of the unit after it */
 	struct tiff_map *map;		/* owned; NULL for plain bytes */
 };
 
@@ -54,6 +64,8 @@ int layout_init(struct layout *l, uint64_t object_size, uint64_t block_size,
 		uint64_t header_len, struct tiff_map *map);
 void layout_release(struct layout *l);
 
+/* Unit I (< nunits) of L, in offset order. */
+struct layout_unit layout_unit_get(const struct layout *l, size_t i);
 /* The unit holding byte OFF (< object_size). */
 struct extent layout_unit_at(const struct layout *l, uint64_t off);
 /* Is the unit holding OFF a tile (or strip)? */

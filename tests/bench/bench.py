@@ -61,6 +61,9 @@ WORKLOADS = {
                "handed to the mount first (tilefs hint), beside the same epoch warm"),
     "epochs-half": (30, "chips/s", "three epochs over chips, no tile shared, whose tiles "
                     "weigh twice the tilefs --cache-size, one mount"),
+    "million": (30, "MB RSS", "a cache of 1,048,576 16-px tiles: RSS before and after reads, "
+                "hits vs local, ready after kill -9, cache stat, 100,000 names listed "
+                "(million.py: its own data and origin)"),
 }
 QUICK_WORKLOADS = ["chips", "chips-s2", "chips-landsat", "chips-torch", "full", "epochs",
                    "opens", "preads", "chipset", "loader"]
@@ -208,6 +211,40 @@ def describe(wl, files):
         return "random 256x256 chips, %s (%s/: no such files)" % (like, kind)
     return "random 256x256 chips, %s (%s/: %d files, %dx%d tiles, %s)" % (
         like, kind, len(fs), fs[0]["block"][0], fs[0]["block"][1], fs[0]["compression"])
+
+
+# ---------------------------------------------------------------- million
+
+def run_million(ctx, notes):
+    """The million workload (issue 30): tests/bench/million.py, run with
+    this run's tilefs binary, its own data set and origin; its figures go to
+    results/<ts>/million.json and a one-line summary to the notes."""
+    out = os.path.join(ctx.results, "million.json")
+    log("[30] million: %s" % WORKLOADS["million"][2])
+    r = subprocess.run([PY, os.path.join(HERE, "million.py"), "--tilefs", ctx.tilefs,
+                        "--json", out], stdout=subprocess.DEVNULL,
+                       stderr=open(os.path.join(ctx.logs, "million.log"), "w"))
+    try:
+        with open(out) as f:
+            big = json.load(f)["scales"][-1]
+    except (OSError, ValueError, KeyError, IndexError):
+        notes.append("million: failed (exit %d; logs/million.log)" % r.returncode)
+        return
+    before = max(m["rss"] for m in big["rss_before_reads"] if m)
+    note = ("million (%d units): RSS %.0f MB before reads, %.0f MB after %d tile preads "
+            "(%.2fx local); ready %.3f s after kill -9; cache stat %.3f s; 100,000 names: "
+            "scandir %.2f s, lstat each %.2f s" % (
+                big["units"], before, big["rss_after_reads"]["rss"], big["hits"],
+                big["pread_vs_local"], big["ready_after_kill9_s"], big["cache_stat_s"],
+                big["list_first"]["scandir_s"], big["list_first"]["lstat_all_s"]))
+    if r.returncode != 0:
+        note += " (million.py exit %d: logs/million.log)" % r.returncode
+    log("  " + note)
+    notes.append(note)
+
+
+# workloads run by a function of their own, not by run_workload()
+SEPARATE = {"million": run_million}
 
 
 # ---------------------------------------------------------------- origin
@@ -1123,6 +1160,9 @@ def main():
         ctx.origin.start()
         log("origin: %s (nginx pid %d)" % (ctx.origin.url, ctx.origin.pid))
         for wl in wls:
+            if wl in SEPARATE:
+                SEPARATE[wl](ctx, notes)
+                continue
             log("[%s] %s: %s, %d items" % (WORKLOADS[wl][0], wl, describe(wl, files),
                                            len(ctx.items[wl])))
             run_workload(ctx, wl, contestants, rows)

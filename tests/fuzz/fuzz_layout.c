@@ -47,11 +47,11 @@ static void check_units(const struct layout *l)
 {
 	uint64_t end = 0;
 	for (size_t i = 0; i < l->nunits; i++) {
-		const struct layout_unit *u = &l->units[i];
-		if (u->len == 0 || u->off < end || u->off > l->object_size ||
-		    u->len > l->object_size - u->off)
+		struct layout_unit u = layout_unit_get(l, i);
+		if (u.len == 0 || u.off < end || u.off > l->object_size ||
+		    u.len > l->object_size - u.off)
 			abort();
-		end = u->off + u->len;
+		end = u.off + u.len;
 	}
 }
 
@@ -95,11 +95,12 @@ static void check_layout(const struct layout *l)
 	check_partition(l);
 	size_t tiles = 0;
 	for (size_t i = 0; i < l->nunits && tiles < TILE_CHECKS; i++) {
-		if (l->units[i].block == UINT64_MAX)
+		struct layout_unit u = layout_unit_get(l, i);
+		if (u.block == UINT64_MAX)
 			continue;
 		tiles++;
-		check_related(l, l->units[i].off, LAYOUT_NEIGHBORS);
-		check_related(l, l->units[i].off, LAYOUT_ROW);
+		check_related(l, u.off, LAYOUT_NEIGHBORS);
+		check_related(l, u.off, LAYOUT_ROW);
 	}
 }
 

@@ -18,6 +18,7 @@
  * Every wait is for an event, bounded by ORIGIN_WAIT_S.
  */
 #include "cache/engine/cache.h"
+#include "cache/engine/engine_int.h"	/* obj->cut: test_cut_at_first_read() */
 #include "cache/origin/http.h"
 #include "cache/origin/providers/provider.h"
 #include "check.h"
@@ -101,7 +102,7 @@ static struct cache_object *engine_object(struct engine *e, const char *path)
 }
 
 /* The unit of OBJ holding OFF. */
-static struct extent unit_of(const struct cache_object *obj, uint64_t off)
+static struct extent unit_of(struct cache_object *obj, uint64_t off)
 {
 	return layout_unit_at(cache_object_layout(obj), off);
 }
@@ -579,6 +580,42 @@ out:
 	engine_stop(&e);
 }
 
+/* An open of a version the index holds records how it is cut and nothing
+ * per unit: the layout (and the known units) come at its first read
+ * (object_cut()), so that checking every cached file of a listing costs no
+ * memory per tile. */
+static void test_cut_at_first_read(struct origin_server *s, const char *dir)
+{
+	static char bytes[256u << 10];
+	struct engine e;
+	origin_pattern(bytes, sizeof(bytes), 8);
+	/* test_pinned()'s path, a new version (the origin holds 8 objects) */
+	origin_put(s, "/pinned.bin", sizeof(bytes), 8, "\"z1\"");
+	if (engine_start(&e, s, dir, 64u << 20, 5) != 0) {
+		CHECK(0, "cut: the cache opens");
+		return;
+	}
+	struct cache_object *obj = engine_object(&e, "/pinned.bin");
+	CHECK(obj && atomic_load(&obj->cut), "a version the open fetched is cut at once");
+	CHECK(obj && read_all(&e, obj, bytes, NULL) == 0, "read whole, cached");
+	cache_object_unref(obj);
+	engine_stop(&e);
+
+	if (engine_start(&e, s, dir, 64u << 20, 5) != 0) {
+		CHECK(0, "cut: the cache opens again");
+		return;
+	}
+	size_t gets = origin_count(s, "GET", "/pinned.bin", UINT64_MAX);
+	obj = engine_object(&e, "/pinned.bin");
+	CHECK(obj && !atomic_load(&obj->cut) && obj->layout.nunits == 0 && !obj->layout.units,
+	      "reopened from the index: not cut, nothing held per unit");
+	CHECK(obj && read_all(&e, obj, bytes, NULL) == 0 && atomic_load(&obj->cut),
+	      "its first read cuts it and reads right");
+	CHECK(origin_count(s, "GET", "/pinned.bin", UINT64_MAX) == gets, "from the cache (no GET)");
+	cache_object_unref(obj);
+	engine_stop(&e);
+}
+
 /* A fresh cache dir under BASE named NAME. */
 static const char *cache_dir_in(const char *base, const char *name, char *buf, size_t len)
 {
@@ -609,6 +646,7 @@ int main(void)
 	test_stale(&s, cache_dir_in(base, "stale", dir, sizeof(dir)), false);
 	test_stale(&s, cache_dir_in(base, "stale-anyway", dir, sizeof(dir)), true);
 	test_pinned(&s, cache_dir_in(base, "pinned", dir, sizeof(dir)));
+	test_cut_at_first_read(&s, cache_dir_in(base, "cut", dir, sizeof(dir)));
 	test_full_disk(&s, base);
 	origin_stop(&s);
 	remove_tree(base);

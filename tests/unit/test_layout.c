@@ -137,11 +137,74 @@ static void overlaps(void)
 	layout_release(&l);
 }
 
+/* A 2x2 grid of tiles of 992 bytes (1000 with leader and trailer) one after
+ * the other from 16 KiB on, in block order: a COG as GDAL writes it. */
+static struct tiff_map *cog_map(void)
+{
+	struct tiff_map *m = calloc(1, sizeof(*m));
+	m->leader = m->trailer = 4;
+	m->nifd = 1;
+	m->ifds = calloc(1, sizeof(*m->ifds));
+	m->ifds[0] = (struct tiff_ifd){ .width = 512, .height = 512, .block_w = 256,
+					.block_h = 256, .across = 2, .down = 2, .planes = 1,
+					.tiled = true, .first = 0, .n = 4 };
+	m->nblocks = 4;
+	m->blocks = calloc(4, sizeof(*m->blocks));
+	for (uint64_t i = 0; i < 4; i++)
+		m->blocks[i] = (struct tiff_block){ 16388 + 1000 * i, 992 };
+	return m;
+}
+
+/* A COG's cut keeps no array of units (24 bytes each): they are computed
+ * from its map, and come out as the array would have held them. */
+static void dense(void)
+{
+	struct layout l;
+	CHECK(layout_init(&l, 20884, 4096, 65536, cog_map()) == 0, "layout");
+	CHECK(l.units == NULL && l.nunits == 5, "no array of units (%zu units)", l.nunits);
+	struct layout_unit u = layout_unit_get(&l, 0);
+	CHECK(u.off == 0 && u.len == 16384 && u.block == UINT64_MAX, "unit 0: the header");
+	u = layout_unit_get(&l, 3);
+	CHECK(u.off == 18384 && u.len == 1000 && u.block == 2, "unit 3: block 2");
+	struct extent e = layout_unit_at(&l, 19000);
+	CHECK(e.off == 18384 && e.len == 1000 && layout_is_tile(&l, 19000), "a tile's unit");
+	e = layout_unit_at(&l, 20500);
+	CHECK(e.off == 20480 && e.len == 404 && !layout_is_tile(&l, 20500),
+	      "after the last tile: an aligned block (%llu+%llu)", (unsigned long long)e.off,
+	      (unsigned long long)e.len);
+	struct extent rel[16];
+	CHECK(layout_related(&l, 16788, LAYOUT_NEIGHBORS, rel, 16) == 3, "three neighbours");
+	layout_release(&l);
+
+	/* the first tile reaching into the header's last 16 KiB: still none */
+	struct tiff_map *m = cog_map();
+	m->blocks[0] = (struct tiff_block){ 1004, 16000 };	/* unit 1000..17008 */
+	for (uint64_t i = 1; i < 4; i++)
+		m->blocks[i] = (struct tiff_block){ 17012 + 1000 * (i - 1), 992 };
+	CHECK(layout_init(&l, 20884, 4096, 65536, m) == 0, "layout");
+	e = layout_unit_at(&l, 16384);
+	CHECK(l.units == NULL && e.off == 16384 && e.len == 624 && layout_is_tile(&l, 16384),
+	      "the first tile gives its head to the header (%llu+%llu)",
+	      (unsigned long long)e.off, (unsigned long long)e.len);
+	layout_release(&l);
+
+	/* tiles out of block order: the array, and the same cut */
+	m = cog_map();
+	m->blocks[1].off = 18388;
+	m->blocks[2].off = 17388;
+	CHECK(layout_init(&l, 20884, 4096, 65536, m) == 0, "layout");
+	e = layout_unit_at(&l, 17400);
+	CHECK(l.units != NULL && e.off == 17384 && e.len == 1000 && layout_is_tile(&l, 17400),
+	      "out of order: an array, the same units");
+	layout_release(&l);
+}
+
 int main(void)
 {
 	blocks_only();
 	plain_file();
 	tiles();
 	overlaps();
+	dense();
 	return check_done();
 }
