@@ -391,9 +391,10 @@ int control_start(struct namespace *ns, struct cache *cache, const char *mountpo
 	}
 	if (dir_fd >= 0)
 		close(dir_fd);
-	/* the private cache dir keeps others out; the check of each client's
-	   uid (serve()) is what admits the owner and root only */
-	chmod(ctl->path, 0666);
+	/* like every file of the cache dir, 0600; the private cache dir keeps
+	   others out as well, and the check of each client's uid (serve())
+	   admits the owner and root only, whatever the modes */
+	chmod(ctl->path, 0600);
 	if (pthread_create(&ctl->thread, NULL, control_thread, ctl) != 0) {
 		err = -EAGAIN;
 		goto fail_socket;

@@ -253,8 +253,12 @@ tile_gets() {
 	chmod 700 "$ud/cache"
 	tilefs_mount "$ORIGIN_URL" "$ud/mnt" --prefetch none -o allow_other --cache-dir "$ud/cache"
 	ls "$ud/mnt" >/dev/null
+	local sock
+	sock=$(echo "$ud"/cache/mounts/*.hint.sock)
+	assert_eq "$(stat -c %a "$sock")" 600 "the socket's mode"
 	# let the user reach the socket itself: the daemon must refuse it
 	chmod 711 "$ud/cache" "$ud/cache/mounts"
+	chmod 666 "$sock"
 	echo cog.tif >"$ud/order"
 	origin_log_reset
 	run runuser -u nobody -- "$ud/tilefs" hint "$ud/mnt" - <"$ud/order"

@@ -61,6 +61,8 @@ WORKLOADS = {
                "handed to the mount first (tilefs hint), beside the same epoch warm"),
     "epochs-half": (30, "chips/s", "three epochs over chips, no tile shared, whose tiles "
                     "weigh twice the tilefs --cache-size, one mount"),
+    "epochs-half-hinted": (30, "chips/s", "the same, each epoch's order handed to the cold "
+                           "mount first (tilefs hint)"),
     "million": (30, "MB RSS", "a cache of 1,048,576 16-px tiles: RSS before and after reads, "
                 "hits vs local, ready after kill -9, cache stat, 100,000 names listed "
                 "(million.py: its own data and origin)"),
@@ -729,6 +731,8 @@ def phase_labels(wl):
         return ["epoch1", "epoch2", "epoch3"]
     if wl == EPOCHS_HALF:
         return ["half-epoch1", "half-epoch2", "half-epoch3"]
+    if wl == EPOCHS_HALF_HINTED:
+        return ["hinted-half-epoch1", "hinted-half-epoch2", "hinted-half-epoch3"]
     return [wl]
 
 
@@ -742,6 +746,7 @@ def phase_labels(wl):
 # relative to epoch 1's and to the tiles' weight: 0.5x is the best a cache
 # of half can do, LRU gives about 0.87x.
 EPOCHS_HALF = "epochs-half"
+EPOCHS_HALF_HINTED = "epochs-half-hinted"  # its chips and cache size, hinted
 SIZES["quick"][EPOCHS_HALF] = 150
 SIZES["full"][EPOCHS_HALF] = 500
 
@@ -782,9 +787,10 @@ def epochs_half_plan(ctx, files, mode, seed=20261125):
                 n = band.GetMetadataItem("BLOCK_SIZE_%d_%d" % (tx, ty), "TIFF")
                 weight += int(n or 0)
         ds = None
-    ctx.items[EPOCHS_HALF] = items
+    ctx.items[EPOCHS_HALF] = ctx.items[EPOCHS_HALF_HINTED] = items
     ctx.epochs_half_weight = weight
-    ctx.cache_sizes[EPOCHS_HALF] = str(max(weight // 2, 1 << 20))
+    ctx.cache_sizes[EPOCHS_HALF] = ctx.cache_sizes[EPOCHS_HALF_HINTED] = \
+        str(max(weight // 2, 1 << 20))
     log("%s: %d chips, no tile shared, touch %.0f MB of tiles; tilefs --cache-size %s" % (
         EPOCHS_HALF, len(items), weight / 1e6, ctx.cache_sizes[EPOCHS_HALF]))
 
@@ -890,7 +896,8 @@ def run_workload(ctx, wl, contestants, rows):
                 drop_caches(ctx.dropstate)
                 if k > 0:
                     off = ctx.origin.offset()
-                hint_note = hint_order(ctx, c, root, items) if wl == "hinted" else ""
+                hint_note = hint_order(ctx, c, root, items, shuffle=(k if epochs else None)) \
+                    if wl in ("hinted", EPOCHS_HALF_HINTED) else ""
                 tuning = TUNED_LOADER if wl == "loader" and c.family == "vsicurl" \
                     else UNTUNED_LOADER
                 row = run_phase(ctx, wl, c, root, items_file, lab,
@@ -927,7 +934,7 @@ def run_workload(ctx, wl, contestants, rows):
                 rows.append(row)
                 if row["check"] == "HANG":
                     break
-            if wl == EPOCHS_HALF:
+            if wl in (EPOCHS_HALF, EPOCHS_HALF_HINTED):
                 epochs_half_note(ctx, phase_rows)
             note = c.finish(ctx)
             if c.family == "tilefs":
@@ -954,16 +961,20 @@ def run_workload(ctx, wl, contestants, rows):
 
 
 # ---------------------------------------------------------------- hinted
-def hint_order(ctx, c, root, items):
-    """The hinted workload, before its phase: a cold tilefs mount is handed
+def hint_order(ctx, c, root, items, shuffle=None):
+    """A hinted workload, before each phase: a cold tilefs mount is handed
     the items' order (tilefs hint), as a training loop that knows its sample
     order would; its warm twin and the other contestants read unhinted.
+    SHUFFLE: the seed workload.py shuffles this phase's items with.
     Returns a note for the row ('' when the hint was given or not wanted)."""
     if c.family != "tilefs" or c.warm_of:
         return ""
     order = os.path.join(ctx.raw, "hinted-%s.order" % fname(c.name))
+    idx = list(range(len(items)))
+    if shuffle is not None:
+        random.Random(shuffle).shuffle(idx)     # as workload.py --shuffle
     with open(order, "w") as f:
-        for it in items:
+        for it in (items[i] for i in idx):
             x, y, w, h = it["window"]
             f.write("%s\t%d %d %d %d\n" % (it["path"], x, y, w, h))
     r = subprocess.run([ctx.tilefs, "hint", root, order], capture_output=True, text=True)
@@ -1130,7 +1141,7 @@ def main():
     total = sum(f["size"] for f in files)
     log("data: %d files, %.0f MB in %s" % (len(files), total / 1e6, ctx.data))
     ctx.items = plan(files, mode, SIZES[mode], chipset_paths(ctx.data))
-    if EPOCHS_HALF in wls:
+    if EPOCHS_HALF in wls or EPOCHS_HALF_HINTED in wls:
         epochs_half_plan(ctx, files, mode)
     ctx.scratch = tempfile.mkdtemp(prefix="tilefs-bench.")
     os.makedirs(os.path.join(ctx.scratch, "cache"))
