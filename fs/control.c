@@ -101,6 +101,11 @@ static int order_grow(struct order *o)
 	if (!v || !l || !e)
 		return -ENOMEM;
 	o->cap = cap;
+	/* the entries point into the arrays that moved */
+	for (size_t i = 0; i < o->n; i++) {
+		o->listed[i].etag = o->etags[i];
+		o->v[i].listed = &o->listed[i];
+	}
 	return 0;
 }
 

@@ -129,6 +129,26 @@ tile_gets() {
 	tilefs_umount "$MNT"
 }
 
+@test "hint: an order of 600 lines, more than one allocation of entries, is taken whole" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --metrics-file "$PROM"
+	local k
+	for k in $(seq 0 599); do
+		echo "cog.tif $((k % 16 * 256)) $((k / 16 % 16 * 256)) 256 256"
+	done >"$T/order"
+	tilefs_run hint "$MNT" "$T/order"
+	assert_eq "$status" 0 "exit status of tilefs hint"
+	assert_eq "$out" "hinted 600 entries on $MNT" "what tilefs hint says"
+	wait_until "tilefs_hint_entries 600" metric_is "$PROM" tilefs_hint_entries 600
+	# the last of the 256 tiles, hinted in line 256, is fetched
+	local t
+	t=$(block "$T/web/cog.tif" 15 15)
+	wait_until "a GET of the tile at ${t% *}" fetched /cog.tif "${t% *}"
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$t"
+	tilefs_umount "$MNT"
+}
+
 @test "hint: --hint-budget bounds what is fetched ahead of the readers; a read moves it on" {
 	hint_cog "$T/web"
 	origin_start "$T/web"
