@@ -160,6 +160,7 @@ struct http_request {
 					   Content-Length; UINT64_MAX unknown */
 	char etag[128];
 	char last_modified[64];
+	char challenge[160];		/* a 401's WWW-Authenticate, "" if none */
 	char error[160];		/* why it failed, for messages */
 
 	/* private to http.c */

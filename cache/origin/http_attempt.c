@@ -62,7 +62,7 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *arg)
 
 	if (n >= 5 && strncmp(line, "HTTP/", 5) == 0) {
 		/* a new response (redirect or retry): forget the last one's */
-		req->etag[0] = req->last_modified[0] = '\0';
+		req->etag[0] = req->last_modified[0] = req->challenge[0] = '\0';
 		req->retry_after_s = -1;
 		req->range_first = req->range_last = UINT64_MAX;
 		return n;
@@ -71,6 +71,8 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *arg)
 		header_value(line, n, 5, req->etag, sizeof(req->etag));
 	} else if (header_is(line, n, "last-modified:")) {
 		header_value(line, n, 14, req->last_modified, sizeof(req->last_modified));
+	} else if (header_is(line, n, "www-authenticate:")) {
+		header_value(line, n, 17, req->challenge, sizeof(req->challenge));
 	} else if (header_is(line, n, "content-range:")) {
 		/* "bytes FIRST-LAST/TOTAL" */
 		unsigned long long first, last;

@@ -24,13 +24,30 @@ setup() {
 	SOURCE=az://$AZURITE_ACCOUNT/cogs/eo/2024
 	unset AZURE_STORAGE_ACCOUNT AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN \
 		AZURE_POD_IDENTITY_AUTHORITY_HOST AZURE_CLIENT_ID IDENTITY_ENDPOINT IDENTITY_HEADER \
-		AZURE_TENANT_ID AZURE_CLIENT_SECRET AZURE_FEDERATED_TOKEN_FILE AZURE_AUTHORITY_HOST
+		AZURE_TENANT_ID AZURE_CLIENT_SECRET AZURE_FEDERATED_TOKEN_FILE AZURE_AUTHORITY_HOST \
+		IMDS_ENDPOINT
+	ARC_MADE=()
 }
 
 teardown() {
 	tilefs_teardown
 	identity_stop
 	azurite_stop
+	local p
+	for p in "${ARC_MADE[@]}"; do
+		rm -rf "$p"
+	done
+}
+
+# arc_key_file: a key file path in Azure Arc's token directory (the one
+# place tilefs reads a challenge's key from), made for this test and
+# removed by teardown with any directory it had to create.
+arc_key_file() {
+	local dir=/var/opt/azcmagent/tokens top=/var/opt/azcmagent
+	[ -d "$top" ] || ARC_MADE+=("$top")
+	mkdir -p "$dir" || return 1
+	ARC_KEY=$dir/tilefs-test-$$-$BATS_TEST_NUMBER.key
+	ARC_MADE+=("$ARC_KEY")
 }
 
 use_shared_key() {
@@ -359,6 +376,43 @@ seconds_since_t0() {
 	for v in "instance metadata service" AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN --no-sign-request; do
 		[[ $err == *"$v"* ]] || fail "$v not named in: $err"
 	done
+}
+
+@test "managed identity: Azure Arc's challenge is answered from its key file, and only from there" {
+	oauth_azurite
+	arc_key_file || skip "cannot make $ARC_KEY's directory"
+	identity_start --lifetime 60 --arc-key-file "$ARC_KEY"
+	export IDENTITY_ENDPOINT=$IDENTITY_URL/arc/token IMDS_ENDPOINT=$IDENTITY_URL
+	tilefs_mount "$SOURCE" "$MNT" --endpoint "$AZURITE_ENDPOINT" --ca-file "$AZURITE_CA" \
+		--ttl 0 --log-level debug
+	cmp_tree "$SAMPLES" "$MNT"
+	assert_eq "$(identity_count GET 401 /arc/token)" 1 "challenges"
+	assert_eq "$(identity_count GET 200 /arc/token)" 1 "Arc token requests"
+	# past half the token's life: a renewal answers a new challenge
+	wait_until "a token renewal" read_until_tokens 2 notes.txt
+	assert_eq "$(identity_count GET 401 /arc/token)" 2 "challenges after one renewal"
+	assert_eq "$(azurite_count GET 403)" 0 "requests Azurite refused"
+	local log=$TILEFS_LOG key
+	key=$(cat "$ARC_KEY")
+	tilefs_umount "$MNT"
+	no_secret_in "$log" "$key" "eyJ"
+
+	# a challenge naming a file outside the agent's directory is refused
+	identity_stop
+	echo 'not-a-key' >"$T/stolen.key"
+	identity_start --lifetime 60 --arc-key-file "$T/stolen.key"
+	export IDENTITY_ENDPOINT=$IDENTITY_URL/arc/token IMDS_ENDPOINT=$IDENTITY_URL
+	tilefs_run mount --endpoint "$AZURITE_ENDPOINT" --ca-file "$AZURITE_CA" --cache-dir "$CACHE" \
+		"$SOURCE" "$MNT"
+	assert_eq "$status" 1 "exit status"
+	[[ $err == *"Azure Arc"* ]] || fail "Azure Arc not named in: $err"
+	assert_eq "$(identity_count GET 200 /arc/token)" 0 "tokens handed out for a foreign key file"
+	# Arc's identity is system-assigned only: a client id is an error
+	export AZURE_CLIENT_ID=some-uami
+	tilefs_run mount --endpoint "$AZURITE_ENDPOINT" --ca-file "$AZURITE_CA" --cache-dir "$CACHE" \
+		"$SOURCE" "$MNT"
+	assert_eq "$status" 1 "exit status with AZURE_CLIENT_ID"
+	[[ $err == *"unset AZURE_CLIENT_ID"* ]] || fail "no word of AZURE_CLIENT_ID in: $err"
 }
 
 @test "Entra ID: a service principal's secret; workload identity re-reading its token file at each renewal" {

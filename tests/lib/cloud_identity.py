@@ -13,6 +13,12 @@ while those hold. For tests: no real server here plays these parts.
                  as IMDS gives them.
   App Service    GET /msi/token?api-version=2019-08-01&resource=...
                  with "X-IDENTITY-HEADER: --identity-header" (else 401).
+  Azure Arc      GET /arc/token?api-version=2019-11-01&resource=... with
+                 "Metadata: true" (else 400): without Authorization, 401
+                 with "WWW-Authenticate: Basic realm=--arc-key-file", a
+                 new random key written to that file (0600) first, as the
+                 agent does at each challenge; with "Authorization: Basic
+                 KEY", the last key written, the token (else 401 again).
   Entra ID       POST /TENANT/oauth2/v2.0/token, a form of client_id (must
                  be --client-id when given), scope
                  https://storage.azure.com/.default, grant_type
@@ -46,10 +52,10 @@ Tokens are announced to live --lifetime seconds (expires_in) but hold at
 the data plane (and in the JWT's exp) only --valid seconds (default: the
 same): a shorter --valid plays a token revoked or expired early.
 Left out: every other metadata path, scopes, audiences other than
-storage, Azure Arc's challenge, the JSON API, pagination of listings.
+storage, Azure Arc's client_id (Arc refuses it), the JSON API, pagination of listings.
 
 Usage: cloud_identity.py --port-file F [--port P] [--lifetime S] [--valid S]
-        [--client-id ID] [--identity-header H] [--gcs-root DIR]
+        [--client-id ID] [--identity-header H] [--arc-key-file F] [--gcs-root DIR]
         [--secret S] [--tls-cert PEM --tls-key PEM]
         [--client-secret S] [--assertion-file F]
         [--refresh-token T] [--sa-email E --sa-public-key PEM]
@@ -152,6 +158,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             "ext_expires_in": str(ARGS.lifetime), "not_before": str(now),
             "resource": "https://storage.azure.com/", "token_type": "Bearer"}).encode())
 
+    def arc_token(self, q):
+        global ARC_KEY
+        if self.headers.get("Metadata") != "true" or q.get("api-version") != ["2019-11-01"]:
+            return self.reply(400, b'{"error":"invalid_request"}')
+        given = self.headers.get("Authorization")
+        if ARC_KEY and given == "Basic " + ARC_KEY:
+            ARC_KEY = None     # a key answers one challenge
+            return self.azure_token(q, "arc")
+        ARC_KEY = secrets.token_hex(32)
+        fd = os.open(ARGS.arc_key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, ARC_KEY.encode())
+        os.close(fd)
+        return self.reply(401, b'{"error":"unauthorized"}',
+                          headers=[("WWW-Authenticate", "Basic realm=" + ARGS.arc_key_file)])
+
     def do_GET(self):
         url = urllib.parse.urlsplit(self.path)
         q = urllib.parse.parse_qs(url.query)
@@ -165,6 +186,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     self.headers.get("X-IDENTITY-HEADER") != ARGS.identity_header:
                 return self.reply(401, b'{"error":"unauthorized"}')
             return self.azure_token(q, "appservice")
+        if url.path == "/arc/token":
+            return self.arc_token(q)
         if url.path == "/computeMetadata/v1/instance/service-accounts/default/token":
             if self.headers.get("Metadata-Flavor") != "Google":
                 return self.reply(403, b"Missing Metadata-Flavor:Google header.",
@@ -333,6 +356,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+ARC_KEY = None     # the key the last Arc challenge wrote
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()
@@ -342,6 +368,7 @@ def main():
     p.add_argument("--valid", type=int)
     p.add_argument("--client-id")
     p.add_argument("--identity-header")
+    p.add_argument("--arc-key-file")
     p.add_argument("--gcs-root")
     p.add_argument("--secret", default=secrets.token_hex(16))
     p.add_argument("--client-secret")

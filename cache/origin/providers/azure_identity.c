@@ -10,6 +10,14 @@
  *   App Service, Container Apps: GET $IDENTITY_ENDPOINT?api-version=
  *         2019-08-01&resource=...[&client_id=ID] with "X-IDENTITY-HEADER:
  *         $IDENTITY_HEADER"; expires_on in seconds since the epoch.
+ *   Azure Arc (IDENTITY_ENDPOINT and IMDS_ENDPOINT set, no
+ *         IDENTITY_HEADER): GET $IDENTITY_ENDPOINT?api-version=2019-11-01
+ *         &resource=... with "Metadata: true" answers 401 with
+ *         "WWW-Authenticate: Basic realm=PATH", PATH a file NAME.key of at
+ *         most 4096 bytes right in /var/opt/azcmagent/tokens/ (anything
+ *         else is refused, as the Azure SDKs refuse it); the same GET
+ *         again with "Authorization: Basic CONTENTS" answers the token.
+ *         No user-assigned identity.
  *   Entra ID: POST $AUTHORITY/$TENANT/oauth2/v2.0/token, a form of
  *         client_id, scope=https://storage.azure.com/.default,
  *         grant_type=client_credentials and client_secret, or
@@ -18,7 +26,6 @@
  *         authority is https, or http on a loopback address (an emulator).
  * The secret, the header and the assertion are read at each fetch and
  * never kept, logged or put in a URL.
- * Left out: Azure Arc's challenge (a 401 naming a key file to read).
  * IDENTITY_HEADER is a secret: read at each fetch, never kept or logged.
  */
 #include "cache/origin/providers/azure_identity.h"
@@ -27,16 +34,21 @@
 #include "cache/origin/url.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define STORAGE_RESOURCE "https%%3A%%2F%%2Fstorage.azure.com%%2F"	/* in a format */
-#define HEADER_MAX 1024		/* the secret header line */
 #define ASSERTION_MAX (16 * 1024)	/* a federated token file */
 #define FORM_MAX (3 * ASSERTION_MAX + 1024)	/* the form, its secret encoded */
+#define ARC_TOKEN_DIR "/var/opt/azcmagent/tokens/"	/* where Arc's key files lie */
+#define ARC_KEY_MAX 4096		/* an Arc key file, at most */
+#define HEADER_MAX (ARC_KEY_MAX + 64)	/* a secret header line */
 
 /* May the token endpoint at URL see a secret? https, or http on a
  * loopback address. */
@@ -159,6 +171,7 @@ int azure_identity_init(struct azure_identity *id, char *err, size_t err_size)
 	const char *tenant = getenv("AZURE_TENANT_ID");
 	const char *client_secret = getenv("AZURE_CLIENT_SECRET");
 	const char *token_file = getenv("AZURE_FEDERATED_TOKEN_FILE");
+	const char *imds_endpoint = getenv("IMDS_ENDPOINT");
 	char *client_enc = NULL;
 	size_t n;
 
@@ -167,9 +180,16 @@ int azure_identity_init(struct azure_identity *id, char *err, size_t err_size)
 		return entra_init(id, tenant, client, false, err, err_size);
 	if (tenant && *tenant && client && *client && token_file && *token_file)
 		return entra_init(id, tenant, client, true, err, err_size);
+	bool app_service = endpoint && *endpoint && secret && *secret;
+	id->arc = !app_service && endpoint && *endpoint && imds_endpoint && *imds_endpoint;
+	if (id->arc && client && *client) {
+		snprintf(err, err_size, "Azure Arc's managed identity is system-assigned only: "
+			 "unset AZURE_CLIENT_ID");
+		return -EINVAL;
+	}
 	if (client && *client && !(client_enc = url_encode(client, false)))
 		return -ENOMEM;
-	if (endpoint && *endpoint && secret && *secret) {
+	if (app_service || id->arc) {
 		if (strncasecmp(endpoint, "http://", 7) != 0 &&
 		    strncasecmp(endpoint, "https://", 8) != 0) {
 			snprintf(err, err_size, "IDENTITY_ENDPOINT is not an http(s) URL");
@@ -177,11 +197,14 @@ int azure_identity_init(struct azure_identity *id, char *err, size_t err_size)
 			return -EINVAL;
 		}
 		n = (size_t)snprintf(id->url, sizeof(id->url),
-				     "%s%sapi-version=2019-08-01&resource=" STORAGE_RESOURCE "%s%s",
+				     "%s%sapi-version=%s&resource=" STORAGE_RESOURCE "%s%s",
 				     endpoint, strchr(endpoint, '?') ? "&" : "?",
+				     id->arc ? "2019-11-01" : "2019-08-01",
 				     client_enc ? "&client_id=" : "", client_enc ? client_enc : "");
-		snprintf(id->name, sizeof(id->name), "the managed identity endpoint");
-		id->header_env = "IDENTITY_HEADER";
+		snprintf(id->name, sizeof(id->name), id->arc ? "Azure Arc's identity endpoint" :
+			 "the managed identity endpoint");
+		if (app_service)
+			id->header_env = "IDENTITY_HEADER";
 	} else {
 		if (!host || !*host)
 			host = "http://169.254.169.254";
@@ -203,12 +226,59 @@ int azure_identity_init(struct azure_identity *id, char *err, size_t err_size)
 	return 0;
 }
 
+/* Azure Arc's challenge CHALLENGE answered: "Authorization: Basic KEY"
+ * into LINE (HEADER_MAX), KEY read from the file it names, which must be
+ * a NAME.key right in ARC_TOKEN_DIR, a regular file of at most
+ * ARC_KEY_MAX bytes. 0, or -EACCES (logged, never the key). */
+static int arc_answer(const char *challenge, char *line)
+{
+	static const char realm[] = "Basic realm=";
+	const char *path = challenge + sizeof(realm) - 1;
+	const char *name = path + sizeof(ARC_TOKEN_DIR) - 1;
+	size_t name_len = strlen(name);
+	char key[ARC_KEY_MAX + 1];
+	int fd = -1, err = -EACCES;
+	struct stat st;
+	ssize_t n = 0;
+
+	if (strncasecmp(challenge, realm, sizeof(realm) - 1) != 0 ||
+	    strncmp(path, ARC_TOKEN_DIR, sizeof(ARC_TOKEN_DIR) - 1) != 0 ||
+	    name_len <= 4 || strchr(name, '/') || strcmp(name + name_len - 4, ".key") != 0 ||
+	    name[0] == '.') {
+		log_warn("azure: Azure Arc's challenge names no key file in " ARC_TOKEN_DIR
+			 ": refused");
+		return -EACCES;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > ARC_KEY_MAX ||
+	    (n = read(fd, key, sizeof(key))) <= 0 || n > ARC_KEY_MAX) {
+		log_warn("azure: cannot read Azure Arc's key file %s (regular, at most %d bytes)",
+			 path, ARC_KEY_MAX);
+		goto out;
+	}
+	while (n > 0 && (key[n - 1] == '\n' || key[n - 1] == '\r'))
+		n--;
+	key[n] = '\0';
+	for (ssize_t i = 0; i < n; i++)
+		if ((unsigned char)key[i] < 0x20 || key[i] == 0x7f)
+			n = 0;
+	if (n > 0 && (size_t)snprintf(line, HEADER_MAX, "Authorization: Basic %s", key) < HEADER_MAX)
+		err = 0;
+	else
+		log_warn("azure: Azure Arc's key file %s holds no usable key", path);
+out:
+	explicit_bzero(key, sizeof(key));
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
 int azure_identity_fetch(void *arg, void *out, time_t *expires, char *from, size_t from_size)
 {
 	const struct azure_identity *id = arg;
 	char *line = calloc(1, HEADER_MAX), *form = NULL;
 	struct oauth_body *body = malloc(sizeof(*body));
-	const char *headers[] = { "Metadata: true", NULL };
+	const char *headers[] = { "Metadata: true", NULL, NULL };
 	int err;
 
 	if (!line || !body) {
@@ -236,7 +306,16 @@ int azure_identity_fetch(void *arg, void *out, time_t *expires, char *from, size
 		}
 		headers[0] = line;
 	}
+	body->answers_challenge = id->arc;
 	err = oauth_endpoint_call(id->url, id->name, NULL, headers, form, body);
+	if (err == -EACCES && id->arc && body->challenge[0]) {
+		err = arc_answer(body->challenge, line);
+		if (err)
+			goto out;
+		headers[1] = line;
+		body->answers_challenge = false;
+		err = oauth_endpoint_call(id->url, id->name, NULL, headers, NULL, body);
+	}
 	if (err)
 		goto out;
 	err = oauth_token_from_json(body->text, body->len, time(NULL), out, expires);

@@ -116,7 +116,7 @@ int oauth_endpoint_call_signed(const char *url, const char *name, const char *me
 	int err;
 
 	out->len = 0;
-	out->text[0] = '\0';
+	out->text[0] = out->challenge[0] = '\0';
 	http_config_defaults(&cfg);
 	cfg.retries = 0;
 	cfg.connect_timeout_s = 1;
@@ -126,7 +126,9 @@ int oauth_endpoint_call_signed(const char *url, const char *name, const char *me
 	err = http_fetch_once(&cfg, &req);
 	if (!err && req.status != 200)
 		err = -EACCES;
-	if (err) {
+	if (err && req.status == 401)
+		snprintf(out->challenge, sizeof(out->challenge), "%s", req.challenge);
+	if (err && !(out->answers_challenge && out->challenge[0])) {
 		/* the cause a failed start prints, and the log's at a renewal */
 		char *shown = url_for_log(url);
 		if (req.status && req.status != 200)

@@ -16,6 +16,7 @@
 #include "cache/origin/http.h"
 #include "cache/origin/providers/renewal.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -51,6 +52,9 @@ int oauth_token_from_json(const char *text, size_t len, time_t now, struct oauth
 struct oauth_body {
 	char text[OAUTH_ENDPOINT_MAX_BODY];	/* NUL-terminated */
 	size_t len;
+	bool answers_challenge;		/* in: the caller answers a 401's
+					   challenge itself (not logged) */
+	char challenge[160];		/* out: a 401's WWW-Authenticate, or "" */
 };
 
 /*
@@ -59,7 +63,7 @@ struct oauth_body {
  * (NULL-terminated array; may be NULL) and, when FORM is not NULL, that
  * www-form-urlencoded body (it may hold a secret: never logged); one
  * attempt, 1 s to connect, 5 s in all. 0 and OUT when it answers 200;
- * -EACCES for another status; else the transport's -errno, the failure
+ * -EACCES for another status (a 401's challenge in OUT); else the transport's -errno, the failure
  * logged (warn) with NAME and URL without its query.
  */
 int oauth_endpoint_call(const char *url, const char *name, const char *method,
