@@ -24,6 +24,7 @@
 
 #define SOCKET_PATH_SIZE 4400
 #define CLIENT_TIMEOUT_S 30	/* a client that sends nothing this long is dropped */
+#define CHECKED_OBJECTS 32	/* objects kept open to check the windows of an order */
 #define WHY_SIZE (2 * HINT_LINE_MAX + 4400 + 600)	/* two paths and words */
 
 struct control {
@@ -109,18 +110,12 @@ static int order_grow(struct order *o)
 	return 0;
 }
 
-/* The object opened last to check a window, and its URL. */
-struct checked {
-	struct cache_object *obj;
-	char *url;
-};
-
 /* Resolve the entry of line LINENO (parsed into L) in the mount: append it
  * to O, or -EINVAL with the reason in WHY. A window is checked against its
  * image when opening the object costs no data request (it is cached);
- * LAST keeps the object opened for that, for the lines after. */
+ * OPENED keeps the objects opened for that, for the lines after. */
 static int order_add(struct control *ctl, struct order *o, unsigned lineno, struct hint_line *l,
-		     struct checked *last, char *why, size_t why_size)
+		     struct cache_objects *opened, char *why, size_t why_size)
 {
 	char rel[4400];
 
@@ -144,18 +139,13 @@ static int order_add(struct control *ctl, struct order *o, unsigned lineno, stru
 		return -EINVAL;
 	}
 	listed->etag = o->etags[o->n];
-	if (l->window && (!last->url || strcmp(last->url, url) != 0) &&
-	    cache_object_known(ctl->cache, url)) {
-		cache_object_unref(last->obj);
-		free(last->url);
-		last->obj = NULL;
-		last->url = strdup(url);
-		if (!last->url || cache_object_open(ctl->cache, url, rel, listed, &last->obj) != 0)
-			last->obj = NULL;	/* the hint thread will say */
-	}
-	if (l->window && last->obj && strcmp(last->url, url) == 0) {
+	struct cache_object *obj = NULL;
+	if (l->window && cache_object_known(ctl->cache, url) &&
+	    cache_objects_open(opened, ctl->cache, url, rel, listed, &obj) != 0)
+		obj = NULL;	/* the hint thread will say */
+	if (obj) {
 		char reason[300];
-		if (cache_object_window_check(last->obj, l, reason, sizeof(reason)) != 0) {
+		if (cache_object_window_check(obj, l, reason, sizeof(reason)) != 0) {
 			snprintf(why, why_size, "line %u: %s: %s", lineno, rel, reason);
 			free(url);
 			return -EINVAL;
@@ -184,10 +174,14 @@ static int order_add(struct control *ctl, struct order *o, unsigned lineno, stru
 static int order_parse(struct control *ctl, char *text, size_t len, struct order *o, char *why,
 		       size_t why_size)
 {
-	struct checked last = { NULL, NULL };
+	struct cache_objects *opened = cache_objects_new(CHECKED_OBJECTS);
 	unsigned lineno = 0;
 	int err = 0;
 
+	if (!opened) {
+		snprintf(why, why_size, "out of memory");
+		return -ENOMEM;
+	}
 	for (char *p = text; p < text + len && !err;) {
 		char *nl = memchr(p, '\n', (size_t)(text + len - p));
 		char *end = nl ? nl : text + len;
@@ -211,12 +205,11 @@ static int order_parse(struct control *ctl, char *text, size_t len, struct order
 			snprintf(why, why_size, "line %u: %s", lineno, reason);
 			err = rc;
 		} else if (rc == 1) {
-			err = order_add(ctl, o, lineno, &l, &last, why, why_size);
+			err = order_add(ctl, o, lineno, &l, opened, why, why_size);
 		}
 		p = end + 1;
 	}
-	cache_object_unref(last.obj);
-	free(last.url);
+	cache_objects_free(opened);
 	return err;
 }
 

@@ -14,7 +14,7 @@
  * mount_config, fs/mount.h), which answers it, and hint reads it. */
 #define HINT_XATTR_SOCKET "user.tilefs.hint_socket"
 
-/* --hint-budget when not given: 1/8 of a cache of CACHE_SIZE bytes, at
+/* --hint-budget when not given: 1/32 of a cache of CACHE_SIZE bytes, at
  * most 1 GiB. */
 uint64_t hint_default_budget(uint64_t cache_size);
 

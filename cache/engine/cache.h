@@ -99,6 +99,20 @@ struct cache_listed {
  */
 int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		      const struct cache_listed *listed, struct cache_object **out);
+/*
+ * A bounded set of at most MAX opened objects, by URL, for a caller that
+ * opens object after object down a list (objects.c): cache_objects_open()
+ * opens URL as cache_object_open() does the first time, then gives the
+ * same object again until it is found stale, the least recently used
+ * dropped for a new one. *OUT is the set's (no reference to release).
+ * One thread at a time.
+ */
+struct cache_objects;
+struct cache_objects *cache_objects_new(size_t max);
+int cache_objects_open(struct cache_objects *s, struct cache *c, const char *url,
+		       const char *log_name, const struct cache_listed *listed,
+		       struct cache_object **out);
+void cache_objects_free(struct cache_objects *s);
 /* Does the index hold a version of the object at URL (so that opening it
  * costs at most a HEAD, no data)? No request. */
 bool cache_object_known(struct cache *c, const char *url);

@@ -21,9 +21,10 @@
  *            open.c     cache_object_open(): probe claim, first fetch, TIFF parse
  *   level 5: persist.c  the persist thread: store, evict, edges, read times
  *            read.c     cache_read(): hits, checksum checks, joining, waiting
- *            hint.c     the hint thread: the coming reads (tilefs hint)
+ *            objects.c  a bounded set of opened objects, by URL
+ *   level 6: hint.c     the hint thread: the coming reads (tilefs hint)
  *                       opened and fetched ahead of the readers
- *   level 6: warm.c     cache_warm(): fetch and store from the calling thread
+ *   level 7: warm.c     cache_warm(): fetch and store from the calling thread
  *            cache.c    cache_open(), cache_close(): starts the persist and
  *                       seal threads, so it sits above what they run
  *

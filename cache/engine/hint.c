@@ -7,8 +7,8 @@
  * does), while the bytes of the entries between the readers' cursor and
  * its own stay under the hint's budget.
  *
- * Level 5 of the engine (engine_int.h): calls open.c (cache_object_open()),
- * fetch.c and what lies under them; cache.c makes and frees it, the FUSE
+ * Level 6 of the engine (engine_int.h): calls objects.c (each object
+ * opened once, not once an entry), fetch.c and what lies under them; cache.c makes and frees it, the FUSE
  * front feeds it (cache_hint_set(), cache_hint_read()).
  *
  * DESIGN. The entries form an array with three marks, each only growing
@@ -23,9 +23,12 @@
  *           reads before they count as skipped;
  *   ahead:  the thread has fetched (or given up on) the entries below it.
  *           It never lags the cursor: what the readers passed is not
- *           fetched. bytes_ahead counts the units of [cursor, ahead), and
- *           the thread takes the next entry only while it is below the
- *           budget, so at most one entry's bytes beyond it are fetched.
+ *           fetched. bytes_ahead counts what was sent for the units of
+ *           [cursor, ahead) (what was cached already weighs nothing: it
+ *           takes no room in the cache), and the thread takes the next
+ *           entry only while it is below the budget, so at most one
+ *           entry's bytes beyond it are fetched, and at most
+ *           HINT_LOOKAHEAD entries ahead.
  * A new hint replaces the array and bumps the generation: the thread drops
  * what it was resolving for the old one.
  *
@@ -48,6 +51,7 @@
 #define HINT_SLACK 64		/* entries behind the cursor a late read still finds */
 #define HINT_LOOKAHEAD 4096	/* entries past the thread a read may jump to */
 #define HINT_WAIT_MS 200	/* how often a waiting thread looks at the hint again */
+#define HINT_OBJECTS 32		/* objects the thread keeps open */
 
 struct hint_entry {
 	char *url, *log_name;		/* owned */
@@ -58,8 +62,8 @@ struct hint_entry {
 	unsigned line;
 	bool window;
 	uint64_t x, y, w, h;
-	uint64_t bytes;			/* h->lock: counted in bytes_ahead, once
-					   the thread has fetched it */
+	uint64_t bytes;			/* h->lock: what the thread sent for it,
+					   counted in bytes_ahead once sent */
 	bool read;			/* h->lock: a read was of it */
 };
 
@@ -325,12 +329,12 @@ static uint64_t fetch_units(struct hint *h, uint64_t gen, struct cache_object *o
 }
 
 /*
- * Open the object of E (or reuse *LAST, the one opened before, when it is
- * the same) and fetch the units of E: *bytes what they weigh, *sent what
- * was sent for. 0, or -errno when E cannot be fetched (logged).
+ * Open the object of E (or take it from OPENED, where it stays) and fetch
+ * the units of E: *bytes what they weigh, *sent what was sent for. 0, or
+ * -errno when E cannot be fetched (logged).
  */
 static int resolve(struct hint *h, uint64_t gen, const struct hint_entry *e,
-		   struct cache_object **last, uint64_t *bytes, uint64_t *sent)
+		   struct cache_objects *opened, uint64_t *bytes, uint64_t *sent)
 {
 	struct cache *c = h->cache;
 	struct selection sel = { .ifd = -1 };
@@ -340,18 +344,14 @@ static int resolve(struct hint *h, uint64_t gen, const struct hint_entry *e,
 	int err = 0;
 
 	*bytes = *sent = 0;
-	if (!*last || strcmp((*last)->url, e->url) != 0) {
-		struct cache_listed listed = { e->etag ? e->etag : "", e->size, e->mtime };
-		cache_object_unref(*last);
-		*last = NULL;
-		err = cache_object_open(c, e->url, e->log_name, e->etag ? &listed : NULL, last);
-		if (err) {
-			log_warn("hint: line %u: %s: cannot open (%s): skipped", e->line, e->log_name,
-				 strerror(-err));
-			return err;
-		}
+	struct cache_listed listed = { e->etag ? e->etag : "", e->size, e->mtime };
+	struct cache_object *obj;
+	err = cache_objects_open(opened, c, e->url, e->log_name, e->etag ? &listed : NULL, &obj);
+	if (err) {
+		log_warn("hint: line %u: %s: cannot open (%s): skipped", e->line, e->log_name,
+			 strerror(-err));
+		return err;
 	}
-	struct cache_object *obj = *last;
 	err = object_cut(obj);	/* a version the open found cached: cut now */
 	if (err)
 		return err;
@@ -390,11 +390,16 @@ static int resolve(struct hint *h, uint64_t gen, const struct hint_entry *e,
 static void *hint_thread(void *arg)
 {
 	struct hint *h = arg;
-	struct cache_object *last = NULL;
+	struct cache_objects *opened = cache_objects_new(HINT_OBJECTS);
 
+	if (!opened) {
+		log_error("hint: out of memory: nothing is fetched ahead");
+		return NULL;
+	}
 	pthread_mutex_lock(&h->lock);
 	while (!atomic_load(&h->stopping)) {
-		if (h->ahead >= h->n || h->bytes_ahead >= h->budget) {
+		if (h->ahead >= h->n || h->bytes_ahead >= h->budget ||
+		    h->ahead - h->cursor >= HINT_LOOKAHEAD) {
 			pthread_cond_wait(&h->wake, &h->lock);
 			continue;
 		}
@@ -407,7 +412,8 @@ static void *hint_thread(void *arg)
 		pthread_mutex_unlock(&h->lock);
 
 		uint64_t bytes = 0, sent = 0;
-		int err = e.url && e.log_name ? resolve(h, gen, &e, &last, &bytes, &sent) : -ENOMEM;
+		int err = e.url && e.log_name ? resolve(h, gen, &e, opened, &bytes, &sent) :
+			  -ENOMEM;
 		free(e.url);
 		free(e.log_name);
 		free(e.etag);
@@ -417,7 +423,7 @@ static void *hint_thread(void *arg)
 		if (atomic_load(&h->generation) != gen || h->ahead != i)
 			continue;	/* a new hint, or the readers passed it */
 		struct hint_entry *he = &h->v[i];
-		he->bytes = err ? 0 : bytes;
+		he->bytes = err ? 0 : sent;	/* what is cached weighs nothing ahead */
 		if (err && !he->read) {
 			he->read = true;	/* counted once, here */
 			h->skipped++;
@@ -426,7 +432,7 @@ static void *hint_thread(void *arg)
 		h->ahead = i + 1;
 	}
 	pthread_mutex_unlock(&h->lock);
-	cache_object_unref(last);
+	cache_objects_free(opened);
 	return NULL;
 }
 

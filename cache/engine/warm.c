@@ -7,7 +7,7 @@
  * is admitted, even into a full cache: a user who warms a file wants it
  * kept (cache/store/evict.h).
  *
- * Level 6 of the engine (engine_int.h): calls persist.c (evict()), fetch.c
+ * Level 7 of the engine (engine_int.h): calls persist.c (evict()), fetch.c
  * (pinned GETs) and what lies under them; no engine file calls it.
  */
 #include "cache/engine/engine_int.h"

@@ -129,6 +129,38 @@ tile_gets() {
 	tilefs_umount "$MNT"
 }
 
+@test "hint: an order that goes back and forth between two files opens each once, not once a line" {
+	hint_cog "$T/web"
+	cp -p "$T/web/cog.tif" "$T/web/cog2.tif"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --metrics-file "$PROM"
+	# both cached (their headers), so every window of the order is checked
+	head -c 1 "$MNT/cog.tif" >/dev/null
+	head -c 1 "$MNT/cog2.tif" >/dev/null
+	local k f
+	for k in $(seq 16 55); do
+		f=cog.tif
+		[ $((k % 2)) = 1 ] && f=cog2.tif
+		echo "$f $((k % 16 * 256)) $((k / 16 % 16 * 256)) 256 256"
+	done >"$T/order"
+	origin_log_reset
+	tilefs_run hint "$MNT" "$T/order"
+	assert_eq "$status" 0 "exit status of tilefs hint"
+	local t
+	for k in $(seq 16 55); do
+		f=cog.tif
+		[ $((k % 2)) = 1 ] && f=cog2.tif
+		t=$(block "$T/web/$f" $((k % 16)) $((k / 16 % 16)))
+		wait_until "a GET of the hinted tile at ${t% *} of $f" fetched "/$f" "${t% *}"
+	done
+	# the order's checks open each file once, and so does the hint's thread:
+	# at most a HEAD each per file, never one per line
+	local heads
+	heads=$(origin_count HEAD)
+	[ "$heads" -le 4 ] || fail "$heads HEADs for an order of 40 lines over 2 files"
+	tilefs_umount "$MNT"
+}
+
 @test "hint: an order of 600 lines, more than one allocation of entries, is taken whole" {
 	hint_cog "$T/web"
 	origin_start "$T/web"

@@ -1,0 +1,97 @@
+/*
+ * objects.c - a bounded set of opened objects, by URL (see cache.h), for
+ * a caller that opens object after object down a list: the hint's thread,
+ * and the window checks of a new hint. An object is opened once and used
+ * again until a read finds its version gone from the origin
+ * (cache_object_stale()), so an order of a thousand chips over a dozen
+ * files costs a dozen opens, not a thousand HEADs. What it fetches stays
+ * pinned to the version (If-Match), so a changed object is found stale at
+ * its first GET, never mixed; and what a reader is served is decided by
+ * the reader's own open (the namespace's --ttl and proofs), not by these.
+ *
+ * Level 5 of the engine (engine_int.h): calls open.c and object.c.
+ */
+#include "cache/engine/engine_int.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cache_objects {
+	size_t max, n;
+	uint64_t clock;			/* bumped by each use */
+	struct {
+		char *url;		/* owned */
+		struct cache_object *obj;	/* one reference */
+		uint64_t used;		/* clock at its last use */
+	} *v;
+};
+
+struct cache_objects *cache_objects_new(size_t max)
+{
+	struct cache_objects *s = calloc(1, sizeof(*s));
+	if (!s || !(s->v = calloc(max ? max : 1, sizeof(*s->v)))) {
+		free(s);
+		return NULL;
+	}
+	s->max = max ? max : 1;
+	return s;
+}
+
+int cache_objects_open(struct cache_objects *s, struct cache *c, const char *url,
+		       const char *log_name, const struct cache_listed *listed,
+		       struct cache_object **out)
+{
+	size_t slot = 0;
+
+	*out = NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		if (strcmp(s->v[i].url, url) == 0) {
+			if (!cache_object_stale(s->v[i].obj)) {
+				s->v[i].used = ++s->clock;
+				*out = s->v[i].obj;
+				return 0;
+			}
+			slot = i;	/* stale: opened again in its place */
+			goto open;
+		}
+		if (s->v[i].used < s->v[slot].used)
+			slot = i;
+	}
+	if (s->n < s->max)
+		slot = s->n++;
+	else if (s->n == 0)
+		return -ENOMEM;
+open:;
+	struct cache_object *obj = NULL;
+	char *copy = strdup(url);
+	int err = copy ? cache_object_open(c, url, log_name, listed, &obj) : -ENOMEM;
+	cache_object_unref(s->v[slot].obj);
+	free(s->v[slot].url);
+	s->v[slot].obj = err ? NULL : obj;
+	s->v[slot].url = err ? NULL : copy;
+	s->v[slot].used = ++s->clock;
+	if (err) {
+		free(copy);
+		/* the slot stays empty: move the last one into it */
+		s->v[slot] = s->v[--s->n];
+		s->v[s->n].url = NULL;
+		s->v[s->n].obj = NULL;
+		return err;
+	}
+	*out = obj;
+	return 0;
+}
+
+void cache_objects_free(struct cache_objects *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		cache_object_unref(s->v[i].obj);
+		free(s->v[i].url);
+	}
+	free(s->v);
+	free(s);
+}
