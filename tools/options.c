@@ -60,7 +60,7 @@ static const struct option_def defs[] = {
 	{ "readahead", M, 0, OPT_SIZE, OFF(readahead), "SIZE", "16M", 0, 256 << 20,
 	  "largest readahead window of a sequential read (0: none)" },
 	{ "hint-budget", M, 0, OPT_SIZE, OFF(hint_budget), "SIZE", NULL, 0, INT64_MAX,
-	  "bytes a hint (tilefs hint) fetches ahead of the readers at most\n"
+	  "bytes a hint (tilefs hint) has fetched ahead of the readers at most\n"
 	  "(default: 1/32 of --cache-size, at most 1G)" },
 	{ "record", M, 0, OPT_STRING, OFF(record_file), "FILE", NULL, 0, 0,
 	  "write what the readers read, in order, to FILE (mode 0600): one\n"

@@ -52,6 +52,7 @@
 #define HINT_LOOKAHEAD 4096	/* entries past the thread a read may jump to */
 #define HINT_WAIT_MS 200	/* how often a waiting thread looks at the hint again */
 #define HINT_OBJECTS 32		/* objects the thread keeps open */
+#define TILE_HEAD 4096		/* the bytes of a tile a read of it touches first */
 
 struct hint_entry {
 	char *url, *log_name;		/* owned */
@@ -501,10 +502,38 @@ struct read_at {
 	uint32_t block_w, block_h;
 };
 
-/* The full-resolution tile of L whose bytes hold OFF, if any. (The
- * first tile in the file may have given its head to the header unit: a
- * read of it starts there, while a read of the header starts before it.) */
-static struct read_at read_at(const struct layout *l, uint64_t off)
+/* Tile K of L, if a full-resolution tile of it (D) whose first page
+ * (TILE_HEAD bytes: a COG's tile begins with a 4-byte leader, which the
+ * reader skips) a read of [OFF, OFF+LEN) touches: where it lies in the
+ * image. */
+static bool tile_begun(const struct layout *l, const struct tiff_ifd *d, uint64_t k, uint64_t off,
+		       uint64_t len, struct read_at *at)
+{
+	if (k == UINT64_MAX || k < d->first || k >= d->first + d->n || !d->across || !d->down)
+		return false;
+	struct extent e = layout_block_extent(l, k);
+	uint64_t head = e.len < TILE_HEAD ? e.len : TILE_HEAD;
+	if (head == 0 || e.off + head <= off || e.off >= off + len)
+		return false;
+	uint64_t in_plane = (k - d->first) % ((uint64_t)d->across * d->down);
+	at->tile = true;
+	at->row = in_plane / d->across;
+	at->col = in_plane % d->across;
+	at->block_w = d->block_w;
+	at->block_h = d->block_h;
+	return true;
+}
+
+/*
+ * The full-resolution tile of L whose first page a read of [OFF, OFF+LEN)
+ * touches, if any. A reader reads a tile from its start, so that is what
+ * marks an entry read; a read inside a tile that touches no tile's first
+ * page (a library's buffered read of a few KiB, say) is no one's, and
+ * moves nothing. Looks at the first tile of the unit OFF lies in, and of
+ * the unit after it (the first tile in the file may have given its head
+ * to the header unit, whose own block is none).
+ */
+static struct read_at read_at(const struct layout *l, uint64_t off, uint64_t len)
 {
 	struct read_at at = { 0 };
 	const struct tiff_map *m = l->map;
@@ -525,25 +554,10 @@ static struct read_at read_at(const struct layout *l, uint64_t off)
 		else
 			hi = mid;
 	}
-	struct layout_unit u = lo ? layout_unit_get(l, lo - 1) : (struct layout_unit){ 0 };
-	if (lo == 0 || off >= u.off + u.len)
+	if (lo > 0 && tile_begun(l, d, layout_unit_get(l, lo - 1).block, off, len, &at))
 		return at;
-	uint64_t k = u.block;
-	if (k == UINT64_MAX && lo < l->nunits) {
-		k = layout_unit_get(l, lo).block;	/* the tile after the header */
-		struct extent e = k == UINT64_MAX ? (struct extent){ 0, 0 } :
-				  layout_block_extent(l, k);
-		if (off < e.off || off >= e.off + e.len)
-			return at;
-	}
-	if (k == UINT64_MAX || k < d->first || k >= d->first + d->n || !d->across || !d->down)
-		return at;
-	uint64_t in_plane = (k - d->first) % ((uint64_t)d->across * d->down);
-	at.tile = true;
-	at.row = in_plane / d->across;
-	at.col = in_plane % d->across;
-	at.block_w = d->block_w;
-	at.block_h = d->block_h;
+	if (lo < l->nunits)
+		tile_begun(l, d, layout_unit_get(l, lo).block, off, len, &at);
 	return at;
 }
 
@@ -591,7 +605,7 @@ void cache_hint_read(struct cache *c, const struct cache_object *obj, uint64_t o
 	struct hint *h = c->hint;
 	if (!h || atomic_load(&h->live) == 0 || len == 0 || !atomic_load(&obj->cut))
 		return;	/* (a read that reached the cache cut it: object_cut()) */
-	struct read_at at = read_at(&obj->layout, off);
+	struct read_at at = read_at(&obj->layout, off, len);
 	if (at.tile || !obj->layout.map)
 		hint_match(c, obj, &at);
 }

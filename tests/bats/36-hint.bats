@@ -129,6 +129,24 @@ tile_gets() {
 	tilefs_umount "$MNT"
 }
 
+@test "hint: a read inside a coming tile that holds none of its first bytes does not move the readers' cursor" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --metrics-file "$PROM"
+	printf 'cog.tif 768 512 256 256\ncog.tif 3840 3840 256 256\ncog.tif 0 1792 256 256\n' >"$T/order"
+	local first last
+	first=$(block "$T/web/cog.tif" 3 2)
+	last=$(block "$T/web/cog.tif" 0 7)
+	tilefs_run hint "$MNT" "$T/order"
+	assert_eq "$status" 0 "exit status of tilefs hint"
+	# 8 KiB from the middle of the third entry's tile (a library's buffered
+	# read, not a reader reading that tile), then the first entry's tile
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$((${last% *} + 16384)) 8192" "$first"
+	wait_until "tilefs_hint_position 1 or more" metric_above "$PROM" tilefs_hint_position 0
+	assert_eq "$(metric "$PROM" tilefs_hint_position)" 1 "tilefs_hint_position"
+	tilefs_umount "$MNT"
+}
+
 @test "hint: an order that goes back and forth between two files opens each once, not once a line" {
 	hint_cog "$T/web"
 	cp -p "$T/web/cog.tif" "$T/web/cog2.tif"
