@@ -52,7 +52,6 @@
 #define HINT_LOOKAHEAD 4096	/* entries past the thread a read may jump to */
 #define HINT_WAIT_MS 200	/* how often a waiting thread looks at the hint again */
 #define HINT_OBJECTS 32		/* objects the thread keeps open */
-#define TILE_HEAD 4096		/* the bytes of a tile a read of it touches first */
 
 struct hint_entry {
 	char *url, *log_name;		/* owned */
@@ -502,18 +501,16 @@ struct read_at {
 	uint32_t block_w, block_h;
 };
 
-/* Tile K of L, if a full-resolution tile of it (D) whose first page
- * (TILE_HEAD bytes: a COG's tile begins with a 4-byte leader, which the
- * reader skips) a read of [OFF, OFF+LEN) touches: where it lies in the
- * image. */
+/* Tile K of L, if a full-resolution tile of it (D) whose middle byte a
+ * read of [OFF, OFF+LEN) holds: where it lies in the image. */
 static bool tile_begun(const struct layout *l, const struct tiff_ifd *d, uint64_t k, uint64_t off,
 		       uint64_t len, struct read_at *at)
 {
 	if (k == UINT64_MAX || k < d->first || k >= d->first + d->n || !d->across || !d->down)
 		return false;
 	struct extent e = layout_block_extent(l, k);
-	uint64_t head = e.len < TILE_HEAD ? e.len : TILE_HEAD;
-	if (head == 0 || e.off + head <= off || e.off >= off + len)
+	uint64_t middle = e.off + e.len / 2;
+	if (e.len == 0 || middle < off || middle - off >= len)
 		return false;
 	uint64_t in_plane = (k - d->first) % ((uint64_t)d->across * d->down);
 	at->tile = true;
@@ -525,13 +522,15 @@ static bool tile_begun(const struct layout *l, const struct tiff_ifd *d, uint64_
 }
 
 /*
- * The full-resolution tile of L whose first page a read of [OFF, OFF+LEN)
- * touches, if any. A reader reads a tile from its start, so that is what
- * marks an entry read; a read inside a tile that touches no tile's first
- * page (a library's buffered read of a few KiB, say) is no one's, and
- * moves nothing. Looks at the first tile of the unit OFF lies in, and of
- * the unit after it (the first tile in the file may have given its head
- * to the header unit, whose own block is none).
+ * The full-resolution tile of L whose middle byte a read of [OFF,
+ * OFF+LEN) holds, if any. A reader reads a tile whole, so one of its reads
+ * holds the middle; a read at either end of a tile is not enough, since
+ * readers' libraries read a few KiB across the border of the next tile
+ * (glibc's stdio: the aligned block after a tile read with fread, or
+ * before one it seeks to), which nobody is about to read. Looks at the
+ * tile of the unit OFF lies in, and of the unit after it (the first tile
+ * in the file may have given its head to the header unit, whose own
+ * block is none). Tiles of a few KiB cut finer than this tells apart.
  */
 static struct read_at read_at(const struct layout *l, uint64_t off, uint64_t len)
 {
