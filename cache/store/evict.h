@@ -19,7 +19,12 @@
  * if that unit has sat unread for EVICT_IDLE_FACTOR times longer than the
  * fetched unit's last reuse interval (a working set that moved on); else
  * it is stored on probation, served while it stays, and evicted before any
- * admitted unit. Ties keep the resident: over epochs in random order on a
+ * admitted unit. Within probation a read less than EVICT_HIT_GAP_S after
+ * the unit's fetch leaves its time as it was, so probation leaves in the
+ * order units came in: units fetched ahead of the readers (a hint's)
+ * stay while the ones the readers just read go first (least recently
+ * read would take the oldest fetched, the ones read next).
+ * Ties keep the resident: over epochs in random order on a
  * data set larger than the cache, the cache keeps the part that fits
  * instead of cycling through all of it (LRU's 0.86x of epoch 1 fetched
  * again, this policy about 0.52x); a scan of other data passes on

@@ -26,6 +26,13 @@
 #define SQL_NUMBER(n) #n
 #define SQL_TEXT(n) SQL_NUMBER(n)
 #define HIT_GAP SQL_TEXT(EVICT_HIT_GAP_S)
+/* A unit's last_access after a read at ?1: a unit on probation read
+ * within EVICT_HIT_GAP_S of its fetch (or last counted read) keeps that
+ * time, so probation stays in the order units were fetched and the units
+ * fetched ahead of the readers (a hint's) are not evicted before the ones
+ * they have read (evict.h). */
+#define TOUCHED_AT "CASE WHEN admitted = 0 AND last_access >= ?1 - " HIT_GAP \
+		   " THEN last_access ELSE ?1 END"
 
 static const char *const stmt_sql[ST_COUNT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -45,7 +52,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 			   "admitted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_UNIT_DROP] = "DELETE FROM units WHERE id = ?1",
 	[ST_UNIT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - " HIT_GAP "), "
-			  "last_access = ?1 WHERE id = ?2",
+			  "last_access = " TOUCHED_AT " WHERE id = ?2",
 	[ST_CLAIM_GET] = "SELECT pid, since FROM claims WHERE object_id = ?1 AND off = ?2",
 	[ST_CLAIM_PUT] = "INSERT OR REPLACE INTO claims(object_id, off, pid, since) "
 			 "VALUES (?1, ?2, ?3, ?4)",
@@ -102,7 +109,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 				"SELECT object_id, off, ?2, ?3 FROM units WHERE object_id = ?1",
 	[ST_SEAL_DROP] = "DELETE FROM seals WHERE object_id = ?1",
 	[ST_OBJECT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - " HIT_GAP "), "
-			    "last_access = ?1 WHERE object_id = ?2",
+			    "last_access = " TOUCHED_AT " WHERE object_id = ?2",
 	[ST_UNITS_OF] = "SELECT id, off, len, crc FROM units WHERE object_id = ?1 ORDER BY off",
 	[ST_EDGE_PUT] = "INSERT INTO edges(object_id, off, len, crc, bytes) VALUES (?1, ?2, ?3, ?4, ?5) "
 			"ON CONFLICT(object_id, off) DO UPDATE SET len = excluded.len, "
