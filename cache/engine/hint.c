@@ -8,8 +8,9 @@
  * its own stay under the hint's budget.
  *
  * Level 6 of the engine (engine_int.h): calls objects.c (each object
- * opened once, not once an entry), fetch.c and what lies under them; cache.c makes and frees it, the FUSE
- * front feeds it (cache_hint_set(), cache_hint_read()).
+ * opened once, not once an entry), fetch.c and what lies under them;
+ * cache.c makes and frees it, the FUSE front feeds it (cache_hint_set(),
+ * cache_hint_read()).
  *
  * DESIGN. The entries form an array with three marks, each only growing
  * while one hint stands:
@@ -526,7 +527,7 @@ struct read_at {
 
 /* Tile K of L, if a full-resolution tile of it (D) whose middle byte a
  * read of [OFF, OFF+LEN) holds: where it lies in the image. */
-static bool tile_begun(const struct layout *l, const struct tiff_ifd *d, uint64_t k, uint64_t off,
+static bool tile_held(const struct layout *l, const struct tiff_ifd *d, uint64_t k, uint64_t off,
 		       uint64_t len, struct read_at *at)
 {
 	if (k == UINT64_MAX || k < d->first || k >= d->first + d->n || !d->across || !d->down)
@@ -576,10 +577,10 @@ static struct read_at read_at(const struct layout *l, uint64_t off, uint64_t len
 		else
 			hi = mid;
 	}
-	if (lo > 0 && tile_begun(l, d, layout_unit_get(l, lo - 1).block, off, len, &at))
+	if (lo > 0 && tile_held(l, d, layout_unit_get(l, lo - 1).block, off, len, &at))
 		return at;
 	if (lo < l->nunits)
-		tile_begun(l, d, layout_unit_get(l, lo).block, off, len, &at);
+		tile_held(l, d, layout_unit_get(l, lo).block, off, len, &at);
 	return at;
 }
 
