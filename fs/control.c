@@ -139,8 +139,10 @@ static int order_add(struct control *ctl, struct order *o, unsigned lineno, stru
 		return -EINVAL;
 	}
 	listed->etag = o->etags[o->n];
-	struct cache_object *obj = NULL;
-	if (l->window && cache_object_known(ctl->cache, url) &&
+	/* opened for an earlier line; else opened if that costs no data
+	   (a version is cached): one index look-up a file, not a line */
+	struct cache_object *obj = l->window ? cache_objects_get(opened, url) : NULL;
+	if (l->window && !obj && cache_object_known(ctl->cache, url) &&
 	    cache_objects_open(opened, ctl->cache, url, rel, listed, &obj) != 0)
 		obj = NULL;	/* the hint thread will say */
 	if (obj) {

@@ -112,6 +112,8 @@ struct cache_objects *cache_objects_new(size_t max);
 int cache_objects_open(struct cache_objects *s, struct cache *c, const char *url,
 		       const char *log_name, const struct cache_listed *listed,
 		       struct cache_object **out);
+/* The object of URL S holds and that is not stale, or NULL: no request. */
+struct cache_object *cache_objects_get(struct cache_objects *s, const char *url);
 void cache_objects_free(struct cache_objects *s);
 /* Does the index hold a version of the object at URL (so that opening it
  * costs at most a HEAD, no data)? No request. */

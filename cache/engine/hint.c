@@ -284,6 +284,19 @@ static bool cache_full(struct cache *c)
 	       usage >= evict_target(c->cfg.size_limit);
 }
 
+/* Wait on COND (LOCK held) until signalled, or HINT_WAIT_MS at most. */
+static void wait_a_while(pthread_cond_t *cond, pthread_mutex_t *lock)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += HINT_WAIT_MS * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(cond, lock, &until);
+}
+
 /* Wait until background_room() allows one more background GET; false if
  * the hint changed from GEN or the thread is stopping. */
 static bool hint_room(struct hint *h, uint64_t gen)
@@ -297,16 +310,8 @@ static bool hint_room(struct hint *h, uint64_t gen)
 			return true;
 		pthread_mutex_lock(&c->lock);
 		bool stopping = c->stopping;
-		if (!stopping) {
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_nsec += HINT_WAIT_MS * 1000000L;
-			if (until.tv_nsec >= 1000000000L) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&c->work, &c->lock, &until);
-		}
+		if (!stopping)
+			wait_a_while(&c->work, &c->lock);
 		pthread_mutex_unlock(&c->lock);
 		if (stopping)
 			return false;
@@ -434,10 +439,7 @@ static void *hint_thread(void *arg)
 			continue;	/* changed meanwhile */
 		if (full) {
 			/* looked at again as the readers move, or soon */
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += 1;
-			pthread_cond_timedwait(&h->wake, &h->lock, &until);
+			wait_a_while(&h->wake, &h->lock);
 			continue;
 		}
 		size_t i = h->ahead;

@@ -39,31 +39,42 @@ struct cache_objects *cache_objects_new(size_t max)
 	return s;
 }
 
+/* The slot of URL in S, or s->n if none. */
+static size_t slot_of(const struct cache_objects *s, const char *url)
+{
+	size_t i = 0;
+	while (i < s->n && strcmp(s->v[i].url, url) != 0)
+		i++;
+	return i;
+}
+
+struct cache_object *cache_objects_get(struct cache_objects *s, const char *url)
+{
+	size_t i = slot_of(s, url);
+	if (i == s->n || cache_object_stale(s->v[i].obj))
+		return NULL;
+	s->v[i].used = ++s->clock;
+	return s->v[i].obj;
+}
+
 int cache_objects_open(struct cache_objects *s, struct cache *c, const char *url,
 		       const char *log_name, const struct cache_listed *listed,
 		       struct cache_object **out)
 {
-	size_t slot = 0;
-
-	*out = NULL;
-	for (size_t i = 0; i < s->n; i++) {
-		if (strcmp(s->v[i].url, url) == 0) {
-			if (!cache_object_stale(s->v[i].obj)) {
-				s->v[i].used = ++s->clock;
-				*out = s->v[i].obj;
-				return 0;
-			}
-			slot = i;	/* stale: opened again in its place */
-			goto open;
-		}
-		if (s->v[i].used < s->v[slot].used)
-			slot = i;
+	*out = cache_objects_get(s, url);
+	if (*out)
+		return 0;
+	/* a stale one is opened again in its place; else a free slot, or
+	   the least recently used */
+	size_t slot = slot_of(s, url);
+	if (slot == s->n && s->n < s->max) {
+		s->n++;
+	} else if (slot == s->n) {
+		slot = 0;
+		for (size_t i = 1; i < s->n; i++)
+			if (s->v[i].used < s->v[slot].used)
+				slot = i;
 	}
-	if (s->n < s->max)
-		slot = s->n++;
-	else if (s->n == 0)
-		return -ENOMEM;
-open:;
 	struct cache_object *obj = NULL;
 	char *copy = strdup(url);
 	int err = copy ? cache_object_open(c, url, log_name, listed, &obj) : -ENOMEM;

@@ -233,17 +233,20 @@ int azure_identity_init(struct azure_identity *id, char *err, size_t err_size)
 static int arc_answer(const char *challenge, char *line)
 {
 	static const char realm[] = "Basic realm=";
-	const char *path = challenge + sizeof(realm) - 1;
-	const char *name = path + sizeof(ARC_TOKEN_DIR) - 1;
-	size_t name_len = strlen(name);
+	const char *path = NULL, *name = NULL;
 	char key[ARC_KEY_MAX + 1];
 	int fd = -1, err = -EACCES;
 	struct stat st;
 	ssize_t n = 0;
 
-	if (strncasecmp(challenge, realm, sizeof(realm) - 1) != 0 ||
-	    strncmp(path, ARC_TOKEN_DIR, sizeof(ARC_TOKEN_DIR) - 1) != 0 ||
-	    name_len <= 4 || strchr(name, '/') || strcmp(name + name_len - 4, ".key") != 0 ||
+	/* the realm, then the directory: each matched before what follows it
+	   is looked at */
+	if (strncasecmp(challenge, realm, sizeof(realm) - 1) == 0)
+		path = challenge + sizeof(realm) - 1;
+	if (path && strncmp(path, ARC_TOKEN_DIR, sizeof(ARC_TOKEN_DIR) - 1) == 0)
+		name = path + sizeof(ARC_TOKEN_DIR) - 1;
+	size_t name_len = name ? strlen(name) : 0;
+	if (name_len <= 4 || strchr(name, '/') || strcmp(name + name_len - 4, ".key") != 0 ||
 	    name[0] == '.') {
 		log_warn("azure: Azure Arc's challenge names no key file in " ARC_TOKEN_DIR
 			 ": refused");
