@@ -188,7 +188,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         import botocore.auth
         import botocore.awsrequest
         import botocore.credentials
-        from unittest import mock
+        from botocore_sigv4 import authorization_at
         ours = self.headers.get("Authorization", "")
         m = re.match(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/sts/aws4_request, "
                      r"SignedHeaders=([^,]+), Signature=[0-9a-f]{64}$", ours)
@@ -201,11 +201,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         req = botocore.awsrequest.AWSRequest(
             method=self.command, url=f"http://{self.headers.get('Host')}{self.path}",
             headers={k: v for k, v in headers.items() if k != "x-amz-date"})
-        stamp = datetime.datetime.strptime(self.headers.get("x-amz-date", ""), "%Y%m%dT%H%M%SZ")
-        with mock.patch("botocore.auth.datetime") as fake:
-            fake.datetime.utcnow.return_value = stamp
-            botocore.auth.SigV4Auth(creds, "sts", m.group(3)).add_auth(req)
-        return req.headers["Authorization"] == ours
+        return authorization_at(botocore.auth.SigV4Auth(creds, "sts", m.group(3)), req,
+                                self.headers.get("x-amz-date", "")) == ours
 
     def sts(self, q):
         one = {k: v[0] for k, v in q.items()}

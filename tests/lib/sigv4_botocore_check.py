@@ -9,17 +9,17 @@ summary; exits 1 on any mismatch.
 
 Usage: sigv4_botocore_check.py SIGNER_BINARY [COUNT]
 """
-import datetime
 import os
 import random
 import subprocess
 import sys
 import urllib.parse
-from unittest import mock
 
 import botocore.auth
 import botocore.awsrequest
 import botocore.credentials
+
+from botocore_sigv4 import authorization_at
 
 ENDPOINT = "http://127.0.0.1:9000"
 ALPHABET = "abcXYZ019 -_.~+%=&?#!$'()*,;:@[]/é中ሴ"
@@ -75,12 +75,9 @@ def main():
             for line in block.splitlines():
                 name, _, value = line.partition(": ")
                 ours[name.lower()] = value
-            stamp = datetime.datetime.strptime(ours["x-amz-date"], "%Y%m%dT%H%M%SZ")
             req = botocore.awsrequest.AWSRequest(method=method, url=url)
-            with mock.patch("botocore.auth.datetime") as fake:
-                fake.datetime.utcnow.return_value = stamp
-                botocore.auth.S3SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
-            theirs = req.headers["Authorization"]
+            theirs = authorization_at(botocore.auth.S3SigV4Auth(creds, "s3", "us-east-1"), req,
+                                      ours["x-amz-date"])
             if ours.get("authorization") != theirs:
                 failures += 1
                 print(f"MISMATCH {method} {url}\n  tilefs:   {ours.get('authorization')}\n"

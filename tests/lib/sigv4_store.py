@@ -36,11 +36,12 @@ import time
 import sys
 import threading
 import urllib.parse
-from unittest import mock
 
 import botocore.auth
 import botocore.awsrequest
 import botocore.credentials
+
+from botocore_sigv4 import authorization_at
 
 ROOT, LOG = sys.argv[1], sys.argv[2]
 # access key id -> (secret, the actions it may take)
@@ -79,11 +80,7 @@ def key_secret(key, token):
 def expected_authorization(method, host, raw_path, amz_date, token, key, secret):
     creds = botocore.credentials.Credentials(key, secret, token)
     req = botocore.awsrequest.AWSRequest(method=method, url=f"http://{host}{raw_path}")
-    stamp = datetime.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ")
-    with mock.patch("botocore.auth.datetime") as fake:
-        fake.datetime.utcnow.return_value = stamp
-        botocore.auth.S3SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
-    return req.headers["Authorization"]
+    return authorization_at(botocore.auth.S3SigV4Auth(creds, "s3", "us-east-1"), req, amz_date)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
