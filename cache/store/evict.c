@@ -22,9 +22,9 @@ bool evict_admit(const struct evict_count *ghost, const struct evict_count *vict
 		return true;	/* nothing admitted to displace */
 	if (!ghost)
 		return false;	/* never seen: a scan, or the first pass */
-	if (ghost->hits > victim->hits)
+	if (ghost->hits > victim->hits + EVICT_ADMIT_MARGIN)
 		return true;
-	/* a tie, or fewer: the resident stays, unless the working set moved
+	/* about a tie, or fewer: the resident stays, unless the working set moved
 	   on from it (its idle time dwarfs the candidate's reuse interval;
 	   whole seconds, so at least one) */
 	int64_t interval = now - ghost->last_access;

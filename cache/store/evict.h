@@ -15,7 +15,8 @@
  * ghost (its key, count and last read) in the index; fetched again, it
  * comes back with that count. Once the cache is full (past the level
  * eviction brings it down to), a fetched unit is admitted only if its
- * count beats the count of the admitted unit eviction would take next, or
+ * count beats the count of the admitted unit eviction would take next by
+ * more than EVICT_ADMIT_MARGIN, or
  * if that unit has sat unread for EVICT_IDLE_FACTOR times longer than the
  * fetched unit's last reuse interval (a working set that moved on); else
  * it is stored on probation, served while it stays, and evicted before any
@@ -41,6 +42,13 @@
 
 /* Two reads of a unit count as two only this many seconds apart. */
 #define EVICT_HIT_GAP_S 10
+/* A fetched unit displaces the victim by its count only when the count is
+ * more than this above the victim's. Counts are of reads EVICT_HIT_GAP_S
+ * apart, so two units read once per epoch can differ by one when an epoch
+ * lasts about the gap (one read late in an epoch and early in the next
+ * counts once): with no margin, that noise alone admits a unit of the part
+ * that does not fit in place of one that does, epoch after epoch. */
+#define EVICT_ADMIT_MARGIN 1
 /* A victim unread for this many times the candidate's last reuse interval
  * is colder than the candidate, whatever its count. */
 #define EVICT_IDLE_FACTOR 4
@@ -63,7 +71,7 @@ uint64_t evict_target(uint64_t limit);
 int64_t evict_hits_fetched(const struct evict_count *ghost, int64_t now);
 
 /* Admit into a full cache, at NOW, a fetched unit with GHOST (NULL: never
- * seen before), where VICTIM is the admitted unit eviction takes next
+ * seen before; its count as it was, before this fetch), where VICTIM is the admitted unit eviction takes next
  * (NULL: none)? */
 bool evict_admit(const struct evict_count *ghost, const struct evict_count *victim,
 		 int64_t now);

@@ -20,7 +20,8 @@ Policies:
             an admission rule in the spirit of TinyLFU: once the cache is full, a fetched
             unit is stored on probation (evicted before every admitted unit)
             unless its count, remembered after eviction in a ghost table,
-            beats the count of the victim it would displace; ties keep the
+            beats the count of the victim it would displace by more than
+            ADMIT_MARGIN; ties keep the
             resident. A victim idle for IDLE_FACTOR times longer than the
             candidate's last reuse interval loses whatever its count, so a
             working set that truly changes comes in.
@@ -31,6 +32,7 @@ import random
 
 WINDOW = 10            # seconds between two reads that both count (index.c)
 IDLE_FACTOR = 4        # EVICT_IDLE_FACTOR: victim idle this many reuse intervals
+ADMIT_MARGIN = 1       # EVICT_ADMIT_MARGIN: a count must beat the victim's by more
 GHOSTS_PER_UNIT = 2    # ghost rows kept, per cached unit
 
 
@@ -120,7 +122,7 @@ def admit(ghost, victim_hits, victim_last, now, idle_rule):
     if ghost is None:
         return False
     g_hits, g_last = ghost[0], ghost[1]
-    if g_hits > victim_hits:
+    if g_hits > victim_hits + ADMIT_MARGIN:
         return True
     interval = max(now - g_last, 1)
     return idle_rule and now - victim_last > IDLE_FACTOR * interval
@@ -178,7 +180,7 @@ def main():
     a = ap.parse_args()
     policies = ["slru", "lru", "lip", "admit-noidle", "admit"]
     for name, cap, epochs in scenarios(a.units, a.seed):
-        for epoch_s in (2, 120):
+        for epoch_s in (2, 10, 120):
             print("%s; epochs of %d s; cache %d units" % (name, epoch_s, cap))
             print("  %-13s %s" % ("policy", "  ".join("ep%-5d" % (i + 1)
                                                        for i in range(len(epochs)))))

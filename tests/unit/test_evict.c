@@ -20,7 +20,8 @@ static void decisions(void)
 {
 	int64_t now = 100000;
 	struct evict_count v1 = { 1, now - 5 }, v3 = { 3, now - 5 };
-	struct evict_count g1 = { 1, now - 5 }, g2 = { 2, now - 5 }, old = { 1, now - 100 };
+	struct evict_count g1 = { 1, now - 5 }, g2 = { 2, now - 5 }, g3 = { 3, now - 5 };
+	struct evict_count old = { 1, now - 100 };
 
 	CHECK(evict_target(LIMIT) == 19 * UNIT, "eviction brings a cache down to 95%%");
 	CHECK(evict_hits_fetched(NULL, now) == 1, "a unit never seen counts 1");
@@ -29,7 +30,9 @@ static void decisions(void)
 	CHECK(evict_admit(NULL, NULL, now), "nothing to displace: admitted");
 	CHECK(!evict_admit(NULL, &v1, now), "never seen, into a full cache: probation (a scan)");
 	CHECK(!evict_admit(&g1, &v1, now), "a tie keeps the resident (epochs beyond the cache)");
-	CHECK(evict_admit(&g2, &v1, now), "a count above the victim's is admitted");
+	CHECK(!evict_admit(&g2, &v1, now),
+	      "one more than the victim's is not admitted (an epoch about the gap long)");
+	CHECK(evict_admit(&g3, &v1, now), "two more is admitted");
 	CHECK(!evict_admit(&g2, &v3, now), "one below is not");
 	struct evict_count idle = { 3, now - 100 }, reused = { 1, now - 20 };
 	CHECK(evict_admit(&reused, &idle, now),
@@ -136,9 +139,13 @@ static void in_the_index(void)
 	      "fetched again with the count of the victim (a tie): probation; its ghost goes");
 	evict_one(ix, o.id, 19 * UNIT);
 	CHECK(sql(dir, "UPDATE ghosts SET hits = 2, last_access = last_access - 100") == 0 &&
+	      put(ix, o.id, 19 * UNIT) == 0 && admitted(dir, o.id, 19 * UNIT) == 0,
+	      "a ghost counting one more than the victim: probation still");
+	evict_one(ix, o.id, 19 * UNIT);
+	CHECK(sql(dir, "UPDATE ghosts SET hits = 3, last_access = last_access - 100") == 0 &&
 	      put(ix, o.id, 19 * UNIT) == 0 && admitted(dir, o.id, 19 * UNIT) == 1,
-	      "a ghost with a higher count than the victim's is admitted");
-	CHECK(value(dir, "SELECT hits FROM units WHERE off = 19000") == 3,
+	      "a ghost counting two more than the victim's is admitted");
+	CHECK(value(dir, "SELECT hits FROM units WHERE off = 19000") == 4,
 	      "with its count, plus this read (after the gap)");
 
 	/* a victim idle far longer than the candidate's reuse interval */
