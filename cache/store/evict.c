@@ -24,7 +24,7 @@ bool evict_admit(const struct evict_count *ghost, const struct evict_count *vict
 		return false;	/* never seen: a scan, or the first pass */
 	if (ghost->hits > victim->hits + EVICT_ADMIT_MARGIN)
 		return true;
-	/* about a tie, or fewer: the resident stays, unless the working set moved
+	/* within the margin, or fewer: the resident stays, unless the set moved
 	   on from it (its idle time dwarfs the candidate's reuse interval;
 	   whole seconds, so at least one) */
 	int64_t interval = now - ghost->last_access;

@@ -71,8 +71,8 @@ uint64_t evict_target(uint64_t limit);
 int64_t evict_hits_fetched(const struct evict_count *ghost, int64_t now);
 
 /* Admit into a full cache, at NOW, a fetched unit with GHOST (NULL: never
- * seen before; its count as it was, before this fetch), where VICTIM is the admitted unit eviction takes next
- * (NULL: none)? */
+ * seen before; its count as it was, before this fetch), where VICTIM is
+ * the admitted unit eviction takes next (NULL: none)? */
 bool evict_admit(const struct evict_count *ghost, const struct evict_count *victim,
 		 int64_t now);
 
