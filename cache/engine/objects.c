@@ -48,25 +48,31 @@ static size_t slot_of(const struct cache_objects *s, const char *url)
 	return i;
 }
 
-struct cache_object *cache_objects_get(struct cache_objects *s, const char *url)
+/* The object in slot I of S (s->n: none), marked used; NULL if none or
+ * stale. */
+static struct cache_object *use(struct cache_objects *s, size_t i)
 {
-	size_t i = slot_of(s, url);
 	if (i == s->n || cache_object_stale(s->v[i].obj))
 		return NULL;
 	s->v[i].used = ++s->clock;
 	return s->v[i].obj;
 }
 
+struct cache_object *cache_objects_get(struct cache_objects *s, const char *url)
+{
+	return use(s, slot_of(s, url));
+}
+
 int cache_objects_open(struct cache_objects *s, struct cache *c, const char *url,
 		       const char *log_name, const struct cache_listed *listed,
 		       struct cache_object **out)
 {
-	*out = cache_objects_get(s, url);
+	size_t slot = slot_of(s, url);
+	*out = use(s, slot);
 	if (*out)
 		return 0;
 	/* a stale one is opened again in its place; else a free slot, or
 	   the least recently used */
-	size_t slot = slot_of(s, url);
 	if (slot == s->n && s->n < s->max) {
 		s->n++;
 	} else if (slot == s->n) {

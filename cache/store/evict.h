@@ -24,12 +24,12 @@
  * the unit's fetch leaves its time as it was, so probation leaves in the
  * order units came in: units fetched ahead of the readers (a hint's)
  * stay while the ones the readers just read go first (least recently
- * read would take the oldest fetched, the ones read next).
- * Ties keep the resident: over epochs in random order on a
- * data set larger than the cache, the cache keeps the part that fits
- * instead of cycling through all of it (LRU's 0.86x of epoch 1 fetched
- * again, this policy about 0.52x); a scan of other data passes on
- * probation without flushing what is hot.
+ * read would take the oldest fetched, the ones read next). Counts within
+ * the margin keep the resident: over epochs in random order on a data set
+ * larger than the cache, the cache keeps the part that fits instead of
+ * cycling through all of it (LRU's 0.86x of epoch 1 fetched again, this
+ * policy 0.52x in evict_sim.py, 0.56-0.60x on the bench); a scan of other
+ * data passes on probation without flushing what is hot.
  *
  * Layer: the store. Includes cache/base/ and its own folder only; never the
  * origin, the engine or FUSE (tests/check-layers).
