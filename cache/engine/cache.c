@@ -61,6 +61,7 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 		goto fail_index;
 	source_identity_hash(src, index_proof_salt(c->index), c->identity);
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->evict_lock, NULL);
 	pthread_cond_init(&c->changed, NULL);
 	pthread_cond_init(&c->work, NULL);
 	pthread_cond_init(&c->seal_work, NULL);
@@ -84,6 +85,7 @@ fail_thread:
 	pthread_cond_destroy(&c->seal_work);
 	pthread_cond_destroy(&c->work);
 	pthread_cond_destroy(&c->changed);
+	pthread_mutex_destroy(&c->evict_lock);
 	pthread_mutex_destroy(&c->lock);
 	store_close(c->store);
 	index_close(c->index);
@@ -113,6 +115,7 @@ void cache_close(struct cache *c)
 	pthread_cond_destroy(&c->seal_work);
 	pthread_cond_destroy(&c->work);
 	pthread_cond_destroy(&c->changed);
+	pthread_mutex_destroy(&c->evict_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c->edges);
 	free(c->known);

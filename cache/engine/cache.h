@@ -189,8 +189,9 @@ const struct layout *cache_object_layout(struct cache_object *obj);
 
 /* Which of UNITS[0..n) (sorted) of OBJ are not cached: missing[i]. Those
  * cached on probation are admitted (cache/store/evict.h): tilefs warm asks
- * for them, so they are kept. 0 or -errno. */
-int cache_units_missing(struct cache *c, const struct cache_object *obj,
+ * for them, so they are kept, as are the units of OBJ this process stores
+ * from now on (its header, fetched by the open). 0 or -errno. */
+int cache_units_missing(struct cache *c, struct cache_object *obj,
 			const struct extent *units, size_t n, bool *missing);
 
 struct cache_warm_counts {

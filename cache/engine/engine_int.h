@@ -124,6 +124,9 @@ struct cache_object {
 	atomic_bool whole_queued;	/* PREFETCH_OBJECT has started on it */
 	atomic_bool complete;		/* every unit was found cached once */
 	atomic_bool seal_queued;	/* seal_later() queued it (seal.c) */
+	atomic_bool kept;		/* tilefs warm asked for it: the units the
+					   persist thread stores of it are admitted
+					   even into a full cache (warm.c) */
 	bool seal_when_stored;		/* c->lock: an open found it all cached or
 					   on its way: seal it once its units
 					   in flight are stored (seal.c) */
@@ -184,6 +187,7 @@ struct cache {
 	pthread_t persister;
 	pthread_t sealer;		/* seal.c */
 	pthread_mutex_t lock;
+	pthread_mutex_t evict_lock;	/* held by one evictor of the process */
 	pthread_cond_t changed;		/* an entry left UNIT_FETCHING */
 	pthread_cond_t work;		/* the persist queue grew, or stop */
 	pthread_cond_t seal_work;	/* c->seals grew, or stop */

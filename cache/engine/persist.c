@@ -9,9 +9,9 @@
  * units and writes kept edges to the index, and, when idle, lets
  * whole-object streaming (stream.c) send its next GETs.
  *
- * DESIGN: one thread, so index writes are batched off the read path and
- * eviction never runs twice at once in a process; other processes evict
- * under the same protocol (cache/store/unit.h, invariant 3).
+ * DESIGN: one thread, so index writes are batched off the read path; a
+ * warm's threads evict too, one at a time (evict_lock), and other
+ * processes under the same protocol (cache/store/unit.h, invariant 3).
  *
  * Level 5 of the engine (engine_int.h): calls stream.c, seal.c, fetch.c
  * and what lies under them; cache.c starts its thread, and warm.c calls
@@ -40,8 +40,12 @@
  * after it is stored (its reader's next reads find it); admitted units in
  * a burst, down to evict_target(LIMIT), 95%. Units of a pinned file (read
  * by passthrough) are passed over, up to EVICT_SKIP such files a round.
+ * One evictor at a time in a process (a warm's threads would otherwise
+ * take each other's hold on a file for a pin and pass over its units);
+ * other processes may evict at once, so each stops at the usage the
+ * index holds, not at a count of its own.
  */
-static void evict_to(struct cache *c, uint64_t limit)
+static void evict_locked(struct cache *c, uint64_t limit)
 {
 	uint64_t usage;
 	struct index_unit victims[EVICT_BATCH];
@@ -72,12 +76,20 @@ static void evict_to(struct cache *c, uint64_t limit)
 				continue;	/* another process evicted it */
 			if (err)
 				return;		/* the index cannot change now: later */
-			usage -= freed < usage ? freed : usage;
 			pthread_mutex_lock(&c->lock);
 			c->stats.evicted += freed;
 			pthread_mutex_unlock(&c->lock);
+			if (index_usage(c->index, &usage) != 0)
+				return;
 		}
 	}
+}
+
+static void evict_to(struct cache *c, uint64_t limit)
+{
+	pthread_mutex_lock(&c->evict_lock);
+	evict_locked(c, limit);
+	pthread_mutex_unlock(&c->evict_lock);
 }
 
 void evict(struct cache *c)
@@ -118,8 +130,10 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 			index_unclaim(c->index, obj->id, e->unit.off);
 		}
 	}
-	/* admitted, or on probation in a full cache (cache/store/evict.h) */
-	unit_put_many(c->index, c->store, obj->id, rec, bytes, k, c->cfg.size_limit);
+	/* admitted, or on probation in a full cache (cache/store/evict.h),
+	   unless a warm asked for the object */
+	unit_put_many(c->index, c->store, obj->id, rec, bytes, k,
+		      atomic_load(&obj->kept) ? 0 : c->cfg.size_limit);
 	bool stored = false, full = false;
 	int err = 0;
 	for (size_t i = 0; i < k; i++) {

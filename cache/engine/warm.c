@@ -5,7 +5,8 @@
  * from curl's buffer into the data file), under the same claims as a
  * mount's reads, so the two never fetch one unit twice. Every unit warmed
  * is admitted, even into a full cache: a user who warms a file wants it
- * kept (cache/store/evict.h).
+ * kept (cache/store/evict.h), and so are those of it the persist thread
+ * stores for this process (the header its open fetched: obj->kept).
  *
  * Level 7 of the engine (engine_int.h): calls persist.c (evict()), fetch.c
  * (pinned GETs) and what lies under them; no engine file calls it.
@@ -23,9 +24,12 @@
 /* Units of the index read at a time by cache_units_missing(). */
 #define MISSING_PAGE 4096
 
-int cache_units_missing(struct cache *c, const struct cache_object *obj,
+int cache_units_missing(struct cache *c, struct cache_object *obj,
 			const struct extent *units, size_t n, bool *missing)
 {
+	/* before the index is read: a unit the persist thread stores later
+	   is admitted, one stored before is found and kept below */
+	atomic_store(&obj->kept, true);
 	struct index_unit *have = NULL;
 	size_t nhave = 0, j = 0;
 	bool more = obj->id >= 0 && n > 0;	/* rows past the page */
@@ -154,6 +158,7 @@ int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *u
 {
 	if (obj->id < 0)
 		return -ENOTSUP;	/* the origin gives no version to cache it by */
+	atomic_store(&obj->kept, true);
 	int err = object_cut(obj);
 	if (err)
 		return err;

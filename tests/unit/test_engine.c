@@ -14,6 +14,9 @@
  *                   every byte served from the cache later right too
  *   pinned          eviction while an object is pinned: its bytes stay,
  *                   the cache comes back within its size
+ *   warm together   threads warming into a full cache at once (as tilefs
+ *                   warm's --jobs do): each object warmed is kept whole,
+ *                   and together they evict no more than they must
  *
  * Every wait is for an event, bounded by ORIGIN_WAIT_S.
  */
@@ -580,6 +583,122 @@ out:
 	engine_stop(&e);
 }
 
+/* ---- threads warming into a full cache at once ----------------------- */
+
+#define WARMERS 4
+#define WARM_SIZE (256u << 10)
+
+struct warmer {
+	struct engine *e;
+	struct cache_object *obj;
+	atomic_int *ready;
+	int err;
+};
+
+/* Warm all of W's object as tilefs warm does (what is missing, then
+ * that), once every warmer is ready. */
+static void *warm_whole(void *arg)
+{
+	struct warmer *w = arg;
+	const struct layout *l = cache_object_layout(w->obj);
+	struct extent units[WARM_SIZE / BLOCK + 2];
+	bool missing[WARM_SIZE / BLOCK + 2];
+	size_t n = 0, k = 0;
+	struct cache_warm_counts counts = { 0 };
+
+	for (uint64_t off = 0; l && off < WARM_SIZE && n < sizeof(units) / sizeof(units[0]);
+	     n++) {
+		units[n] = layout_unit_at(l, off);
+		off = units[n].off + units[n].len;
+	}
+	w->err = l ? cache_units_missing(w->e->cache, w->obj, units, n, missing) : -EIO;
+	for (size_t i = 0; i < n && !w->err; i++)
+		if (missing[i])
+			units[k++] = units[i];
+	atomic_fetch_add(w->ready, 1);
+	while (atomic_load(w->ready) < WARMERS)
+		sched_yield();
+	if (!w->err)
+		w->err = cache_warm(w->e->cache, w->obj, units, k, &counts);
+	return NULL;
+}
+
+static void test_warm_together(struct origin_server *s, const char *dir)
+{
+	static char fill[4u << 20];
+	const uint64_t limit = 2u << 20;
+	struct engine e;
+	origin_pattern(fill, sizeof(fill), 9);
+	origin_put(s, "/fill.bin", sizeof(fill), 9, "\"f9\"");
+	if (engine_start(&e, s, dir, limit, 5) != 0) {
+		CHECK(0, "warm together: the cache opens");
+		return;
+	}
+	/* a cache full of other data, within its size */
+	struct cache_object *obj = engine_object(&e, "/fill.bin");
+	CHECK(obj && read_all(&e, obj, fill, NULL) == 0, "4 MiB read through the 2 MiB cache");
+	if (obj)
+		cache_object_unref(obj);
+	uint64_t used = data_allocated(dir);
+	for (time_t end = deadline(); used > limit && time(NULL) < end; pause_briefly())
+		used = data_allocated(dir);
+
+	struct warmer w[WARMERS];
+	pthread_t t[WARMERS];
+	atomic_int ready = 0;
+	int started = 0;
+	for (int i = 0; i < WARMERS; i++) {
+		char path[32];
+		snprintf(path, sizeof(path), "/warm%d.bin", i);
+		origin_put(s, path, WARM_SIZE, 20 + i, "\"w1\"");
+		w[i] = (struct warmer){ &e, engine_object(&e, path), &ready, -EIO };
+	}
+	for (int i = 0; i < WARMERS; i++) {
+		if (!w[i].obj || pthread_create(&t[i], NULL, warm_whole, &w[i]) != 0)
+			atomic_fetch_add(&ready, 1);	/* none to wait for */
+		else
+			started |= 1 << i;
+	}
+	for (int i = 0; i < WARMERS; i++)
+		if (started & (1 << i))
+			pthread_join(t[i], NULL);
+	for (int i = 0; i < WARMERS; i++) {
+		CHECK(w[i].err == 0, "warmer %d: warmed (%d)", i, w[i].err);
+		if (w[i].obj)
+			cache_object_unref(w[i].obj);
+	}
+	/* each evictor stops at what the index holds: not a byte per evictor
+	   below the target counted on its own */
+	used = data_allocated(dir);
+	uint64_t floor = limit - limit / 20 - WARMERS * (uint64_t)BLOCK;
+	CHECK(used >= floor && used <= limit,
+	      "the cache holds %llu bytes: within %llu, and no more than a unit a warmer below "
+	      "the target (%llu)", (unsigned long long)used, (unsigned long long)limit,
+	      (unsigned long long)floor);
+	engine_stop(&e);
+
+	/* what a mount of the cache then sees */
+	if (engine_start(&e, s, dir, limit, 5) != 0) {
+		CHECK(0, "warm together: the cache opens again");
+		return;
+	}
+	for (int i = 0; i < WARMERS; i++) {
+		static char want[WARM_SIZE];
+		char path[32];
+		snprintf(path, sizeof(path), "/warm%d.bin", i);
+		origin_pattern(want, sizeof(want), 20 + i);
+		obj = engine_object(&e, path);	/* its version: a request */
+		size_t gets = origin_count(s, "GET", path, UINT64_MAX);
+		size_t wrong = obj ? read_all(&e, obj, want, NULL) : 1;
+		gets = origin_count(s, "GET", path, UINT64_MAX) - gets;
+		CHECK(wrong == 0 && gets == 0, "%s read whole from the cache: %zu reads wrong, %zu GETs",
+		      path, wrong, gets);
+		if (obj)
+			cache_object_unref(obj);
+	}
+	engine_stop(&e);
+}
+
 /* An open of a version the index holds records how it is cut and nothing
  * per unit: the layout (and the known units) come at its first read
  * (object_cut()), so that checking every cached file of a listing costs no
@@ -647,6 +766,7 @@ int main(void)
 	test_stale(&s, cache_dir_in(base, "stale-anyway", dir, sizeof(dir)), true);
 	test_pinned(&s, cache_dir_in(base, "pinned", dir, sizeof(dir)));
 	test_cut_at_first_read(&s, cache_dir_in(base, "cut", dir, sizeof(dir)));
+	test_warm_together(&s, cache_dir_in(base, "warm", dir, sizeof(dir)));
 	test_full_disk(&s, base);
 	origin_stop(&s);
 	remove_tree(base);
