@@ -10,8 +10,9 @@
  * whole-object streaming (stream.c) send its next GETs.
  *
  * DESIGN: one thread, so index writes are batched off the read path; a
- * warm's threads evict too, one at a time (evict_lock), and other
- * processes under the same protocol (cache/store/unit.h, invariant 3).
+ * warm's threads evict too, one evictor at a time on a cache dir
+ * (evict_lock in the process, index_evictor_begin() between processes),
+ * under the protocol of cache/store/unit.h (invariant 3).
  *
  * Level 5 of the engine (engine_int.h): calls stream.c, seal.c, fetch.c
  * and what lies under them; cache.c starts its thread, and warm.c calls
@@ -40,10 +41,11 @@
  * after it is stored (its reader's next reads find it); admitted units in
  * a burst, down to evict_target(LIMIT), 95%. Units of a pinned file (read
  * by passthrough) are passed over, up to EVICT_SKIP such files a round.
- * One evictor at a time in a process (a warm's threads would otherwise
- * take each other's hold on a file for a pin and pass over its units);
- * other processes may evict at once, so each stops at the usage the
- * index holds, not at a count of its own.
+ * One evictor at a time on a cache dir (evict_to()): two would take each
+ * other's hold on a file for a pin and pass over its units, evicting
+ * what comes next in order instead. Each stops at the usage the index
+ * holds, not at a count of its own (a unit freed by a process that
+ * evicts without the lock, or in the window between two, counts too).
  */
 static void evict_locked(struct cache *c, uint64_t limit)
 {
@@ -88,7 +90,12 @@ static void evict_locked(struct cache *c, uint64_t limit)
 static void evict_to(struct cache *c, uint64_t limit)
 {
 	pthread_mutex_lock(&c->evict_lock);
-	evict_locked(c, limit);
+	int other = index_evictor_begin(c->index);
+	if (other != -EBUSY)	/* -EBUSY: another process evicts, to the same
+				   usage the index holds */
+		evict_locked(c, limit);
+	if (!other)
+		index_evictor_end(c->index);
 	pthread_mutex_unlock(&c->evict_lock);
 }
 

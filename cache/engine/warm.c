@@ -33,11 +33,16 @@ int cache_units_missing(struct cache *c, struct cache_object *obj,
 	struct index_unit *have = NULL;
 	size_t nhave = 0, j = 0;
 	bool more = obj->id >= 0 && n > 0;	/* rows past the page */
+	/* those found on probation, to keep */
+	uint64_t *probation = calloc(n ? n : 1, sizeof(*probation));
+	bool *kept = calloc(n ? n : 1, sizeof(*kept));
+	size_t nprobation = 0;
 
-	if (more && !(have = malloc(MISSING_PAGE * sizeof(*have))))
+	if (!probation || !kept || (more && !(have = malloc(MISSING_PAGE * sizeof(*have))))) {
+		free(probation);
+		free(kept);
 		return -ENOMEM;
-	uint64_t *kept = calloc(n ? n : 1, sizeof(*kept));
-	size_t nkept = 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		/* the rows from units[i] on, a page at a time: memory bounded by
 		   the page, not by what is cached of the object */
@@ -47,6 +52,7 @@ int cache_units_missing(struct cache *c, struct cache_object *obj,
 			int err = index_units_from(c->index, obj->id, units[i].off, have,
 						   MISSING_PAGE, &nhave);
 			if (err) {
+				free(probation);
 				free(kept);
 				free(have);
 				return err;
@@ -55,13 +61,16 @@ int cache_units_missing(struct cache *c, struct cache_object *obj,
 			j = 0;
 		}
 		missing[i] = !(j < nhave && have[j].off == units[i].off && have[j].len == units[i].len);
-		if (!missing[i] && kept)
-			kept[nkept++] = units[i].off;
+		if (!missing[i] && have[j].probation)
+			probation[nprobation++] = units[i].off;
 	}
 	/* asked for: kept, even those a mount (or this warm's open) left on
-	   probation */
-	if (nkept)
-		index_units_keep(c->index, obj->id, kept, nkept);
+	   probation; one evicted since it was read is missing after all */
+	if (nprobation && index_units_keep(c->index, obj->id, probation, nprobation, kept) == 0)
+		for (size_t i = 0, k = 0; i < n && k < nprobation; i++)
+			if (!missing[i] && units[i].off == probation[k])
+				missing[i] = !kept[k++];
+	free(probation);
 	free(kept);
 	free(have);
 	return 0;
@@ -153,6 +162,65 @@ static int warm_run(struct cache *c, struct cache_object *obj, const struct exte
 	return err;
 }
 
+/* GET the units of UNITS[0..n) that CLAIM says are ours (0), adjacent ones
+ * in one GET of up to max_request bytes; after ERR (or the first error
+ * here) their claims are released instead. The first error, or ERR. */
+static int fetch_claimed(struct cache *c, struct cache_object *obj, const struct extent *units,
+			 size_t n, const int *claim, struct cache_warm_counts *out, int err)
+{
+	for (size_t i = 0; i < n;) {
+		if (claim[i] != 0) {
+			i++;
+			continue;
+		}
+		size_t j = i + 1;
+		while (j < n && claim[j] == 0 && units[j].off == units[j - 1].off + units[j - 1].len &&
+		       units[j].off + units[j].len - units[i].off <= c->cfg.max_request)
+			j++;
+		int rc = err ? 0 : warm_run(c, obj, units + i, j - i, out);
+		if (err)
+			for (size_t k = i; k < j; k++)
+				index_unclaim(c->index, obj->id, units[k].off);
+		if (rc && !err)
+			err = rc;
+		i = j;
+	}
+	return err;
+}
+
+/*
+ * The units of OFFS[0..n) that another process held (claim[i] -EBUSY):
+ * wait for it to store them or to let them go (a fetch that failed, the
+ * claim an eviction takes), and claim them again, as a mount's read waits
+ * (read.c); past claim_wait_s a claim is stale and taken over. CLAIM gets
+ * the new results; still -EBUSY only if the index cannot tell.
+ */
+static void wait_for_others(struct cache *c, const struct cache_object *obj,
+			    const uint64_t *offs, size_t n, int *claim)
+{
+	struct timespec pause = { 0, 5 * 1000 * 1000 };
+	uint64_t *busy = calloc(n ? n : 1, sizeof(*busy));
+	int *again = calloc(n ? n : 1, sizeof(*again));
+	size_t nbusy = 0;
+
+	for (int round = 0; busy && again && round <= (c->cfg.claim_wait_s + 1) * 200; round++) {
+		nbusy = 0;
+		for (size_t i = 0; i < n; i++)
+			if (claim[i] == -EBUSY)
+				busy[nbusy++] = offs[i];
+		if (nbusy == 0)
+			break;
+		nanosleep(&pause, NULL);
+		if (index_claims(c->index, obj->id, busy, nbusy, c->cfg.claim_wait_s, again) != 0)
+			break;
+		for (size_t i = 0, k = 0; i < n && k < nbusy; i++)
+			if (claim[i] == -EBUSY)
+				claim[i] = again[k++];
+	}
+	free(busy);
+	free(again);
+}
+
 int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *units, size_t n,
 	       struct cache_warm_counts *out)
 {
@@ -173,34 +241,27 @@ int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *u
 	for (size_t i = 0; i < n; i++)
 		offs[i] = units[i].off;
 	err = index_claims(c->index, obj->id, offs, n, c->cfg.claim_wait_s, claim);
-	for (size_t i = 0; i < n && !err; i++) {
+	for (size_t i = 0; i < n && !err; i++)
 		if (claim[i] == -EEXIST)
 			out->cached += units[i].len;
+	/* ours first, then those another process held, once it is done */
+	err = fetch_claimed(c, obj, units, n, claim, out, err);
+	for (size_t i = 0; i < n; i++)
+		if (claim[i] == 0)
+			claim[i] = -EALREADY;	/* fetched above */
+	if (!err)
+		wait_for_others(c, obj, offs, n, claim);
+	for (size_t i = 0; i < n && !err; i++) {
+		if (claim[i] == -EEXIST)
+			out->cached += units[i].len;	/* the other process stored it */
 		else if (claim[i] == -EBUSY)
-			out->elsewhere += units[i].len;	/* another process is fetching it */
+			out->elsewhere += units[i].len;
 	}
-	/* adjacent claimed units share a GET of up to max_request bytes */
-	for (size_t i = 0; i < n;) {
-		if (claim[i] != 0) {
-			i++;
-			continue;
-		}
-		size_t j = i + 1;
-		while (j < n && claim[j] == 0 && units[j].off == units[j - 1].off + units[j - 1].len &&
-		       units[j].off + units[j].len - units[i].off <= c->cfg.max_request)
-			j++;
-		int rc = err ? 0 : warm_run(c, obj, units + i, j - i, out);
-		if (err)
-			for (size_t k = i; k < j; k++)
-				index_unclaim(c->index, obj->id, units[k].off);
-		if (rc && !err)
-			err = rc;
-		i = j;
-	}
+	err = fetch_claimed(c, obj, units, n, claim, out, err);
 	/* what a user asks to warm is kept: those of its units that a mount
 	   stored on probation meanwhile (cache/store/evict.h) are admitted too */
 	if (!err)
-		index_units_keep(c->index, obj->id, offs, n);
+		index_units_keep(c->index, obj->id, offs, n, NULL);
 	free(offs);
 	free(claim);
 	if (!err)

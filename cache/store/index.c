@@ -47,17 +47,19 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_OBJECT_DROP_UNITS] = "DELETE FROM units WHERE object_id = ?1",
 	[ST_OBJECT_DROP_CLAIMS] = "DELETE FROM claims WHERE object_id = ?1",
 	[ST_OBJECT_DROP] = "DELETE FROM objects WHERE id = ?1",
-	[ST_UNIT_FIND] = "SELECT id, len, crc FROM units WHERE object_id = ?1 AND off = ?2",
+	[ST_UNIT_FIND] = "SELECT id, len, crc, admitted FROM units WHERE object_id = ?1 AND off = ?2",
 	[ST_UNIT_INSERT] = "INSERT OR IGNORE INTO units(object_id, off, len, crc, last_access, hits, "
 			   "admitted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_UNIT_DROP] = "DELETE FROM units WHERE id = ?1",
+	/* as listed: on probation (?2 0) or admitted (1), not kept since */
+	[ST_UNIT_EVICT] = "DELETE FROM units WHERE id = ?1 AND admitted = ?2",
 	[ST_UNIT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - " HIT_GAP "), "
 			  "last_access = " TOUCHED_AT " WHERE id = ?2",
 	[ST_CLAIM_GET] = "SELECT pid, since FROM claims WHERE object_id = ?1 AND off = ?2",
 	[ST_CLAIM_PUT] = "INSERT OR REPLACE INTO claims(object_id, off, pid, since) "
 			 "VALUES (?1, ?2, ?3, ?4)",
 	[ST_CLAIM_DROP] = "DELETE FROM claims WHERE object_id = ?1 AND off = ?2",
-	[ST_UNIT_DROP_CHANGES] = "SELECT changes()",
+	[ST_CHANGES] = "SELECT changes()",	/* of the last row statement */
 	[ST_USAGE] = "SELECT value FROM meta WHERE key = 'usage'",
 	[ST_EVICT] = "SELECT id, object_id, off, len, crc, admitted FROM units "
 		     "WHERE object_id NOT IN (SELECT value FROM json_each(?2)) "
@@ -110,7 +112,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SEAL_DROP] = "DELETE FROM seals WHERE object_id = ?1",
 	[ST_OBJECT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - " HIT_GAP "), "
 			    "last_access = " TOUCHED_AT " WHERE object_id = ?2",
-	[ST_UNITS_OF] = "SELECT id, off, len, crc FROM units WHERE object_id = ?1 ORDER BY off",
+	[ST_UNITS_OF] = "SELECT id, off, len, crc, admitted FROM units WHERE object_id = ?1 "
+			"ORDER BY off",
 	[ST_EDGE_PUT] = "INSERT INTO edges(object_id, off, len, crc, bytes) VALUES (?1, ?2, ?3, ?4, ?5) "
 			"ON CONFLICT(object_id, off) DO UPDATE SET len = excluded.len, "
 			"crc = excluded.crc, bytes = excluded.bytes WHERE excluded.len > edges.len",

@@ -52,8 +52,7 @@ struct index_unit {
 	int64_t object_id;
 	uint64_t off, len;
 	uint32_t crc;
-	bool probation;		/* index_eviction_candidates() only: stored
-				   on probation (cache/store/evict.h) */
+	bool probation;		/* stored on probation (cache/store/evict.h) */
 };
 
 /*
@@ -168,15 +167,20 @@ int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *
 int index_units_admit(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n,
 		      uint64_t limit);
 /* Admit the units of OBJECT_ID at OFFS[0..n) that are cached on probation,
- * in one transaction (tilefs warm: what a user asks to warm is kept). */
-int index_units_keep(struct index *ix, int64_t object_id, const uint64_t *offs, size_t n);
+ * in one transaction (tilefs warm: what a user asks to warm is kept).
+ * KEPT (if not NULL): kept[i] says unit i was on probation and is admitted
+ * now (false: admitted before, or not cached, perhaps evicted since it was
+ * read). */
+int index_units_keep(struct index *ix, int64_t object_id, const uint64_t *offs, size_t n,
+		     bool *kept);
 /* Forget a unit whose bytes failed their checksum. */
 int index_unit_drop(struct index *ix, int64_t unit_id);
 /*
  * Evict U: delete its row and claim it, in one transaction, leaving its
  * ghost (evict.h). 0: the caller now punches its bytes out and then calls
- * index_unclaim(). -ENOENT: the row was gone already (leave the bytes
- * alone).
+ * index_unclaim(). -ENOENT: the row was gone already, or a unit read on
+ * probation was admitted since (index_units_keep()): leave the bytes
+ * alone.
  */
 int index_unit_evict(struct index *ix, const struct index_unit *u);
 /*
@@ -250,6 +254,12 @@ int index_proof_put(struct index *ix, int64_t object_id, const char *identity);
 
 /* Bytes of all units. */
 int index_usage(struct index *ix, uint64_t *bytes);
+/* Become the one process evicting from this cache dir (a lock of
+ * index.lock's, released by index_evictor_end() or the process's exit):
+ * 0, or -EBUSY while another process evicts. The threads of one process
+ * take turns before they call it. No index: 0. */
+int index_evictor_begin(struct index *ix);
+void index_evictor_end(struct index *ix);
 /* Up to MAX units to evict first: those on probation, then admitted ones
  * read once, then those read again, least recently read first within each
  * (evict.h); none of the objects SKIP[0..nskip) (pinned). */

@@ -96,9 +96,11 @@
  * index.lock are opened without following links. Files an older tilefs
  * made 0644 are set to 0600 here.
  *
- * index.lock beside the database: every process holds it shared; moving a
- * corrupt database aside takes it exclusively, so a database some process
- * still has open is never pulled from under it.
+ * index.lock beside the database: every process holds it shared (flock);
+ * moving a corrupt database aside takes it exclusively, so a database some
+ * process still has open is never pulled from under it. Its first byte,
+ * write-locked (an open file description lock, apart from the flock), is
+ * held by the process that evicts (index_evictor_begin()).
  *
  * This file is the one that creates and upgrades the schema below.
  */
@@ -546,6 +548,25 @@ void index_close(struct index *ix)
 	pthread_cond_destroy(&ix->available);
 	free(ix->path);
 	free(ix);
+}
+
+/* The lock on index.lock's first byte (F_WRLCK) or its release (F_UNLCK). */
+static int evictor_lock(struct index *ix, short type)
+{
+	struct flock l = { .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+	if (!ix || ix->lock_fd < 0 || fcntl(ix->lock_fd, F_OFD_SETLK, &l) == 0)
+		return 0;
+	return errno == EAGAIN || errno == EACCES ? -EBUSY : -errno;
+}
+
+int index_evictor_begin(struct index *ix)
+{
+	return evictor_lock(ix, F_WRLCK);
+}
+
+void index_evictor_end(struct index *ix)
+{
+	evictor_lock(ix, F_UNLCK);
 }
 
 const char *index_instance(struct index *ix)

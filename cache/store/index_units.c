@@ -48,6 +48,7 @@ int index_units_of(struct index *ix, int64_t object_id, struct index_unit **out,
 			.off = (uint64_t)sqlite3_column_int64(s, 1),
 			.len = (uint64_t)sqlite3_column_int64(s, 2),
 			.crc = (uint32_t)sqlite3_column_int64(s, 3),
+			.probation = sqlite3_column_int64(s, 4) == 0,
 		};
 		(*n)++;
 	}
@@ -88,8 +89,8 @@ int index_units_from(struct index *ix, int64_t object_id, uint64_t from, struct 
 	if (!ix)
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
-	sqlite3_stmt *s = prepare(c, "SELECT id, off, len, crc FROM units WHERE object_id = ?1 "
-				     "AND off >= ?2 ORDER BY off LIMIT ?3");
+	sqlite3_stmt *s = prepare(c, "SELECT id, off, len, crc, admitted FROM units "
+				     "WHERE object_id = ?1 AND off >= ?2 ORDER BY off LIMIT ?3");
 	int err = s ? 0 : -EIO, rc = SQLITE_DONE;
 
 	if (s) {
@@ -103,6 +104,7 @@ int index_units_from(struct index *ix, int64_t object_id, uint64_t from, struct 
 			.off = (uint64_t)sqlite3_column_int64(s, 1),
 			.len = (uint64_t)sqlite3_column_int64(s, 2),
 			.crc = (uint32_t)sqlite3_column_int64(s, 3),
+			.probation = sqlite3_column_int64(s, 4) == 0,
 		};
 		(*n)++;
 	}
@@ -166,6 +168,7 @@ int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct in
 			out->off = off;
 			out->len = (uint64_t)sqlite3_column_int64(s, 1);
 			out->crc = (uint32_t)sqlite3_column_int64(s, 2);
+			out->probation = sqlite3_column_int64(s, 3) == 0;
 			err = 0;
 		} else {
 			err = rc == SQLITE_DONE ? -ENOENT : index_sql_error(c->db, rc, "find unit");
@@ -314,7 +317,8 @@ int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *
 	return index_units_admit(ix, object_id, v, n, 0);
 }
 
-int index_units_keep(struct index *ix, int64_t object_id, const uint64_t *offs, size_t n)
+int index_units_keep(struct index *ix, int64_t object_id, const uint64_t *offs, size_t n,
+		     bool *kept)
 {
 	if (!ix)
 		return -ENODEV;	/* no index */
@@ -324,9 +328,16 @@ int index_units_keep(struct index *ix, int64_t object_id, const uint64_t *offs, 
 	int err = index_begin(c);
 
 	if (!err) {
-		for (size_t i = 0; i < n && !err; i++)
+		for (size_t i = 0; i < n && !err; i++) {
 			err = index_exec_keyed(c, ST_UNIT_ADMIT, object_id, (int64_t)offs[i],
 					       "admit unit");
+			sqlite3_stmt *s = err || !kept ? NULL : index_stmt(c, ST_CHANGES);
+			if (s) {
+				kept[i] = sqlite3_step(s) == SQLITE_ROW &&
+					  sqlite3_column_int64(s, 0) > 0;
+				sqlite3_reset(s);
+			}
+		}
 		err = index_commit(c, err);
 	}
 	index_conn_put(ix, c);
@@ -393,11 +404,12 @@ int index_unit_evict(struct index *ix, const struct index_unit *u)
 		goto out;
 	err = index_exec_keyed(c, ST_GHOST_PUT_UNIT, u->id, 0, "keep a ghost");
 	if (!err)
-		err = index_exec_keyed(c, ST_UNIT_DROP, u->id, 0, "evict unit");
-	sqlite3_stmt *s = err ? NULL : index_stmt(c, ST_UNIT_DROP_CHANGES);
+		err = index_exec_keyed(c, ST_UNIT_EVICT, u->id, !u->probation, "evict unit");
+	sqlite3_stmt *s = err ? NULL : index_stmt(c, ST_CHANGES);
 	if (s) {
 		if (sqlite3_step(s) != SQLITE_ROW || sqlite3_column_int64(s, 0) == 0)
-			err = -ENOENT;	/* gone already: another process evicted it */
+			err = -ENOENT;	/* gone already (another process evicted
+					   it), or kept since it was read */
 		sqlite3_reset(s);
 	}
 	s = err ? NULL : index_stmt(c, ST_CLAIM_PUT);

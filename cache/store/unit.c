@@ -73,7 +73,8 @@ int unit_verify(struct index *ix, struct store *st, const struct index_unit *u, 
 	/* evicted while we read it (row gone first), or really damaged: a row
 	   is only worth its bytes, so a damaged one goes */
 	if (index_unit_find(ix, u->object_id, u->off, &now) == 0 && now.id == u->id)
-		*dropped = unit_evict(ix, st, u, NULL) == 0;
+		*dropped = unit_evict(ix, st, &now, NULL) == 0;	/* as it is now:
+							   kept or not */
 	return err;
 }
 

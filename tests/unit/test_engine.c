@@ -14,9 +14,6 @@
  *                   every byte served from the cache later right too
  *   pinned          eviction while an object is pinned: its bytes stay,
  *                   the cache comes back within its size
- *   warm together   threads warming into a full cache at once (as tilefs
- *                   warm's --jobs do): each object warmed is kept whole,
- *                   and together they evict no more than they must
  *
  * Every wait is for an event, bounded by ORIGIN_WAIT_S.
  */
@@ -25,6 +22,7 @@
 #include "cache/origin/http.h"
 #include "cache/origin/providers/provider.h"
 #include "check.h"
+#include "engine_fixture.h"
 #include "origin_server.h"
 
 #include <fcntl.h>
@@ -35,141 +33,6 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-
-#define BLOCK (64u << 10)
-#define HEADER (16u << 10)
-#define READERS 8
-
-struct engine {
-	struct source *src;
-	struct http_client *http;
-	struct cache *cache;
-};
-
-/* Open a cache in DIR of at most LIMIT bytes over the origin S. RETRIES:
- * the HTTP client's. 0 or -errno. */
-static int engine_start(struct engine *e, const struct origin_server *s, const char *dir,
-			uint64_t limit, int retries)
-{
-	char source[64], err[256];
-	struct source_options so = { 0 };
-	memset(e, 0, sizeof(*e));
-	snprintf(source, sizeof(source), "http://127.0.0.1:%d/", s->port);
-	int rc = source_open(source, &so, &e->src, err, sizeof(err));
-	if (rc) {
-		printf("# %s\n", err);
-		return rc;
-	}
-	struct http_config hc;
-	http_config_defaults(&hc);
-	hc.retries = retries;
-	hc.backoff_base_ms = 1;
-	hc.backoff_max_ms = 10;
-	e->http = http_client_new(&hc);
-	if (!e->http)
-		return -EAGAIN;
-	struct cache_config cc = {
-		.dir = dir,
-		.size_limit = limit,
-		.block_size = BLOCK,
-		.header_len = HEADER,
-		.max_request = 8u << 20,
-		.merge_gap = 0,
-		.readahead_max = 0,
-		.prefetch = PREFETCH_NONE,
-		.claim_wait_s = 30,
-	};
-	return cache_open(&cc, e->src, e->http, &e->cache);
-}
-
-static void engine_stop(struct engine *e)
-{
-	if (e->cache)
-		cache_stop_prefetch(e->cache);
-	http_client_free(e->http);
-	cache_close(e->cache);
-	source_free(e->src);
-	memset(e, 0, sizeof(*e));
-}
-
-/* Open PATH ("/a.bin") of the origin; NULL on failure (printed). */
-static struct cache_object *engine_object(struct engine *e, const char *path)
-{
-	struct cache_object *obj = NULL;
-	char *url = source_object_url(e->src, path + 1);
-	int rc = cache_object_open(e->cache, url, path + 1, NULL, &obj);
-	if (rc)
-		printf("# opening %s: %s\n", path, strerror(-rc));
-	free(url);
-	return rc ? NULL : obj;
-}
-
-/* The unit of OBJ holding OFF. */
-static struct extent unit_of(struct cache_object *obj, uint64_t off)
-{
-	return layout_unit_at(cache_object_layout(obj), off);
-}
-
-/* Read all of OBJ in BLOCK reads; how many came back wrong (short, an
- * error, or other bytes than WANT). FAILED (if not NULL) gets the reads
- * that failed with an error, which then do not count as wrong. */
-static size_t read_all(struct engine *e, struct cache_object *obj, const char *want,
-		       size_t *failed)
-{
-	static char buf[BLOCK];
-	uint64_t size = cache_object_size(obj);
-	size_t wrong = 0;
-	for (uint64_t off = 0; off < size; off += BLOCK) {
-		size_t len = size - off < BLOCK ? (size_t)(size - off) : BLOCK;
-		ssize_t got = cache_read(e->cache, obj, 1, buf, BLOCK, off);
-		if (got < 0 && failed)
-			(*failed)++;
-		else if (got != (ssize_t)len || memcmp(buf, want + off, len) != 0)
-			wrong++;
-	}
-	return wrong;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-static void remove_tree(const char *dir)
-{
-	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static uint64_t allocated;
-
-static int add_allocated(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	const char *name = path + ftw->base;
-	/* an object's data file: data-INSTANCE/XX/ID (not the punch counter) */
-	if (type == FTW_F && strstr(path, "/data-") && name[strspn(name, "0123456789")] == '\0')
-		allocated += (uint64_t)st->st_blocks * 512;
-	return 0;
-}
-
-/* Disk space the objects' data files under DIR take (du -s -B1), the
- * cache's size bound being on the units they hold. */
-static uint64_t data_allocated(const char *dir)
-{
-	allocated = 0;
-	nftw(dir, add_allocated, 16, FTW_PHYS);
-	return allocated;
-}
-
-static void pause_briefly(void)
-{
-	struct timespec t = { 0, 10 * 1000 * 1000 };
-	nanosleep(&t, NULL);
-}
-
-static time_t deadline(void)
-{
-	return time(NULL) + ORIGIN_WAIT_S;
-}
 
 /* ---- single flight ---------------------------------------------------- */
 
@@ -583,122 +446,6 @@ out:
 	engine_stop(&e);
 }
 
-/* ---- threads warming into a full cache at once ----------------------- */
-
-#define WARMERS 4
-#define WARM_SIZE (256u << 10)
-
-struct warmer {
-	struct engine *e;
-	struct cache_object *obj;
-	atomic_int *ready;
-	int err;
-};
-
-/* Warm all of W's object as tilefs warm does (what is missing, then
- * that), once every warmer is ready. */
-static void *warm_whole(void *arg)
-{
-	struct warmer *w = arg;
-	const struct layout *l = cache_object_layout(w->obj);
-	struct extent units[WARM_SIZE / BLOCK + 2];
-	bool missing[WARM_SIZE / BLOCK + 2];
-	size_t n = 0, k = 0;
-	struct cache_warm_counts counts = { 0 };
-
-	for (uint64_t off = 0; l && off < WARM_SIZE && n < sizeof(units) / sizeof(units[0]);
-	     n++) {
-		units[n] = layout_unit_at(l, off);
-		off = units[n].off + units[n].len;
-	}
-	w->err = l ? cache_units_missing(w->e->cache, w->obj, units, n, missing) : -EIO;
-	for (size_t i = 0; i < n && !w->err; i++)
-		if (missing[i])
-			units[k++] = units[i];
-	atomic_fetch_add(w->ready, 1);
-	while (atomic_load(w->ready) < WARMERS)
-		sched_yield();
-	if (!w->err)
-		w->err = cache_warm(w->e->cache, w->obj, units, k, &counts);
-	return NULL;
-}
-
-static void test_warm_together(struct origin_server *s, const char *dir)
-{
-	static char fill[4u << 20];
-	const uint64_t limit = 2u << 20;
-	struct engine e;
-	origin_pattern(fill, sizeof(fill), 9);
-	origin_put(s, "/fill.bin", sizeof(fill), 9, "\"f9\"");
-	if (engine_start(&e, s, dir, limit, 5) != 0) {
-		CHECK(0, "warm together: the cache opens");
-		return;
-	}
-	/* a cache full of other data, within its size */
-	struct cache_object *obj = engine_object(&e, "/fill.bin");
-	CHECK(obj && read_all(&e, obj, fill, NULL) == 0, "4 MiB read through the 2 MiB cache");
-	if (obj)
-		cache_object_unref(obj);
-	uint64_t used = data_allocated(dir);
-	for (time_t end = deadline(); used > limit && time(NULL) < end; pause_briefly())
-		used = data_allocated(dir);
-
-	struct warmer w[WARMERS];
-	pthread_t t[WARMERS];
-	atomic_int ready = 0;
-	int started = 0;
-	for (int i = 0; i < WARMERS; i++) {
-		char path[32];
-		snprintf(path, sizeof(path), "/warm%d.bin", i);
-		origin_put(s, path, WARM_SIZE, 20 + i, "\"w1\"");
-		w[i] = (struct warmer){ &e, engine_object(&e, path), &ready, -EIO };
-	}
-	for (int i = 0; i < WARMERS; i++) {
-		if (!w[i].obj || pthread_create(&t[i], NULL, warm_whole, &w[i]) != 0)
-			atomic_fetch_add(&ready, 1);	/* none to wait for */
-		else
-			started |= 1 << i;
-	}
-	for (int i = 0; i < WARMERS; i++)
-		if (started & (1 << i))
-			pthread_join(t[i], NULL);
-	for (int i = 0; i < WARMERS; i++) {
-		CHECK(w[i].err == 0, "warmer %d: warmed (%d)", i, w[i].err);
-		if (w[i].obj)
-			cache_object_unref(w[i].obj);
-	}
-	/* each evictor stops at what the index holds: not a byte per evictor
-	   below the target counted on its own */
-	used = data_allocated(dir);
-	uint64_t floor = limit - limit / 20 - WARMERS * (uint64_t)BLOCK;
-	CHECK(used >= floor && used <= limit,
-	      "the cache holds %llu bytes: within %llu, and no more than a unit a warmer below "
-	      "the target (%llu)", (unsigned long long)used, (unsigned long long)limit,
-	      (unsigned long long)floor);
-	engine_stop(&e);
-
-	/* what a mount of the cache then sees */
-	if (engine_start(&e, s, dir, limit, 5) != 0) {
-		CHECK(0, "warm together: the cache opens again");
-		return;
-	}
-	for (int i = 0; i < WARMERS; i++) {
-		static char want[WARM_SIZE];
-		char path[32];
-		snprintf(path, sizeof(path), "/warm%d.bin", i);
-		origin_pattern(want, sizeof(want), 20 + i);
-		obj = engine_object(&e, path);	/* its version: a request */
-		size_t gets = origin_count(s, "GET", path, UINT64_MAX);
-		size_t wrong = obj ? read_all(&e, obj, want, NULL) : 1;
-		gets = origin_count(s, "GET", path, UINT64_MAX) - gets;
-		CHECK(wrong == 0 && gets == 0, "%s read whole from the cache: %zu reads wrong, %zu GETs",
-		      path, wrong, gets);
-		if (obj)
-			cache_object_unref(obj);
-	}
-	engine_stop(&e);
-}
-
 /* An open of a version the index holds records how it is cut and nothing
  * per unit: the layout (and the known units) come at its first read
  * (object_cut()), so that checking every cached file of a listing costs no
@@ -735,14 +482,6 @@ static void test_cut_at_first_read(struct origin_server *s, const char *dir)
 	engine_stop(&e);
 }
 
-/* A fresh cache dir under BASE named NAME. */
-static const char *cache_dir_in(const char *base, const char *name, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/%s", base, name);
-	mkdir(buf, 0700);
-	return buf;
-}
-
 int main(void)
 {
 	char base[] = "/tmp/tilefs-engine-XXXXXX", dir[256];
@@ -766,7 +505,6 @@ int main(void)
 	test_stale(&s, cache_dir_in(base, "stale-anyway", dir, sizeof(dir)), true);
 	test_pinned(&s, cache_dir_in(base, "pinned", dir, sizeof(dir)));
 	test_cut_at_first_read(&s, cache_dir_in(base, "cut", dir, sizeof(dir)));
-	test_warm_together(&s, cache_dir_in(base, "warm", dir, sizeof(dir)));
 	test_full_disk(&s, base);
 	origin_stop(&s);
 	remove_tree(base);

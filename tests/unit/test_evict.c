@@ -158,9 +158,17 @@ static void in_the_index(void)
 	/* warm keeps what it is asked for */
 	CHECK(put(ix, o.id, 30 * UNIT) == 0 && admitted(dir, o.id, 30 * UNIT) == 0,
 	      "another unit on probation");
-	uint64_t offs[2] = { 30 * UNIT, 31 * UNIT };
-	CHECK(index_units_keep(ix, o.id, offs, 2) == 0 && admitted(dir, o.id, 30 * UNIT) == 1,
+	struct index_unit listed;	/* as an evictor read it, before the keep */
+	CHECK(index_unit_find(ix, o.id, 30 * UNIT, &listed) == 0 && listed.probation,
+	      "read on probation");
+	uint64_t offs[3] = { 30 * UNIT, 31 * UNIT, 30 * UNIT };
+	bool kept[3] = { false, true, true };
+	CHECK(index_units_keep(ix, o.id, offs, 3, kept) == 0 && admitted(dir, o.id, 30 * UNIT) == 1,
 	      "index_units_keep() admits it (an absent unit is no error)");
+	CHECK(index_unit_evict(ix, &listed) == -ENOENT && admitted(dir, o.id, 30 * UNIT) == 1,
+	      "an evictor that read it on probation before leaves it");
+	CHECK(kept[0] && !kept[1] && !kept[2],
+	      "it says which it admitted: not an absent one, nor one admitted already");
 	struct index_unit_new w = { 32 * UNIT, UNIT, 7, 0 };
 	CHECK(index_units_add(ix, o.id, &w, 1) == 0 && w.err == 0 &&
 	      admitted(dir, o.id, 32 * UNIT) == 1, "index_units_add() admits, full or not");
