@@ -241,14 +241,14 @@ int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *u
 	for (size_t i = 0; i < n; i++)
 		offs[i] = units[i].off;
 	err = index_claims(c->index, obj->id, offs, n, c->cfg.claim_wait_s, claim);
-	for (size_t i = 0; i < n && !err; i++)
-		if (claim[i] == -EEXIST)
-			out->cached += units[i].len;
 	/* ours first, then those another process held, once it is done */
 	err = fetch_claimed(c, obj, units, n, claim, out, err);
-	for (size_t i = 0; i < n; i++)
-		if (claim[i] == 0)
-			claim[i] = -EALREADY;	/* fetched above */
+	for (size_t i = 0; i < n; i++) {
+		if (claim[i] == -EEXIST && !err)
+			out->cached += units[i].len;
+		if (claim[i] != -EBUSY)
+			claim[i] = -EALREADY;	/* fetched or counted */
+	}
 	if (!err)
 		wait_for_others(c, obj, offs, n, claim);
 	for (size_t i = 0; i < n && !err; i++) {

@@ -2,6 +2,7 @@
  * test_warm_evict.c - tilefs warm into a full cache, with others evicting
  * at once (cache_units_missing(), cache_warm(), eviction): from threads of
  * one process (as tilefs warm's --jobs do), and from two processes. Each
+ * warm counts every byte once (fetched, cached, or another's), each
  * object warmed is then read whole from the cache with no GET, and the
  * evictors together take the cache no further below its target than a
  * unit each.
@@ -42,15 +43,25 @@ static void *warm_whole(void *arg)
 		units[n] = layout_unit_at(l, off);
 		off = units[n].off + units[n].len;
 	}
+	uint64_t found = 0;	/* bytes cached already */
 	w->err = l ? cache_units_missing(w->e->cache, w->obj, units, n, missing) : -EIO;
-	for (size_t i = 0; i < n && !w->err; i++)
+	for (size_t i = 0; i < n && !w->err; i++) {
 		if (missing[i])
 			units[k++] = units[i];
+		else
+			found += units[i].len;
+	}
 	atomic_fetch_add(w->ready, 1);
 	while (atomic_load(w->ready) < w->together)
 		sched_yield();
 	if (!w->err)
 		w->err = cache_warm(w->e->cache, w->obj, units, k, &counts);
+	/* each byte counted once: fetched, found cached, or another's */
+	uint64_t counted = found + counts.fetched + counts.cached + counts.elsewhere;
+	if (!w->err && counted != WARM_SIZE) {
+		printf("# %llu bytes counted of %u\n", (unsigned long long)counted, WARM_SIZE);
+		w->err = -ERANGE;
+	}
 	return NULL;
 }
 
