@@ -8,7 +8,12 @@ eviction runs in bursts, from over the bound down to 95% of it (persist.c
 evict_to(); units on probation leave one by one, down to the bound), a unit's `hits` counts reads at least WINDOW seconds apart, and
 times are whole seconds. Stdlib only; run it as
 
-    python3 tests/bench/evict_sim.py [--units N] [--seed S]
+    python3 tests/bench/evict_sim.py [--units N] [--seed S] [--hint]
+
+With --hint it replays instead epochs over a set twice the cache (policy
+admit) with a hint fetching the next AHEAD units of the order ahead of the
+reader into the full cache, and counts what the index admits by count and
+by the idle rule.
 
 Policies:
   slru      tilefs up to schema 5: every fetched unit stored; victims read
@@ -28,6 +33,7 @@ Policies:
   admit-noidle  the same without the idle rule.
 """
 import argparse
+import collections
 import random
 
 WINDOW = 10            # seconds between two reads that both count (index.c)
@@ -44,6 +50,7 @@ class Cache:
         self.ghosts = {}   # key -> (hits, last, order)
         self.clock = 0     # insertion/touch order, for LRU within a second
         self.rng = random.Random(7)
+        self.admitted_by = collections.Counter()   # "count", "idle"
 
     def _victim_key(self, key, probation_first=True):
         hits, last, admitted, order = self.units[key]
@@ -65,14 +72,19 @@ class Cache:
                 best = (kk, k)
         return best[1] if best else None
 
-    def access(self, key, t):
-        """Read KEY at time T (seconds, float). True if a hit."""
+    def access(self, key, t, prefetch=False):
+        """Read KEY at time T (seconds, float); PREFETCH: fetch it if it is
+        missing, not a read. True if a hit."""
         now = int(t)
         self.clock += 1
         u = self.units.get(key)
+        if u is not None and prefetch:
+            return True
         if u is not None:
             if u[1] < now - WINDOW:
                 u[0] += 1
+            elif not u[2]:
+                return True   # probation keeps its fetch time (index.c)
             u[1] = now
             u[3] = self.clock
             return True
@@ -89,6 +101,8 @@ class Cache:
             if v is not None:
                 vh, vlast = self.units[v][0], self.units[v][1]
                 admitted = int(admit(g, vh, vlast, now, self.policy == "admit"))
+                if admitted:
+                    self.admitted_by["count" if g[0] > vh + ADMIT_MARGIN else "idle"] += 1
         if not self.policy.startswith("admit"):
             admitted = 1   # the other policies have no probation
         self.units[key] = [hits, now, admitted, order]
@@ -128,20 +142,28 @@ def admit(ghost, victim_hits, victim_last, now, idle_rule):
     return idle_rule and now - victim_last > IDLE_FACTOR * interval
 
 
-def run(policy, epochs, capacity, epoch_s):
-    """EPOCHS: list of lists of keys; each epoch lasts EPOCH_S seconds.
-    Returns misses per epoch."""
+def run(policy, epochs, capacity, epoch_s, ahead=0, admitted_by=None):
+    """EPOCHS: list of lists of keys; each epoch lasts EPOCH_S seconds; a
+    hint fetches the AHEAD keys after each read's. Returns fetches per
+    epoch (the reader's misses and the hint's), and per epoch the units
+    admitted by each rule into ADMITTED_BY (a list) if given."""
     c = Cache(capacity, policy)
     t = 1000.0
     out = []
     for keys in epochs:
         dt = epoch_s / max(len(keys), 1)
         misses = 0
-        for k in keys:
+        c.admitted_by.clear()
+        for i, k in enumerate(keys):
+            for j in keys[i + 1:i + 1 + ahead]:
+                if not c.access(j, t, prefetch=True):
+                    misses += 1
             if not c.access(k, t):
                 misses += 1
             t += dt
         out.append(misses)
+        if admitted_by is not None:
+            admitted_by.append(dict(c.admitted_by))
         t += epoch_s * 0.1      # a pause between epochs
     return out
 
@@ -177,7 +199,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--units", type=int, default=250, help="cache size in units")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--hint", action="store_true",
+                    help="a hint fetching ahead into the full cache instead")
     a = ap.parse_args()
+    if a.hint:
+        hint(a.units, a.seed)
+        return
     policies = ["slru", "lru", "lip", "admit-noidle", "admit"]
     for name, cap, epochs in scenarios(a.units, a.seed):
         for epoch_s in (2, 10, 120):
@@ -193,6 +220,21 @@ def main():
                                           else str(x)))
                 print("  %-13s %s" % (p, "  ".join(cells)))
             print()
+
+
+def hint(n, seed):
+    rng = random.Random(seed)
+    big = ["a%d" % i for i in range(2 * n)]
+    epochs = [shuffled(big, rng) for _ in range(5)]
+    print("2x cache, 5 shuffled epochs of 10 s, a hint AHEAD units ahead; cache %d units" % n)
+    print("  %-6s %-28s %s" % ("ahead", "fetched / epoch 1 (ep2-5)",
+                               "admitted in a full cache, by count / by the idle rule"))
+    for ahead in (0, 3, 6, 12):
+        by = []
+        m = run("admit", epochs, n, 10, ahead, by)
+        print("  %-6d %-28s %s" % (ahead, " ".join("%.2f" % (x / m[0]) for x in m[1:]),
+                                   " ".join("%d/%d" % (b.get("count", 0), b.get("idle", 0))
+                                            for b in by[1:])))
 
 
 if __name__ == "__main__":
