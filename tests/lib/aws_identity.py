@@ -134,14 +134,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def reply(self, endpoint, status, body=b"", issued=None, ctype="application/json"):
+        # logged before it is sent: a client acting on the answer finds
+        # its line written already
+        log(f"{endpoint} {self.command} {self.path.split('?')[0]} {status}"
+            + (f" issued {issued}" if issued else ""))
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
-        log(f"{endpoint} {self.command} {self.path.split('?')[0]} {status}"
-            + (f" issued {issued}" if issued else ""))
 
     def endpoint(self):
         if self.path.startswith("/latest/"):

@@ -134,6 +134,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def reply(self, status, body=b"", headers=(), ctype="application/json"):
+        # logged before it is sent: a client acting on the answer (a
+        # challenge's key file, say) finds its line written already
+        path = urllib.parse.urlsplit(self.path).path
+        print("%s %s %d" % (self.command, path, status), flush=True)
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
@@ -142,8 +146,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
-        path = urllib.parse.urlsplit(self.path).path
-        print("%s %s %d" % (self.command, path, status), flush=True)
 
     def azure_token(self, q, kind):
         if q.get("resource") != ["https://storage.azure.com/"]:

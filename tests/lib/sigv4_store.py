@@ -96,6 +96,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     f'{access_key(self.headers.get("Authorization", ""))}\n')
 
     def answer(self, status, headers, body=b""):
+        # logged before it is sent: a client acting on the answer finds
+        # its line written already
+        self.log_line(status, len(body) if self.command != "HEAD" else 0)
         self.send_response(status)
         for k, v in headers.items():
             self.send_header(k, v)
@@ -103,7 +106,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
-        self.log_line(status, len(body) if self.command != "HEAD" else 0)
 
     def serve(self):
         ours = self.headers.get("Authorization", "")
