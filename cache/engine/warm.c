@@ -195,27 +195,39 @@ static int fetch_claimed(struct cache *c, struct cache_object *obj, const struct
  * (read.c); past claim_wait_s a claim is stale and taken over. CLAIM gets
  * the new results; still -EBUSY only if the index cannot tell.
  */
+static size_t count_busy(const int *claim, size_t n)
+{
+	size_t nbusy = 0;
+	for (size_t i = 0; i < n; i++)
+		nbusy += claim[i] == -EBUSY;
+	return nbusy;
+}
+
 static void wait_for_others(struct cache *c, const struct cache_object *obj,
 			    const uint64_t *offs, size_t n, int *claim)
 {
 	struct timespec pause = { 0, 5 * 1000 * 1000 };
-	uint64_t *busy = calloc(n ? n : 1, sizeof(*busy));
-	int *again = calloc(n ? n : 1, sizeof(*again));
-	size_t nbusy = 0;
+	size_t nbusy = count_busy(claim, n);
 
-	for (int round = 0; busy && again && round <= (c->cfg.claim_wait_s + 1) * 200; round++) {
-		nbusy = 0;
+	if (nbusy == 0)
+		return;		/* as a rule: nothing to wait for, nothing to allocate */
+	uint64_t *busy = calloc(nbusy, sizeof(*busy));
+	int *again = calloc(nbusy, sizeof(*again));
+
+	for (int round = 0; busy && again && nbusy && round <= (c->cfg.claim_wait_s + 1) * 200;
+	     round++) {
+		size_t k = 0;
 		for (size_t i = 0; i < n; i++)
 			if (claim[i] == -EBUSY)
-				busy[nbusy++] = offs[i];
-		if (nbusy == 0)
-			break;
+				busy[k++] = offs[i];
 		nanosleep(&pause, NULL);
 		if (index_claims(c->index, obj->id, busy, nbusy, c->cfg.claim_wait_s, again) != 0)
 			break;
-		for (size_t i = 0, k = 0; i < n && k < nbusy; i++)
+		k = 0;
+		for (size_t i = 0; i < n && k < nbusy; i++)
 			if (claim[i] == -EBUSY)
 				claim[i] = again[k++];
+		nbusy = count_busy(claim, n);
 	}
 	free(busy);
 	free(again);

@@ -100,9 +100,10 @@ class Cache:
             v = self._coldest_admitted()
             if v is not None:
                 vh, vlast = self.units[v][0], self.units[v][1]
-                admitted = int(admit(g, vh, vlast, now, self.policy == "admit"))
-                if admitted:
-                    self.admitted_by["count" if g[0] > vh + ADMIT_MARGIN else "idle"] += 1
+                rule = admit(g, vh, vlast, now, self.policy == "admit")
+                admitted = int(rule is not None)
+                if rule:
+                    self.admitted_by[rule] += 1
         if not self.policy.startswith("admit"):
             admitted = 1   # the other policies have no probation
         self.units[key] = [hits, now, admitted, order]
@@ -132,14 +133,15 @@ class Cache:
 
 
 def admit(ghost, victim_hits, victim_last, now, idle_rule):
-    """The admission rule of evict_admit() (cache/store/evict.c)."""
+    """The admission rule of evict_admit() (cache/store/evict.c): the part
+    of it that admits ("count", "idle"), or None."""
     if ghost is None:
-        return False
+        return None
     g_hits, g_last = ghost[0], ghost[1]
     if g_hits > victim_hits + ADMIT_MARGIN:
-        return True
+        return "count"
     interval = max(now - g_last, 1)
-    return idle_rule and now - victim_last > IDLE_FACTOR * interval
+    return "idle" if idle_rule and now - victim_last > IDLE_FACTOR * interval else None
 
 
 def run(policy, epochs, capacity, epoch_s, ahead=0, admitted_by=None):

@@ -27,6 +27,13 @@ struct warmer {
 	int err;
 };
 
+/* The path of warmed object I ("/warmI.bin") in BUF. */
+static const char *warm_path(int i, char buf[32])
+{
+	snprintf(buf, 32, "/warm%d.bin", i);
+	return buf;
+}
+
 /* Warm all of W's object as tilefs warm does (what is missing, then
  * that), once every warmer is ready. */
 static void *warm_whole(void *arg)
@@ -81,8 +88,7 @@ static int warm_some(struct origin_server *s, const char *dir, int first, int st
 		return -1;
 	for (int i = first; i < WARMERS; i += step) {
 		char path[32];
-		snprintf(path, sizeof(path), "/warm%d.bin", i);
-		w[n++] = (struct warmer){ &e, engine_object(&e, path), &ready, 0, -EIO };
+		w[n++] = (struct warmer){ &e, engine_object(&e, warm_path(i, path)), &ready, 0, -EIO };
 	}
 	for (int i = 0; i < n; i++)
 		w[i].together = n + 1;	/* and this thread, once GO says */
@@ -119,8 +125,7 @@ static void test_warm_together(struct origin_server *s, const char *dir, int pro
 	origin_put(s, "/fill.bin", sizeof(fill), 9, "\"f9\"");
 	for (int i = 0; i < WARMERS; i++) {
 		char path[32];
-		snprintf(path, sizeof(path), "/warm%d.bin", i);
-		origin_put(s, path, WARM_SIZE, 20 + i, procs == 1 ? "\"w1\"" : "\"w2\"");
+		origin_put(s, warm_path(i, path), WARM_SIZE, 20 + i, procs == 1 ? "\"w1\"" : "\"w2\"");
 	}
 	if (engine_start(&e, s, dir, WARM_LIMIT, 5) != 0) {
 		CHECK(0, "warm together: the cache opens");
@@ -185,7 +190,7 @@ static void test_warm_together(struct origin_server *s, const char *dir, int pro
 	for (int i = 0; i < WARMERS; i++) {
 		static char want[WARM_SIZE];
 		char path[32];
-		snprintf(path, sizeof(path), "/warm%d.bin", i);
+		warm_path(i, path);
 		origin_pattern(want, sizeof(want), 20 + i);
 		obj = engine_object(&e, path);	/* its version: a request */
 		size_t gets = origin_count(s, "GET", path, UINT64_MAX);
