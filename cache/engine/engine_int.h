@@ -35,7 +35,11 @@
  *   (E1) A unit has at most one in-flight entry in a process: entries are
  *        made under c->lock after looking the table up (entry_new()), and
  *        leave the table only on the persist thread, after the unit is
- *        stored or its claim released (persist_thread()).
+ *        stored or its claim released (persist_thread()). A failure is
+ *        shared only by the reads that joined the entry before it failed:
+ *        a read that finds it failed waits for it to leave the table and
+ *        fetches anew (read_lookup()), so a stale version's -ESTALE is
+ *        not served to a fresh open of the same version id.
  *   (E2) An entry that holds the unit's claim (e->claimed) releases it
  *        exactly once: by its row (unit_put_many()) or by index_unclaim() on
  *        the persist thread when it is not persisted.

@@ -211,6 +211,7 @@ static void settled(struct cache *c, struct inflight **v, size_t n)
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < n; i++)
 		table_remove(c, v[i]);	/* later reads find it in the index */
+	pthread_cond_broadcast(&c->changed);	/* reads waiting for a failed one */
 	seal_stored(c, objs, nobjs);
 	for (size_t i = 0; i < nobjs; i++)
 		cache_object_unref(objs[i]);

@@ -175,7 +175,9 @@ static int read_lookup(struct read_op *r)
 		    (sliver && edge_read(c, obj, part, dst) == 0))
 			continue;
 		pthread_mutex_lock(&c->lock);
-		struct inflight *e = table_find(c, obj->id, unit.off);
+		struct inflight *e;
+		while ((e = table_find(c, obj->id, unit.off)) && e->state == UNIT_FAILED)
+			pthread_cond_wait(&c->changed, &c->lock);	/* (E1) */
 		if (!e && sliver)
 			e = sliver_find(c, obj, part);
 		if (e) {
