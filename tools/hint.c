@@ -26,9 +26,11 @@
 
 uint64_t hint_default_budget(uint64_t cache_size)
 {
-	/* in a full cache a unit fetched ahead waits on probation, which
-	   holds about the last 5% of the cache stored (cache/store/evict.h):
-	   fetched further ahead, it would be evicted before it is read */
+	/* in a full cache what is fetched ahead is kept until read in room
+	   taken from the data that fits, and the mount holds it to the 5%
+	   eviction leaves free (cache/engine/hint.c); a cache with room
+	   takes more, but prefetch far ahead buys little once every
+	   connection is busy */
 	uint64_t budget = cache_size / 32;
 	return budget < (1ull << 30) ? budget : 1ull << 30;
 }

@@ -157,6 +157,8 @@ struct inflight {
 	bool persist;			/* write to store and index */
 	bool claimed;			/* holds the index claim */
 	bool prefetch;			/* no reader asked for it (yet) */
+	bool ahead;			/* c->lock: a hint's, no reader joined
+					   it: kept for them (evict.h) */
 	bool sliver;			/* part of a unit, for one read only */
 };
 
@@ -299,7 +301,8 @@ void pinned_get(struct cache *c, const char *url, const char *log_name, const st
 /* Claim the unit of E in the index. 0: claimed (or nothing to claim,
  * e->claimed tells); -EBUSY or -EEXIST: another process has it. */
 int entry_claim(struct cache *c, struct cache_object *obj, struct inflight *e);
-struct inflight *prefetch_entry(struct cache *c, struct cache_object *obj, struct extent unit);
+struct inflight *prefetch_entry(struct cache *c, struct cache_object *obj, struct extent unit,
+			       bool ahead);
 /* May one more background GET be sent now? Only while the bytes in
  * background GETs are under BACKGROUND_BUDGET and the HTTP client has a
  * connection the readers left idle for it (http_background_room()), so no

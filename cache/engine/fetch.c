@@ -210,9 +210,11 @@ static struct extent unit_at(void *arg, uint64_t off)
 }
 
 /* Start fetching UNIT of OBJ ahead of any read, unless it is cached, in
- * flight, or claimed by another process. Returns the new entry (its
- * creator's ref is the caller's) or NULL. */
-struct inflight *prefetch_entry(struct cache *c, struct cache_object *obj, struct extent unit)
+ * flight, or claimed by another process; AHEAD: for a hint's readers, to
+ * be kept for them in a full cache (inflight.ahead). Returns the new entry
+ * (its creator's ref is the caller's) or NULL. */
+struct inflight *prefetch_entry(struct cache *c, struct cache_object *obj, struct extent unit,
+				bool ahead)
 {
 	struct index_unit u;
 	pid_t holder;
@@ -230,6 +232,7 @@ struct inflight *prefetch_entry(struct cache *c, struct cache_object *obj, struc
 	if (e) {
 		e->claimed = true;
 		e->prefetch = true;
+		e->ahead = ahead;
 		c->stats.prefetched++;
 	}
 	pthread_mutex_unlock(&c->lock);

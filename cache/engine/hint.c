@@ -270,18 +270,27 @@ int cache_object_window_check(struct cache_object *obj, const struct hint_line *
 		0 : -EINVAL;
 }
 
-/* Is C's cache full, so that a unit fetched now goes on probation? Then
- * what a hint fetched ahead would be evicted before the readers reach it
- * by every unit the readers' own misses bring in (measured: epochs over a
- * data set twice the cache fetched 1.4x epoch 1's bytes with a hint
- * fetching into a full cache, 0.6x without; fetching while probation
- * held twice what was ahead, 0.8x): a hint fetches only into room. One
- * SQLite read: not under h->lock. */
-static bool cache_full(struct cache *c)
+/* How many bytes the thread may have ahead of the readers now, with
+ * BUDGET asked for. Into a cache with room, BUDGET. Into a full cache,
+ * what it fetches that does not get in is kept for its readers until read
+ * (evict.h: EVICT_AHEAD_S), in room taken from the admitted units: at most
+ * the room eviction leaves below the bound, so the part of a data set that
+ * fits stays (a hint fetching into probation instead saw its units evicted
+ * before their readers came, fetched them twice, and the second fetch
+ * admitted them over the part that fits: tests/bench/evict_sim.py --hint);
+ * and nothing while the units kept so on the cache dir (by every process,
+ * read ones counted until the read times are flushed, about a second)
+ * pass an eighth of the bound: readers that skip what was fetched for
+ * them leave it kept until it expires. SQLite reads: not under h->lock. */
+static uint64_t ahead_cap(struct cache *c, uint64_t budget)
 {
-	uint64_t usage;
-	return c->cfg.size_limit && index_usage(c->index, &usage) == 0 &&
-	       usage >= evict_target(c->cfg.size_limit);
+	uint64_t usage, kept, limit = c->cfg.size_limit;
+	if (!limit || index_usage(c->index, &usage) != 0 || usage < evict_target(limit))
+		return budget;
+	uint64_t room = limit - evict_target(limit);
+	if (index_ahead_bytes(c->index, &kept) != 0 || kept >= limit / 8)
+		return 0;
+	return budget < room ? budget : room;
 }
 
 /* Wait on COND (LOCK held) until signalled, or HINT_WAIT_MS at most. */
@@ -334,7 +343,7 @@ static uint64_t fetch_units(struct hint *h, uint64_t gen, struct cache_object *o
 		if (!hint_room(h, gen))
 			break;
 		for (; i < n && k < PREFETCH_MAX && bytes < STREAM_GET_MAX; i++) {
-			struct inflight *e = prefetch_entry(c, obj, units[i]);
+			struct inflight *e = prefetch_entry(c, obj, units[i], true);
 			if (e) {
 				batch[k++] = e;
 				bytes += units[i].len;
@@ -432,12 +441,13 @@ static void *hint_thread(void *arg)
 			pthread_cond_wait(&h->wake, &h->lock);
 			continue;
 		}
+		uint64_t budget = h->budget;
 		pthread_mutex_unlock(&h->lock);	/* readers take it at every read */
-		bool full = cache_full(h->cache);
+		uint64_t cap = ahead_cap(h->cache, budget);
 		pthread_mutex_lock(&h->lock);
 		if (!next_due(h))
 			continue;	/* changed meanwhile */
-		if (full) {
+		if (h->bytes_ahead >= cap) {
 			/* looked at again as the readers move, or soon */
 			wait_a_while(&h->wake, &h->lock);
 			continue;

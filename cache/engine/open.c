@@ -198,7 +198,7 @@ static void store_fetched(struct cache *c, struct cache_object *obj, const struc
 			pid_t holder;
 			if (!bytes)
 				return;
-			struct index_unit_new v = { unit.off, unit.len, 0, 0 };
+			struct index_unit_new v = { .off = unit.off, .len = unit.len };
 			const void *put = bytes;
 			if (fetched_copy(f, bytes, unit.off, unit.len) &&
 			    index_claim(c->index, obj->id, unit.off, c->cfg.claim_wait_s, &holder) == 0)

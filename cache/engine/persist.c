@@ -131,14 +131,19 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		struct inflight *e = v[i];
 		if (e->persist && e->claimed) {
-			rec[k] = (struct index_unit_new){ e->unit.off, e->unit.len, 0, 0 };
+			pthread_mutex_lock(&c->lock);
+			bool ahead = e->ahead;	/* a reader may join it still */
+			pthread_mutex_unlock(&c->lock);
+			rec[k] = (struct index_unit_new){ .off = e->unit.off, .len = e->unit.len,
+							  .ahead = ahead };
 			bytes[k++] = e->buf;
 		} else if (e->claimed) {
 			index_unclaim(c->index, obj->id, e->unit.off);
 		}
 	}
 	/* admitted, or on probation in a full cache (cache/store/evict.h),
-	   unless a warm asked for the object */
+	   or kept for the readers a hint fetched it for, unless a warm asked
+	   for the object */
 	unit_put_many(c->index, c->store, obj->id, rec, bytes, k,
 		      atomic_load(&obj->kept) ? 0 : c->cfg.size_limit);
 	bool stored = false, full = false;

@@ -182,6 +182,7 @@ static int read_lookup(struct read_op *r)
 			e = sliver_find(c, obj, part);
 		if (e) {
 			e->refs++;
+			e->ahead = false;	/* read now: nothing to keep it for */
 		} else if (sliver) {
 			e = sliver_new(c, obj, part);
 			if (e)
@@ -243,7 +244,7 @@ static void read_prefetch(struct read_op *r)
 					  related, room < PREFETCH_MAX ? room : PREFETCH_MAX);
 		k = plan_prefetch_fit(related, k, &budget);
 		for (size_t j = 0; j < k; j++) {
-			struct inflight *e = prefetch_entry(c, obj, related[j]);
+			struct inflight *e = prefetch_entry(c, obj, related[j], false);
 			if (e)
 				r->fetch[r->nfetch++] = e;
 		}
@@ -266,7 +267,7 @@ static void read_prefetch(struct read_op *r)
 	uint64_t q = ra.off;
 	while (q < ra.off + ra.len && r->nfetch < cap) {
 		struct extent unit = layout_unit_at(&obj->layout, q);
-		struct inflight *e = prefetch_entry(c, obj, unit);
+		struct inflight *e = prefetch_entry(c, obj, unit, false);
 		if (e)
 			r->fetch[r->nfetch++] = e;
 		q = unit.off + unit.len;

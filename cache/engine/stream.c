@@ -69,7 +69,7 @@ int job_step(struct cache *c)
 	while (job->cursor < obj->version.size && n < JOB_BATCH && bytes < STREAM_GET_MAX &&
 	       !cache_object_stale(obj)) {
 		struct extent unit = layout_unit_at(&obj->layout, job->cursor);
-		struct inflight *e = prefetch_entry(c, obj, unit);
+		struct inflight *e = prefetch_entry(c, obj, unit, false);
 		if (e) {
 			batch[n++] = e;
 			bytes += unit.len;

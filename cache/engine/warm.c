@@ -135,7 +135,8 @@ static int warm_run(struct cache *c, struct cache_object *obj, const struct exte
 	sink->object_id = obj->id;
 	sink->n = n;
 	for (size_t i = 0; i < n; i++)
-		sink->units[i] = (struct index_unit_new){ units[i].off, units[i].len, 0, 0 };
+		sink->units[i] = (struct index_unit_new){ .off = units[i].off,
+							  .len = units[i].len };
 	pinned_get(c, obj->url, obj->log_name, &obj->version, off, end - off, &req);
 	req.sink = warm_sink_take;
 	req.sink_arg = sink;

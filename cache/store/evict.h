@@ -22,9 +22,16 @@
  * it is stored on probation, served while it stays, and evicted before any
  * admitted unit. Within probation a read less than EVICT_HIT_GAP_S after
  * the unit's fetch leaves its time as it was, so probation leaves in the
- * order units came in: units fetched ahead of the readers (a hint's)
- * stay while the ones the readers just read go first (least recently
- * read would take the oldest fetched, the ones read next). Counts within
+ * order units came in: units fetched ahead of the readers stay while the
+ * ones the readers just read go first (least recently read would take the
+ * oldest fetched, the ones read next). A unit a hint fetched that goes on
+ * probation is also kept for its readers (units.ahead): eviction passes
+ * over it until it is read or EVICT_AHEAD_S old, taking admitted units
+ * instead if it must, so what a hint fetches into a full cache is never
+ * evicted before it is read and fetched twice (a unit fetched again at
+ * once would look reused and be admitted over the part that fits, by
+ * the idle rule: evict_sim.py --hint). The hint holds what is kept so to
+ * the room eviction leaves below the bound (cache/engine/hint.c). Counts within
  * the margin keep the resident: over epochs in random order on a data set
  * larger than the cache, the cache keeps the part that fits instead of
  * cycling through all of it (LRU's 0.86x of epoch 1 fetched again, this
@@ -52,6 +59,11 @@
 /* A victim unread for this many times the candidate's last reuse interval
  * is colder than the candidate, whatever its count. */
 #define EVICT_IDLE_FACTOR 4
+/* A unit fetched ahead of its readers (a hint's) that does not get into a
+ * full cache is kept for them, passed over by eviction, until it is read
+ * (then it is on probation, as if a reader's miss had just fetched it) or
+ * this many seconds old (its readers skipped it, or its mount died). */
+#define EVICT_AHEAD_S 60
 /* Ghosts kept, in bytes of the units they stand for, per byte cached. */
 #define EVICT_GHOST_RATIO 2
 

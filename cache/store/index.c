@@ -29,8 +29,9 @@
 /* A unit's last_access after a read at ?1: a unit on probation read
  * within EVICT_HIT_GAP_S of its fetch (or last counted read) keeps that
  * time, so probation stays in the order units were fetched and the units
- * fetched ahead of the readers (a hint's) are not evicted before the ones
- * they have read (evict.h). */
+ * fetched ahead of the readers are not evicted before the ones they have
+ * read (evict.h). A unit kept for its readers (ahead) is no longer once
+ * read. */
 #define TOUCHED_AT "CASE WHEN admitted = 0 AND last_access >= ?1 - " HIT_GAP \
 		   " THEN last_access ELSE ?1 END"
 
@@ -47,22 +48,24 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_OBJECT_DROP_UNITS] = "DELETE FROM units WHERE object_id = ?1",
 	[ST_OBJECT_DROP_CLAIMS] = "DELETE FROM claims WHERE object_id = ?1",
 	[ST_OBJECT_DROP] = "DELETE FROM objects WHERE id = ?1",
-	[ST_UNIT_FIND] = "SELECT id, len, crc, admitted FROM units WHERE object_id = ?1 AND off = ?2",
+	[ST_UNIT_FIND] = "SELECT id, len, crc, admitted, ahead FROM units "
+			 "WHERE object_id = ?1 AND off = ?2",
 	[ST_UNIT_INSERT] = "INSERT OR IGNORE INTO units(object_id, off, len, crc, last_access, hits, "
-			   "admitted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+			   "admitted, ahead) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[ST_UNIT_DROP] = "DELETE FROM units WHERE id = ?1",
 	/* as listed: on probation (?2 0) or admitted (1), not kept since */
 	[ST_UNIT_EVICT] = "DELETE FROM units WHERE id = ?1 AND admitted = ?2",
 	[ST_UNIT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - " HIT_GAP "), "
-			  "last_access = " TOUCHED_AT " WHERE id = ?2",
+			  "last_access = " TOUCHED_AT ", ahead = 0 WHERE id = ?2",
 	[ST_CLAIM_GET] = "SELECT pid, since FROM claims WHERE object_id = ?1 AND off = ?2",
 	[ST_CLAIM_PUT] = "INSERT OR REPLACE INTO claims(object_id, off, pid, since) "
 			 "VALUES (?1, ?2, ?3, ?4)",
 	[ST_CLAIM_DROP] = "DELETE FROM claims WHERE object_id = ?1 AND off = ?2",
 	[ST_CHANGES] = "SELECT changes()",	/* of the last row statement */
 	[ST_USAGE] = "SELECT value FROM meta WHERE key = 'usage'",
-	[ST_EVICT] = "SELECT id, object_id, off, len, crc, admitted FROM units "
+	[ST_EVICT] = "SELECT id, object_id, off, len, crc, admitted, ahead FROM units "
 		     "WHERE object_id NOT IN (SELECT value FROM json_each(?2)) "
+		     "AND NOT (ahead AND last_access >= ?3) "
 		     "ORDER BY admitted, hits > 1, last_access LIMIT ?1",
 	/* the admitted unit eviction takes next (cache/store/evict.h) */
 	[ST_VICTIM] = "SELECT hits, last_access FROM units WHERE admitted = 1 "
@@ -78,8 +81,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 				"WHERE object_id = ?1 ON CONFLICT(object_id, off) DO UPDATE SET "
 				"len = excluded.len, hits = excluded.hits, "
 				"last_access = excluded.last_access",
-	[ST_UNIT_ADMIT] = "UPDATE units SET admitted = 1 WHERE object_id = ?1 AND off = ?2 "
-			  "AND admitted = 0",
+	[ST_UNIT_ADMIT] = "UPDATE units SET admitted = 1, ahead = 0 WHERE object_id = ?1 "
+			  "AND off = ?2 AND admitted = 0",
+	/* the bytes kept for their readers since ?1 (evict.h) */
+	[ST_AHEAD_BYTES] = "SELECT coalesce(sum(len), 0) FROM units "
+			   "WHERE ahead AND last_access >= ?1",	/* index units_ahead */
 	/* do ghosts stand for more than ?1 bytes per byte of usage? */
 	[ST_GHOSTS_OVER] = "SELECT (SELECT value FROM meta WHERE key = 'ghost_bytes') > "
 			   "?1 * (SELECT value FROM meta WHERE key = 'usage')",
@@ -112,7 +118,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SEAL_DROP] = "DELETE FROM seals WHERE object_id = ?1",
 	[ST_OBJECT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - " HIT_GAP "), "
 			    "last_access = " TOUCHED_AT " WHERE object_id = ?2",
-	[ST_UNITS_OF] = "SELECT id, off, len, crc, admitted FROM units WHERE object_id = ?1 "
+	[ST_UNITS_OF] = "SELECT id, off, len, crc, admitted, ahead FROM units WHERE object_id = ?1 "
 			"ORDER BY off",
 	[ST_EDGE_PUT] = "INSERT INTO edges(object_id, off, len, crc, bytes) VALUES (?1, ?2, ?3, ?4, ?5) "
 			"ON CONFLICT(object_id, off) DO UPDATE SET len = excluded.len, "
@@ -513,6 +519,29 @@ int index_counts(struct index *ix, uint64_t *objects, uint64_t *units, uint64_t 
 			err = 0;
 		} else {
 			err = index_sql_error(c->db, rc, "count");
+		}
+		sqlite3_reset(s);
+	}
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_ahead_bytes(struct index *ix, uint64_t *bytes)
+{
+	if (!ix)
+		return -ENODEV;	/* no index */
+	struct index_conn *c = index_conn_get(ix);
+	sqlite3_stmt *s = index_stmt(c, ST_AHEAD_BYTES);
+	int err = -EIO;
+
+	if (s) {
+		sqlite3_bind_int64(s, 1, index_now() - EVICT_AHEAD_S);
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			*bytes = (uint64_t)sqlite3_column_int64(s, 0);
+			err = 0;
+		} else {
+			err = index_sql_error(c->db, rc, "count the bytes kept ahead");
 		}
 		sqlite3_reset(s);
 	}

@@ -52,7 +52,9 @@ struct index_unit {
 	int64_t object_id;
 	uint64_t off, len;
 	uint32_t crc;
-	bool probation;		/* stored on probation (cache/store/evict.h) */
+	bool probation;		/* stored on probation (cache/store/evict.h),
+				   or kept for its readers (ahead) */
+	bool ahead;		/* fetched ahead into a full cache, unread */
 };
 
 /*
@@ -158,14 +160,19 @@ struct index_unit_new {
 	uint64_t off, len;
 	uint32_t crc;
 	int err;
+	bool ahead;	/* fetched ahead of its readers: one that does not
+			   get in is kept for them (index_units_admit()) */
 };
 int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n);
 /* The same, under the admission rule of cache/store/evict.h against a
  * cache bounded by LIMIT bytes: a unit that does not get in is stored on
- * probation (evicted before every admitted unit). LIMIT 0: every unit is
+ * probation (evicted before every admitted unit), or, fetched ahead, kept
+ * for its readers until read or EVICT_AHEAD_S old. LIMIT 0: every unit is
  * admitted, as by index_units_add(). */
 int index_units_admit(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n,
 		      uint64_t limit);
+/* Bytes of the units kept for their readers now (index_units_admit()). */
+int index_ahead_bytes(struct index *ix, uint64_t *bytes);
 /* Admit the units of OBJECT_ID at OFFS[0..n) that are cached on probation,
  * in one transaction (tilefs warm: what a user asks to warm is kept).
  * KEPT (if not NULL): kept[i] says unit i was on probation and is admitted
@@ -262,7 +269,8 @@ int index_evictor_begin(struct index *ix);
 void index_evictor_end(struct index *ix);
 /* Up to MAX units to evict first: those on probation, then admitted ones
  * read once, then those read again, least recently read first within each
- * (evict.h); none of the objects SKIP[0..nskip) (pinned). */
+ * (evict.h); none of the objects SKIP[0..nskip) (pinned), nor units kept
+ * for their readers. */
 int index_eviction_candidates(struct index *ix, const int64_t *skip, size_t nskip,
 			      struct index_unit *out, size_t max, size_t *n);
 

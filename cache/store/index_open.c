@@ -22,7 +22,7 @@
  *       process uses it, whatever its own --block-size, so units of one
  *       object never overlap.
  *   units(id AUTOINCREMENT, object_id, off, len, crc, last_access, hits,
- *         admitted)
+ *         admitted, ahead)
  *       one row per cached extent [off, off+len) of an object; crc is
  *       CRC32C of its bytes; hits counts reads at least 10 s apart, so one
  *       scan does not make a unit look hot (a unit fetched again starts
@@ -30,7 +30,12 @@
  *       probation, fetched into a full cache without beating the next
  *       victim (cache/store/evict.h). Eviction order, index units_victims:
  *       probation first, then admitted units read once (hits <= 1), then
- *       the rest; least recently read first within each.
+ *       the rest; least recently read first within each. ahead is 1 for a
+ *       unit on probation that was fetched ahead of its readers (a hint's)
+ *       and not read since: eviction passes over it while it is younger
+ *       than EVICT_AHEAD_S (index units_ahead counts those). A column of
+ *       schema 6 added at open if missing (migrate()); a tilefs that
+ *       does not know it reads such units as on probation.
  *   ghosts(object_id, off, len, hits, last_access)
  *       a unit evicted, with its count and last read, so that fetched
  *       again it is known (evict.h): written in the transaction that drops
@@ -133,7 +138,8 @@ static const char schema_sql[] =
 	"  id INTEGER PRIMARY KEY AUTOINCREMENT, object_id INTEGER NOT NULL,"
 	"  off INTEGER NOT NULL, len INTEGER NOT NULL, crc INTEGER NOT NULL,"
 	"  last_access INTEGER NOT NULL, hits INTEGER NOT NULL,"
-	"  admitted INTEGER NOT NULL DEFAULT 1, UNIQUE(object_id, off));"
+	"  admitted INTEGER NOT NULL DEFAULT 1, ahead INTEGER NOT NULL DEFAULT 0,"
+	"  UNIQUE(object_id, off));"
 	"CREATE TABLE IF NOT EXISTS claims(object_id INTEGER, off INTEGER, pid INTEGER,"
 	"  since INTEGER, PRIMARY KEY(object_id, off)) WITHOUT ROWID;"
 	"CREATE TRIGGER IF NOT EXISTS units_added AFTER INSERT ON units BEGIN"
@@ -297,9 +303,9 @@ static int first_value(struct index_conn *c, const char *sql, char *buf, size_t 
  * processes opening an old cache at once migrate it once. tile_maps (3),
  * edges (4), proofs and meta.proof_salt (5), the ghosts and
  * meta.ghost_bytes (6) were created by schema_sql already; units.admitted
- * (6) is added here. Then the eviction index of this schema is made, if
- * missing (a migrated database of a million units takes a second or two,
- * once).
+ * (6) and units.ahead are added here. Then the eviction indexes of this
+ * schema are made, if missing (a migrated database of a million units
+ * takes a second or two, once).
  */
 static int migrate(struct index *ix, struct index_conn *c, int64_t *schema)
 {
@@ -307,8 +313,8 @@ static int migrate(struct index *ix, struct index_conn *c, int64_t *schema)
 	/* the common case, read only: nothing to do, no write lock taken */
 	int err = *schema == SCHEMA_VERSION ?
 		  first_value(c, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
-			      "name = 'units_victims'", NULL, 0, &ready) : 0;
-	if (err || ready)
+			      "name IN ('units_victims', 'units_ahead')", NULL, 0, &ready) : 0;
+	if (err || ready == 2)
 		return err;
 	int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	err = rc == SQLITE_OK ? 0 : index_sql_error(c->db, rc, "begin the schema upgrade");
@@ -328,12 +334,24 @@ static int migrate(struct index *ix, struct index_conn *c, int64_t *schema)
 		if (rc != SQLITE_OK)
 			err = index_sql_error(c->db, rc, "upgrade the schema to 6");
 	}
+	int64_t has_ahead = 0;
+	if (!err && was >= 2 && was <= SCHEMA_VERSION)
+		err = first_value(c, "SELECT count(*) FROM pragma_table_info('units') "
+				  "WHERE name = 'ahead'", NULL, 0, &has_ahead);
 	if (!err && was >= 2 && was <= SCHEMA_VERSION) {
-		rc = sqlite3_exec(c->db, "DROP INDEX IF EXISTS units_eviction;"
-				  "CREATE INDEX IF NOT EXISTS units_victims ON units(admitted, "
-				  "hits > 1, last_access)", NULL, NULL, NULL);
+		/* units.ahead needs no new schema: a tilefs without it reads
+		   such a unit as on probation, and evicts it as one */
+		rc = has_ahead ? SQLITE_OK :
+		     sqlite3_exec(c->db, "ALTER TABLE units ADD COLUMN ahead INTEGER NOT NULL "
+				  "DEFAULT 0", NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(c->db, "DROP INDEX IF EXISTS units_eviction;"
+					  "CREATE INDEX IF NOT EXISTS units_victims ON units(admitted, "
+					  "hits > 1, last_access);"
+					  "CREATE INDEX IF NOT EXISTS units_ahead ON units(last_access) "
+					  "WHERE ahead", NULL, NULL, NULL);
 		if (rc != SQLITE_OK)
-			err = index_sql_error(c->db, rc, "make the eviction index");
+			err = index_sql_error(c->db, rc, "make the eviction indexes");
 	}
 	rc = sqlite3_exec(c->db, err ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL);
 	if (!err && rc != SQLITE_OK) {

@@ -20,6 +20,13 @@
 #include <string.h>
 #include <unistd.h>
 
+/* U's state from column K of S and the next: units.admitted, units.ahead. */
+static void unit_admitted(struct index_unit *u, sqlite3_stmt *s, int k)
+{
+	u->probation = sqlite3_column_int64(s, k) == 0;
+	u->ahead = sqlite3_column_int64(s, k + 1) != 0;
+}
+
 int index_units_of(struct index *ix, int64_t object_id, struct index_unit **out, size_t *n)
 {
 	if (!ix)
@@ -48,8 +55,8 @@ int index_units_of(struct index *ix, int64_t object_id, struct index_unit **out,
 			.off = (uint64_t)sqlite3_column_int64(s, 1),
 			.len = (uint64_t)sqlite3_column_int64(s, 2),
 			.crc = (uint32_t)sqlite3_column_int64(s, 3),
-			.probation = sqlite3_column_int64(s, 4) == 0,
 		};
+		unit_admitted(&v[*n], s, 4);
 		(*n)++;
 	}
 	if (!err && rc != SQLITE_DONE)
@@ -89,7 +96,7 @@ int index_units_from(struct index *ix, int64_t object_id, uint64_t from, struct 
 	if (!ix)
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
-	sqlite3_stmt *s = prepare(c, "SELECT id, off, len, crc, admitted FROM units "
+	sqlite3_stmt *s = prepare(c, "SELECT id, off, len, crc, admitted, ahead FROM units "
 				     "WHERE object_id = ?1 AND off >= ?2 ORDER BY off LIMIT ?3");
 	int err = s ? 0 : -EIO, rc = SQLITE_DONE;
 
@@ -104,8 +111,8 @@ int index_units_from(struct index *ix, int64_t object_id, uint64_t from, struct 
 			.off = (uint64_t)sqlite3_column_int64(s, 1),
 			.len = (uint64_t)sqlite3_column_int64(s, 2),
 			.crc = (uint32_t)sqlite3_column_int64(s, 3),
-			.probation = sqlite3_column_int64(s, 4) == 0,
 		};
+		unit_admitted(&out[*n], s, 4);
 		(*n)++;
 	}
 	if (!err && rc != SQLITE_DONE && rc != SQLITE_ROW)
@@ -168,7 +175,7 @@ int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct in
 			out->off = off;
 			out->len = (uint64_t)sqlite3_column_int64(s, 1);
 			out->crc = (uint32_t)sqlite3_column_int64(s, 2);
-			out->probation = sqlite3_column_int64(s, 3) == 0;
+			unit_admitted(out, s, 3);
 			err = 0;
 		} else {
 			err = rc == SQLITE_DONE ? -ENOENT : index_sql_error(c->db, rc, "find unit");
@@ -271,6 +278,7 @@ static int unit_add_one(struct index_conn *c, int64_t object_id, const struct in
 		sqlite3_bind_int64(s, 5, now);
 		sqlite3_bind_int64(s, 6, hits);
 		sqlite3_bind_int64(s, 7, admitted);
+		sqlite3_bind_int64(s, 8, !admitted && v->ahead);	/* kept for its readers */
 	}
 	err = index_exec(c, s, "add unit");
 	if (!err && ghosted)
@@ -346,7 +354,7 @@ int index_units_keep(struct index *ix, int64_t object_id, const uint64_t *offs, 
 
 int index_unit_add(struct index *ix, int64_t object_id, uint64_t off, uint64_t len, uint32_t crc)
 {
-	struct index_unit_new v = { off, len, crc, 0 };
+	struct index_unit_new v = { .off = off, .len = len, .crc = crc };
 	int err = index_units_add(ix, object_id, &v, 1);
 	return err ? err : v.err;
 }
@@ -756,6 +764,7 @@ int index_eviction_candidates(struct index *ix, const int64_t *skip, size_t nski
 	}
 	sqlite3_bind_int64(s, 1, (int64_t)max);
 	sqlite3_bind_text(s, 2, list, -1, free);
+	sqlite3_bind_int64(s, 3, index_now() - EVICT_AHEAD_S);
 	while (*n < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct index_unit *u = &out[(*n)++];
 		u->id = sqlite3_column_int64(s, 0);
@@ -763,7 +772,7 @@ int index_eviction_candidates(struct index *ix, const int64_t *skip, size_t nski
 		u->off = (uint64_t)sqlite3_column_int64(s, 2);
 		u->len = (uint64_t)sqlite3_column_int64(s, 3);
 		u->crc = (uint32_t)sqlite3_column_int64(s, 4);
-		u->probation = sqlite3_column_int64(s, 5) == 0;
+		unit_admitted(u, s, 5);
 	}
 	if (*n < max && rc != SQLITE_DONE)
 		err = index_sql_error(c->db, rc, "list eviction candidates");

@@ -14,7 +14,7 @@
 int unit_put(struct index *ix, struct store *st, int64_t object_id, uint64_t off, uint64_t len,
 	     const void *bytes)
 {
-	struct index_unit_new v = { off, len, 0, 0 };
+	struct index_unit_new v = { .off = off, .len = len };
 	unit_put_many(ix, st, object_id, &v, &bytes, 1, 0);
 	return v.err;
 }

@@ -13,7 +13,8 @@ times are whole seconds. Stdlib only; run it as
 With --hint it replays instead epochs over a set twice the cache (policy
 admit) with a hint fetching the next AHEAD units of the order ahead of the
 reader into the full cache, and counts what the index admits by count and
-by the idle rule.
+by the idle rule: fetched ahead onto probation, and (rows "kept") kept for
+the reader until it reads them, as the index does (evict.h: EVICT_AHEAD_S).
 
 Policies:
   slru      tilefs up to schema 5: every fetched unit stored; victims read
@@ -51,6 +52,8 @@ class Cache:
         self.clock = 0     # insertion/touch order, for LRU within a second
         self.rng = random.Random(7)
         self.admitted_by = collections.Counter()   # "count", "idle"
+        self.keep_ahead = False   # units fetched ahead stay until read
+        self.unread = set()       # such units
 
     def _victim_key(self, key, probation_first=True):
         hits, last, admitted, order = self.units[key]
@@ -81,6 +84,7 @@ class Cache:
         if u is not None and prefetch:
             return True
         if u is not None:
+            self.unread.discard(key)
             if u[1] < now - WINDOW:
                 u[0] += 1
             elif not u[2]:
@@ -107,6 +111,8 @@ class Cache:
         if not self.policy.startswith("admit"):
             admitted = 1   # the other policies have no probation
         self.units[key] = [hits, now, admitted, order]
+        if prefetch and self.keep_ahead and not admitted:
+            self.unread.add(key)
         if len(self.units) > self.capacity:
             self._evict()
         return False
@@ -118,6 +124,8 @@ class Cache:
         target = self.target()
         order = sorted(self.units, key=self._victim_key)
         for k in order:
+            if k in self.unread:
+                continue
             # probation leaves one by one, down to the bound only; admitted
             # units in a burst, down to the target
             bound = self.capacity if not self.units[k][2] else target
@@ -144,12 +152,14 @@ def admit(ghost, victim_hits, victim_last, now, idle_rule):
     return "idle" if idle_rule and now - victim_last > IDLE_FACTOR * interval else None
 
 
-def run(policy, epochs, capacity, epoch_s, ahead=0, admitted_by=None):
+def run(policy, epochs, capacity, epoch_s, ahead=0, admitted_by=None, keep_ahead=False):
     """EPOCHS: list of lists of keys; each epoch lasts EPOCH_S seconds; a
-    hint fetches the AHEAD keys after each read's. Returns fetches per
+    hint fetches the AHEAD keys after each read's (KEEP_AHEAD: and what it
+    fetched onto probation stays until read). Returns fetches per
     epoch (the reader's misses and the hint's), and per epoch the units
     admitted by each rule into ADMITTED_BY (a list) if given."""
     c = Cache(capacity, policy)
+    c.keep_ahead = keep_ahead
     t = 1000.0
     out = []
     for keys in epochs:
@@ -229,12 +239,13 @@ def hint(n, seed):
     big = ["a%d" % i for i in range(2 * n)]
     epochs = [shuffled(big, rng) for _ in range(5)]
     print("2x cache, 5 shuffled epochs of 10 s, a hint AHEAD units ahead; cache %d units" % n)
-    print("  %-6s %-28s %s" % ("ahead", "fetched / epoch 1 (ep2-5)",
+    print("  %-9s %-28s %s" % ("ahead", "fetched / epoch 1 (ep2-5)",
                                "admitted in a full cache, by count / by the idle rule"))
-    for ahead in (0, 3, 6, 12):
+    for ahead, kept in ((0, False), (3, False), (6, False), (12, False),
+                        (3, True), (6, True), (12, True), (24, True)):
         by = []
-        m = run("admit", epochs, n, 10, ahead, by)
-        print("  %-6d %-28s %s" % (ahead, " ".join("%.2f" % (x / m[0]) for x in m[1:]),
+        m = run("admit", epochs, n, 10, ahead, by, kept)
+        print("  %-9s %-28s %s" % ("%d%s" % (ahead, " kept" if kept else ""), " ".join("%.2f" % (x / m[0]) for x in m[1:]),
                                    " ".join("%d/%d" % (b.get("count", 0), b.get("idle", 0))
                                             for b in by[1:])))
 

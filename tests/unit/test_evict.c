@@ -78,16 +78,17 @@ static long long value(const char *dir, const char *q)
  * the error. */
 static int put(struct index *ix, int64_t id, uint64_t off)
 {
-	struct index_unit_new v = { off, UNIT, 7, 0 };
+	struct index_unit_new v = { .off = off, .len = UNIT, .crc = 7 };
 	int err = index_units_admit(ix, id, &v, 1, LIMIT);
 	return err ? err : v.err;
 }
 
-/* Is the unit at OFF of ID admitted (1), on probation (0), absent (-1)? */
+/* Is the unit at OFF of ID admitted (1), on probation (0), absent (-2)? */
 static long long admitted(const char *dir, int64_t id, uint64_t off)
 {
 	char q[200];
-	snprintf(q, sizeof(q), "SELECT admitted FROM units WHERE object_id = %lld AND off = %llu",
+	snprintf(q, sizeof(q), "SELECT coalesce((SELECT admitted FROM units "
+		 "WHERE object_id = %lld AND off = %llu), -2)",
 		 (long long)id, (unsigned long long)off);
 	return value(dir, q);
 }
@@ -169,7 +170,7 @@ static void in_the_index(void)
 	      "an evictor that read it on probation before leaves it");
 	CHECK(kept[0] && !kept[1] && !kept[2],
 	      "it says which it admitted: not an absent one, nor one admitted already");
-	struct index_unit_new w = { 32 * UNIT, UNIT, 7, 0 };
+	struct index_unit_new w = { .off = 32 * UNIT, .len = UNIT, .crc = 7 };
 	CHECK(index_units_add(ix, o.id, &w, 1) == 0 && w.err == 0 &&
 	      admitted(dir, o.id, 32 * UNIT) == 1, "index_units_add() admits, full or not");
 
@@ -186,6 +187,63 @@ static void in_the_index(void)
 	CHECK(index_object_drop(ix, o.id) == 0 && value(dir, "SELECT count(*) FROM ghosts") == 0 &&
 	      value(dir, "SELECT value FROM meta WHERE key = 'ghost_bytes'") == 0,
 	      "dropping the object drops its ghosts");
+	index_close(ix);
+
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(system(cmd) == 0, "cleanup");
+}
+
+/* What a hint fetched into a full cache is kept for its readers: passed
+ * over by eviction until read (then on probation) or EVICT_AHEAD_S old. */
+static void kept_ahead(void)
+{
+	char dir[] = "/tmp/tilefs-test-ahead-XXXXXX";
+	struct index *ix;
+	bool rebuilt, created;
+	uint64_t kept = 1;
+
+	CHECK(mkdtemp(dir) != NULL, "temp dir");
+	CHECK(index_open(dir, &ix, &rebuilt) == 0, "open");
+	struct index_object o = { .size = 1 << 30, .block_size = 4096, .version = "\"v\"" };
+	CHECK(index_object_add(ix, "http://h/a", &o, NULL, 0, &created) == 0, "an object");
+	for (uint64_t i = 0; i < 19; i++)
+		put(ix, o.id, i * UNIT);
+	CHECK(index_ahead_bytes(ix, &kept) == 0 && kept == 0, "nothing kept ahead yet");
+
+	struct index_unit_new v[2] = { { .off = 40 * UNIT, .len = UNIT, .crc = 7, .ahead = true },
+				       { .off = 41 * UNIT, .len = UNIT, .crc = 7, .ahead = true } };
+	CHECK(index_units_admit(ix, o.id, v, 2, LIMIT) == 0 && !v[0].err && !v[1].err &&
+	      admitted(dir, o.id, 40 * UNIT) == 0 && admitted(dir, o.id, 41 * UNIT) == 0 &&
+	      value(dir, "SELECT count(*) FROM units WHERE ahead") == 2,
+	      "fetched ahead into a full cache: on probation, kept for its readers");
+	struct index_unit u;
+	CHECK(index_unit_find(ix, o.id, 40 * UNIT, &u) == 0 && u.ahead && u.probation,
+	      "and found so");
+	CHECK(index_ahead_bytes(ix, &kept) == 0 && kept == 2 * UNIT, "counted (%llu)",
+	      (unsigned long long)kept);
+	struct index_unit victims[32];
+	size_t n = 0;
+	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 32, &n) == 0 && n == 19,
+	      "eviction passes over them (%zu candidates)", n);
+
+	CHECK(index_units_touch(ix, &u.id, 1) == 0 && admitted(dir, o.id, 40 * UNIT) == 0 &&
+	      index_ahead_bytes(ix, &kept) == 0 && kept == UNIT, "read: on probation only");
+	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 32, &n) == 0 && n == 20 &&
+	      victims[0].off == 40 * UNIT && !victims[0].ahead, "and the first to go");
+
+	CHECK(sql(dir, "UPDATE units SET last_access = last_access - 61 WHERE ahead") == 0 &&
+	      index_ahead_bytes(ix, &kept) == 0 && kept == 0,
+	      "one unread for EVICT_AHEAD_S is no longer kept");
+	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 32, &n) == 0 && n == 21 &&
+	      victims[0].off == 41 * UNIT && victims[0].ahead,
+	      "and goes first (its readers skipped it)");
+	uint64_t off = 41 * UNIT;
+	bool was[1];
+	CHECK(index_units_keep(ix, o.id, &off, 1, was) == 0 && was[0] &&
+	      admitted(dir, o.id, 41 * UNIT) == 1 &&
+	      value(dir, "SELECT count(*) FROM units WHERE ahead") == 0,
+	      "a warm keeps a unit fetched ahead, as any on probation");
 	index_close(ix);
 
 	char cmd[600];
@@ -230,6 +288,9 @@ static void upgrade(void)
 	CHECK(value(dir, "SELECT count(*) FROM sqlite_master WHERE name = 'units_victims'") == 1 &&
 	      value(dir, "SELECT count(*) FROM sqlite_master WHERE name = 'units_eviction'") == 0,
 	      "the eviction index replaced");
+	CHECK(value(dir, "SELECT count(*) FROM units WHERE ahead = 0") == 2 &&
+	      value(dir, "SELECT count(*) FROM sqlite_master WHERE name = 'units_ahead'") == 1,
+	      "units.ahead added (none kept ahead), with its index");
 	struct index_unit victims[2];
 	size_t n = 0;
 	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 2, &n) == 0 && n == 2 &&
@@ -248,6 +309,7 @@ int main(void)
 {
 	decisions();
 	in_the_index();
+	kept_ahead();
 	upgrade();
 	return check_done();
 }

@@ -2,8 +2,10 @@
  * test_hint.c - hints (cache.h, hint.c): the order file's lines as
  * hint_line_parse() reads them, and the plan on a cache over a scripted
  * origin (origin_server.h): the entries fetched ahead within the budget,
- * the readers' cursor, and the entries they skipped. Each wait is for an
- * event (a request the origin logged), bounded by ORIGIN_WAIT_S.
+ * the readers' cursor, and the entries they skipped; and a hint into a
+ * full cache, whose units are kept until their readers come. Each wait is
+ * for an event (a request the origin logged, a unit evicted), bounded by
+ * ORIGIN_WAIT_S.
  */
 #include "cache/engine/cache.h"
 #include "cache/origin/http.h"
@@ -72,12 +74,20 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
 	return remove(path);
 }
 
-/* Has the origin served a GET of the block of object I (past its header)? */
+/* How many GETs of object I fetched its block (past its header)? */
 static size_t block_gets(struct origin_server *s, int i)
 {
 	char path[32];
+	size_t n = 0;
 	snprintf(path, sizeof(path), "/o%d.bin", i);
-	return origin_count(s, "GET", path, HEADER);
+	pthread_mutex_lock(&s->lock);
+	for (size_t k = 0; k < s->nlog; k++) {
+		const struct origin_request *r = &s->log[k];
+		n += strcmp(r->method, "GET") == 0 && strcmp(r->path, path) == 0 &&
+		     (!r->ranged || (r->first <= HEADER && r->last >= HEADER));
+	}
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }
 
 static bool wait_block(struct origin_server *s, int i)
@@ -108,39 +118,65 @@ static bool read_object(struct cache *c, struct source *src, int i)
 	return ok;
 }
 
-static void test_plan(struct origin_server *s, const char *dir)
+/* A cache of LIMIT bytes in DIR over the origin, with the objects /oI.bin
+ * for I in [FIRST, FIRST + N) on it; the hint entries V (their urls in
+ * URLS) of the first HINTED. False if it cannot be made. */
+static bool hinted_cache(struct origin_server *s, const char *dir, uint64_t limit, int first,
+			 int n, int hinted, struct cache **c, struct source **src,
+			 struct http_client **http, struct cache_hint_entry *v, char **urls)
 {
-	char source[64], err[256], path[32];
+	char source[64], err[256] = "", path[32];
 	struct source_options so = { 0 };
-	struct source *src = NULL;
-	struct cache *c = NULL;
-	struct cache_hint_entry v[OBJECTS];
-	char *urls[OBJECTS];
-	struct cache_hint_stats st;
 
-	for (int i = 0; i < OBJECTS; i++) {
+	for (int i = first; i < first + n; i++) {
 		snprintf(path, sizeof(path), "/o%d.bin", i);
 		origin_put(s, path, OBJECT_SIZE, (uint32_t)(20 + i), "\"h\"");
 	}
 	snprintf(source, sizeof(source), "http://127.0.0.1:%d/", s->port);
 	struct http_config hc;
 	http_config_defaults(&hc);
-	struct http_client *http = http_client_new(&hc);
+	*http = http_client_new(&hc);
 	struct cache_config cc = {
-		.dir = dir, .size_limit = 64u << 20, .block_size = BLOCK, .header_len = HEADER,
+		.dir = dir, .size_limit = limit, .block_size = BLOCK, .header_len = HEADER,
 		.max_request = 8u << 20, .prefetch = PREFETCH_NONE, .claim_wait_s = 30,
 	};
-	if (!http || source_open(source, &so, &src, err, sizeof(err)) != 0 ||
-	    cache_open(&cc, src, http, &c) != 0) {
+	if (!*http || source_open(source, &so, src, err, sizeof(err)) != 0 ||
+	    cache_open(&cc, *src, *http, c) != 0) {
 		CHECK(false, "a cache to hint: %s", err);
-		return;
+		return false;
 	}
-	for (int i = 0; i < OBJECTS; i++) {
-		snprintf(path, sizeof(path), "o%d.bin", i);
-		urls[i] = source_object_url(src, path);
+	for (int i = 0; i < hinted; i++) {
+		snprintf(path, sizeof(path), "o%d.bin", first + i);
+		urls[i] = source_object_url(*src, path);
 		v[i] = (struct cache_hint_entry){ .url = urls[i], .log_name = urls[i],
 						  .line = (unsigned)i + 1 };
 	}
+	return true;
+}
+
+static void hinted_cache_close(struct cache *c, struct source *src, struct http_client *http,
+			       char **urls, int hinted)
+{
+	cache_hint_stop(c);
+	cache_stop_prefetch(c);
+	http_client_free(http);
+	cache_close(c);
+	source_free(src);
+	for (int i = 0; i < hinted; i++)
+		free(urls[i]);
+}
+
+static void test_plan(struct origin_server *s, const char *dir)
+{
+	struct source *src = NULL;
+	struct cache *c = NULL;
+	struct http_client *http = NULL;
+	struct cache_hint_entry v[OBJECTS];
+	char *urls[OBJECTS];
+	struct cache_hint_stats st;
+
+	if (!hinted_cache(s, dir, 64u << 20, 0, OBJECTS, OBJECTS, &c, &src, &http, v, urls))
+		return;
 	/* the budget counts what the hint sends for: 48 KiB of each object
 	   (its open brought the 16 KiB header unit), so with 80 KiB ahead the
 	   first is under the budget, and the second takes it over */
@@ -176,13 +212,55 @@ static void test_plan(struct origin_server *s, const char *dir)
 	      (unsigned long long)st.entries, (unsigned long long)st.skipped);
 	CHECK(st.fetched_bytes >= 5ull * (OBJECT_SIZE - HEADER), "fetched %llu bytes ahead",
 	      (unsigned long long)st.fetched_bytes);
-	cache_hint_stop(c);
-	cache_stop_prefetch(c);
-	http_client_free(http);
-	cache_close(c);
-	source_free(src);
-	for (int i = 0; i < OBJECTS; i++)
-		free(urls[i]);
+	hinted_cache_close(c, src, http, urls, OBJECTS);
+}
+
+/*
+ * A hint into a full cache: the entries are fetched ahead all the same,
+ * and what they fetched is kept until their readers come, while each
+ * reader also reads three objects nobody hinted (misses of its own, stored
+ * on probation, each evicting the oldest units there).
+ */
+static void test_full(struct origin_server *s, const char *dir)
+{
+	enum { FIRST = OBJECTS, HINTED = 10, FILL = 20, MISSES = 3 * HINTED };
+	struct source *src = NULL;
+	struct cache *c = NULL;
+	struct http_client *http = NULL;
+	struct cache_hint_entry v[HINTED];
+	char *urls[HINTED];
+	struct cache_stats cs;
+
+	/* 1 MiB: eviction leaves 51 KiB of room, so one entry of 48 KiB is
+	   fetched ahead at a time, then a second over it (the budget's rule) */
+	if (!hinted_cache(s, dir, 1u << 20, FIRST, HINTED + FILL + MISSES, HINTED, &c, &src, &http,
+			  v, urls))
+		return;
+	int ok = 0;
+	for (int i = FIRST + HINTED; i < FIRST + HINTED + FILL; i++)
+		ok += read_object(c, src, i);
+	time_t until = time(NULL) + ORIGIN_WAIT_S;
+	do
+		cache_get_stats(c, &cs);
+	while (cs.evicted == 0 && time(NULL) < until && usleep(10000) == 0);
+	CHECK(ok == FILL && cs.evicted > 0, "the cache is full: %d objects read, %llu bytes evicted",
+	      ok, (unsigned long long)cs.evicted);
+
+	CHECK(cache_hint_set(c, v, HINTED, 80u << 10) == 0, "a hint of %d objects", HINTED);
+	CHECK(wait_block(s, FIRST), "the first entry is fetched into the full cache");
+	int read = 0, once = 0;
+	for (int i = FIRST; i < FIRST + HINTED; i++) {
+		for (int k = 0; k < MISSES / HINTED; k++)	/* the readers' misses */
+			read += read_object(c, src, FIRST + HINTED + FILL + (i - FIRST) * 3 + k);
+		if (!wait_block(s, i))
+			break;
+		read += read_object(c, src, i);
+		once += block_gets(s, i) == 1;
+	}
+	CHECK(read == HINTED + MISSES, "every read is right (%d of %d)", read, HINTED + MISSES);
+	CHECK(once == HINTED, "each entry fetched ahead, then read from the cache: %d of %d with "
+	      "one GET", once, HINTED);
+	hinted_cache_close(c, src, http, urls, HINTED);
 }
 
 int main(void)
@@ -200,6 +278,9 @@ int main(void)
 	snprintf(dir, sizeof(dir), "%s/cache", base);
 	mkdir(dir, 0700);
 	test_plan(&s, dir);
+	snprintf(dir, sizeof(dir), "%s/full", base);
+	mkdir(dir, 0700);
+	test_full(&s, dir);
 	origin_stop(&s);
 	nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return check_done();

@@ -156,8 +156,8 @@ int main(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another process's batch finds them held (%d)",
 	      WEXITSTATUS(st));
 	/* 1024: still claimed by the child above, which has exited */
-	struct index_unit_new add[4] = { { 2048, 100, 7, 0 }, { 4096, 100, 8, 0 }, { 1024, 100, 9, 0 },
-					 { 8192, 100, 10, -EIO } };
+	struct index_unit_new add[4] = { { 2048, 100, 7, 0, false }, { 4096, 100, 8, 0, false },
+					 { 1024, 100, 9, 0, false }, { 8192, 100, 10, -EIO, false } };
 	struct index_unit found;
 	CHECK(index_units_add(ix, b, add, 4) == 0 && add[0].err == 0 && add[1].err == 0 &&
 	      add[2].err == -EBUSY && add[3].err == -EIO,
@@ -280,7 +280,7 @@ int main(void)
 	/* no index (a cache that could not open one): nothing changes, -ENODEV */
 	struct index_object none = { .size = 1, .block_size = 4096, .version = "v" };
 	struct index_unit nu;
-	struct index_unit_new nv[2] = { { 0, 4096, 1, 0 }, { 4096, 4096, 2, -EIO } };
+	struct index_unit_new nv[2] = { { 0, 4096, 1, 0, false }, { 4096, 4096, 2, -EIO, false } };
 	pid_t nh;
 	CHECK(index_object_latest(NULL, "http://h/a", &none) == -ENODEV &&
 	      index_object_add(NULL, "http://h/a", &none, NULL, 0, &created) == -ENODEV &&
