@@ -309,9 +309,20 @@ struct inflight *prefetch_entry(struct cache *c, struct cache_object *obj, struc
  * background GET waits queued where a reader could need its bytes. The
  * one test for every producer of background GETs. Takes c->lock. */
 bool background_room(struct cache *c);
+/* Whom units are fetched for (submit_runs()): which bytes beyond them a
+ * GET brings, kept as edges (E3). */
+enum fetch_for {
+	FETCH_FOR_STREAM,	/* whole-object streaming: none, the next unit
+				   comes whole */
+	FETCH_FOR_READER,	/* a read: the rest of the last tile's page,
+				   when a reader waits for the tiles */
+	FETCH_FOR_HINT,		/* a hint's readers, who read a tile with the
+				   pages around it: the start of the first
+				   tile's page and the rest of the last's */
+};
 /* Fetch entries V[0..n) (claimed, sorted by offset) in merged GETs. */
 void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v, size_t n,
-		 bool for_reader);
+		 enum fetch_for why);
 
 /* stream.c */
 /* Queue OBJ for whole-object prefetch by the persist thread, once. */

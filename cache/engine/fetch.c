@@ -131,21 +131,25 @@ static void run_fail(struct cache *c, struct inflight **units, size_t n, int err
  * parallel GETs of consecutive parts. KEY, if not empty, is the range to
  * ask for (plan_tier_run()); it holds them all. */
 static void run_submit(struct cache *c, struct cache_object *obj, struct inflight **units,
-		       const struct plan_unit *pu, size_t n, bool background, bool for_reader,
+		       const struct plan_unit *pu, size_t n, bool background, enum fetch_for why,
 		       struct extent key)
 {
 	struct fetch_run *run = calloc(1, sizeof(*run) + n * sizeof(run->units[0]));
 	struct inflight *last = units[n - 1];
 	uint64_t off = units[0]->unit.off, end = last->unit.off + last->unit.len;
-	/* a tile read for a reader: bring the rest of its last page too (not
-	 * when the object is streamed: the next tile comes whole) */
-	uint64_t spill = !for_reader || background || last->sliver ||
-			 prefetch_policy(c) == PREFETCH_OBJECT ||
-			 !layout_is_tile(&obj->layout, last->unit.off) ? 0 :
-			 plan_spill(end, obj->version.size);
-	uint64_t lead = 0;
+	/* tiles read for a reader: bring the rest of the last one's page too,
+	 * and for a hint's readers the start of the first one's (their reads
+	 * cross them; not when the object is streamed: the next tile comes
+	 * whole) */
+	bool edges = (why == FETCH_FOR_READER && !background) || why == FETCH_FOR_HINT;
+	bool tiles = edges && prefetch_policy(c) != PREFETCH_OBJECT;
+	uint64_t spill = !tiles || last->sliver || !layout_is_tile(&obj->layout, last->unit.off) ?
+			 0 : plan_spill(end, obj->version.size);
+	uint64_t lead = !tiles || why != FETCH_FOR_HINT ||
+			!layout_is_tile(&obj->layout, off) ? 0 : off % PLAN_SLIVER_MAX;
+	off -= lead;
 	if (key.len) {
-		lead = off - key.off;
+		lead = units[0]->unit.off - key.off;
 		spill = key.off + key.len - end;
 		off = key.off;
 	}
@@ -282,7 +286,7 @@ bool background_room(struct cache *c)
  * too.
  */
 void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v, size_t n,
-		 bool for_reader)
+		 enum fetch_for why)
 {
 	struct plan_unit *pu = calloc(n ? n : 1, sizeof(*pu));
 	struct gap_check g = { c, obj };
@@ -301,7 +305,7 @@ void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v,
 			plan_tier_run(pu, i, n, obj->version.size, unit_at, obj, &demand, &key) :
 			plan_run(pu, i, n, c->cfg.merge_gap, c->cfg.max_request, gap_has_units,
 				 &g, &demand);
-		run_submit(c, obj, v + i, pu + i, j - i, !demand, for_reader, key);
+		run_submit(c, obj, v + i, pu + i, j - i, !demand, why, key);
 		i = j;
 	}
 	free(pu);

@@ -55,6 +55,8 @@
 #define HINT_LOOKAHEAD 4096	/* entries past the thread a read may jump to */
 #define HINT_WAIT_MS 200	/* how often a waiting thread looks at the hint again */
 #define HINT_OBJECTS 32		/* objects the thread keeps open */
+#define HINT_UNREAD_S 5		/* a unit kept for the readers this long
+				   unread: most likely skipped */
 
 struct hint_entry {
 	char *url, *log_name;		/* owned */
@@ -278,17 +280,20 @@ int cache_object_window_check(struct cache_object *obj, const struct hint_line *
  * fits stays (a hint fetching into probation instead saw its units evicted
  * before their readers came, fetched them twice, and the second fetch
  * admitted them over the part that fits: tests/bench/evict_sim.py --hint);
- * and nothing while the units kept so on the cache dir (by every process,
- * read ones counted until the read times are flushed, about a second)
- * pass an eighth of the bound: readers that skip what was fetched for
- * them leave it kept until it expires. SQLite reads: not under h->lock. */
+ * and nothing while the units kept so on the cache dir (by every process)
+ * that have waited HINT_UNREAD_S for their readers pass an eighth of the
+ * bound: readers that skip what was fetched for them leave it kept until
+ * it expires. (Readers read what is fetched for them within moments, and
+ * their reads are written to the index within a second or two: counting
+ * every unit kept would count what they read, at tens of MB/s, and stall
+ * the hint for nothing.) SQLite reads: not under h->lock. */
 static uint64_t ahead_cap(struct cache *c, uint64_t budget)
 {
 	uint64_t usage, kept, limit = c->cfg.size_limit;
 	if (!limit || index_usage(c->index, &usage) != 0 || usage < evict_target(limit))
 		return budget;
 	uint64_t room = limit - evict_target(limit);
-	if (index_ahead_bytes(c->index, &kept) != 0 || kept >= limit / 8)
+	if (index_ahead_bytes(c->index, HINT_UNREAD_S, &kept) != 0 || kept >= limit / 8)
 		return 0;
 	return budget < room ? budget : room;
 }
@@ -349,7 +354,7 @@ static uint64_t fetch_units(struct hint *h, uint64_t gen, struct cache_object *o
 				bytes += units[i].len;
 			}
 		}
-		submit_runs(c, obj, batch, k, false);
+		submit_runs(c, obj, batch, k, FETCH_FOR_HINT);
 		pthread_mutex_lock(&c->lock);
 		for (size_t j = 0; j < k; j++)
 			entry_unref(batch[j]);

@@ -307,7 +307,7 @@ static void wait_for_other(struct cache *c, struct cache_object *obj, struct inf
 		if (entry_claim(c, obj, e) == 0)
 			break;	/* else still being fetched, or it just landed */
 	}
-	submit_runs(c, obj, &e, 1, true);	/* a demand entry: a reader waits */
+	submit_runs(c, obj, &e, 1, FETCH_FOR_READER);	/* a demand entry: a reader waits */
 }
 
 static int entry_cmp(const void *a, const void *b)
@@ -382,7 +382,7 @@ ssize_t cache_read(struct cache *c, struct cache_object *obj, uint64_t stream, c
 	read_claim(&r);
 	read_prefetch(&r);
 	qsort(r.fetch, r.nfetch, sizeof(*r.fetch), entry_cmp);
-	submit_runs(c, obj, r.fetch, r.nfetch, true);
+	submit_runs(c, obj, r.fetch, r.nfetch, FETCH_FOR_READER);
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < r.nfetch; i++)
 		if (r.fetch[i]->prefetch)

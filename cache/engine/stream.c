@@ -76,7 +76,7 @@ int job_step(struct cache *c)
 		}
 		job->cursor = unit.off + unit.len;
 	}
-	submit_runs(c, obj, batch, n, false);
+	submit_runs(c, obj, batch, n, FETCH_FOR_STREAM);
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < n; i++)
 		entry_unref(batch[i]);

@@ -83,9 +83,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 				"last_access = excluded.last_access",
 	[ST_UNIT_ADMIT] = "UPDATE units SET admitted = 1, ahead = 0 WHERE object_id = ?1 "
 			  "AND off = ?2 AND admitted = 0",
-	/* the bytes kept for their readers since ?1 (evict.h) */
+	/* the bytes kept for their readers (evict.h), fetched in [?1, ?2]
+	   (index units_ahead) */
 	[ST_AHEAD_BYTES] = "SELECT coalesce(sum(len), 0) FROM units "
-			   "WHERE ahead AND last_access >= ?1",	/* index units_ahead */
+			   "WHERE ahead AND last_access >= ?1 AND last_access <= ?2",
 	/* do ghosts stand for more than ?1 bytes per byte of usage? */
 	[ST_GHOSTS_OVER] = "SELECT (SELECT value FROM meta WHERE key = 'ghost_bytes') > "
 			   "?1 * (SELECT value FROM meta WHERE key = 'usage')",
@@ -526,7 +527,7 @@ int index_counts(struct index *ix, uint64_t *objects, uint64_t *units, uint64_t 
 	return err;
 }
 
-int index_ahead_bytes(struct index *ix, uint64_t *bytes)
+int index_ahead_bytes(struct index *ix, int64_t waited_s, uint64_t *bytes)
 {
 	if (!ix)
 		return -ENODEV;	/* no index */
@@ -535,7 +536,9 @@ int index_ahead_bytes(struct index *ix, uint64_t *bytes)
 	int err = -EIO;
 
 	if (s) {
-		sqlite3_bind_int64(s, 1, index_now() - EVICT_AHEAD_S);
+		int64_t now = index_now();
+		sqlite3_bind_int64(s, 1, now - EVICT_AHEAD_S);
+		sqlite3_bind_int64(s, 2, now - waited_s);
 		int rc = sqlite3_step(s);
 		if (rc == SQLITE_ROW) {
 			*bytes = (uint64_t)sqlite3_column_int64(s, 0);

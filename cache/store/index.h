@@ -171,8 +171,9 @@ int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *
  * admitted, as by index_units_add(). */
 int index_units_admit(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n,
 		      uint64_t limit);
-/* Bytes of the units kept for their readers now (index_units_admit()). */
-int index_ahead_bytes(struct index *ix, uint64_t *bytes);
+/* Bytes of the units kept for their readers now (index_units_admit())
+ * that have waited WAITED_S seconds or more for them. */
+int index_ahead_bytes(struct index *ix, int64_t waited_s, uint64_t *bytes);
 /* Admit the units of OBJECT_ID at OFFS[0..n) that are cached on probation,
  * in one transaction (tilefs warm: what a user asks to warm is kept).
  * KEPT (if not NULL): kept[i] says unit i was on probation and is admitted

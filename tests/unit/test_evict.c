@@ -209,7 +209,7 @@ static void kept_ahead(void)
 	CHECK(index_object_add(ix, "http://h/a", &o, NULL, 0, &created) == 0, "an object");
 	for (uint64_t i = 0; i < 19; i++)
 		put(ix, o.id, i * UNIT);
-	CHECK(index_ahead_bytes(ix, &kept) == 0 && kept == 0, "nothing kept ahead yet");
+	CHECK(index_ahead_bytes(ix, 0, &kept) == 0 && kept == 0, "nothing kept ahead yet");
 
 	struct index_unit_new v[2] = { { .off = 40 * UNIT, .len = UNIT, .crc = 7, .ahead = true },
 				       { .off = 41 * UNIT, .len = UNIT, .crc = 7, .ahead = true } };
@@ -220,20 +220,25 @@ static void kept_ahead(void)
 	struct index_unit u;
 	CHECK(index_unit_find(ix, o.id, 40 * UNIT, &u) == 0 && u.ahead && u.probation,
 	      "and found so");
-	CHECK(index_ahead_bytes(ix, &kept) == 0 && kept == 2 * UNIT, "counted (%llu)",
+	CHECK(index_ahead_bytes(ix, 0, &kept) == 0 && kept == 2 * UNIT, "counted (%llu)",
 	      (unsigned long long)kept);
 	struct index_unit victims[32];
 	size_t n = 0;
+	CHECK(index_ahead_bytes(ix, 5, &kept) == 0 && kept == 0,
+	      "none of them waited 5 s for its readers");
 	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 32, &n) == 0 && n == 19,
 	      "eviction passes over them (%zu candidates)", n);
 
 	CHECK(index_units_touch(ix, &u.id, 1) == 0 && admitted(dir, o.id, 40 * UNIT) == 0 &&
-	      index_ahead_bytes(ix, &kept) == 0 && kept == UNIT, "read: on probation only");
+	      index_ahead_bytes(ix, 0, &kept) == 0 && kept == UNIT, "read: on probation only");
 	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 32, &n) == 0 && n == 20 &&
 	      victims[0].off == 40 * UNIT && !victims[0].ahead, "and the first to go");
 
-	CHECK(sql(dir, "UPDATE units SET last_access = last_access - 61 WHERE ahead") == 0 &&
-	      index_ahead_bytes(ix, &kept) == 0 && kept == 0,
+	CHECK(sql(dir, "UPDATE units SET last_access = last_access - 10 WHERE ahead") == 0 &&
+	      index_ahead_bytes(ix, 5, &kept) == 0 && kept == UNIT,
+	      "one unread for 10 s has waited 5 s");
+	CHECK(sql(dir, "UPDATE units SET last_access = last_access - 51 WHERE ahead") == 0 &&
+	      index_ahead_bytes(ix, 0, &kept) == 0 && kept == 0,
 	      "one unread for EVICT_AHEAD_S is no longer kept");
 	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 32, &n) == 0 && n == 21 &&
 	      victims[0].off == 41 * UNIT && victims[0].ahead,
