@@ -100,17 +100,33 @@ static void evict_one(struct index *ix, int64_t id, uint64_t off)
 		index_unclaim(ix, id, off);
 }
 
+/* An index in a new temp dir DIR (a mkdtemp() template), with object O. */
+static struct index *index_with_object(char *dir, struct index_object *o)
+{
+	struct index *ix = NULL;
+	bool rebuilt, created;
+	*o = (struct index_object){ .size = 1 << 30, .block_size = 4096, .version = "\"v\"" };
+	CHECK(mkdtemp(dir) != NULL, "temp dir");
+	CHECK(index_open(dir, &ix, &rebuilt) == 0, "open");
+	CHECK(index_object_add(ix, "http://h/a", o, NULL, 0, &created) == 0, "an object");
+	return ix;
+}
+
+/* Close IX and remove its DIR. */
+static void index_gone(struct index *ix, const char *dir)
+{
+	char cmd[600];
+	index_close(ix);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(system(cmd) == 0, "cleanup");
+}
+
 static void in_the_index(void)
 {
 	char dir[] = "/tmp/tilefs-test-evict-XXXXXX";
-	struct index *ix;
-	bool rebuilt, created;
+	struct index_object o;
+	struct index *ix = index_with_object(dir, &o);
 	uint64_t usage;
-
-	CHECK(mkdtemp(dir) != NULL, "temp dir");
-	CHECK(index_open(dir, &ix, &rebuilt) == 0, "open");
-	struct index_object o = { .size = 1 << 30, .block_size = 4096, .version = "\"v\"" };
-	CHECK(index_object_add(ix, "http://h/a", &o, NULL, 0, &created) == 0, "an object");
 
 	/* fill to the target: every unit admitted */
 	int ok = 0;
@@ -187,11 +203,7 @@ static void in_the_index(void)
 	CHECK(index_object_drop(ix, o.id) == 0 && value(dir, "SELECT count(*) FROM ghosts") == 0 &&
 	      value(dir, "SELECT value FROM meta WHERE key = 'ghost_bytes'") == 0,
 	      "dropping the object drops its ghosts");
-	index_close(ix);
-
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK(system(cmd) == 0, "cleanup");
+	index_gone(ix, dir);
 }
 
 /* What a hint fetched into a full cache is kept for its readers: passed
@@ -199,14 +211,9 @@ static void in_the_index(void)
 static void kept_ahead(void)
 {
 	char dir[] = "/tmp/tilefs-test-ahead-XXXXXX";
-	struct index *ix;
-	bool rebuilt, created;
+	struct index_object o;
+	struct index *ix = index_with_object(dir, &o);
 	uint64_t kept = 1;
-
-	CHECK(mkdtemp(dir) != NULL, "temp dir");
-	CHECK(index_open(dir, &ix, &rebuilt) == 0, "open");
-	struct index_object o = { .size = 1 << 30, .block_size = 4096, .version = "\"v\"" };
-	CHECK(index_object_add(ix, "http://h/a", &o, NULL, 0, &created) == 0, "an object");
 	for (uint64_t i = 0; i < 19; i++)
 		put(ix, o.id, i * UNIT);
 	CHECK(index_ahead_bytes(ix, 0, &kept) == 0 && kept == 0, "nothing kept ahead yet");
@@ -249,11 +256,7 @@ static void kept_ahead(void)
 	      admitted(dir, o.id, 41 * UNIT) == 1 &&
 	      value(dir, "SELECT count(*) FROM units WHERE ahead") == 0,
 	      "a warm keeps a unit fetched ahead, as any on probation");
-	index_close(ix);
-
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK(system(cmd) == 0, "cleanup");
+	index_gone(ix, dir);
 }
 
 /* A cache written by a tilefs of schema 5 opens, keeps its units (all
@@ -303,11 +306,7 @@ static void upgrade(void)
 	index_close(ix);
 	CHECK(index_open(dir, &ix, &rebuilt) == 0 && !rebuilt &&
 	      value(dir, "SELECT count(*) FROM units") == 2, "and opens again as it is");
-	index_close(ix);
-
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK(system(cmd) == 0, "cleanup");
+	index_gone(ix, dir);
 }
 
 int main(void)
