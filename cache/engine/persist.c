@@ -34,6 +34,24 @@
 #define EVICT_SKIP 64	/* pinned files passed over in one round */
 #define PERSIST_BATCH 64	/* settled entries stored at once */
 
+/* Write the read times of the units read since the last time (the hits
+ * of read.c, batched here off the read path), which also ends what was
+ * kept for a hint's readers that have read it (evict.h). */
+static void flush_touched(struct cache *c)
+{
+	int64_t ids[TOUCH_MAX], objects[TOUCH_OBJECTS_MAX];
+	pthread_mutex_lock(&c->lock);
+	size_t n = c->ntouched, nobj = c->ntouched_objects;
+	memcpy(ids, c->touched, n * sizeof(ids[0]));
+	memcpy(objects, c->touched_objects, nobj * sizeof(objects[0]));
+	c->ntouched = c->ntouched_objects = 0;
+	pthread_mutex_unlock(&c->lock);
+	if (n)
+		index_units_touch(c->index, ids, n);
+	for (size_t i = 0; i < nobj; i++)
+		index_object_touch(c->index, objects[i]);
+}
+
 /*
  * Drop units, least valuable first (index_eviction_candidates()), while the
  * cache holds more than LIMIT: units on probation only down to LIMIT, so
@@ -56,6 +74,10 @@ static void evict_locked(struct cache *c, uint64_t limit)
 
 	if (index_usage(c->index, &usage) != 0 || usage <= limit)
 		return;
+	/* units read since the last flush are no longer kept for their
+	   readers: written first, or eviction would pass over them and take
+	   admitted units instead (at tens of MB a second of hinted reads) */
+	flush_touched(c);
 	uint64_t target = evict_target(limit);
 	while (usage > target) {
 		size_t n = 0;
@@ -179,21 +201,6 @@ static void keep_edges(struct cache *c)
 		free(e);
 		e = next;
 	}
-}
-
-static void flush_touched(struct cache *c)
-{
-	int64_t ids[TOUCH_MAX], objects[TOUCH_OBJECTS_MAX];
-	pthread_mutex_lock(&c->lock);
-	size_t n = c->ntouched, nobj = c->ntouched_objects;
-	memcpy(ids, c->touched, n * sizeof(ids[0]));
-	memcpy(objects, c->touched_objects, nobj * sizeof(objects[0]));
-	c->ntouched = c->ntouched_objects = 0;
-	pthread_mutex_unlock(&c->lock);
-	if (n)
-		index_units_touch(c->index, ids, n);
-	for (size_t i = 0; i < nobj; i++)
-		index_object_touch(c->index, objects[i]);
 }
 
 /* Store or release the settled entries V[0..n) (consecutive entries of one

@@ -117,7 +117,8 @@ static int read_cached(struct cache *c, struct cache_object *obj, struct extent 
 	    (index_unit_find(c->index, obj->id, unit.off, &again) != 0 || again.id != u.id))
 		return -ENOENT;
 	pthread_mutex_lock(&c->lock);
-	if (c->ntouched < TOUCH_MAX)
+	/* a unit read in several reads in a row counts once */
+	if (c->ntouched < TOUCH_MAX && (!c->ntouched || c->touched[c->ntouched - 1] != u.id))
 		c->touched[c->ntouched++] = u.id;
 	c->stats.hits++;
 	c->stats.bytes_served += part_len;
