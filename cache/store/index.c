@@ -48,8 +48,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_OBJECT_DROP_UNITS] = "DELETE FROM units WHERE object_id = ?1",
 	[ST_OBJECT_DROP_CLAIMS] = "DELETE FROM claims WHERE object_id = ?1",
 	[ST_OBJECT_DROP] = "DELETE FROM objects WHERE id = ?1",
-	[ST_UNIT_FIND] = "SELECT id, len, crc, admitted, ahead FROM units "
-			 "WHERE object_id = ?1 AND off = ?2",
+	[ST_UNIT_FIND] = "SELECT id, len, crc, admitted FROM units WHERE object_id = ?1 AND off = ?2",
 	[ST_UNIT_INSERT] = "INSERT OR IGNORE INTO units(object_id, off, len, crc, last_access, hits, "
 			   "admitted, ahead) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[ST_UNIT_DROP] = "DELETE FROM units WHERE id = ?1",
@@ -63,7 +62,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_CLAIM_DROP] = "DELETE FROM claims WHERE object_id = ?1 AND off = ?2",
 	[ST_CHANGES] = "SELECT changes()",	/* of the last row statement */
 	[ST_USAGE] = "SELECT value FROM meta WHERE key = 'usage'",
-	[ST_EVICT] = "SELECT id, object_id, off, len, crc, admitted, ahead FROM units "
+	[ST_EVICT] = "SELECT id, object_id, off, len, crc, admitted FROM units "
 		     "WHERE object_id NOT IN (SELECT value FROM json_each(?2)) "
 		     "AND NOT (ahead AND last_access >= ?3) "
 		     "ORDER BY admitted, hits > 1, last_access LIMIT ?1",
@@ -119,7 +118,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SEAL_DROP] = "DELETE FROM seals WHERE object_id = ?1",
 	[ST_OBJECT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - " HIT_GAP "), "
 			    "last_access = " TOUCHED_AT " WHERE object_id = ?2",
-	[ST_UNITS_OF] = "SELECT id, off, len, crc, admitted, ahead FROM units WHERE object_id = ?1 "
+	[ST_UNITS_OF] = "SELECT id, off, len, crc, admitted FROM units WHERE object_id = ?1 "
 			"ORDER BY off",
 	[ST_EDGE_PUT] = "INSERT INTO edges(object_id, off, len, crc, bytes) VALUES (?1, ?2, ?3, ?4, ?5) "
 			"ON CONFLICT(object_id, off) DO UPDATE SET len = excluded.len, "

@@ -53,8 +53,7 @@ struct index_unit {
 	uint64_t off, len;
 	uint32_t crc;
 	bool probation;		/* stored on probation (cache/store/evict.h),
-				   or kept for its readers (ahead) */
-	bool ahead;		/* fetched ahead into a full cache, unread */
+				   kept for its readers or not */
 };
 
 /*

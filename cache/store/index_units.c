@@ -20,13 +20,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* U's state from column K of S and the next: units.admitted, units.ahead. */
-static void unit_admitted(struct index_unit *u, sqlite3_stmt *s, int k)
-{
-	u->probation = sqlite3_column_int64(s, k) == 0;
-	u->ahead = sqlite3_column_int64(s, k + 1) != 0;
-}
-
 int index_units_of(struct index *ix, int64_t object_id, struct index_unit **out, size_t *n)
 {
 	if (!ix)
@@ -55,8 +48,8 @@ int index_units_of(struct index *ix, int64_t object_id, struct index_unit **out,
 			.off = (uint64_t)sqlite3_column_int64(s, 1),
 			.len = (uint64_t)sqlite3_column_int64(s, 2),
 			.crc = (uint32_t)sqlite3_column_int64(s, 3),
+			.probation = sqlite3_column_int64(s, 4) == 0,
 		};
-		unit_admitted(&v[*n], s, 4);
 		(*n)++;
 	}
 	if (!err && rc != SQLITE_DONE)
@@ -96,7 +89,7 @@ int index_units_from(struct index *ix, int64_t object_id, uint64_t from, struct 
 	if (!ix)
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
-	sqlite3_stmt *s = prepare(c, "SELECT id, off, len, crc, admitted, ahead FROM units "
+	sqlite3_stmt *s = prepare(c, "SELECT id, off, len, crc, admitted FROM units "
 				     "WHERE object_id = ?1 AND off >= ?2 ORDER BY off LIMIT ?3");
 	int err = s ? 0 : -EIO, rc = SQLITE_DONE;
 
@@ -111,8 +104,8 @@ int index_units_from(struct index *ix, int64_t object_id, uint64_t from, struct 
 			.off = (uint64_t)sqlite3_column_int64(s, 1),
 			.len = (uint64_t)sqlite3_column_int64(s, 2),
 			.crc = (uint32_t)sqlite3_column_int64(s, 3),
+			.probation = sqlite3_column_int64(s, 4) == 0,
 		};
-		unit_admitted(&out[*n], s, 4);
 		(*n)++;
 	}
 	if (!err && rc != SQLITE_DONE && rc != SQLITE_ROW)
@@ -175,7 +168,7 @@ int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct in
 			out->off = off;
 			out->len = (uint64_t)sqlite3_column_int64(s, 1);
 			out->crc = (uint32_t)sqlite3_column_int64(s, 2);
-			unit_admitted(out, s, 3);
+			out->probation = sqlite3_column_int64(s, 3) == 0;
 			err = 0;
 		} else {
 			err = rc == SQLITE_DONE ? -ENOENT : index_sql_error(c->db, rc, "find unit");
@@ -772,7 +765,7 @@ int index_eviction_candidates(struct index *ix, const int64_t *skip, size_t nski
 		u->off = (uint64_t)sqlite3_column_int64(s, 2);
 		u->len = (uint64_t)sqlite3_column_int64(s, 3);
 		u->crc = (uint32_t)sqlite3_column_int64(s, 4);
-		unit_admitted(u, s, 5);
+		u->probation = sqlite3_column_int64(s, 5) == 0;
 	}
 	if (*n < max && rc != SQLITE_DONE)
 		err = index_sql_error(c->db, rc, "list eviction candidates");
