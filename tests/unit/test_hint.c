@@ -222,6 +222,24 @@ static void test_plan(struct origin_server *s, const char *dir)
 	hinted_cache_close(c, src, http, urls, OBJECTS);
 }
 
+/* Read the objects [FIRST, FIRST + N) into C until it is full (it has
+ * evicted); true if each was read right and eviction came within
+ * ORIGIN_WAIT_S. */
+static bool fill(struct cache *c, struct source *src, int first, int n)
+{
+	struct cache_stats cs;
+	int ok = 0;
+	for (int i = first; i < first + n; i++)
+		ok += read_object(c, src, i);
+	time_t until = time(NULL) + ORIGIN_WAIT_S;
+	do
+		cache_get_stats(c, &cs);
+	while (cs.evicted == 0 && time(NULL) < until && usleep(10000) == 0);
+	CHECK(ok == n && cs.evicted > 0, "the cache is full: %d objects read, %llu bytes evicted",
+	      ok, (unsigned long long)cs.evicted);
+	return ok == n && cs.evicted > 0;
+}
+
 /*
  * A hint into a full cache: the entries are fetched ahead all the same,
  * and what they fetched is kept until their readers come, while each
@@ -236,22 +254,13 @@ static void test_full(struct origin_server *s, const char *dir)
 	struct http_client *http = NULL;
 	struct cache_hint_entry v[HINTED];
 	char *urls[HINTED];
-	struct cache_stats cs;
 
 	/* 1 MiB: eviction leaves 51 KiB of room, so one entry of 48 KiB is
 	   fetched ahead at a time, then a second over it (the budget's rule) */
 	if (!hinted_cache(s, dir, 1u << 20, FIRST, HINTED + FILL + MISSES, HINTED, &c, &src, &http,
 			  v, urls))
 		return;
-	int ok = 0;
-	for (int i = FIRST + HINTED; i < FIRST + HINTED + FILL; i++)
-		ok += read_object(c, src, i);
-	time_t until = time(NULL) + ORIGIN_WAIT_S;
-	do
-		cache_get_stats(c, &cs);
-	while (cs.evicted == 0 && time(NULL) < until && usleep(10000) == 0);
-	CHECK(ok == FILL && cs.evicted > 0, "the cache is full: %d objects read, %llu bytes evicted",
-	      ok, (unsigned long long)cs.evicted);
+	fill(c, src, FIRST + HINTED, FILL);
 
 	CHECK(cache_hint_set(c, v, HINTED, 80u << 10) == 0, "a hint of %d objects", HINTED);
 	CHECK(wait_block(s, FIRST), "the first entry is fetched into the full cache");
@@ -278,25 +287,16 @@ static void test_full(struct origin_server *s, const char *dir)
  */
 static void test_full_hinted_only(struct origin_server *s, const char *dir)
 {
-	enum { FIRST = 68, HINTED = 10, FILL = 18, ADMITTED = 15 };
+	enum { FIRST = 68, HINTED = 10, FILL = 18, ADMITTED = 15 };	/* after test_full()'s */
 	struct source *src = NULL;
 	struct cache *c = NULL;
 	struct http_client *http = NULL;
 	struct cache_hint_entry v[HINTED];
 	char *urls[HINTED];
-	struct cache_stats cs;
 
 	if (!hinted_cache(s, dir, 1u << 20, FIRST, HINTED + FILL, HINTED, &c, &src, &http, v, urls))
 		return;
-	int ok = 0;
-	for (int i = FIRST + HINTED; i < FIRST + HINTED + FILL; i++)
-		ok += read_object(c, src, i);
-	time_t until = time(NULL) + ORIGIN_WAIT_S;
-	do
-		cache_get_stats(c, &cs);
-	while (cs.evicted == 0 && time(NULL) < until && usleep(10000) == 0);
-	CHECK(ok == FILL && cs.evicted > 0, "full: %d objects read, %llu bytes evicted", ok,
-	      (unsigned long long)cs.evicted);
+	fill(c, src, FIRST + HINTED, FILL);
 
 	CHECK(cache_hint_set(c, v, HINTED, 80u << 10) == 0, "a hint of %d objects", HINTED);
 	int read = 0;
