@@ -218,6 +218,10 @@ static struct fd_slot *slot_take(struct store *st, int64_t id, bool create, int 
 	pthread_mutex_unlock(&st->lock);
 
 	int fd = open_object(st, id, create, O_RDWR);
+	/* reads here take a unit or part of one, where the index says: the
+	   kernel's readahead would read the holes and neighbours beside it */
+	if (fd >= 0)
+		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
 	if (!victim) {
 		if (fd < 0)
 			*err = fd;
