@@ -52,39 +52,32 @@ static void flush_touched(struct cache *c)
 		index_object_touch(c->index, objects[i]);
 }
 
-/*
- * Drop units, least valuable first (index_eviction_candidates()), while the
- * cache holds more than LIMIT: units on probation only down to LIMIT, so
- * that they leave one by one, oldest first, and each stays for a while
- * after it is stored (its reader's next reads find it); admitted units in
- * a burst, down to evict_target(LIMIT), 95%. Units of a pinned file (read
- * by passthrough) are passed over, up to EVICT_SKIP such files a round.
- * One evictor at a time on a cache dir (evict_to()): two would take each
- * other's hold on a file for a pin and pass over its units, evicting
- * what comes next in order instead. Each stops at the usage the index
- * holds, not at a count of its own (a unit freed by a process that
- * evicts without the lock, or in the window between two, counts too).
- */
-static void evict_locked(struct cache *c, uint64_t limit)
+/* The bytes the index holds, and those of them not on probation (admitted
+ * units, and edges). */
+static int levels(struct cache *c, uint64_t *usage, uint64_t *held)
 {
-	uint64_t usage;
+	uint64_t probation;
+	int err = index_usage_parts(c->index, usage, &probation);
+	*held = err || probation > *usage ? *usage : *usage - probation;
+	return err;
+}
+
+/* One pass of evict_locked(): ADMITTED, admitted units only, while what is
+ * not on probation is over TARGET; else every unit in order, while the
+ * cache is over TARGET (probation only down to LIMIT). */
+static void evict_pass(struct cache *c, bool admitted, uint64_t limit, uint64_t target)
+{
+	uint64_t usage, held;
 	struct index_unit victims[EVICT_BATCH];
 	int64_t pinned[EVICT_SKIP];
 	size_t npinned = 0;
 
-	if (index_usage(c->index, &usage) != 0 || usage <= limit)
-		return;
-	/* units read since the last flush are no longer kept for their
-	   readers: written first, or eviction would pass over them and take
-	   admitted units instead (at tens of MB a second of hinted reads) */
-	flush_touched(c);
-	uint64_t target = evict_target(limit);
-	while (usage > target) {
+	while (levels(c, &usage, &held) == 0 && (admitted ? held : usage) > target) {
 		size_t n = 0;
-		if (index_eviction_candidates(c->index, pinned, npinned, victims, EVICT_BATCH,
-					      &n) != 0 || n == 0)
-			break;
-		for (size_t i = 0; i < n && usage > target; i++) {
+		if (index_eviction_candidates(c->index, admitted, pinned, npinned, victims,
+					      EVICT_BATCH, &n) != 0 || n == 0)
+			return;
+		for (size_t i = 0; i < n && (admitted ? held : usage) > target; i++) {
 			if (victims[i].probation && usage <= limit)
 				return;	/* the rest of probation stays, for now */
 			uint64_t freed;
@@ -103,10 +96,42 @@ static void evict_locked(struct cache *c, uint64_t limit)
 			pthread_mutex_lock(&c->lock);
 			c->stats.evicted += freed;
 			pthread_mutex_unlock(&c->lock);
-			if (index_usage(c->index, &usage) != 0)
+			if (levels(c, &usage, &held) != 0)
 				return;
 		}
 	}
+}
+
+/*
+ * Drop units, least valuable first (index_eviction_candidates()). First
+ * admitted units, while what is not on probation is over
+ * evict_target(LIMIT), 95%: a unit admitted into a full cache takes its
+ * victim's place at once, and probation keeps the room above the target
+ * for the units just fetched. Then, while the cache holds more than LIMIT:
+ * units on probation only down to LIMIT, so that they leave one by one,
+ * oldest first, and each stays for a while after it is stored (its
+ * reader's next reads find it); admitted units, if probation ran out (its
+ * units are kept for their readers, or pinned), in a burst, down to the
+ * target. Units of a pinned file (read by passthrough) are passed over, up
+ * to EVICT_SKIP such files a pass. One evictor at a time on a cache dir
+ * (evict_to()): two would take each other's hold on a file for a pin and
+ * pass over its units, evicting what comes next in order instead. Each
+ * stops at the usage the index holds, not at a count of its own (a unit
+ * freed by a process that evicts without the lock, or in the window
+ * between two, counts too).
+ */
+static void evict_locked(struct cache *c, uint64_t limit)
+{
+	uint64_t usage, held, target = evict_target(limit);
+
+	if (levels(c, &usage, &held) != 0 || (usage <= limit && held <= target))
+		return;
+	/* units read since the last flush are no longer kept for their
+	   readers: written first, or eviction would pass over them and take
+	   admitted units instead (at tens of MB a second of hinted reads) */
+	flush_touched(c);
+	evict_pass(c, true, limit, target);
+	evict_pass(c, false, limit, target);
 }
 
 static void evict_to(struct cache *c, uint64_t limit)

@@ -10,8 +10,10 @@
  * tests/bench/evict_sim.py): in the spirit of TinyLFU's admission filter.
  * A unit's count (`hits`) is the number of its reads at least
  * EVICT_HIT_GAP_S apart, so one pass over a file counts once. Eviction
- * takes units on probation first, then admitted units read once, then the
- * rest, least recently read first within each. An evicted unit leaves a
+ * takes units on probation first, in the order they came whatever their
+ * counts (one that came last goes last, while its reader may still be at
+ * it), then admitted units read once, then the rest, least recently read
+ * first within each. An evicted unit leaves a
  * ghost (its key, count and last read) in the index; fetched again, it
  * comes back with that count. Once the cache is full (past the level
  * eviction brings it down to), a fetched unit is admitted only if its

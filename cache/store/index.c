@@ -62,10 +62,19 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_CLAIM_DROP] = "DELETE FROM claims WHERE object_id = ?1 AND off = ?2",
 	[ST_CHANGES] = "SELECT changes()",	/* of the last row statement */
 	[ST_USAGE] = "SELECT value FROM meta WHERE key = 'usage'",
-	[ST_EVICT] = "SELECT id, object_id, off, len, crc, admitted FROM units "
-		     "WHERE object_id NOT IN (SELECT value FROM json_each(?2)) "
-		     "AND NOT (ahead AND last_access >= ?3) "
-		     "ORDER BY admitted, hits > 1, last_access LIMIT ?1",
+	[ST_PROBATION] = "SELECT value FROM meta WHERE key = 'probation'",
+	/* eviction order (cache/store/evict.h): probation in the order its
+	   units came (index units_probation), then the admitted units
+	   (index units_victims) */
+	[ST_EVICT_PROBATION] = "SELECT id, object_id, off, len, crc, admitted FROM units "
+			       "WHERE admitted = 0 "
+			       "AND object_id NOT IN (SELECT value FROM json_each(?2)) "
+			       "AND NOT (ahead AND last_access >= ?3) "
+			       "ORDER BY last_access LIMIT ?1",
+	[ST_EVICT_ADMITTED] = "SELECT id, object_id, off, len, crc, admitted FROM units "
+			      "WHERE admitted = 1 "
+			      "AND object_id NOT IN (SELECT value FROM json_each(?2)) "
+			      "ORDER BY admitted, hits > 1, last_access LIMIT ?1",
 	/* the admitted unit eviction takes next (cache/store/evict.h) */
 	[ST_VICTIM] = "SELECT hits, last_access FROM units WHERE admitted = 1 "
 		      "ORDER BY admitted, hits > 1, last_access LIMIT 1",

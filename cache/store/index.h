@@ -261,18 +261,21 @@ int index_proof_put(struct index *ix, int64_t object_id, const char *identity);
 
 /* Bytes of all units. */
 int index_usage(struct index *ix, uint64_t *bytes);
+/* Bytes of all units, and of those on probation (kept for their readers
+ * or not). */
+int index_usage_parts(struct index *ix, uint64_t *usage, uint64_t *probation);
 /* Become the one process evicting from this cache dir (a lock of
  * index.lock's, released by index_evictor_end() or the process's exit):
  * 0, or -EBUSY while another process evicts. The threads of one process
  * take turns before they call it. No index: 0. */
 int index_evictor_begin(struct index *ix);
 void index_evictor_end(struct index *ix);
-/* Up to MAX units to evict first: those on probation, then admitted ones
- * read once, then those read again, least recently read first within each
- * (evict.h); none of the objects SKIP[0..nskip) (pinned), nor units kept
- * for their readers. */
-int index_eviction_candidates(struct index *ix, const int64_t *skip, size_t nskip,
-			      struct index_unit *out, size_t max, size_t *n);
+/* Up to MAX units to evict first: those on probation (unless ADMITTED), in
+ * the order they came, then admitted ones read once, then those read
+ * again, least recently read first within each (evict.h); none of the
+ * objects SKIP[0..nskip) (pinned), nor units kept for their readers. */
+int index_eviction_candidates(struct index *ix, bool admitted, const int64_t *skip,
+			      size_t nskip, struct index_unit *out, size_t max, size_t *n);
 
 /* Totals for `cache stat`-like reporting: objects, units and the bytes of
  * the units (the usage less the edges). */

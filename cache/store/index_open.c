@@ -28,9 +28,10 @@
  *       scan does not make a unit look hot (a unit fetched again starts
  *       from its ghost's count); admitted is 0 for a unit stored on
  *       probation, fetched into a full cache without beating the next
- *       victim (cache/store/evict.h). Eviction order, index units_victims:
- *       probation first, then admitted units read once (hits <= 1), then
- *       the rest; least recently read first within each. ahead is 1 for a
+ *       victim (cache/store/evict.h). Eviction order: probation first,
+ *       in the order its units came (index units_probation), then admitted
+ *       units read once (hits <= 1), then the rest, least recently read
+ *       first within each (index units_victims). ahead is 1 for a
  *       unit on probation that was fetched ahead of its readers (a hint's)
  *       and not read since: eviction passes over it while it is younger
  *       than EVICT_AHEAD_S (index units_ahead counts those). A column of
@@ -297,6 +298,23 @@ static int first_value(struct index_conn *c, const char *sql, char *buf, size_t 
 	return err;
 }
 
+/* meta.probation: the bytes of the units on probation, kept by triggers
+ * (any tilefs that writes units keeps it, knowing of it or not); counted
+ * once where the triggers are new. */
+static const char probation_sql[] =
+	"CREATE TRIGGER IF NOT EXISTS units_probation_added AFTER INSERT ON units "
+	"  WHEN NEW.admitted = 0 BEGIN"
+	"  UPDATE meta SET value = value + NEW.len WHERE key = 'probation'; END;"
+	"CREATE TRIGGER IF NOT EXISTS units_probation_dropped AFTER DELETE ON units "
+	"  WHEN OLD.admitted = 0 BEGIN"
+	"  UPDATE meta SET value = value - OLD.len WHERE key = 'probation'; END;"
+	"CREATE TRIGGER IF NOT EXISTS units_probation_changed AFTER UPDATE OF admitted ON units "
+	"  WHEN NEW.admitted != OLD.admitted BEGIN"
+	"  UPDATE meta SET value = value + (CASE WHEN NEW.admitted = 0 THEN NEW.len "
+	"  ELSE -NEW.len END) WHERE key = 'probation'; END;"
+	"INSERT OR REPLACE INTO meta VALUES ('probation', "
+	"  (SELECT coalesce(sum(len), 0) FROM units WHERE admitted = 0));";
+
 /*
  * Bring a database of schema 2 to 5 to SCHEMA_VERSION (*SCHEMA: what it
  * holds now), in one transaction that reads the schema again, so that two
@@ -312,9 +330,11 @@ static int migrate(struct index *ix, struct index_conn *c, int64_t *schema)
 	int64_t was = 0, ready = 0;
 	/* the common case, read only: nothing to do, no write lock taken */
 	int err = *schema == SCHEMA_VERSION ?
-		  first_value(c, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
-			      "name IN ('units_victims', 'units_ahead')", NULL, 0, &ready) : 0;
-	if (err || ready == 2)
+		  first_value(c, "SELECT count(*) FROM sqlite_master WHERE "
+			      "name IN ('units_victims', 'units_ahead', 'units_probation', "
+			      "'units_probation_added', 'units_probation_dropped', "
+			      "'units_probation_changed')", NULL, 0, &ready) : 0;
+	if (err || ready == 6)
 		return err;
 	int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	err = rc == SQLITE_OK ? 0 : index_sql_error(c->db, rc, "begin the schema upgrade");
@@ -349,7 +369,11 @@ static int migrate(struct index *ix, struct index_conn *c, int64_t *schema)
 					  "CREATE INDEX IF NOT EXISTS units_victims ON units(admitted, "
 					  "hits > 1, last_access);"
 					  "CREATE INDEX IF NOT EXISTS units_ahead ON units(last_access) "
-					  "WHERE ahead", NULL, NULL, NULL);
+					  "WHERE ahead;"
+					  "CREATE INDEX IF NOT EXISTS units_probation ON "
+					  "units(last_access) WHERE admitted = 0", NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(c->db, probation_sql, NULL, NULL, NULL);
 		if (rc != SQLITE_OK)
 			err = index_sql_error(c->db, rc, "make the eviction indexes");
 	}

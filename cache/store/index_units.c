@@ -180,9 +180,10 @@ int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct in
 }
 
 /* Inside a transaction: the usage now, into *BYTES. */
-static int usage_read(struct index_conn *c, uint64_t *bytes)
+/* The byte count of meta row statement ID (ST_USAGE, ST_PROBATION). */
+static int bytes_read(struct index_conn *c, enum stmt_id id, uint64_t *bytes)
 {
-	sqlite3_stmt *s = index_stmt(c, ST_USAGE);
+	sqlite3_stmt *s = index_stmt(c, id);
 	if (!s)
 		return -EIO;
 	int rc = sqlite3_step(s);
@@ -232,7 +233,7 @@ static int admission(struct index_conn *c, int64_t object_id, const struct index
 	*admitted = true;
 	if (limit == 0)
 		return 0;
-	err = usage_read(c, &usage);
+	err = bytes_read(c, ST_USAGE, &usage);
 	if (err || usage + v->len <= evict_target(limit))
 		return err;	/* room: every unit is admitted */
 	err = count_read(c, ST_VICTIM, 0, 0, &victim);
@@ -727,13 +728,54 @@ int index_usage(struct index *ix, uint64_t *bytes)
 	if (!ix)
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
-	int err = usage_read(c, bytes);
+	int err = bytes_read(c, ST_USAGE, bytes);
 	index_conn_put(ix, c);
 	return err;
 }
 
-int index_eviction_candidates(struct index *ix, const int64_t *skip, size_t nskip,
-			      struct index_unit *out, size_t max, size_t *n)
+int index_usage_parts(struct index *ix, uint64_t *usage, uint64_t *probation)
+{
+	if (!ix)
+		return -ENODEV;	/* no index */
+	struct index_conn *c = index_conn_get(ix);
+	int err = bytes_read(c, ST_USAGE, usage);
+	if (!err)
+		err = bytes_read(c, ST_PROBATION, probation);
+	index_conn_put(ix, c);
+	return err;
+}
+
+/* Append to OUT[*n..max) the rows of eviction query ID, passing over the
+ * objects in LIST (a JSON array of ids). */
+static int candidates(struct index_conn *c, enum stmt_id id, const char *list,
+		      struct index_unit *out, size_t max, size_t *n)
+{
+	sqlite3_stmt *s = index_stmt(c, id);
+	int rc = SQLITE_DONE;
+	if (!s)
+		return -EIO;
+	sqlite3_bind_int64(s, 1, (int64_t)(max - *n));
+	sqlite3_bind_text(s, 2, list, -1, SQLITE_STATIC);
+	if (id == ST_EVICT_PROBATION)
+		sqlite3_bind_int64(s, 3, index_now() - EVICT_AHEAD_S);
+	while (*n < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct index_unit *u = &out[(*n)++];
+		u->id = sqlite3_column_int64(s, 0);
+		u->object_id = sqlite3_column_int64(s, 1);
+		u->off = (uint64_t)sqlite3_column_int64(s, 2);
+		u->len = (uint64_t)sqlite3_column_int64(s, 3);
+		u->crc = (uint32_t)sqlite3_column_int64(s, 4);
+		u->probation = sqlite3_column_int64(s, 5) == 0;
+	}
+	int err = *n < max && rc != SQLITE_DONE ?
+		  index_sql_error(c->db, rc, "list eviction candidates") : 0;
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);	/* LIST is the caller's */
+	return err;
+}
+
+int index_eviction_candidates(struct index *ix, bool admitted, const int64_t *skip,
+			      size_t nskip, struct index_unit *out, size_t max, size_t *n)
 {
 	if (!ix)
 		return -ENODEV;	/* no index */
@@ -746,30 +788,11 @@ int index_eviction_candidates(struct index *ix, const int64_t *skip, size_t nski
 	strcpy(p, "]");
 
 	struct index_conn *c = index_conn_get(ix);
-	sqlite3_stmt *s = index_stmt(c, ST_EVICT);
-	int err = 0, rc;
-
 	*n = 0;
-	if (!s) {
-		index_conn_put(ix, c);
-		free(list);
-		return -EIO;
-	}
-	sqlite3_bind_int64(s, 1, (int64_t)max);
-	sqlite3_bind_text(s, 2, list, -1, free);
-	sqlite3_bind_int64(s, 3, index_now() - EVICT_AHEAD_S);
-	while (*n < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct index_unit *u = &out[(*n)++];
-		u->id = sqlite3_column_int64(s, 0);
-		u->object_id = sqlite3_column_int64(s, 1);
-		u->off = (uint64_t)sqlite3_column_int64(s, 2);
-		u->len = (uint64_t)sqlite3_column_int64(s, 3);
-		u->crc = (uint32_t)sqlite3_column_int64(s, 4);
-		u->probation = sqlite3_column_int64(s, 5) == 0;
-	}
-	if (*n < max && rc != SQLITE_DONE)
-		err = index_sql_error(c->db, rc, "list eviction candidates");
-	sqlite3_reset(s);
+	int err = admitted ? 0 : candidates(c, ST_EVICT_PROBATION, list, out, max, n);
+	if (!err && *n < max)
+		err = candidates(c, ST_EVICT_ADMITTED, list, out, max, n);
 	index_conn_put(ix, c);
+	free(list);
 	return err;
 }

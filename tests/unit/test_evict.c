@@ -148,7 +148,7 @@ static void in_the_index(void)
 	      "so does the next");
 	struct index_unit victims[4];
 	size_t n = 0;
-	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 4, &n) == 0 && n == 4 &&
+	CHECK(index_eviction_candidates(ix, false, NULL, 0, victims, 4, &n) == 0 && n == 4 &&
 	      victims[0].off == 19 * UNIT && victims[1].off == 20 * UNIT &&
 	      victims[2].off == 0 && victims[3].off == UNIT,
 	      "probation goes first, then admitted units, least recently read first");
@@ -242,12 +242,12 @@ static void kept_ahead(void)
 	size_t n = 0;
 	CHECK(index_ahead_bytes(ix, 5, &kept) == 0 && kept == 0,
 	      "none of them waited 5 s for its readers");
-	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 32, &n) == 0 && n == 19,
+	CHECK(index_eviction_candidates(ix, false, NULL, 0, victims, 32, &n) == 0 && n == 19,
 	      "eviction passes over them (%zu candidates)", n);
 
 	CHECK(index_units_touch(ix, &u.id, 1) == 0 && admitted(dir, o.id, 40 * UNIT) == 0 &&
 	      index_ahead_bytes(ix, 0, &kept) == 0 && kept == UNIT, "read: on probation only");
-	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 32, &n) == 0 && n == 20 &&
+	CHECK(index_eviction_candidates(ix, false, NULL, 0, victims, 32, &n) == 0 && n == 20 &&
 	      victims[0].off == 40 * UNIT && kept_for_readers(dir, o.id, 40 * UNIT) == 0,
 	      "and the first to go");
 
@@ -257,7 +257,7 @@ static void kept_ahead(void)
 	CHECK(sql(dir, "UPDATE units SET last_access = last_access - 51 WHERE ahead") == 0 &&
 	      index_ahead_bytes(ix, 0, &kept) == 0 && kept == 0,
 	      "one unread for EVICT_AHEAD_S is no longer kept");
-	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 32, &n) == 0 && n == 21 &&
+	CHECK(index_eviction_candidates(ix, false, NULL, 0, victims, 32, &n) == 0 && n == 21 &&
 	      victims[0].off == 41 * UNIT && kept_for_readers(dir, o.id, 41 * UNIT) == 1,
 	      "and goes first (its readers skipped it)");
 	uint64_t off = 41 * UNIT;
@@ -311,11 +311,80 @@ static void upgrade(void)
 	      "units.ahead added (none kept ahead), with its index");
 	struct index_unit victims[2];
 	size_t n = 0;
-	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 2, &n) == 0 && n == 2 &&
+	CHECK(index_eviction_candidates(ix, false, NULL, 0, victims, 2, &n) == 0 && n == 2 &&
 	      victims[0].off == 4096, "read once goes first, as before");
+	CHECK(value(dir, "SELECT value FROM meta WHERE key = 'probation'") == 0 &&
+	      value(dir, "SELECT count(*) FROM sqlite_master WHERE name = 'units_probation'") == 1,
+	      "none on probation, counted, with the index of its order");
 	index_close(ix);
 	CHECK(index_open(dir, &ix, &rebuilt) == 0 && !rebuilt &&
 	      value(dir, "SELECT count(*) FROM units") == 2, "and opens again as it is");
+	index_gone(ix, dir);
+}
+
+/* meta.probation against the units on probation: equal? */
+static bool probation_counted(const char *dir, struct index *ix)
+{
+	uint64_t usage, probation;
+	long long sum = value(dir, "SELECT coalesce(sum(len), 0) FROM units WHERE admitted = 0");
+	return index_usage_parts(ix, &usage, &probation) == 0 && (long long)probation == sum &&
+	       value(dir, "SELECT value FROM meta WHERE key = 'probation'") == sum;
+}
+
+/* Probation leaves in the order its units came, whatever their counts,
+ * and the index counts its bytes (meta.probation) through every change. */
+static void probation_order(void)
+{
+	char dir[] = "/tmp/tilefs-test-evict-XXXXXX";
+	struct index_object o;
+	struct index *ix = index_with_object(dir, &o);
+	bool rebuilt;
+
+	for (uint64_t i = 0; i < 19; i++)
+		put(ix, o.id, i * UNIT);
+	CHECK(probation_counted(dir, ix) &&
+	      value(dir, "SELECT value FROM meta WHERE key = 'probation'") == 0,
+	      "a cache with room: nothing on probation, none counted");
+	/* an older unit on probation counting two, then a new one counting one */
+	CHECK(put(ix, o.id, 19 * UNIT) == 0 && put(ix, o.id, 20 * UNIT) == 0 &&
+	      sql(dir, "UPDATE units SET hits = 2, last_access = last_access - 1 "
+		       "WHERE off = 19000") == 0 &&
+	      admitted(dir, o.id, 19 * UNIT) == 0 && admitted(dir, o.id, 20 * UNIT) == 0,
+	      "two units on probation, the older read twice");
+	CHECK(probation_counted(dir, ix) &&
+	      value(dir, "SELECT value FROM meta WHERE key = 'probation'") == 2 * UNIT,
+	      "their bytes counted");
+	struct index_unit victims[3];
+	size_t n = 0;
+	CHECK(index_eviction_candidates(ix, false, NULL, 0, victims, 3, &n) == 0 && n == 3 &&
+	      victims[0].off == 19 * UNIT && victims[1].off == 20 * UNIT && !victims[2].probation,
+	      "the older goes first, its count notwithstanding: the new one's reader may be at it");
+	CHECK(index_eviction_candidates(ix, true, NULL, 0, victims, 3, &n) == 0 && n == 3 &&
+	      !victims[0].probation && !victims[1].probation && !victims[2].probation,
+	      "asked for admitted units only, none on probation");
+
+	/* admitted since (ST_UNIT_ADMIT: a warm), evicted, dropped whole */
+	uint64_t off = 20 * UNIT;
+	CHECK(index_units_keep(ix, o.id, &off, 1, NULL) == 0 && admitted(dir, o.id, off) == 1 &&
+	      probation_counted(dir, ix), "a unit admitted since leaves the count");
+	evict_one(ix, o.id, 19 * UNIT);
+	CHECK(admitted(dir, o.id, 19 * UNIT) == -2 && probation_counted(dir, ix) &&
+	      value(dir, "SELECT value FROM meta WHERE key = 'probation'") == 0,
+	      "an evicted one too");
+	CHECK(put(ix, o.id, 21 * UNIT) == 0 && admitted(dir, o.id, 21 * UNIT) == 0 &&
+	      probation_counted(dir, ix), "a new one on probation counts");
+
+	/* a cache whose count was lost (written by a tilefs before it, or
+	   by hand) is counted again at open */
+	index_close(ix);
+	CHECK(sql(dir, "DROP TRIGGER units_probation_added;"
+		       "UPDATE meta SET value = 12345 WHERE key = 'probation'") == 0,
+	      "the count and a trigger gone");
+	CHECK(index_open(dir, &ix, &rebuilt) == 0 && !rebuilt && probation_counted(dir, ix) &&
+	      value(dir, "SELECT value FROM meta WHERE key = 'probation'") == UNIT,
+	      "counted again at open, with its trigger");
+	CHECK(put(ix, o.id, 22 * UNIT) == 0 && probation_counted(dir, ix),
+	      "and kept after");
 	index_gone(ix, dir);
 }
 
@@ -324,6 +393,7 @@ int main(void)
 	decisions();
 	in_the_index();
 	kept_ahead();
+	probation_order();
 	upgrade();
 	return check_done();
 }

@@ -82,9 +82,9 @@ int main(void)
 	CHECK(index_units_touch(ix, &u.id, 1) == 0, "touch");
 	struct index_unit victims[8];
 	size_t n;
-	CHECK(index_eviction_candidates(ix, NULL, 0, victims, 8, &n) == 0 && n == 3,
+	CHECK(index_eviction_candidates(ix, false, NULL, 0, victims, 8, &n) == 0 && n == 3,
 	      "three candidates");
-	CHECK(index_eviction_candidates(ix, &a, 1, victims, 8, &n) == 0 && n == 1 &&
+	CHECK(index_eviction_candidates(ix, false, &a, 1, victims, 8, &n) == 0 && n == 1 &&
 	      victims[0].object_id != a, "one when the object of two is passed over (pinned)");
 
 	/* proofs: which identities read an object, per version */
