@@ -119,6 +119,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SEAL_PUT] = "INSERT OR REPLACE INTO seals(object_id, ino, ctime_ns) SELECT ?1, ?3, ?4 "
 			"WHERE (SELECT total(len) FROM units WHERE object_id = ?1) = ?2",
 	[ST_SEAL_GET] = "SELECT ino, ctime_ns FROM seals WHERE object_id = ?1 AND ino != 0",
+	/* sealed once, broken since or not (unit.h, invariant 7) */
+	[ST_OBJECT_SEALED] = "SELECT 1 FROM seals WHERE object_id = ?1",
 	[ST_OBJECT_EVICT_CHECK] = "SELECT (SELECT count(*) FROM seals WHERE object_id = ?1), "
 				  "(SELECT count(*) FROM claims WHERE object_id = ?1), "
 				  "(SELECT coalesce(sum(len), 0) FROM units WHERE object_id = ?1)",

@@ -187,7 +187,8 @@ int index_unit_drop(struct index *ix, int64_t unit_id);
  * ghost (evict.h). 0: the caller now punches its bytes out and then calls
  * index_unclaim(). -ENOENT: the row was gone already, or a unit read on
  * probation was admitted since (index_units_keep()): leave the bytes
- * alone.
+ * alone. -EEXIST: the object was sealed once, so it goes whole
+ * (index_object_evict(); unit.h, invariant 7).
  */
 int index_unit_evict(struct index *ix, const struct index_unit *u);
 /*

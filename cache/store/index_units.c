@@ -404,10 +404,21 @@ int index_unit_evict(struct index *ix, const struct index_unit *u)
 
 	if (err)
 		goto out;
-	err = index_exec_keyed(c, ST_GHOST_PUT_UNIT, u->id, 0, "keep a ghost");
+	sqlite3_stmt *s = index_stmt(c, ST_OBJECT_SEALED);
+	if (s) {
+		sqlite3_bind_int64(s, 1, u->object_id);
+		int rc = sqlite3_step(s);
+		err = rc == SQLITE_ROW ? -EEXIST :
+		      rc == SQLITE_DONE ? 0 : index_sql_error(c->db, rc, "find a seal");
+		sqlite3_reset(s);
+	} else {
+		err = -EIO;
+	}
+	if (!err)
+		err = index_exec_keyed(c, ST_GHOST_PUT_UNIT, u->id, 0, "keep a ghost");
 	if (!err)
 		err = index_exec_keyed(c, ST_UNIT_EVICT, u->id, !u->probation, "evict unit");
-	sqlite3_stmt *s = err ? NULL : index_stmt(c, ST_CHANGES);
+	s = err ? NULL : index_stmt(c, ST_CHANGES);
 	if (s) {
 		if (sqlite3_step(s) != SQLITE_ROW || sqlite3_column_int64(s, 0) == 0)
 			err = -ENOENT;	/* gone already (another process evicted

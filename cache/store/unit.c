@@ -83,17 +83,16 @@ int unit_evict(struct index *ix, struct store *st, const struct index_unit *u, u
 	int hold = store_hold(st, u->object_id);	/* invariant 6 */
 	if (hold < 0 && hold != -ENOENT)
 		return hold;
-	uint64_t dropped = 0;	/* bytes: the object's, or the unit's */
-	int err = hold >= 0 ? index_object_evict(ix, u->object_id, &dropped) : -ENOENT;
-	if (!err) {			/* invariant 7 */
-		store_unlink(st, u->object_id);
-		index_object_unclaim(ix, u->object_id);
-	} else if (err == -ENOENT) {
-		dropped = u->len;
-		err = index_unit_evict(ix, u);
+	uint64_t dropped = u->len;	/* bytes: the unit's, or the object's */
+	int err = index_unit_evict(ix, u);
+	if (!err) {
+		store_punch(st, u->object_id, u->off, u->len);
+		index_unclaim(ix, u->object_id, u->off);
+	} else if (err == -EEXIST) {	/* sealed once: invariant 7 */
+		err = index_object_evict(ix, u->object_id, &dropped);
 		if (!err) {
-			store_punch(st, u->object_id, u->off, u->len);
-			index_unclaim(ix, u->object_id, u->off);
+			store_unlink(st, u->object_id);
+			index_object_unclaim(ix, u->object_id);
 		}
 	}
 	if (freed)

@@ -223,6 +223,9 @@ int main(void)
 	CHECK(store_open(dir, index_instance(ix), &st2) == 0 &&
 	      store_read(st2, sealed.id, got, UNIT_LEN, 0) == 0,
 	      "a second store (another process) has the file open");
+	CHECK(index_unit_evict(ix, &u) == -EEXIST &&
+	      index_unit_find(ix, sealed.id, UNIT_LEN, &now) == 0 && now.id == u.id,
+	      "the index drops no unit of a sealed object alone: -EEXIST, its row stands");
 	uint64_t freed = 0, units_left, bytes_left;
 	p0 = store_punches(st);
 	int err = unit_evict(ix, st, &u, &freed);
