@@ -94,7 +94,7 @@ struct store;
 #define STREAMS 8			/* readers of one object told apart */
 
 /* Bytes of a tile a reader's aligned buffer touched, kept (see plan.h):
- * in memory, in a ring, and in the index (index_edge_put()), where the
+ * in memory, in a ring, and in the index (index_edges_put()), where the
  * persist thread writes them. */
 struct edge {
 	struct edge *next;		/* c->lock: in c->edges_to_keep */

@@ -212,19 +212,23 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 	}
 }
 
-/* Write the edges waiting for the index. */
+/* Write the edges waiting for the index, in one transaction. */
 static void keep_edges(struct cache *c)
 {
+	struct index_edge v[EDGES_TO_KEEP_MAX];
+	size_t n = 0;
 	pthread_mutex_lock(&c->lock);
-	struct edge *e = c->edges_to_keep;
+	struct edge *first = c->edges_to_keep;
 	c->edges_to_keep = NULL;
 	c->nedges_to_keep = 0;
 	pthread_mutex_unlock(&c->lock);
-	while (e) {
-		struct edge *next = e->next;
-		index_edge_put(c->index, e->object_id, e->off, e->buf, e->len);
-		free(e);
-		e = next;
+	for (struct edge *e = first; e && n < EDGES_TO_KEEP_MAX; e = e->next)
+		v[n++] = (struct index_edge){ e->object_id, e->off, e->buf, e->len };
+	index_edges_put(c->index, v, n);
+	while (first) {
+		struct edge *next = first->next;
+		free(first);
+		first = next;
 	}
 }
 

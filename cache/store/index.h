@@ -209,8 +209,15 @@ int index_object_unclaim(struct index *ix, int64_t object_id);
  * drops the edges within INDEX_EDGE_MAX bytes of it.
  */
 #define INDEX_EDGE_MAX 16384
-int index_edge_put(struct index *ix, int64_t object_id, uint64_t off, const void *bytes,
-		   size_t len);
+struct index_edge {
+	int64_t object_id;
+	uint64_t off;
+	const void *bytes;
+	size_t len;			/* 1 .. INDEX_EDGE_MAX */
+};
+/* Keep edges V[0..n), in one transaction; -EINVAL (none kept) if one is
+ * empty or longer than INDEX_EDGE_MAX. */
+int index_edges_put(struct index *ix, const struct index_edge *v, size_t n);
 /* Copy [off, off+len) of OBJECT_ID from a kept edge into DST. -ENOENT if no
  * edge holds it all, or if the one that does fails its checksum (it is
  * dropped). */

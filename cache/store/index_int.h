@@ -1,7 +1,7 @@
 /*
- * index_int.h - private to cache/store/index.c, index_open.c and
- * index_units.c: the connection pool and the prepared statements they
- * use. Everyone else uses index.h.
+ * index_int.h - private to cache/store/index.c, index_open.c,
+ * index_units.c and index_edges.c: the connection pool and the prepared
+ * statements they use. Everyone else uses index.h.
  *
  * DESIGN: a fixed pool of INDEX_POOL_SIZE connections, each with its
  * prepared statements (prepared on first use from the table in index.c); a
@@ -85,6 +85,8 @@ int index_exec(struct index_conn *c, sqlite3_stmt *s, const char *what);
 /* Bind A, B as ?1, ?2 of statement ID and run it; for the keyed ones. */
 int index_exec_keyed(struct index_conn *c, enum stmt_id id, int64_t a, int64_t b,
 		     const char *what);
+/* Drop the edges of OBJECT_ID that start in [from, to) (index_edges.c). */
+int index_edges_drop(struct index_conn *c, int64_t object_id, uint64_t from, uint64_t to);
 /* BEGIN IMMEDIATE, holding ix->writing until index_commit() (not on failure). */
 int index_begin(struct index_conn *c);
 /* End the transaction begun: commit if ERR is 0, else roll back and return

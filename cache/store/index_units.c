@@ -1,7 +1,7 @@
 /*
  * index_units.c - see index.h: the units of the index, the claims on them,
  * eviction order, admission and ghosts (the policy's decisions are
- * evict.c's), and usage. The schema and the rules these statements keep
+ * evict.c's), and usage (edges: index_edges.c). The schema and the rules these statements keep
  * are described in index_open.c (ON DISK); the unit protocol built on them, in
  * unit.h.
  */
@@ -363,18 +363,6 @@ int index_unit_drop(struct index *ix, int64_t unit_id)
 	return err;
 }
 
-/* Drop the edges of OBJECT_ID that start in [from, to). */
-static int edges_drop(struct index_conn *c, int64_t object_id, uint64_t from, uint64_t to)
-{
-	sqlite3_stmt *s = index_stmt(c, ST_EDGES_DROP_NEAR);
-	if (s) {
-		sqlite3_bind_int64(s, 1, object_id);
-		sqlite3_bind_int64(s, 2, (int64_t)from);
-		sqlite3_bind_int64(s, 3, (int64_t)to);
-	}
-	return index_exec(c, s, "drop edges");
-}
-
 /* Inside a transaction: N ghosts were just kept; drop as many old ones,
  * and a few more, while ghosts stand for more than EVICT_GHOST_RATIO
  * bytes per byte of usage. */
@@ -434,9 +422,9 @@ int index_unit_evict(struct index *ix, const struct index_unit *u)
 		err = index_exec(c, s, "claim evicted unit");
 	}
 	if (!err)	/* the edges read beside it go with it */
-		err = edges_drop(c, u->object_id,
-				 u->off > INDEX_EDGE_MAX ? u->off - INDEX_EDGE_MAX : 0,
-				 u->off + u->len + INDEX_EDGE_MAX);
+		err = index_edges_drop(c, u->object_id,
+				       u->off > INDEX_EDGE_MAX ? u->off - INDEX_EDGE_MAX : 0,
+				       u->off + u->len + INDEX_EDGE_MAX);
 	if (!err)
 		err = ghosts_trim(c, 1);
 	err = index_commit(c, err);
@@ -502,68 +490,6 @@ int index_object_unclaim(struct index *ix, int64_t object_id)
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_exec_keyed(c, ST_OBJECT_DROP_CLAIMS, object_id, 0, "release claims");
-	index_conn_put(ix, c);
-	return err;
-}
-
-int index_edge_put(struct index *ix, int64_t object_id, uint64_t off, const void *bytes,
-		   size_t len)
-{
-	if (!ix)
-		return -ENODEV;	/* no index */
-	if (len == 0 || len > INDEX_EDGE_MAX)
-		return -EINVAL;
-	struct index_conn *c = index_conn_get(ix);
-	sqlite3_stmt *s = index_stmt(c, ST_EDGE_PUT);
-	if (s) {
-		sqlite3_bind_int64(s, 1, object_id);
-		sqlite3_bind_int64(s, 2, (int64_t)off);
-		sqlite3_bind_int64(s, 3, (int64_t)len);
-		sqlite3_bind_int64(s, 4, crc32c(0, bytes, len));
-		sqlite3_bind_blob(s, 5, bytes, (int)len, SQLITE_STATIC);
-	}
-	int err = index_exec(c, s, "keep edge");
-	index_conn_put(ix, c);
-	return err;
-}
-
-int index_edge_get(struct index *ix, int64_t object_id, uint64_t off, size_t len, void *dst)
-{
-	if (!ix)
-		return -ENODEV;	/* no index */
-	struct index_conn *c = index_conn_get(ix);
-	sqlite3_stmt *s = index_stmt(c, ST_EDGE_FIND);
-	int err = -EIO;
-	bool damaged = false;
-	uint64_t at = 0;
-
-	if (s) {
-		sqlite3_bind_int64(s, 1, object_id);
-		sqlite3_bind_int64(s, 2, (int64_t)off);
-		int rc = sqlite3_step(s);
-		err = rc == SQLITE_DONE ? -ENOENT :
-		      rc == SQLITE_ROW ? 0 : index_sql_error(c->db, rc, "find edge");
-		if (!err) {
-			at = (uint64_t)sqlite3_column_int64(s, 0);
-			uint64_t have = (uint64_t)sqlite3_column_int64(s, 1);
-			uint32_t crc = (uint32_t)sqlite3_column_int64(s, 2);
-			const char *bytes = sqlite3_column_blob(s, 3);
-			size_t n = (size_t)sqlite3_column_bytes(s, 3);
-			if (off + len > at + have)
-				err = -ENOENT;
-			else if (!bytes || n != have || crc32c(0, bytes, n) != crc)
-				damaged = true;
-			else
-				memcpy(dst, bytes + (off - at), len);
-		}
-		sqlite3_reset(s);
-	}
-	if (damaged) {
-		log_warn("a kept edge of object %lld at %llu is damaged (checksum); dropping it",
-			 (long long)object_id, (unsigned long long)at);
-		edges_drop(c, object_id, at, at + 1);
-		err = -ENOENT;
-	}
 	index_conn_put(ix, c);
 	return err;
 }

@@ -10,6 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Keep one edge of LEN bytes of BYTES at OFF of object ID. */
+static int edge_put(struct index *ix, int64_t id, uint64_t off, const char *bytes, size_t len)
+{
+	struct index_edge e = { id, off, bytes, len };
+	return index_edges_put(ix, &e, 1);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/tilefs-test-edges-XXXXXX";
@@ -26,7 +33,7 @@ int main(void)
 	CHECK(index_object_add(ix, "http://h/a.tif", &o, NULL, 0, &created) == 0, "an object");
 
 	CHECK(index_edge_get(ix, o.id, 100000, 10, got) == -ENOENT, "nothing kept yet");
-	CHECK(index_edge_put(ix, o.id, 100000, bytes, 5000) == 0, "keep 5000 bytes at 100000");
+	CHECK(edge_put(ix, o.id, 100000, bytes, 5000) == 0, "keep 5000 bytes at 100000");
 	CHECK(index_edge_get(ix, o.id, 101000, 3000, got) == 0 && memcmp(got, bytes + 1000, 3000) == 0,
 	      "a part of it is found, with its bytes");
 	CHECK(index_edge_get(ix, o.id, 104000, 2000, got) == -ENOENT, "not past its end");
@@ -35,14 +42,14 @@ int main(void)
 	      "nor for another object (version)");
 	CHECK(index_usage(ix, &usage) == 0 && usage == 5000, "counted in the usage (%llu)",
 	      (unsigned long long)usage);
-	CHECK(index_edge_put(ix, o.id, 100000, bytes, 3000) == 0 &&
+	CHECK(edge_put(ix, o.id, 100000, bytes, 3000) == 0 &&
 	      index_edge_get(ix, o.id, 104000, 900, got) == 0, "a shorter one does not replace it");
-	CHECK(index_edge_put(ix, o.id, 100000, bytes, 8000) == 0 &&
+	CHECK(edge_put(ix, o.id, 100000, bytes, 8000) == 0 &&
 	      index_edge_get(ix, o.id, 107000, 900, got) == 0 &&
 	      memcmp(got, bytes + 7000, 900) == 0, "a longer one does");
 	CHECK(index_usage(ix, &usage) == 0 && usage == 8000, "usage follows (%llu)",
 	      (unsigned long long)usage);
-	CHECK(index_edge_put(ix, o.id, 0, bytes, INDEX_EDGE_MAX + 1) == -EINVAL,
+	CHECK(edge_put(ix, o.id, 0, bytes, INDEX_EDGE_MAX + 1) == -EINVAL,
 	      "an edge is at most INDEX_EDGE_MAX bytes");
 
 	/* a damaged edge is dropped, never served */
@@ -59,9 +66,9 @@ int main(void)
 
 	/* evicting a unit drops the edges read beside it */
 	pid_t holder;
-	CHECK(index_edge_put(ix, o.id, 200000 - 3000, bytes, 3000) == 0 &&
-	      index_edge_put(ix, o.id, 300000, bytes, 4000) == 0 &&
-	      index_edge_put(ix, o.id, 600000, bytes, 4000) == 0, "three edges");
+	CHECK(edge_put(ix, o.id, 200000 - 3000, bytes, 3000) == 0 &&
+	      edge_put(ix, o.id, 300000, bytes, 4000) == 0 &&
+	      edge_put(ix, o.id, 600000, bytes, 4000) == 0, "three edges");
 	CHECK(index_claim(ix, o.id, 200000, 30, &holder) == 0 &&
 	      index_unit_add(ix, o.id, 200000, 100000, 0) == 0, "a unit between the first two");
 	struct index_unit u;
@@ -77,6 +84,18 @@ int main(void)
 	      "dropping the object drops its edges");
 	CHECK(index_usage(ix, &usage) == 0 && usage == 0, "usage back to 0 (%llu)",
 	      (unsigned long long)usage);
+
+	/* several in one transaction, all or none */
+	CHECK(index_object_add(ix, "http://h/b.tif", &o, NULL, 0, &created) == 0, "another object");
+	struct index_edge two[] = { { o.id, 400000, bytes, 100 }, { o.id, 500000, bytes + 1, 200 } },
+			  bad[] = { { o.id, 700000, bytes, 100 }, { o.id, 800000, bytes, 0 } };
+	CHECK(index_edges_put(ix, bad, 2) == -EINVAL && index_usage(ix, &usage) == 0 &&
+	      usage == 0 && index_edge_get(ix, o.id, 700000, 10, got) == -ENOENT,
+	      "a batch with an empty edge: none of it kept");
+	CHECK(index_edges_put(ix, two, 2) == 0 && index_usage(ix, &usage) == 0 && usage == 300 &&
+	      index_edge_get(ix, o.id, 500000, 200, got) == 0 && memcmp(got, bytes + 1, 200) == 0 &&
+	      index_edge_get(ix, o.id, 400000, 100, got) == 0 && memcmp(got, bytes, 100) == 0,
+	      "two edges kept in one call, counted (%llu)", (unsigned long long)usage);
 	index_close(ix);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
