@@ -33,7 +33,8 @@ struct fetch_run {
 	uint64_t off, len;		/* the range, lead and spill included */
 	uint64_t lead, spill;		/* bytes before the first unit and after
 					   the last, for edges */
-	char *body;			/* len bytes; the parts write into it */
+	char *lead_bytes, *spill_bytes;	/* the lead's and spill's bytes, if
+					   short enough to keep (edge_keep()) */
 	size_t parts_left;		/* fetch thread only, like err and fetched */
 	int err;			/* the first part's error */
 	uint64_t fetched;
@@ -79,18 +80,15 @@ static void run_finish(struct fetch_run *run)
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < run->n; i++) {
 		struct inflight *e = run->units[i];
-		if (!err)
-			memcpy(e->buf, run->body + (e->unit.off - run->off), e->unit.len);
 		if (!err && e->sliver)
 			edge_keep(c, obj, e->unit.off, e->unit.len, e->buf);
 		entry_settle(c, e, err, obj->id > 0);
 		entry_unref(e);		/* the run's ref */
 	}
-	if (!err && run->lead)
-		edge_keep(c, obj, run->off, run->lead, run->body);
-	if (!err && run->spill)
-		edge_keep(c, obj, run->off + run->len - run->spill, run->spill,
-			  run->body + run->len - run->spill);
+	if (!err && run->lead_bytes)
+		edge_keep(c, obj, run->off, run->lead, run->lead_bytes);
+	if (!err && run->spill_bytes)
+		edge_keep(c, obj, run->off + run->len - run->spill, run->spill, run->spill_bytes);
 	c->stats.bytes_fetched += run->fetched;
 	if (run->background) {
 		c->background_bytes -= run->len;
@@ -98,10 +96,41 @@ static void run_finish(struct fetch_run *run)
 		pthread_cond_broadcast(&c->work);
 	}
 	pthread_mutex_unlock(&c->lock);
-	free(run->body);
+	free(run->lead_bytes);
+	free(run->spill_bytes);
 	free(run->parts);
 	cache_object_unref(obj);
 	free(run);
+}
+
+/* Copy what of [from, to) at SRC falls in [dst_off, dst_off + dst_len) to
+ * DST, which holds that extent. */
+static void copy_overlap(char *dst, uint64_t dst_off, uint64_t dst_len, const char *src,
+			 uint64_t from, uint64_t to)
+{
+	uint64_t a = dst_off > from ? dst_off : from;
+	uint64_t b = dst_off + dst_len < to ? dst_off + dst_len : to;
+	if (dst && a < b)
+		memcpy(dst + (a - dst_off), src + (a - from), b - a);
+}
+
+/* http_sink_fn of each part, on the fetch thread: its bytes go straight to
+ * the entries they belong to (still fetching, so theirs alone: nobody
+ * reads them yet) and to the lead and spill; those between units are
+ * dropped. */
+static int part_take(void *arg, uint64_t at, const char *data, size_t len)
+{
+	struct fetch_part *part = arg;
+	struct fetch_run *run = part->run;
+	uint64_t from = part->req.off + at, to = from + len;
+
+	for (size_t i = 0; i < run->n; i++) {
+		struct inflight *e = run->units[i];
+		copy_overlap(e->buf, e->unit.off, e->unit.len, data, from, to);
+	}
+	copy_overlap(run->lead_bytes, run->off, run->lead, data, from, to);
+	copy_overlap(run->spill_bytes, run->off + run->len - run->spill, run->spill, data, from, to);
+	return 0;
 }
 
 /* http_done_fn of each part, on the fetch thread. */
@@ -161,12 +190,15 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 				  plan_parts(pu, n, off, end - off, background, part_ends);
 
 	if (run) {
-		run->body = malloc(end - off);
+		run->lead_bytes = lead && lead <= PLAN_SLIVER_MAX ? malloc(lead) : NULL;
+		run->spill_bytes = spill && spill <= PLAN_SLIVER_MAX ? malloc(spill) : NULL;
 		run->parts = calloc(nparts, sizeof(*run->parts));
 	}
-	if (!run || !run->body || !run->parts) {
+	if (!run || !run->parts || (lead && lead <= PLAN_SLIVER_MAX && !run->lead_bytes) ||
+	    (spill && spill <= PLAN_SLIVER_MAX && !run->spill_bytes)) {
 		if (run) {
-			free(run->body);
+			free(run->lead_bytes);
+			free(run->spill_bytes);
 			free(run->parts);
 		}
 		free(run);
@@ -196,7 +228,8 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 		struct fetch_part *part = &run->parts[k];
 		part->run = run;
 		pinned_get(c, obj->url, obj->log_name, &obj->version, off + done, len, &part->req);
-		part->req.body = run->body + done;
+		part->req.sink = part_take;
+		part->req.sink_arg = part;
 		part->req.background = background;
 		part->req.done = part_done;
 		part->req.arg = part;
