@@ -5,8 +5,10 @@ Replays unit access traces through a cache of a fixed number of equal units
 and prints, per scenario and policy, the origin fetches of each epoch (in
 units, and as a ratio to epoch 1). The policies model what the index does:
 eviction runs in bursts, from over the bound down to 95% of it (persist.c
-evict_to(); units on probation leave one by one, down to the bound), a unit's `hits` counts reads at least WINDOW seconds apart, and
-times are whole seconds. Stdlib only; run it as
+evict_to(); units on probation leave one by one, in the order they came,
+down to the bound; with admission, admitted units are first held to 95%),
+a unit's `hits` counts reads at least WINDOW seconds apart, and times are
+whole seconds. Stdlib only; run it as
 
     python3 tests/bench/evict_sim.py [--units N] [--seed S] [--hint]
 
@@ -61,6 +63,8 @@ class Cache:
             return (order,)
         if self.policy == "lip":
             return (order,)
+        if self.policy.startswith("admit") and not admitted:
+            return (0, 0, last, order)    # probation: in the order it came
         if probation_first:
             return (admitted, hits > 1, last, order)
         return (hits > 1, last, order)
@@ -122,6 +126,14 @@ class Cache:
 
     def _evict(self):
         target = self.target()
+        if self.policy.startswith("admit"):
+            # admitted units are held to the target first (persist.c
+            # evict_pass()): an admission takes its victim's place at once
+            held = [k for k, u in self.units.items() if u[2]]
+            if len(held) > target:
+                for k in sorted(held, key=self._victim_key)[:len(held) - target]:
+                    hits, last, _, o = self.units.pop(k)
+                    self.ghosts[k] = (hits, last, o)
         order = sorted(self.units, key=self._victim_key)
         for k in order:
             if k in self.unread:
