@@ -12,7 +12,9 @@
  *       'schema' = 6; 'instance' = 16 hex digits, random per database;
  *       'proof_salt' = 32 hex digits, random per database (proofs below);
  *       'usage'  = sum(units.len) + sum(edges.len), kept by the triggers
- *       below; 'ghost_bytes' = sum(ghosts.len), the same way.
+ *       below; 'ghost_bytes' = sum(ghosts.len), the same way;
+ *       'probation' = sum(units.len) of the units on probation, the same
+ *       way (triggers made at open: probation_sql).
  *   objects(id AUTOINCREMENT, url, version, size, block_size, added)
  *       one row per (url, version, size); url has no query string or
  *       fragment (index_url_key_len()); version is the ETag, or

@@ -1,13 +1,12 @@
 /*
  * index_units.c - see index.h: the units of the index, the claims on them,
  * eviction order, admission and ghosts (the policy's decisions are
- * evict.c's), and usage (edges: index_edges.c). The schema and the rules these statements keep
- * are described in index_open.c (ON DISK); the unit protocol built on them, in
- * unit.h.
+ * evict.c's), and usage; edges are index_edges.c's. The schema and the
+ * rules these statements keep are described in index_open.c (ON DISK);
+ * the unit protocol built on them, in unit.h.
  */
 #include "cache/store/index.h"
 #include "cache/store/index_int.h"
-#include "cache/store/crc32c.h"
 #include "cache/store/evict.h"
 #include "cache/store/store.h"
 #include "cache/base/log.h"
@@ -179,8 +178,8 @@ int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct in
 	return err;
 }
 
-/* Inside a transaction: the usage now, into *BYTES. */
-/* The byte count of meta row statement ID (ST_USAGE, ST_PROBATION). */
+/* The byte count the meta row of statement ID holds (ST_USAGE,
+ * ST_PROBATION), into *BYTES. */
 static int bytes_read(struct index_conn *c, enum stmt_id id, uint64_t *bytes)
 {
 	sqlite3_stmt *s = index_stmt(c, id);
@@ -190,7 +189,7 @@ static int bytes_read(struct index_conn *c, enum stmt_id id, uint64_t *bytes)
 	int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
 	sqlite3_reset(s);
 	*bytes = v > 0 ? (uint64_t)v : 0;
-	return rc == SQLITE_ROW ? 0 : index_sql_error(c->db, rc, "read usage");
+	return rc == SQLITE_ROW ? 0 : index_sql_error(c->db, rc, "read a byte count");
 }
 
 /* Inside a transaction: the count of the one row statement ID finds (keyed
