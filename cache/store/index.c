@@ -64,13 +64,15 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_USAGE] = "SELECT value FROM meta WHERE key = 'usage'",
 	[ST_PROBATION] = "SELECT value FROM meta WHERE key = 'probation'",
 	/* eviction order (cache/store/evict.h): probation in the order its
-	   units came (index units_probation), then the admitted units
-	   (index units_victims) */
+	   units came, by id within a second (named, the index gives that
+	   order; SQLite would otherwise sort units_victims' rows, which puts
+	   those read once first among ties), then the admitted units (index
+	   units_victims) */
 	[ST_EVICT_PROBATION] = "SELECT id, object_id, off, len, crc, admitted FROM units "
-			       "WHERE admitted = 0 "
+			       "INDEXED BY units_probation WHERE admitted = 0 "
 			       "AND object_id NOT IN (SELECT value FROM json_each(?2)) "
 			       "AND NOT (ahead AND last_access >= ?3) "
-			       "ORDER BY last_access LIMIT ?1",
+			       "ORDER BY last_access, id LIMIT ?1",
 	[ST_EVICT_ADMITTED] = "SELECT id, object_id, off, len, crc, admitted FROM units "
 			      "WHERE admitted = 1 "
 			      "AND object_id NOT IN (SELECT value FROM json_each(?2)) "

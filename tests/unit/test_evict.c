@@ -359,6 +359,10 @@ static void probation_order(void)
 	CHECK(index_eviction_candidates(ix, false, NULL, 0, victims, 3, &n) == 0 && n == 3 &&
 	      victims[0].off == 19 * UNIT && victims[1].off == 20 * UNIT && !victims[2].probation,
 	      "the older goes first, its count notwithstanding: the new one's reader may be at it");
+	CHECK(sql(dir, "UPDATE units SET last_access = last_access + 1 WHERE off = 19000") == 0 &&
+	      index_eviction_candidates(ix, false, NULL, 0, victims, 3, &n) == 0 && n == 3 &&
+	      victims[0].off == 19 * UNIT && victims[1].off == 20 * UNIT,
+	      "within one second too: the one that came first goes first");
 	CHECK(index_eviction_candidates(ix, true, NULL, 0, victims, 3, &n) == 0 && n == 3 &&
 	      !victims[0].probation && !victims[1].probation && !victims[2].probation,
 	      "asked for admitted units only, none on probation");
