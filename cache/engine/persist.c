@@ -191,10 +191,21 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 	/* admitted, or on probation in a full cache (cache/store/evict.h),
 	   or kept for the readers a hint fetched it for, unless a warm asked
 	   for the object */
+	uint64_t punches = store_punches(c->store);
 	unit_put_many(c->index, c->store, obj->id, rec, bytes, k,
 		      atomic_load(&obj->kept) ? 0 : c->cfg.size_limit);
 	bool stored = false, full = false;
 	int err = 0;
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < k; i++) {
+		/* bytes this process checksummed and wrote: its reads of them
+		   need no whole read and check (unlike a unit found cached) */
+		struct index_unit u = { .id = rec[i].id, .object_id = obj->id, .off = rec[i].off,
+					.len = rec[i].len, .crc = rec[i].crc };
+		if (rec[i].err == 0 && u.id > 0)
+			known_put(c, &u, punches, true);
+	}
+	pthread_mutex_unlock(&c->lock);
 	for (size_t i = 0; i < k; i++) {
 		stored |= rec[i].err == 0;
 		full |= rec[i].err == -ENOSPC || rec[i].err == -EDQUOT;

@@ -161,6 +161,8 @@ struct index_unit_new {
 	int err;
 	bool ahead;	/* fetched ahead of its readers: one that does not
 			   get in is kept for them (index_units_admit()) */
+	int64_t id;	/* out: the row this call added (0: none, as when
+			   the unit was in already) */
 };
 int index_units_add(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n);
 /* The same, under the admission rule of cache/store/evict.h against a

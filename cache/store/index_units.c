@@ -244,7 +244,7 @@ static int admission(struct index_conn *c, int64_t object_id, const struct index
 
 /* Inside a transaction: add unit V unless another process claims it, under
  * the admission rule against LIMIT. */
-static int unit_add_one(struct index_conn *c, int64_t object_id, const struct index_unit_new *v,
+static int unit_add_one(struct index_conn *c, int64_t object_id, struct index_unit_new *v,
 			uint64_t limit)
 {
 	/* a claim of another process: it is fetching or evicting this unit */
@@ -274,6 +274,8 @@ static int unit_add_one(struct index_conn *c, int64_t object_id, const struct in
 		sqlite3_bind_int64(s, 8, !admitted && v->ahead);	/* kept for its readers */
 	}
 	err = index_exec(c, s, "add unit");
+	if (!err && sqlite3_changes(c->db) == 1)
+		v->id = sqlite3_last_insert_rowid(c->db);
 	if (!err && ghosted)
 		err = index_exec_keyed(c, ST_GHOST_DROP, object_id, (int64_t)v->off, "drop ghost");
 	return err ? err : index_exec_keyed(c, ST_CLAIM_DROP, object_id, (int64_t)v->off,
@@ -296,6 +298,7 @@ int index_units_admit(struct index *ix, int64_t object_id, struct index_unit_new
 
 	if (!err) {
 		for (size_t i = 0; i < n && !err; i++) {
+			v[i].id = 0;
 			if (v[i].err)
 				continue;	/* not to be added */
 			int rc = unit_add_one(c, object_id, &v[i], limit);
@@ -306,9 +309,11 @@ int index_units_admit(struct index *ix, int64_t object_id, struct index_unit_new
 		}
 		err = index_commit(c, err);	/* all of them, or none */
 	}
-	for (size_t i = 0; i < n && err; i++)
+	for (size_t i = 0; i < n && err; i++) {
 		if (!v[i].err)
 			v[i].err = err;
+		v[i].id = 0;	/* rolled back */
+	}
 	index_conn_put(ix, c);
 	return err;
 }

@@ -156,16 +156,23 @@ int main(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another process's batch finds them held (%d)",
 	      WEXITSTATUS(st));
 	/* 1024: still claimed by the child above, which has exited */
-	struct index_unit_new add[4] = { { 2048, 100, 7, 0, false }, { 4096, 100, 8, 0, false },
-					 { 1024, 100, 9, 0, false }, { 8192, 100, 10, -EIO, false } };
+	struct index_unit_new add[4] = { { .off = 2048, .len = 100, .crc = 7 },
+					 { .off = 4096, .len = 100, .crc = 8 },
+					 { .off = 1024, .len = 100, .crc = 9 },
+					 { .off = 8192, .len = 100, .crc = 10, .err = -EIO } };
 	struct index_unit found;
 	CHECK(index_units_add(ix, b, add, 4) == 0 && add[0].err == 0 && add[1].err == 0 &&
 	      add[2].err == -EBUSY && add[3].err == -EIO,
 	      "a batch of units: added, but not under another's claim, nor one failed before");
-	CHECK(index_unit_find(ix, b, 2048, &found) == 0 && found.crc == 7 &&
-	      index_unit_find(ix, b, 4096, &found) == 0 && found.crc == 8 &&
+	CHECK(index_unit_find(ix, b, 2048, &found) == 0 && found.crc == 7 && found.id == add[0].id &&
+	      index_unit_find(ix, b, 4096, &found) == 0 && found.crc == 8 && found.id == add[1].id &&
+	      add[0].id > 0 && add[0].id != add[1].id &&
 	      index_unit_find(ix, b, 1024, &found) == -ENOENT &&
-	      index_unit_find(ix, b, 8192, &found) == -ENOENT, "the batch's rows");
+	      index_unit_find(ix, b, 8192, &found) == -ENOENT && add[2].id == 0 && add[3].id == 0,
+	      "the batch's rows, with the ids the batch was told");
+	struct index_unit_new readd = { .off = 2048, .len = 100, .crc = 7 };
+	CHECK(index_units_add(ix, b, &readd, 1) == 0 && readd.err == 0 && readd.id == 0,
+	      "a unit in already: no row added, no id");
 	index_close(ix);
 
 	/* a corrupt database is set aside and rebuilt */
@@ -280,7 +287,8 @@ int main(void)
 	/* no index (a cache that could not open one): nothing changes, -ENODEV */
 	struct index_object none = { .size = 1, .block_size = 4096, .version = "v" };
 	struct index_unit nu;
-	struct index_unit_new nv[2] = { { 0, 4096, 1, 0, false }, { 4096, 4096, 2, -EIO, false } };
+	struct index_unit_new nv[2] = { { .off = 0, .len = 4096, .crc = 1 },
+					{ .off = 4096, .len = 4096, .crc = 2, .err = -EIO } };
 	pid_t nh;
 	CHECK(index_object_latest(NULL, "http://h/a", &none) == -ENODEV &&
 	      index_object_add(NULL, "http://h/a", &none, NULL, 0, &created) == -ENODEV &&
