@@ -425,9 +425,13 @@ int index_unit_evict(struct index *ix, const struct index_unit *u)
 		sqlite3_bind_int64(s, 4, index_now());
 		err = index_exec(c, s, "claim evicted unit");
 	}
-	if (!err)	/* the edges read beside it go with it */
+	/* the edges read beside it go with it; those within it are the
+	   edges of the units beside it, kept while they are */
+	if (!err)
 		err = index_edges_drop(c, u->object_id,
-				       u->off > INDEX_EDGE_MAX ? u->off - INDEX_EDGE_MAX : 0,
+				       u->off > INDEX_EDGE_MAX ? u->off - INDEX_EDGE_MAX : 0, u->off);
+	if (!err)
+		err = index_edges_drop(c, u->object_id, u->off + u->len,
 				       u->off + u->len + INDEX_EDGE_MAX);
 	if (!err)
 		err = ghosts_trim(c, 1);

@@ -1,6 +1,7 @@
 /* test_edges.c - edges kept in the index: what a read finds, the usage
  * they count, a longer edge replacing a shorter one, a damaged one dropped,
- * and their going with a unit evicted beside them or with their object. */
+ * and their going with a unit evicted beside them (not one they lie in) or
+ * with their object. */
 #include "cache/store/index.h"
 #include "check.h"
 
@@ -69,6 +70,9 @@ int main(void)
 	CHECK(edge_put(ix, o.id, 200000 - 3000, bytes, 3000) == 0 &&
 	      edge_put(ix, o.id, 300000, bytes, 4000) == 0 &&
 	      edge_put(ix, o.id, 600000, bytes, 4000) == 0, "three edges");
+	CHECK(edge_put(ix, o.id, 200000, bytes, 2000) == 0 &&
+	      edge_put(ix, o.id, 300000 - 1000, bytes, 1000) == 0,
+	      "and two within the unit below, read beside the units next to it");
 	CHECK(index_claim(ix, o.id, 200000, 30, &holder) == 0 &&
 	      index_unit_add(ix, o.id, 200000, 100000, 0) == 0, "a unit between the first two");
 	struct index_unit u;
@@ -79,6 +83,9 @@ int main(void)
 	      index_edge_get(ix, o.id, 300000, 100, got) == -ENOENT,
 	      "the edges beside it went with it");
 	CHECK(index_edge_get(ix, o.id, 600000, 100, got) == 0, "an edge far from it stays");
+	CHECK(index_edge_get(ix, o.id, 200000, 2000, got) == 0 &&
+	      index_edge_get(ix, o.id, 299000, 1000, got) == 0,
+	      "and so do the edges within it: its neighbours' readers still want them");
 	CHECK(index_object_drop(ix, o.id) == 0 &&
 	      index_edge_get(ix, o.id, 600000, 100, got) == -ENOENT,
 	      "dropping the object drops its edges");
