@@ -56,9 +56,10 @@
  *       while reading the tile beside it (at most 16 KiB each, kept in the
  *       index itself, not in data files: no claim is needed to write them,
  *       since any process writes the same bytes of the same version). A
- *       unit's eviction drops the edges within 16 KiB of it, in the same
- *       transaction; an object's drop drops all of its edges. crc is CRC32C
- *       of bytes, checked at every read.
+ *       unit's eviction drops the edges in the 16 KiB before and after it
+ *       (read beside it), in the same transaction, not those within it
+ *       (read beside its neighbours); an object's drop drops all of its
+ *       edges. crc is CRC32C of bytes, checked at every read.
  *   seals(object_id PRIMARY KEY, ino, ctime_ns)
  *       an object whose units cover it, every one of them checked against
  *       its crc and synced to disk by a process holding a pin, with its
