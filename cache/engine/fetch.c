@@ -155,6 +155,14 @@ static void run_fail(struct cache *c, struct inflight **units, size_t n, int err
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* *BUF: a buffer for a lead or spill of LEN bytes if it is short enough
+ * to keep as an edge, else NULL; false if one was wanted and not had. */
+static bool edge_buffer(uint64_t len, char **buf)
+{
+	*buf = len && len <= PLAN_SLIVER_MAX ? malloc(len) : NULL;
+	return *buf || !len || len > PLAN_SLIVER_MAX;
+}
+
 /* Fetch UNITS[0..n) (PU: the same, as plan.h sees them), in order in the
  * object, with one GET (of the gaps between them too), or with a few
  * parallel GETs of consecutive parts. KEY, if not empty, is the range to
@@ -189,13 +197,8 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 	size_t nparts = key.len ? plan_parts(pu, 0, off, end - off, false, part_ends) :
 				  plan_parts(pu, n, off, end - off, background, part_ends);
 
-	if (run) {
-		run->lead_bytes = lead && lead <= PLAN_SLIVER_MAX ? malloc(lead) : NULL;
-		run->spill_bytes = spill && spill <= PLAN_SLIVER_MAX ? malloc(spill) : NULL;
-		run->parts = calloc(nparts, sizeof(*run->parts));
-	}
-	if (!run || !run->parts || (lead && lead <= PLAN_SLIVER_MAX && !run->lead_bytes) ||
-	    (spill && spill <= PLAN_SLIVER_MAX && !run->spill_bytes)) {
+	if (!run || !edge_buffer(lead, &run->lead_bytes) || !edge_buffer(spill, &run->spill_bytes) ||
+	    !(run->parts = calloc(nparts, sizeof(*run->parts)))) {
 		if (run) {
 			free(run->lead_bytes);
 			free(run->spill_bytes);
