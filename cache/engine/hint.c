@@ -57,6 +57,9 @@
 #define HINT_OBJECTS 32		/* objects the thread keeps open */
 #define HINT_UNREAD_S 5		/* a unit kept for the readers this long
 				   unread: most likely skipped */
+#define HINT_FINE (16u << 10)	/* tiles or strips under this: a read of
+				   a reader's buffer across their border
+				   holds a neighbour's middle byte */
 
 struct hint_entry {
 	char *url, *log_name;		/* owned */
@@ -551,6 +554,7 @@ int cache_hint_set(struct cache *c, const struct cache_hint_entry *v, size_t n, 
 /* Where a read lies in the full-resolution image of its object. */
 struct read_at {
 	bool tile;			/* in a tile of it: col, row */
+	bool fine;			/* a tile under HINT_FINE bytes */
 	uint64_t col, row;
 	uint32_t block_w, block_h;
 };
@@ -568,6 +572,7 @@ static bool tile_held(const struct layout *l, const struct tiff_ifd *d, uint64_t
 		return false;
 	uint64_t in_plane = (k - d->first) % ((uint64_t)d->across * d->down);
 	at->tile = true;
+	at->fine = e.len < HINT_FINE;
 	at->row = in_plane / d->across;
 	at->col = in_plane % d->across;
 	at->block_w = d->block_w;
@@ -584,7 +589,8 @@ static bool tile_held(const struct layout *l, const struct tiff_ifd *d, uint64_t
  * before one it seeks to), which nobody is about to read. Looks at the
  * tile of the unit OFF lies in, and of the unit after it (the first tile
  * in the file may have given its head to the header unit, whose own
- * block is none). Tiles of a few KiB cut finer than this tells apart.
+ * block is none). Tiles of a few KiB cut finer than this tells apart:
+ * such a read is marked fine (see hint_match()).
  */
 static struct read_at read_at(const struct layout *l, uint64_t off, uint64_t len)
 {
@@ -625,7 +631,11 @@ static bool entry_has(const struct hint_entry *e, const struct read_at *at)
 }
 
 /* Mark the first entry near the cursor of OBJ that AT (NULL: any) is of
- * as read, and move the cursor past it. */
+ * as read, and move the cursor past it. A read of a fine tile (strips of
+ * a plain GeoTIFF, a row or a few each) is one the readers' buffers may
+ * have taken beside a window they read: it is looked for among the
+ * entries just past the cursor only, so that it cannot move the cursor
+ * far ahead, past the entries the readers are about to read. */
 static void hint_match(struct cache *c, const struct cache_object *obj,
 		       const struct read_at *at)
 {
@@ -633,7 +643,8 @@ static void hint_match(struct cache *c, const struct cache_object *obj,
 	uint64_t hash = url_hash(obj->url);
 	pthread_mutex_lock(&h->lock);
 	size_t from = h->cursor > HINT_SLACK ? h->cursor - HINT_SLACK : 0;
-	size_t to = (h->ahead > h->cursor ? h->ahead : h->cursor) + HINT_LOOKAHEAD;
+	size_t to = at && at->fine ? h->cursor + HINT_SLACK :
+		    (h->ahead > h->cursor ? h->ahead : h->cursor) + HINT_LOOKAHEAD;
 	if (to > h->n)
 		to = h->n;
 	for (size_t i = from; i < to; i++) {

@@ -152,6 +152,50 @@ tile_gets() {
 	tilefs_umount "$MNT"
 }
 
+# hint_striped DIR: striped.tif, a plain GeoTIFF of 2000x600 uint16 in
+# strips of one row (4000 bytes each), uncompressed, as GDAL writes a
+# GeoTIFF by default but with finer strips.
+hint_striped() {
+	mkdir -p "$1" && "$PY" - "$1/striped.tif" <<'PYEOF'
+import sys
+import numpy as np
+import rasterio
+a = (np.arange(600 * 2000, dtype="uint32") % 65521).astype("uint16").reshape(1, 600, 2000)
+with rasterio.open(sys.argv[1], "w", driver="GTiff", width=2000, height=600, count=1,
+                   dtype="uint16", tiled=False, blockysize=1) as ds:
+    ds.write(a)
+PYEOF
+}
+
+@test "hint: the few KiB a reader's buffer takes past a window of fine strips do not move the cursor far ahead" {
+	hint_striped "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --metrics-file "$PROM"
+	# the window of rows 100-355 first, then 70 lines elsewhere in the
+	# file, then one whose window starts at row 356, the strip after it
+	{
+		echo "striped.tif 0 100 256 256"
+		for i in $(seq 70); do echo "striped.tif 1000 $((400 + i)) 16 1"; done
+		echo "striped.tif 0 356 256 100"
+	} >"$T/order"
+	local first last next
+	first=$("$TILEFS" inspect --blocks "$T/web/striped.tif" | awk '$1 == "block" && $2 == 0 && $3 == 100 { print $4 }')
+	last=$("$TILEFS" inspect --blocks "$T/web/striped.tif" | awk '$1 == "block" && $2 == 0 && $3 == 355 { print $4 + $5 }')
+	next=$("$TILEFS" inspect --blocks "$T/web/striped.tif" | awk '$1 == "block" && $2 == 0 && $3 == 356 { print $5 }')
+	[ -n "$first" ] && [ -n "$last" ] && [ "$next" = 4000 ] || fail "strips: $first $last $next"
+	tilefs_run hint "$MNT" "$T/order"
+	assert_eq "$status" 0 "exit status of tilefs hint"
+	# the window's strips, then 8 KiB from 1 KiB before its end, as a
+	# buffered reader takes them: the strip after the window whole
+	read_tiles "$MNT/striped.tif" "$T/web/striped.tif" "$first $((last - first))" \
+		"$((last - 1024)) 8192"
+	touch "$T/read"	# both reads were answered, the cursor moved for them
+	wait_until "the metrics file written after the reads" test "$PROM" -nt "$T/read"
+	assert_eq "$(metric "$PROM" tilefs_hint_position)" 1 "tilefs_hint_position"
+	assert_eq "$(metric "$PROM" tilefs_hint_skipped_total)" 0 "tilefs_hint_skipped_total"
+	tilefs_umount "$MNT"
+}
+
 @test "hint: an order that goes back and forth between two files opens each once, not once a line" {
 	hint_cog "$T/web"
 	cp -p "$T/web/cog.tif" "$T/web/cog2.tif"
