@@ -1018,20 +1018,14 @@ def hint_order(ctx, c, root, items, shuffle=None):
     idx = list(range(len(items)))
     if shuffle is not None:
         random.Random(shuffle).shuffle(idx)     # as workload.py --shuffle
-    write_order(order, [items[i] for i in idx])
+    with open(order, "w") as f:
+        for it in (items[i] for i in idx):
+            x, y, w, h = it["window"]
+            f.write("%s\t%d %d %d %d\n" % (it["path"], x, y, w, h))
     r = subprocess.run([ctx.tilefs, "hint", root, order], capture_output=True, text=True)
     if r.returncode != 0:
         return "tilefs hint failed: %s" % r.stderr.strip()[:200]
     return ""
-
-
-def write_order(path, items):
-    """An order file (tilefs hint, warm --from-file): ITEMS' paths and
-    windows, one a line."""
-    with open(path, "w") as f:
-        for it in items:
-            x, y, w, h = it["window"]
-            f.write("%s\t%d %d %d %d\n" % (it["path"], x, y, w, h))
 
 
 def skip_row(wl, lab, c, why):
