@@ -301,8 +301,14 @@ void pinned_get(struct cache *c, const char *url, const char *log_name, const st
 /* Claim the unit of E in the index. 0: claimed (or nothing to claim,
  * e->claimed tells); -EBUSY or -EEXIST: another process has it. */
 int entry_claim(struct cache *c, struct cache_object *obj, struct inflight *e);
-struct inflight *prefetch_entry(struct cache *c, struct cache_object *obj, struct extent unit,
-			       bool ahead);
+/* Start fetching those of UNITS[0..n) (n <= PREFETCH_MAX) of OBJ that are
+ * neither cached, nor in flight, nor claimed by another process, ahead of
+ * any read, claiming them in one index transaction; AHEAD: for a hint's
+ * readers, to be kept for them in a full cache (inflight.ahead). Puts the
+ * new entries (their creator's refs are the caller's) in OUT, in the order
+ * of UNITS, and returns how many. */
+size_t prefetch_entries(struct cache *c, struct cache_object *obj, const struct extent *units,
+			size_t n, bool ahead, struct inflight **out);
 /* May one more background GET be sent now? Only while the bytes in
  * background GETs are under BACKGROUND_BUDGET and the HTTP client has a
  * connection the readers left idle for it (http_background_room()), so no

@@ -13,6 +13,7 @@
 #include "cache/engine/engine_int.h"
 #include "cache/origin/providers/provider.h"
 #include "cache/store/index.h"
+#include "cache/store/store.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -249,36 +250,57 @@ static struct extent unit_at(void *arg, uint64_t off)
 	return layout_unit_at(&obj->layout, off);
 }
 
-/* Start fetching UNIT of OBJ ahead of any read, unless it is cached, in
- * flight, or claimed by another process; AHEAD: for a hint's readers, to
- * be kept for them in a full cache (inflight.ahead). Returns the new entry
- * (its creator's ref is the caller's) or NULL. */
-struct inflight *prefetch_entry(struct cache *c, struct cache_object *obj, struct extent unit,
-				bool ahead)
+/* Is UNIT of OBJ known cached: found in the index by this process, under
+ * the punch count PUNCHES, and of this cut? c->lock held. */
+static bool known_cached(struct cache *c, const struct cache_object *obj, struct extent unit,
+			 uint64_t punches)
 {
-	struct index_unit u;
-	pid_t holder;
+	struct known_unit k;
+	return known_get(c, obj->id, unit.off, &k) && k.punches == punches && k.u.len == unit.len;
+}
 
-	if (obj->id < 0)
-		return NULL;	/* nowhere to keep it */
+size_t prefetch_entries(struct cache *c, struct cache_object *obj, const struct extent *units,
+			size_t n, bool ahead, struct inflight **out)
+{
+	uint64_t offs[PREFETCH_MAX];
+	int claim[PREFETCH_MAX];
+	size_t pick[PREFETCH_MAX], npick = 0, made = 0;
+
+	if (obj->id < 0 || n > PREFETCH_MAX)
+		return 0;	/* nowhere to keep them */
+	/* what this process knows of needs no question to the index */
+	uint64_t punches = store_punches(c->store);
 	pthread_mutex_lock(&c->lock);
-	bool busy = table_find(c, obj->id, unit.off) != NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!table_find(c, obj->id, units[i].off) && !known_cached(c, obj, units[i], punches)) {
+			pick[npick] = i;
+			offs[npick++] = units[i].off;
+		}
 	pthread_mutex_unlock(&c->lock);
-	if (busy || index_unit_find(c->index, obj->id, unit.off, &u) == 0 ||
-	    index_claim(c->index, obj->id, unit.off, c->cfg.claim_wait_s, &holder) != 0)
-		return NULL;
+	/* the rest in one transaction: cached (-EEXIST), held (-EBUSY), ours */
+	if (!npick || index_claims(c->index, obj->id, offs, npick, c->cfg.claim_wait_s, claim))
+		return 0;
 	pthread_mutex_lock(&c->lock);
-	struct inflight *e = table_find(c, obj->id, unit.off) ? NULL : entry_new(c, obj, unit);
-	if (e) {
+	for (size_t j = 0; j < npick; j++) {
+		struct extent unit = units[pick[j]];
+		if (claim[j] != 0)
+			continue;
+		struct inflight *e = table_find(c, obj->id, unit.off) ? NULL : entry_new(c, obj, unit);
+		if (!e) {
+			claim[j] = -EALREADY;	/* to let go below */
+			continue;
+		}
 		e->claimed = true;
 		e->prefetch = true;
 		e->ahead = ahead;
 		c->stats.prefetched++;
+		out[made++] = e;
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (!e)
-		index_unclaim(c->index, obj->id, unit.off);
-	return e;
+	for (size_t j = 0; j < npick; j++)
+		if (claim[j] == -EALREADY)
+			index_unclaim(c->index, obj->id, offs[j]);
+	return made;
 }
 
 struct gap_check {

@@ -346,23 +346,20 @@ static uint64_t fetch_units(struct hint *h, uint64_t gen, struct cache_object *o
 	uint64_t sent = 0;
 
 	for (size_t i = 0; i < n && !cache_object_stale(obj);) {
-		size_t k = 0;
-		uint64_t bytes = 0;
+		size_t first = i;
+		uint64_t span = 0;
 		if (!hint_room(h, gen))
 			break;
-		for (; i < n && k < PREFETCH_MAX && bytes < STREAM_GET_MAX; i++) {
-			struct inflight *e = prefetch_entry(c, obj, units[i], true);
-			if (e) {
-				batch[k++] = e;
-				bytes += units[i].len;
-			}
-		}
+		for (; i < n && i - first < PREFETCH_MAX && span < STREAM_GET_MAX; i++)
+			span += units[i].len;
+		size_t k = prefetch_entries(c, obj, units + first, i - first, true, batch);
 		submit_runs(c, obj, batch, k, FETCH_FOR_HINT);
 		pthread_mutex_lock(&c->lock);
-		for (size_t j = 0; j < k; j++)
+		for (size_t j = 0; j < k; j++) {
+			sent += batch[j]->unit.len;
 			entry_unref(batch[j]);
+		}
 		pthread_mutex_unlock(&c->lock);
-		sent += bytes;
 	}
 	return sent;
 }

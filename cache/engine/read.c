@@ -244,11 +244,7 @@ static void read_prefetch(struct read_op *r)
 		size_t k = layout_related(&obj->layout, r->fetch[i]->unit.off, relation,
 					  related, room < PREFETCH_MAX ? room : PREFETCH_MAX);
 		k = plan_prefetch_fit(related, k, &budget);
-		for (size_t j = 0; j < k; j++) {
-			struct inflight *e = prefetch_entry(c, obj, related[j], false);
-			if (e)
-				r->fetch[r->nfetch++] = e;
-		}
+		r->nfetch += prefetch_entries(c, obj, related, k, false, r->fetch + r->nfetch);
 	}
 
 	struct readahead_read rr = {
@@ -266,13 +262,14 @@ static void read_prefetch(struct read_op *r)
 		log_debug("%s: reading ahead %" PRIu64 " bytes at %" PRIu64, obj->log_name, ra.len,
 			  ra.off);
 	uint64_t q = ra.off;
-	while (q < ra.off + ra.len && r->nfetch < cap) {
-		struct extent unit = layout_unit_at(&obj->layout, q);
-		struct inflight *e = prefetch_entry(c, obj, unit, false);
-		if (e)
-			r->fetch[r->nfetch++] = e;
-		q = unit.off + unit.len;
+	size_t k = 0, room = cap - r->nfetch < PREFETCH_MAX ? cap - r->nfetch : PREFETCH_MAX;
+	struct extent ahead[PREFETCH_MAX];
+	while (q < ra.off + ra.len && k < room) {
+		ahead[k] = layout_unit_at(&obj->layout, q);
+		q = ahead[k].off + ahead[k].len;
+		k++;
 	}
+	r->nfetch += prefetch_entries(c, obj, ahead, k, false, r->fetch + r->nfetch);
 	if (q < ra.off + ra.len) {
 		pthread_mutex_lock(&c->lock);
 		/* the rest next time */

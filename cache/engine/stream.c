@@ -54,8 +54,9 @@ void job_done(struct object_job **list)
 
 int job_step(struct cache *c)
 {
+	struct extent units[JOB_BATCH];
 	struct inflight *batch[JOB_BATCH];
-	size_t n = 0;
+	size_t k = 0;
 	uint64_t bytes = 0;
 
 	pthread_mutex_lock(&c->lock);
@@ -66,16 +67,14 @@ int job_step(struct cache *c)
 	if (!background_room(c))
 		return -EAGAIN;
 	struct cache_object *obj = job->obj;
-	while (job->cursor < obj->version.size && n < JOB_BATCH && bytes < STREAM_GET_MAX &&
+	while (job->cursor < obj->version.size && k < JOB_BATCH && bytes < STREAM_GET_MAX &&
 	       !cache_object_stale(obj)) {
-		struct extent unit = layout_unit_at(&obj->layout, job->cursor);
-		struct inflight *e = prefetch_entry(c, obj, unit, false);
-		if (e) {
-			batch[n++] = e;
-			bytes += unit.len;
-		}
-		job->cursor = unit.off + unit.len;
+		units[k] = layout_unit_at(&obj->layout, job->cursor);
+		bytes += units[k].len;
+		job->cursor = units[k].off + units[k].len;
+		k++;
 	}
+	size_t n = prefetch_entries(c, obj, units, k, false, batch);
 	submit_runs(c, obj, batch, n, FETCH_FOR_STREAM);
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < n; i++)
