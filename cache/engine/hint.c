@@ -364,6 +364,45 @@ static uint64_t fetch_units(struct hint *h, uint64_t gen, struct cache_object *o
 	return sent;
 }
 
+/* Append X to W[0..*k) unless it is W's last unit or before it. */
+static void push_unit(struct extent *w, size_t *k, struct extent x)
+{
+	if (*k == 0 || x.off > w[*k - 1].off)
+		w[(*k)++] = x;
+}
+
+/*
+ * A streamed object (PREFETCH_OBJECT) gets every unit whole: a reader's
+ * page-aligned read of the first or last bytes of a tile, which takes a
+ * few KiB of the unit before or after it, waits for that whole unit then
+ * (read.c), unless it is on its way. So the units of a window of such an
+ * object come with the unit before and the one after each run of them:
+ * the stream would fetch those later, the readers want them now. *V (n
+ * units, sorted and distinct) is replaced, sorted and distinct still.
+ * 0 or -ENOMEM (*V unchanged).
+ */
+static int add_neighbours(const struct layout *l, struct extent **v, size_t *n)
+{
+	const struct extent *u = *v;
+	size_t m = *n, k = 0;
+	struct extent *w = malloc((3 * m + 1) * sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	for (size_t i = 0; i < m; i++) {
+		uint64_t end = u[i].off + u[i].len;
+		if ((i == 0 || u[i - 1].off + u[i - 1].len != u[i].off) && u[i].off > 0)
+			push_unit(w, &k, layout_unit_at(l, u[i].off - 1));
+		push_unit(w, &k, u[i]);
+		if ((i + 1 == m || u[i + 1].off != end) && end < l->object_size)
+			push_unit(w, &k, layout_unit_at(l, end));
+	}
+	free(*v);
+	*v = w;
+	*n = k;
+	return 0;
+}
+
 /*
  * Open the object of E (or take it from OPENED, where it stays) and fetch
  * the units of E: *bytes what they weigh, *sent what was sent for. 0, or
@@ -413,6 +452,11 @@ static int resolve(struct hint *h, uint64_t gen, const struct hint_entry *e,
 			if (v[i].off != 0)
 				v[kept++] = v[i];
 		n = kept;
+		if (prefetch_policy(c) == PREFETCH_OBJECT &&
+		    (err = add_neighbours(&obj->layout, &v, &n)) != 0) {
+			free(v);
+			return err;
+		}
 	}
 	for (size_t i = 0; i < n; i++)
 		*bytes += v[i].len;

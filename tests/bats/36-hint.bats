@@ -132,6 +132,34 @@ tile_gets() {
 	tilefs_umount "$MNT"
 }
 
+@test "hint: with default options (the file fits the cache, so it is streamed whole), a window comes with the tiles beside it; page-aligned reads across its borders miss nothing" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --metrics-file "$PROM"
+	# tiles (3,2) and (4,2); a reader's page-aligned reads of them take a
+	# few KiB of (2,2) and of (5,2), which a streamed file fetches whole
+	printf 'cog.tif 768 512 512 256\n' >"$T/order"
+	local left first second right
+	left=$(block "$T/web/cog.tif" 2 2)
+	first=$(block "$T/web/cog.tif" 3 2)
+	second=$(block "$T/web/cog.tif" 4 2)
+	right=$(block "$T/web/cog.tif" 5 2)
+	tilefs_run hint "$MNT" "$T/order"
+	assert_eq "$status" 0 "exit status of tilefs hint"
+	local t
+	for t in "$left" "$first" "$second" "$right"; do
+		wait_until "a GET of the tile at ${t% *}" fetched /cog.tif "$t"
+	done
+	# the pages that hold the two tiles, and the next one, as the kernel's
+	# page cache reads them
+	local from=$((${first% *} / 4096 * 4096))
+	local to=$(((${second% *} + ${second#* } + 4095) / 4096 * 4096 + 4096))
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$from $((to - from))"
+	wait_until "the four units read in the metrics" metric_above "$PROM" tilefs_cache_hits_total 3
+	assert_eq "$(metric "$PROM" tilefs_cache_misses_total)" 0 "tilefs_cache_misses_total"
+	tilefs_umount "$MNT"
+}
+
 @test "hint: a few KiB read across the border of a coming tile (stdio's buffer) do not move the readers' cursor" {
 	hint_cog "$T/web"
 	origin_start "$T/web"
