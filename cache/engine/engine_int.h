@@ -160,9 +160,6 @@ struct inflight {
 	bool ahead;			/* c->lock: a hint's, no reader joined
 					   it: kept for them (evict.h) */
 	bool sliver;			/* part of a unit, for one read only */
-	bool around;			/* c->lock: streamed, and no reader or
-					   hint wants it yet: stored around the
-					   page cache (store_write_around()) */
 };
 
 /*
@@ -304,9 +301,22 @@ void pinned_get(struct cache *c, const char *url, const char *log_name, const st
 /* Claim the unit of E in the index. 0: claimed (or nothing to claim,
  * e->claimed tells); -EBUSY or -EEXIST: another process has it. */
 int entry_claim(struct cache *c, struct cache_object *obj, struct inflight *e);
+/* Start fetching those of UNITS[0..n) (n <= PREFETCH_MAX) of OBJ that are
+ * neither cached, nor in flight, nor claimed by another process, ahead of
+ * any read, claiming them in one index transaction; AHEAD: for a hint's
+ * readers, to be kept for them in a full cache (inflight.ahead). Puts the
+ * new entries (their creator's refs are the caller's) in OUT, in the order
+ * of UNITS, and returns how many. */
+size_t prefetch_entries(struct cache *c, struct cache_object *obj, const struct extent *units,
+			size_t n, bool ahead, struct inflight **out);
+/* May one more background GET be sent now? Only while the bytes in
+ * background GETs are under BACKGROUND_BUDGET and the HTTP client has a
+ * connection the readers left idle for it (http_background_room()), so no
+ * background GET waits queued where a reader could need its bytes. The
+ * one test for every producer of background GETs. Takes c->lock. */
+bool background_room(struct cache *c);
 /* Whom units are fetched for (submit_runs()): which bytes beyond them a
- * GET brings, kept as edges (E3); and how they are stored
- * (prefetch_entries()). */
+ * GET brings, kept as edges (E3). */
 enum fetch_for {
 	FETCH_FOR_STREAM,	/* whole-object streaming: none, the next unit
 				   comes whole */
@@ -316,23 +326,6 @@ enum fetch_for {
 				   pages around it: the start of the first
 				   tile's page and the rest of the last's */
 };
-
-/* Start fetching those of UNITS[0..n) (n <= PREFETCH_MAX) of OBJ that are
- * neither cached, nor in flight, nor claimed by another process, ahead of
- * any read, claiming them in one index transaction, for WHY: a hint's
- * readers (kept for them in a full cache: inflight.ahead), or a
- * whole-object stream (stored around the page cache: inflight.around; a
- * streamed unit in flight that others want is no longer). Puts the
- * new entries (their creator's refs are the caller's) in OUT, in the order
- * of UNITS, and returns how many. */
-size_t prefetch_entries(struct cache *c, struct cache_object *obj, const struct extent *units,
-			size_t n, enum fetch_for why, struct inflight **out);
-/* May one more background GET be sent now? Only while the bytes in
- * background GETs are under BACKGROUND_BUDGET and the HTTP client has a
- * connection the readers left idle for it (http_background_room()), so no
- * background GET waits queued where a reader could need its bytes. The
- * one test for every producer of background GETs. Takes c->lock. */
-bool background_room(struct cache *c);
 /* Fetch entries V[0..n) (claimed, sorted by offset) in merged GETs. */
 void submit_runs(struct cache *c, struct cache_object *obj, struct inflight **v, size_t n,
 		 enum fetch_for why);

@@ -260,7 +260,7 @@ static bool known_cached(struct cache *c, const struct cache_object *obj, struct
 }
 
 size_t prefetch_entries(struct cache *c, struct cache_object *obj, const struct extent *units,
-			size_t n, enum fetch_for why, struct inflight **out)
+			size_t n, bool ahead, struct inflight **out)
 {
 	uint64_t offs[PREFETCH_MAX];
 	int claim[PREFETCH_MAX];
@@ -271,15 +271,11 @@ size_t prefetch_entries(struct cache *c, struct cache_object *obj, const struct 
 	/* what this process knows of needs no question to the index */
 	uint64_t punches = store_punches(c->store);
 	pthread_mutex_lock(&c->lock);
-	for (size_t i = 0; i < n; i++) {
-		struct inflight *e = table_find(c, obj->id, units[i].off);
-		if (e && why != FETCH_FOR_STREAM)
-			e->around = false;	/* streamed, and wanted by a reader now */
-		if (!e && !known_cached(c, obj, units[i], punches)) {
+	for (size_t i = 0; i < n; i++)
+		if (!table_find(c, obj->id, units[i].off) && !known_cached(c, obj, units[i], punches)) {
 			pick[npick] = i;
 			offs[npick++] = units[i].off;
 		}
-	}
 	pthread_mutex_unlock(&c->lock);
 	/* the rest in one transaction: cached (-EEXIST), held (-EBUSY), ours */
 	if (!npick || index_claims(c->index, obj->id, offs, npick, c->cfg.claim_wait_s, claim))
@@ -296,8 +292,7 @@ size_t prefetch_entries(struct cache *c, struct cache_object *obj, const struct 
 		}
 		e->claimed = true;
 		e->prefetch = true;
-		e->ahead = why == FETCH_FOR_HINT;
-		e->around = why == FETCH_FOR_STREAM;
+		e->ahead = ahead;
 		c->stats.prefetched++;
 		out[made++] = e;
 	}

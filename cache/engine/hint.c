@@ -352,8 +352,7 @@ static uint64_t fetch_units(struct hint *h, uint64_t gen, struct cache_object *o
 			break;
 		for (; i < n && i - first < PREFETCH_MAX && span < STREAM_GET_MAX; i++)
 			span += units[i].len;
-		size_t k = prefetch_entries(c, obj, units + first, i - first, FETCH_FOR_HINT,
-					    batch);
+		size_t k = prefetch_entries(c, obj, units + first, i - first, true, batch);
 		submit_runs(c, obj, batch, k, FETCH_FOR_HINT);
 		pthread_mutex_lock(&c->lock);
 		for (size_t j = 0; j < k; j++) {

@@ -180,10 +180,9 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 		if (e->persist && e->claimed) {
 			pthread_mutex_lock(&c->lock);
 			bool ahead = e->ahead;	/* a reader may join it still */
-			bool around = e->around;	/* nobody is about to read it */
 			pthread_mutex_unlock(&c->lock);
 			rec[k] = (struct index_unit_new){ .off = e->unit.off, .len = e->unit.len,
-							  .ahead = ahead, .around = around };
+							  .ahead = ahead };
 			bytes[k++] = e->buf;
 		} else if (e->claimed) {
 			index_unclaim(c->index, obj->id, e->unit.off);

@@ -184,7 +184,6 @@ static int read_lookup(struct read_op *r)
 		if (e) {
 			e->refs++;
 			e->ahead = false;	/* read now: nothing to keep it for */
-			e->around = false;	/* nor to keep it out of memory */
 		} else if (sliver) {
 			e = sliver_new(c, obj, part);
 			if (e)
@@ -245,8 +244,7 @@ static void read_prefetch(struct read_op *r)
 		size_t k = layout_related(&obj->layout, r->fetch[i]->unit.off, relation,
 					  related, room < PREFETCH_MAX ? room : PREFETCH_MAX);
 		k = plan_prefetch_fit(related, k, &budget);
-		r->nfetch += prefetch_entries(c, obj, related, k, FETCH_FOR_READER,
-					       r->fetch + r->nfetch);
+		r->nfetch += prefetch_entries(c, obj, related, k, false, r->fetch + r->nfetch);
 	}
 
 	struct readahead_read rr = {
@@ -271,7 +269,7 @@ static void read_prefetch(struct read_op *r)
 		q = ahead[k].off + ahead[k].len;
 		k++;
 	}
-	r->nfetch += prefetch_entries(c, obj, ahead, k, FETCH_FOR_READER, r->fetch + r->nfetch);
+	r->nfetch += prefetch_entries(c, obj, ahead, k, false, r->fetch + r->nfetch);
 	if (q < ra.off + ra.len) {
 		pthread_mutex_lock(&c->lock);
 		/* the rest next time */

@@ -74,7 +74,7 @@ int job_step(struct cache *c)
 		job->cursor = units[k].off + units[k].len;
 		k++;
 	}
-	size_t n = prefetch_entries(c, obj, units, k, FETCH_FOR_STREAM, batch);
+	size_t n = prefetch_entries(c, obj, units, k, false, batch);
 	submit_runs(c, obj, batch, n, FETCH_FOR_STREAM);
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < n; i++)

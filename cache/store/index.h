@@ -161,8 +161,6 @@ struct index_unit_new {
 	int err;
 	bool ahead;	/* fetched ahead of its readers: one that does not
 			   get in is kept for them (index_units_admit()) */
-	bool around;	/* unit_put_many(): written around the page cache
-			   (store_write_around()): nobody is about to read it */
 	int64_t id;	/* out: the row this call added (0: none, as when
 			   the unit was in already) */
 };

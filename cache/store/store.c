@@ -16,7 +16,6 @@
  */
 #include "cache/store/store.h"
 #include "cache/store/counters.h"
-#include "cache/store/crc32c.h"
 #include "cache/base/log.h"
 
 #include <ctype.h>
@@ -36,10 +35,6 @@
 
 #define FD_SLOTS 64
 #define RESERVE_BYTES (4u << 20)
-#define DIRECT_ALIGN 4096	/* offsets and lengths of O_DIRECT transfers */
-#define DIRECT_MIN (64u << 10)	/* less goes through the page cache */
-#define BOUNCE_BYTES (4u << 20)	/* a direct write's aligned copy */
-#define SCAN_BYTES (4u << 20)	/* a scan's read */
 
 struct fd_slot {
 	int64_t object_id;	/* 0: empty */
@@ -58,9 +53,6 @@ struct store {
 	uint64_t clock;		/* protected by lock */
 	bool reserve_held;	/* protected by lock */
 	struct counters *counters;	/* punches and unlinks, of every process */
-	atomic_bool no_direct;	/* O_DIRECT refused (direct_refused()) */
-	pthread_mutex_t bounce_lock;
-	char *bounce;		/* BOUNCE_BYTES, aligned: bounce_lock */
 };
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -130,7 +122,6 @@ int store_open(const char *dir, const char *instance, struct store **out)
 	}
 	snprintf(st->root, n, "%s/%s", dir, name);
 	pthread_mutex_init(&st->lock, NULL);
-	pthread_mutex_init(&st->bounce_lock, NULL);
 	remove_other_generations(dir, name);
 	st->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (st->dir_fd < 0 || (mkdirat(st->dir_fd, name, 0700) != 0 && errno != EEXIST) ||
@@ -158,11 +149,8 @@ void store_close(struct store *st)
 	for (int i = 0; i < FD_SLOTS; i++)
 		if (st->slots[i].object_id)
 			close(st->slots[i].fd);
-	if (st->root) {
+	if (st->root)
 		pthread_mutex_destroy(&st->lock);
-		pthread_mutex_destroy(&st->bounce_lock);
-	}
-	free(st->bounce);
 	counters_close(st->counters);
 	if (st->root_fd >= 0)
 		close(st->root_fd);
@@ -286,14 +274,9 @@ static int io_full(int fd, bool write, char *p, size_t len, uint64_t off)
 	return 0;
 }
 
-/* -EINVAL from an O_DIRECT open or transfer: the file system does not do
- * it, or not with this alignment (tmpfs, some FUSE and network file
- * systems); the store goes through the page cache from then on. */
-static void direct_refused(struct store *st, int err)
+int store_pin_read(int pin, char *buf, size_t len, uint64_t off)
 {
-	if (err == -EINVAL && !atomic_exchange(&st->no_direct, true))
-		log_info("%s: the file system refuses O_DIRECT; caching through the page cache",
-			 st->root);
+	return io_full(pin, false, buf, len, off);
 }
 
 int store_write(struct store *st, int64_t id, const void *buf, size_t len, uint64_t off)
@@ -306,117 +289,6 @@ int store_write(struct store *st, int64_t id, const void *buf, size_t len, uint6
 		return err;
 	err = io_full(s ? s->fd : own, true, (char *)buf, len, off);
 	slot_give(st, s, own);
-	return err;
-}
-
-int store_scan_open(struct store *st, int pin, struct store_scan *s)
-{
-	*s = (struct store_scan){ .st = st, .fd = pin };
-	if (posix_memalign((void **)&s->buf, DIRECT_ALIGN, SCAN_BYTES) != 0) {
-		s->buf = NULL;
-		return -ENOMEM;
-	}
-	int flags = fcntl(pin, F_GETFL);
-	s->direct = flags >= 0 && !atomic_load(&st->no_direct) &&
-		    fcntl(pin, F_SETFL, flags | O_DIRECT) == 0;
-	return 0;
-}
-
-/* Read the part of the file from AT (aligned) into s->buf. */
-static int scan_fill(struct store_scan *s, uint64_t at)
-{
-	ssize_t n;
-	for (;;) {
-		n = pread(s->fd, s->buf, SCAN_BYTES, (off_t)at);
-		if (n >= 0)
-			break;
-		if (errno == EINVAL && s->direct) {	/* refused after all */
-			direct_refused(s->st, -EINVAL);
-			int flags = fcntl(s->fd, F_GETFL);
-			if (flags < 0 || fcntl(s->fd, F_SETFL, flags & ~O_DIRECT) != 0)
-				return -errno;
-			s->direct = false;
-		} else if (errno != EINTR) {
-			return -errno;
-		}
-	}
-	s->at = at;
-	s->got = (uint64_t)n;
-	return 0;
-}
-
-int store_scan_crc(struct store_scan *s, uint64_t off, uint64_t len, uint32_t *crc)
-{
-	uint32_t sum = 0;
-	while (len > 0) {
-		if (off < s->at || off >= s->at + s->got) {
-			int err = scan_fill(s, off & ~(uint64_t)(DIRECT_ALIGN - 1));
-			if (err)
-				return err;
-			if (off >= s->at + s->got)
-				return -EIO;	/* the file ends early */
-		}
-		uint64_t k = s->at + s->got - off < len ? s->at + s->got - off : len;
-		sum = crc32c(sum, s->buf + (off - s->at), (size_t)k);
-		off += k;
-		len -= k;
-	}
-	*crc = sum;
-	return 0;
-}
-
-void store_scan_close(struct store_scan *s)
-{
-	free(s->buf);
-	s->buf = NULL;
-}
-
-/* [off, off+len) of BUF through FD (O_DIRECT), copied through the store's
- * aligned buffer: OFF and LEN are multiples of DIRECT_ALIGN. */
-static int write_direct(struct store *st, int fd, const char *buf, size_t len, uint64_t off)
-{
-	int err = 0;
-	pthread_mutex_lock(&st->bounce_lock);
-	if (!st->bounce && posix_memalign((void **)&st->bounce, DIRECT_ALIGN, BOUNCE_BYTES) != 0) {
-		st->bounce = NULL;
-		err = -ENOMEM;
-	}
-	for (size_t done = 0; !err && done < len;) {
-		size_t n = len - done < BOUNCE_BYTES ? len - done : BOUNCE_BYTES;
-		memcpy(st->bounce, buf + done, n);
-		err = io_full(fd, true, st->bounce, n, off + done);
-		done += n;
-	}
-	pthread_mutex_unlock(&st->bounce_lock);
-	return err;
-}
-
-int store_write_around(struct store *st, int64_t id, const void *buf, size_t len, uint64_t off)
-{
-	if (!st)
-		return -ENODEV;
-	/* the whole pages of the range go direct; the partial ones at its
-	   ends, which it shares with its neighbours, through the page cache */
-	uint64_t from = (off + DIRECT_ALIGN - 1) & ~(uint64_t)(DIRECT_ALIGN - 1);
-	uint64_t to = (off + len) & ~(uint64_t)(DIRECT_ALIGN - 1);
-	if (atomic_load(&st->no_direct) || to < from + DIRECT_MIN)
-		return store_write(st, id, buf, len, off);
-	/* an open of its own, for this write only: the slots' descriptors
-	   serve reads through the page cache */
-	int fd = open_object(st, id, true, O_WRONLY | O_DIRECT);
-	int err = fd < 0 ? fd : write_direct(st, fd, (const char *)buf + (from - off),
-					      (size_t)(to - from), from);
-	if (fd >= 0)
-		close(fd);
-	if (err == -EINVAL) {
-		direct_refused(st, err);
-		return store_write(st, id, buf, len, off);
-	}
-	if (!err && from > off)
-		err = store_write(st, id, buf, (size_t)(from - off), off);
-	if (!err && to < off + len)
-		err = store_write(st, id, (const char *)buf + (to - off), (size_t)(off + len - to),
-				  to);
 	return err;
 }
 

@@ -40,15 +40,6 @@ void store_close(struct store *st);
  * (-EIO for a short read). Writing creates the file. */
 int store_write(struct store *st, int64_t object_id, const void *buf, size_t len, uint64_t off);
 int store_read(struct store *st, int64_t object_id, void *buf, size_t len, uint64_t off);
-/* The same as store_write(), around the page cache: for bytes nobody is
- * about to read (a whole object streamed into the cache), which would
- * otherwise push the pages readers use out of memory, and cost the CPU
- * that fills pages. The whole 4-KiB pages of the range are written with
- * O_DIRECT (copied through an aligned buffer of the store's), the partial
- * pages at its ends as store_write() does; on a file system that refuses
- * O_DIRECT, all of it as store_write(). */
-int store_write_around(struct store *st, int64_t object_id, const void *buf, size_t len,
-		       uint64_t off);
 /* Give back the disk space of [off, off+len) of OBJECT_ID's file. Counts
  * a punch first (store_punches()); if it cannot be counted, the bytes
  * stay and that error is returned. */
@@ -84,24 +75,9 @@ int store_unlink(struct store *st, int64_t object_id);
  */
 int store_pin(struct store *st, int64_t object_id);
 int store_hold(struct store *st, int64_t object_id);
-/*
- * Checksums of ranges of the data file open on PIN (store_pin()), read in
- * order of offset, in blocks of 4 MiB, around the page cache where the file
- * system allows (the pin is set O_DIRECT: a seal reads a whole object once).
- * store_scan_open(): 0, or -ENOMEM (close the scan either way).
- * store_scan_crc(): the CRC32C of [off, off+len) into CRC: 0, or -errno
- * (-EIO for a file that ends early).
- */
-struct store_scan {
-	struct store *st;
-	int fd;
-	bool direct;
-	char *buf;
-	uint64_t at, got;	/* buf holds [at, at+got) of the file */
-};
-int store_scan_open(struct store *st, int pin, struct store_scan *s);
-int store_scan_crc(struct store_scan *s, uint64_t off, uint64_t len, uint32_t *crc);
-void store_scan_close(struct store_scan *s);
+/* All LEN bytes at OFF of the data file open on PIN (store_pin()) into
+ * BUF: 0, or -errno (-EIO for a file that ends early). */
+int store_pin_read(int pin, char *buf, size_t len, uint64_t off);
 /* What a data file is now, to tell later whether anything wrote it since
  * (any write or punch, by any process, moves its ctime): for seals
  * (index_seal()). store_stamp(): of the file open on FD; 0 or -errno. */

@@ -35,9 +35,7 @@ void unit_put_many(struct index *ix, struct store *st, int64_t object_id,
 		   uint64_t admit_limit)
 {
 	for (size_t i = 0; i < n; i++) {
-		v[i].err = v[i].around ?
-			store_write_around(st, object_id, bytes[i], v[i].len, v[i].off) :
-			store_write(st, object_id, bytes[i], v[i].len, v[i].off);
+		v[i].err = store_write(st, object_id, bytes[i], v[i].len, v[i].off);
 		if (!v[i].err)
 			v[i].crc = crc32c(0, bytes[i], v[i].len);
 	}

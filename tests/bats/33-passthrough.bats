@@ -26,7 +26,6 @@ setup() {
 
 teardown() {
 	tilefs_teardown
-	! mountpoint -q "$CACHE" || umount "$CACHE"
 }
 
 # mount_counted [ARGS...]: mount ORIGIN_URL on MNT, its counters on PORT
@@ -556,48 +555,4 @@ PY
 	assert_eq "$status" 0 "$output"
 	[ "$(metric tilefs_passthrough_opens_total)" -gt 0 ] ||
 		fail "no open passed through: the test did not reach passthrough"
-}
-
-# resident FILE: bytes of FILE in the page cache
-resident() {
-	fincore -b -n -o RES "$1"
-}
-
-@test "passthrough: a file streamed whole into the cache is written around the page cache: its data file stays out of memory, and reads the same" {
-	local file size res
-	case $(stat -f -c %T "$T") in
-	tmpfs | ramfs) skip "the test's cache dir is on $(stat -f -c %T "$T"): its pages are memory" ;;
-	esac
-	mount_counted
-	# a read of a tile: the mount fetches the rest of a file the cache
-	# holds whole by itself
-	cmp <(dd if="$MNT/t512.tif" bs=4096 skip=150 count=1 status=none) \
-		<(dd if="$SAMPLES/t512.tif" bs=4096 skip=150 count=1 status=none)
-	wait_until "t512.tif cached whole" cached_whole t512.tif
-	file=$(data_file t512.tif)
-	size=$(stat -c %s "$file")
-	res=$(resident "$file")
-	# the header and the tile the read asked for, and the partial pages at
-	# each unit's ends go through the page cache
-	[ "$res" -le $((size / 2)) ] ||
-		fail "$res of the $size bytes streamed into $file are in the page cache"
-	cache_whole t512.tif
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-	opened_passed t512.tif || fail "the file read whole did not pass through"
-}
-
-@test "passthrough: a cache dir on a file system without O_DIRECT (ramfs): the mount says so once, caches through the page cache, reads the same" {
-	mkdir -p "$CACHE"
-	mount -t ramfs ramfs "$CACHE" || skip "cannot mount a ramfs here"
-	chmod 700 "$CACHE"
-	mount_counted --log-level info
-	cache_whole t512.tif
-	cmp <(dd if="$MNT/t256.tif" bs=4096 skip=150 count=1 status=none) \
-		<(dd if="$SAMPLES/t256.tif" bs=4096 skip=150 count=1 status=none)
-	wait_until "t256.tif cached whole" cached_whole t256.tif
-	opened_passed t512.tif || fail "t512.tif did not pass through"
-	cache_whole t256.tif
-	opened_passed t256.tif || fail "t256.tif did not pass through"
-	assert_eq "$(grep -c 'refuses O_DIRECT' "$TILEFS_LOG")" 1 "notes that O_DIRECT is refused"
 }
