@@ -40,6 +40,10 @@ struct open_file {
 	struct cache_object *obj;
 	fuse_ino_t ino;
 	enum io_mode mode;		/* passthrough.h */
+	bool exact;			/* its reads come here as the reader made
+					   them (direct I/O): the hint and the
+					   record follow them (else the hint
+					   follows the open) */
 	struct record_open *rec;	/* --record, or NULL */
 	struct open_file *prev, *next;	/* protected by mount->lock */
 };
@@ -292,9 +296,12 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * cache makes hits nearly free: it is read through the page cache.
 	 * Better still, once this process has checked all of it (sealed), the
 	 * kernel reads it from its data file, pinned while open: no request
-	 * reaches this daemon until the release (passthrough.h). */
+	 * reaches this daemon until the release (passthrough.h). While
+	 * recording (which turns passthrough off), a tiled TIFF is read with
+	 * direct I/O throughout: the kernel's readahead would add tiles
+	 * nobody read to the record. */
 	enum io_mode mode = older_open ||
-		(cache_object_tiled(obj) && !cache_object_complete(m->cache, obj)) ?
+		(cache_object_tiled(obj) && (f->rec || !cache_object_complete(m->cache, obj))) ?
 		IO_DIRECT : IO_CACHED;
 	int64_t id = cache_object_id(obj);
 	int backing = -1;
@@ -321,6 +328,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	f->mode = (enum io_mode)got;
+	f->exact = f->mode == IO_DIRECT || (f->mode == IO_PASSED && !passes);
 	pthread_mutex_lock(&m->lock);
 	f->next = m->open;
 	if (m->open)
@@ -328,9 +336,10 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	m->open = f;
 	pthread_mutex_unlock(&m->lock);
 	fi->fh = (uint64_t)(uintptr_t)f;
+	if (!f->exact)
+		cache_hint_opened(m->cache, obj);	/* its reads do not tell */
 	if (passes) {
 		cache_object_passed(m->cache, obj);
-		cache_hint_opened(m->cache, obj);
 		err = passthrough_reply_open(req, fi, backing, false);
 	} else if (f->mode == IO_PASSED) {
 		/* others of this inode pass through to this version's file, so
@@ -359,7 +368,8 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			       (uint64_t)off);
 	if (n > 0) {
 		struct open_file *f = (struct open_file *)(uintptr_t)fi->fh;
-		cache_hint_read(m->cache, f->obj, (uint64_t)off, (size_t)n);
+		if (f->exact)
+			cache_hint_read(m->cache, f->obj, (uint64_t)off, (size_t)n);
 		record_read(f->rec, (uint64_t)off, (size_t)n);
 	}
 	if (n < 0)

@@ -66,7 +66,8 @@ static const struct option_def defs[] = {
 	  "write what the readers read, in order, to FILE (mode 0600): one\n"
 	  "line per open, the file's path and the full-resolution window its\n"
 	  "reads touched, for tilefs hint or warm --from-file; files are then\n"
-	  "read through the daemon, not by passthrough" },
+	  "read through the daemon, not by passthrough, and tiled TIFFs with\n"
+	  "direct I/O, so that the kernel's readahead adds no tile" },
 	{ "no-passthrough", M, 0, OPT_FLAG, OFF(no_passthrough), NULL, NULL, 0, 0,
 	  "read every file through the daemon, never by FUSE passthrough (by\n"
 	  "default the kernel reads files cached whole straight from the\n"

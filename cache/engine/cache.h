@@ -264,11 +264,14 @@ struct cache_hint_entry {
  * -ENOMEM.
  */
 int cache_hint_set(struct cache *c, const struct cache_hint_entry *v, size_t n, uint64_t budget);
-/* A reader read [off, off+len) of OBJ: move the hint's cursor if that is
- * one of the coming entries. No I/O; cheap when no hint is set. */
+/* A reader read [off, off+len) of OBJ, exactly as it asked (direct I/O,
+ * not the kernel's readahead): move the hint's cursor if that is one of
+ * the coming entries. No I/O; cheap when no hint is set. */
 void cache_hint_read(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len);
-/* OBJ was opened for the kernel to read by itself (passthrough), so its
- * reads will not be seen: take it as a read of its first coming entry. */
+/* OBJ was opened for reads that will not be seen as the reader makes
+ * them (the kernel reads it by itself, by passthrough, or rounds its reads
+ * out to pages and reads ahead through the page cache): take the open as a
+ * read of its first coming entry. */
 void cache_hint_opened(struct cache *c, const struct cache_object *obj);
 /* Stop the hint thread (before freeing the HTTP client); drops the hint. */
 void cache_hint_stop(struct cache *c);

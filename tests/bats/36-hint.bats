@@ -479,6 +479,69 @@ PYEOF
 	tilefs_umount "$MNT"
 }
 
+@test "hint: reads through the page cache (a file cached whole, passthrough off) follow the hint by their opens: the kernel's readahead does not move the cursor past what the readers read next" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_run warm --cache-dir "$T/cache" "$ORIGIN_URL"
+	assert_eq "$status" 0 "exit status of warm"
+	cp "$T/web/cog.tif" "$T/web/cog2.tif"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --no-passthrough --metrics-file "$PROM"
+	# tile (0,0) of cog.tif, then 100 tiles of cog2.tif, then tile (1,0) of
+	# cog.tif, which the kernel's readahead after the first read takes
+	# along; each entry is read by an open of its own, in order
+	"$TILEFS" inspect --blocks "$T/web/cog.tif" >"$T/blocks"
+	"$PY" - "$T/blocks" "$T/order" "$T/reads" <<'PYEOF'
+import sys
+blocks = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if f[:1] == ["block"] and f[1] == "0":
+        blocks[int(f[2])] = (int(f[3]), int(f[4]))
+entries = [("cog.tif", 0, 0)] + [("cog2.tif", k % 16, 2 + k // 16) for k in range(100)] + \
+          [("cog.tif", 1, 0)]
+with open(sys.argv[2], "w") as o, open(sys.argv[3], "w") as r:
+    for name, col, row in entries:
+        o.write("%s %d %d 256 256\n" % (name, col * 256, row * 256))
+        r.write("%s %d %d\n" % ((name,) + blocks[row * 16 + col]))
+PYEOF
+	run -0 "$TILEFS" hint "$MNT" "$T/order"
+	"$PY" - "$MNT" "$T/web" "$T/reads" <<'PYEOF'
+import sys
+mnt, web = sys.argv[1], sys.argv[2]
+for line in open(sys.argv[3]):
+    name, off, n = line.split()
+    off, n = int(off), int(n)
+    with open("%s/%s" % (mnt, name), "rb", buffering=0) as m:
+        m.seek(off)
+        got = m.read(n)
+    with open("%s/%s" % (web, name), "rb") as l:
+        l.seek(off)
+        if got != l.read(n):
+            sys.exit("%s: bytes differ at %d" % (name, off))
+PYEOF
+	wait_until "tilefs_hint_position 102" metric_is "$PROM" tilefs_hint_position 102
+	run -0 "$TILEFS" hint "$MNT" --clear
+	wait_until "tilefs_hint_entries 0" metric_is "$PROM" tilefs_hint_entries 0
+	assert_eq "$(metric "$PROM" tilefs_hint_skipped_total)" 0 "hint entries counted skipped"
+}
+
+@test "hint: with default options, mount --record of a file the cache holds whole writes the tiles the readers read, not the kernel's readahead around them" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_run warm --cache-dir "$T/cache" "$ORIGIN_URL"
+	assert_eq "$status" 0 "exit status of warm"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --record "$T/record"
+	local a b c
+	a=$(block "$T/web/cog.tif" 3 2)
+	b=$(block "$T/web/cog.tif" 4 2)
+	c=$(block "$T/web/cog.tif" 10 12)
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$a" "$b"
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$c"
+	tilefs_umount "$MNT"
+	printf 'cog.tif\t768 512 512 256\ncog.tif\t2560 3072 256 256\n' >"$T/want"
+	diff "$T/want" "$T/record" || fail "the record is not what the readers read"
+}
+
 @test "hint: examples/torch_loader.py --hint hands each epoch's order to the mount" {
 	"$PY" -c 'import torch' 2>/dev/null ||
 		fail "python3-torch is not installed (packaging/install-deps installs it)"
