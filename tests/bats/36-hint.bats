@@ -95,6 +95,17 @@ metric_above() {
 	[ -n "$v" ] && [ "$v" -gt "$3" ]
 }
 
+# read_three_tiles: through MNT, one open reads the tiles (3,2) and (4,2)
+# of cog.tif, side by side, another the tile (10,12); sets the caller's a,
+# b and c to their "OFFSET LENGTH"
+read_three_tiles() {
+	a=$(block "$T/web/cog.tif" 3 2)
+	b=$(block "$T/web/cog.tif" 4 2)
+	c=$(block "$T/web/cog.tif" 10 12)
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$a" "$b"
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$c"
+}
+
 # tile_gets: GETs of cog.tif that are not of its first bytes (the header)
 tile_gets() {
 	origin_select 'm == "GET" && u == "/cog.tif" && r !~ /^bytes=0-/' | wc -l
@@ -433,12 +444,8 @@ PYEOF
 	chmod 644 "$T/record"
 	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --record "$T/record"
 	local a b c
-	a=$(block "$T/web/cog.tif" 3 2)
-	b=$(block "$T/web/cog.tif" 4 2)
-	c=$(block "$T/web/cog.tif" 10 12)
-	# one open reads two tiles side by side, another one tile, a third a text file
-	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$a" "$b"
-	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$c"
+	read_three_tiles
+	# and a third open a text file
 	cmp "$T/web/notes.txt" "$MNT/notes.txt"
 	tilefs_umount "$MNT"
 	assert_eq "$(stat -c %a "$T/record")" 600 "the record's mode"
@@ -532,11 +539,7 @@ PYEOF
 	assert_eq "$status" 0 "exit status of warm"
 	tilefs_mount "$ORIGIN_URL" "$MNT" --record "$T/record"
 	local a b c
-	a=$(block "$T/web/cog.tif" 3 2)
-	b=$(block "$T/web/cog.tif" 4 2)
-	c=$(block "$T/web/cog.tif" 10 12)
-	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$a" "$b"
-	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$c"
+	read_three_tiles
 	tilefs_umount "$MNT"
 	printf 'cog.tif\t768 512 512 256\ncog.tif\t2560 3072 256 256\n' >"$T/want"
 	diff "$T/want" "$T/record" || fail "the record is not what the readers read"
