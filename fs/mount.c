@@ -338,16 +338,16 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uint64_t)(uintptr_t)f;
 	if (!f->exact)
 		cache_hint_opened(m->cache, obj);	/* its reads do not tell */
-	if (passes) {
+	if (passes)
 		cache_object_passed(m->cache, obj);
-		err = passthrough_reply_open(req, fi, backing, false);
-	} else if (f->mode == IO_PASSED) {
-		/* others of this inode pass through to this version's file, so
-		   it must name it; direct I/O keeps its reads coming here */
-		err = passthrough_reply_open(req, fi, backing, true);
+	if (f->mode == IO_PASSED) {
+		/* by its own passthrough open; or others of this inode pass
+		   through to this version's file, so it must name it, and
+		   direct I/O keeps its reads coming here */
+		err = passthrough_reply_open(req, fi, backing, f->exact);
 	} else {
 		fi->keep_cache = unchanged && !older_open;
-		fi->direct_io = f->mode == IO_DIRECT;
+		fi->direct_io = f->exact;
 		err = fuse_reply_open(req, fi);
 	}
 	if (err)
