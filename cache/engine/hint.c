@@ -60,6 +60,8 @@
 #define HINT_FINE (16u << 10)	/* tiles or strips under this: a read of
 				   a reader's buffer across their border
 				   holds a neighbour's middle byte */
+#define HINT_NEAR 8		/* entries past the cursor a tile read
+				   again is still taken for: readers at once */
 
 struct hint_entry {
 	char *url, *log_name;		/* owned */
@@ -596,6 +598,8 @@ int cache_hint_set(struct cache *c, const struct cache_hint_entry *v, size_t n, 
 struct read_at {
 	bool tile;			/* in a tile of it: col, row */
 	bool fine;			/* a tile under HINT_FINE bytes */
+	uint64_t margin;		/* fine: tiles around a window a reader's
+					   buffer may take (see entry_has()) */
 	uint64_t col, row;
 	uint32_t block_w, block_h;
 };
@@ -614,6 +618,7 @@ static bool tile_held(const struct layout *l, const struct tiff_ifd *d, uint64_t
 	uint64_t in_plane = (k - d->first) % ((uint64_t)d->across * d->down);
 	at->tile = true;
 	at->fine = e.len < HINT_FINE;
+	at->margin = at->fine ? HINT_FINE / e.len + 1 : 0;
 	at->row = in_plane / d->across;
 	at->col = in_plane % d->across;
 	at->block_w = d->block_w;
@@ -661,22 +666,33 @@ static struct read_at read_at(const struct layout *l, uint64_t off, uint64_t len
 	return at;
 }
 
-/* Is a read at AT of E's object one of E's? */
+/* Is a read at AT of E's object one of E's: in a tile its window touches,
+ * or, for a fine tile, within at->margin tiles of one (the few KiB a
+ * reader's buffer takes before or after the window it reads)? */
 static bool entry_has(const struct hint_entry *e, const struct read_at *at)
 {
 	if (!e->window)
 		return true;
-	return at->tile && at->col * at->block_w < e->x + e->w &&
-	       (at->col + 1) * at->block_w > e->x && at->row * at->block_h < e->y + e->h &&
-	       (at->row + 1) * at->block_h > e->y;
+	if (!at->tile || e->w == 0 || e->h == 0)
+		return false;
+	uint64_t m = at->margin;
+	return at->col + m >= e->x / at->block_w && at->col <= (e->x + e->w - 1) / at->block_w + m &&
+	       at->row + m >= e->y / at->block_h && at->row <= (e->y + e->h - 1) / at->block_h + m;
 }
 
-/* Mark the first entry near the cursor of OBJ that AT (NULL: any) is of
- * as read, and move the cursor past it. A read of a fine tile (strips of
- * a plain GeoTIFF, a row or a few each) is one the readers' buffers may
- * have taken beside a window they read: it is looked for among the
- * entries just past the cursor only, so that it cannot move the cursor
- * far ahead, past the entries the readers are about to read. */
+/* Mark an entry near the cursor of OBJ that AT (NULL: an open, which is
+ * of any entry of OBJ) is of as read, and move the cursor past it:
+ *  - the first such entry from HINT_SLACK behind the cursor, if unread;
+ *  - else, if that was a window already read, the read is of a tile two
+ *    windows share: the next unread entry that has it, below HINT_NEAR
+ *    past the cursor (several readers read at once), or none: never one
+ *    further on, which would make the cursor run ahead of the readers;
+ *  - a whole-object entry read again moves nothing.
+ * A read of a fine tile (strips of a plain GeoTIFF, a row or a few each)
+ * may be one the readers' buffers took beside a window they read: it is
+ * taken for the first entry whose window holds it within at->margin,
+ * among the entries just past the cursor only, and for nothing more if
+ * that one was read. */
 static void hint_match(struct cache *c, const struct cache_object *obj,
 		       const struct read_at *at)
 {
@@ -686,21 +702,21 @@ static void hint_match(struct cache *c, const struct cache_object *obj,
 	size_t from = h->cursor > HINT_SLACK ? h->cursor - HINT_SLACK : 0;
 	size_t to = at && at->fine ? h->cursor + HINT_SLACK :
 		    (h->ahead > h->cursor ? h->ahead : h->cursor) + HINT_LOOKAHEAD;
-	if (to > h->n)
-		to = h->n;
-	for (size_t i = from; i < to; i++) {
+	for (size_t i = from; i < to && i < h->n; i++) {
 		struct hint_entry *e = &h->v[i];
 		if (e->url_hash != hash || strcmp(e->url, obj->url) != 0 ||
 		    (at ? !entry_has(e, at) : e->read))
 			continue;
-		/* the first entry the read falls in: a whole-object entry read
-		   again moves nothing */
 		if (!e->read) {
 			e->read = true;
 			if (i + 1 > h->cursor)
 				cursor_move(h, i + 1);
+			break;
 		}
-		break;
+		if (!e->window || at->fine)
+			break;
+		if (to > h->cursor + HINT_NEAR)
+			to = h->cursor + HINT_NEAR;
 	}
 	pthread_mutex_unlock(&h->lock);
 }

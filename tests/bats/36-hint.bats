@@ -235,6 +235,49 @@ PYEOF
 	tilefs_umount "$MNT"
 }
 
+@test "hint: the strip a reader's buffer takes after a window does not move the cursor onto a coming entry that holds it" {
+	hint_striped "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --metrics-file "$PROM"
+	# the window of rows 100-355, one elsewhere, then one whose window
+	# starts at row 356, the strip after the first window
+	printf 'striped.tif 0 100 256 256\nstriped.tif 1000 400 16 1\nstriped.tif 0 356 256 100\n' >"$T/order"
+	local first last
+	first=$("$TILEFS" inspect --blocks "$T/web/striped.tif" | awk '$1 == "block" && $2 == 0 && $3 == 100 { print $4 }')
+	last=$("$TILEFS" inspect --blocks "$T/web/striped.tif" | awk '$1 == "block" && $2 == 0 && $3 == 355 { print $4 + $5 }')
+	[ -n "$first" ] && [ -n "$last" ] || fail "strips: $first $last"
+	tilefs_run hint "$MNT" "$T/order"
+	assert_eq "$status" 0 "exit status of tilefs hint"
+	# the window's strips, then 8 KiB from 1 KiB before its end, as a
+	# buffered reader takes them: the strip after the window whole
+	read_tiles "$MNT/striped.tif" "$T/web/striped.tif" "$first $((last - first))" \
+		"$((last - 1024)) 8192"
+	touch "$T/read"
+	wait_until "the metrics file written after the reads" test "$PROM" -nt "$T/read"
+	assert_eq "$(metric "$PROM" tilefs_hint_position)" 1 "tilefs_hint_position"
+	tilefs_umount "$MNT"
+}
+
+@test "hint: readers of two windows that share a tile both count as read; none is skipped" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --metrics-file "$PROM"
+	# tiles (3,2) and (4,2); the tile (4,2) alone; the tile (10,12)
+	printf 'cog.tif 768 512 512 256\ncog.tif 1024 512 256 256\ncog.tif 2560 3072 256 256\n' >"$T/order"
+	tilefs_run hint "$MNT" "$T/order"
+	assert_eq "$status" 0 "exit status of tilefs hint"
+	# three readers at once: the first and the third are done before the
+	# second reads its tile, which the first read too
+	local a b c
+	read_three_tiles
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$b"
+	wait_until "tilefs_hint_position 3" metric_is "$PROM" tilefs_hint_position 3
+	run -0 "$TILEFS" hint "$MNT" --clear
+	wait_until "tilefs_hint_entries 0" metric_is "$PROM" tilefs_hint_entries 0
+	assert_eq "$(metric "$PROM" tilefs_hint_skipped_total)" 0 "tilefs_hint_skipped_total"
+	tilefs_umount "$MNT"
+}
+
 @test "hint: an order that goes back and forth between two files opens each once, not once a line" {
 	hint_cog "$T/web"
 	cp -p "$T/web/cog.tif" "$T/web/cog2.tif"
