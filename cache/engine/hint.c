@@ -14,17 +14,22 @@
  *
  * DESIGN. The entries form an array with three marks, each only growing
  * while one hint stands:
- *   settled <= cursor: entries below settled were counted read or skipped;
+ *   settled <= cursor: entries below settled were counted read or skipped
+ *           (a late read of a skipped one still counts it read);
  *   cursor: readers are past the entries below it. A read of a tile of
  *           the full-resolution image under an entry's window (any byte
  *           of its object, for a whole-object entry) near the cursor
- *           marks it read, and moves the cursor
- *           past it: readers read roughly in order, several at once, so
- *           entries they jumped over stay HINT_SLACK entries for late
- *           reads before they count as skipped;
+ *           marks it read, and moves the cursor past it. Readers read
+ *           roughly in order, several at once, and a DataLoader's workers
+ *           a batch each: one starts the fourth batch while another reads
+ *           the first. So entries behind the cursor stay unsettled for
+ *           late reads for the slack: twice as far behind as a late read
+ *           came in this hint, HINT_SLACK at least (slack());
  *   ahead:  the thread has fetched (or given up on) the entries below it.
- *           It never lags the cursor: what the readers passed is not
- *           fetched. bytes_ahead counts what was sent for the units of
+ *           What the cursor passed is not fetched, unless reads came late
+ *           in this hint: then, as far back as twice the furthest of them,
+ *           the readers still to come want it.
+ *           bytes_ahead counts what was sent for the units of
  *           [cursor, ahead) (what was cached already weighs nothing: it
  *           takes no room in the cache), and the thread takes the next
  *           entry only while it is below the budget, so at most one
@@ -51,7 +56,8 @@
 #include <string.h>
 #include <time.h>
 
-#define HINT_SLACK 64		/* entries behind the cursor a late read still finds */
+#define HINT_SLACK 64		/* entries behind the cursor unsettled, at least */
+#define HINT_BEHIND 4096	/* entries behind the cursor a late read finds */
 #define HINT_LOOKAHEAD 4096	/* entries past the thread a read may jump to */
 #define HINT_WAIT_MS 200	/* how often a waiting thread looks at the hint again */
 #define HINT_OBJECTS 32		/* objects the thread keeps open */
@@ -89,6 +95,8 @@ struct hint {
 	struct hint_entry *v;		/* h->lock */
 	size_t n;			/* h->lock */
 	size_t settled, cursor, ahead;	/* h->lock: see DESIGN */
+	size_t lag;			/* h->lock: the furthest behind the
+					   cursor a read found its entry */
 	uint64_t bytes_ahead, budget;	/* h->lock */
 	uint64_t fetched_bytes, skipped;	/* h->lock */
 };
@@ -217,11 +225,20 @@ struct hint *hint_new(struct cache *c)
 	return h;
 }
 
-/* Count entries below the cursor less HINT_SLACK (below the cursor, if
+/* How far behind the cursor entries stay unsettled (see DESIGN). h->lock
+ * held. */
+static size_t slack(const struct hint *h)
+{
+	size_t d = 2 * h->lag;
+	return d < HINT_SLACK ? HINT_SLACK : d > HINT_BEHIND ? HINT_BEHIND : d;
+}
+
+/* Count entries below the cursor less the slack (below the cursor, if
  * ALL: the hint ends) that no read found as skipped. h->lock held. */
 static void settle(struct hint *h, bool all)
 {
-	size_t upto = all ? h->cursor : h->cursor > HINT_SLACK ? h->cursor - HINT_SLACK : 0;
+	size_t d = slack(h);
+	size_t upto = all ? h->cursor : h->cursor > d ? h->cursor - d : 0;
 	for (; h->settled < upto; h->settled++)
 		if (!h->v[h->settled].read)
 			h->skipped++;
@@ -234,8 +251,6 @@ static void cursor_move(struct hint *h, size_t to)
 	for (size_t i = h->cursor; i < to && i < h->ahead; i++)
 		h->bytes_ahead -= h->v[i].bytes;
 	h->cursor = to;
-	if (h->ahead < to)
-		h->ahead = to;	/* passed: not fetched */
 	settle(h, false);
 	pthread_cond_signal(&h->wake);
 }
@@ -472,7 +487,7 @@ static int resolve(struct hint *h, uint64_t gen, const struct hint_entry *e,
 static bool next_due(const struct hint *h)
 {
 	return h->ahead < h->n && h->bytes_ahead < h->budget &&
-	       h->ahead - h->cursor < HINT_LOOKAHEAD;
+	       (h->ahead < h->cursor || h->ahead - h->cursor < HINT_LOOKAHEAD);
 }
 
 /* The hint thread: fetches the entries at h->ahead while the budget
@@ -488,6 +503,9 @@ static void *hint_thread(void *arg)
 	}
 	pthread_mutex_lock(&h->lock);
 	while (!atomic_load(&h->stopping)) {
+		size_t keep = 2 * h->lag < HINT_BEHIND ? 2 * h->lag : HINT_BEHIND;
+		if (h->ahead + keep < h->cursor)
+			h->ahead = h->cursor - keep;	/* passed: not fetched */
 		if (!next_due(h)) {
 			pthread_cond_wait(&h->wake, &h->lock);
 			continue;
@@ -528,7 +546,8 @@ static void *hint_thread(void *arg)
 			he->read = true;	/* counted once, here */
 			h->skipped++;
 		}
-		h->bytes_ahead += he->bytes;
+		if (i >= h->cursor)
+			h->bytes_ahead += he->bytes;
 		h->ahead = i + 1;
 	}
 	pthread_mutex_unlock(&h->lock);
@@ -574,7 +593,7 @@ int cache_hint_set(struct cache *c, const struct cache_hint_entry *v, size_t n, 
 	entries_free(h->v, h->n);
 	h->v = entries;
 	h->n = n;
-	h->settled = h->cursor = h->ahead = 0;
+	h->settled = h->cursor = h->ahead = h->lag = 0;
 	h->bytes_ahead = 0;
 	h->budget = budget;
 	atomic_fetch_add(&h->generation, 1);
@@ -682,7 +701,7 @@ static bool entry_has(const struct hint_entry *e, const struct read_at *at)
 
 /* Mark an entry near the cursor of OBJ that AT (NULL: an open, which is
  * of any entry of OBJ) is of as read, and move the cursor past it:
- *  - the first such entry from HINT_SLACK behind the cursor, if unread;
+ *  - the first such entry from HINT_BEHIND behind the cursor, if unread;
  *  - else, if that was a window already read, the read is of a tile two
  *    windows share: the next unread entry that has it, below HINT_NEAR
  *    past the cursor (several readers read at once), or none: never one
@@ -699,7 +718,7 @@ static void hint_match(struct cache *c, const struct cache_object *obj,
 	struct hint *h = c->hint;
 	uint64_t hash = url_hash(obj->url);
 	pthread_mutex_lock(&h->lock);
-	size_t from = h->cursor > HINT_SLACK ? h->cursor - HINT_SLACK : 0;
+	size_t from = h->cursor > HINT_BEHIND ? h->cursor - HINT_BEHIND : 0;
 	size_t to = at && at->fine ? h->cursor + HINT_SLACK :
 		    (h->ahead > h->cursor ? h->ahead : h->cursor) + HINT_LOOKAHEAD;
 	for (size_t i = from; i < to && i < h->n; i++) {
@@ -709,8 +728,12 @@ static void hint_match(struct cache *c, const struct cache_object *obj,
 			continue;
 		if (!e->read) {
 			e->read = true;
+			if (i < h->settled)
+				h->skipped--;	/* counted before this late read */
 			if (i + 1 > h->cursor)
 				cursor_move(h, i + 1);
+			else if (h->cursor - i > h->lag)
+				h->lag = h->cursor - i;
 			break;
 		}
 		if (!e->window || at->fine)
@@ -769,7 +792,7 @@ void cache_hint_stop(struct cache *c)
 	entries_free(h->v, h->n);
 	h->v = NULL;
 	h->n = 0;
-	h->settled = h->cursor = h->ahead = 0;
+	h->settled = h->cursor = h->ahead = h->lag = 0;
 	atomic_store(&h->live, 0);
 	pthread_mutex_unlock(&h->lock);
 }
