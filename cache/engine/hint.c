@@ -701,7 +701,9 @@ static bool entry_has(const struct hint_entry *e, const struct read_at *at)
 
 /* Mark an entry near the cursor of OBJ that AT (NULL: an open, which is
  * of any entry of OBJ) is of as read, and move the cursor past it:
- *  - the first such entry from HINT_BEHIND behind the cursor, if unread;
+ *  - the first such entry from HINT_BEHIND behind the cursor (a read that
+ *    comes late tells how late readers are: slack()), or from the
+ *    unsettled ones (an open), if unread;
  *  - else, if that was a window already read, the read is of a tile two
  *    windows share: the next unread entry that has it, below HINT_NEAR
  *    past the cursor (several readers read at once), or none: never one
@@ -718,7 +720,7 @@ static void hint_match(struct cache *c, const struct cache_object *obj,
 	struct hint *h = c->hint;
 	uint64_t hash = url_hash(obj->url);
 	pthread_mutex_lock(&h->lock);
-	size_t from = h->cursor > HINT_BEHIND ? h->cursor - HINT_BEHIND : 0;
+	size_t from = !at ? h->settled : h->cursor > HINT_BEHIND ? h->cursor - HINT_BEHIND : 0;
 	size_t to = at && at->fine ? h->cursor + HINT_SLACK :
 		    (h->ahead > h->cursor ? h->ahead : h->cursor) + HINT_LOOKAHEAD;
 	for (size_t i = from; i < to && i < h->n; i++) {
