@@ -699,49 +699,76 @@ static bool entry_has(const struct hint_entry *e, const struct read_at *at)
 	       at->row + m >= e->y / at->block_h && at->row <= (e->y + e->h - 1) / at->block_h + m;
 }
 
-/* Mark an entry near the cursor of OBJ that AT (NULL: an open, which is
- * of any entry of OBJ) is of as read, and move the cursor past it:
- *  - the first such entry from HINT_BEHIND behind the cursor (a read that
- *    comes late tells how late readers are: slack()), or from the
- *    unsettled ones (an open), if unread;
- *  - else, if that was a window already read, the read is of a tile two
- *    windows share: the next unread entry that has it, below HINT_NEAR
- *    past the cursor (several readers read at once), or none: never one
- *    further on, which would make the cursor run ahead of the readers;
- *  - a whole-object entry read again moves nothing.
+/* The first entry of [FROM, TO) of the object URL (HASH) that AT is of
+ * (NULL: any unread one, an open's); with UNREAD, the first unread one.
+ * SIZE_MAX if none. h->lock held. */
+static size_t entry_find(const struct hint *h, size_t from, size_t to, uint64_t hash,
+			 const char *url, const struct read_at *at, bool unread)
+{
+	for (size_t i = from; i < to && i < h->n; i++) {
+		const struct hint_entry *e = &h->v[i];
+		if (e->url_hash == hash && strcmp(e->url, url) == 0 && !(unread && e->read) &&
+		    (at ? entry_has(e, at) : !e->read))
+			return i;
+	}
+	return SIZE_MAX;
+}
+
+/* Mark entry I read: past the cursor, move it; behind, note how late the
+ * read came (slack()). h->lock held. */
+static void entry_read(struct hint *h, size_t i)
+{
+	h->v[i].read = true;
+	if (i < h->settled)
+		h->skipped--;	/* counted before this late read */
+	if (i + 1 > h->cursor)
+		cursor_move(h, i + 1);
+	else if (h->cursor - i > h->lag)
+		h->lag = h->cursor - i;
+}
+
+/*
+ * Mark the entry of OBJ a read at AT (NULL: an open, of any entry of OBJ)
+ * is of as read, and move the cursor past it:
+ *  - the first entry that has it from the unsettled ones (settled), if
+ *    unread;
+ *  - if that was a window already read, the read is of a tile two windows
+ *    share: the next unread entry that has it, below HINT_NEAR past the
+ *    cursor (several readers read at once), or none: never one further
+ *    on, which would make the cursor run ahead of the readers;
+ *  - a whole-object entry read again moves nothing;
+ *  - a read no unsettled entry has, or only one past the readers' spread
+ *    (the slack past the cursor), may have come later than the slack
+ *    allowed: an unread entry up to HINT_BEHIND behind the cursor that
+ *    has it takes it, and widens the slack.
  * A read of a fine tile (strips of a plain GeoTIFF, a row or a few each)
  * may be one the readers' buffers took beside a window they read: it is
  * taken for the first entry whose window holds it within at->margin,
  * among the entries just past the cursor only, and for nothing more if
- * that one was read. */
+ * that one was read.
+ */
 static void hint_match(struct cache *c, const struct cache_object *obj,
 		       const struct read_at *at)
 {
 	struct hint *h = c->hint;
 	uint64_t hash = url_hash(obj->url);
 	pthread_mutex_lock(&h->lock);
-	size_t from = !at ? h->settled : h->cursor > HINT_BEHIND ? h->cursor - HINT_BEHIND : 0;
 	size_t to = at && at->fine ? h->cursor + HINT_SLACK :
 		    (h->ahead > h->cursor ? h->ahead : h->cursor) + HINT_LOOKAHEAD;
-	for (size_t i = from; i < to && i < h->n; i++) {
-		struct hint_entry *e = &h->v[i];
-		if (e->url_hash != hash || strcmp(e->url, obj->url) != 0 ||
-		    (at ? !entry_has(e, at) : e->read))
-			continue;
-		if (!e->read) {
-			e->read = true;
-			if (i < h->settled)
-				h->skipped--;	/* counted before this late read */
-			if (i + 1 > h->cursor)
-				cursor_move(h, i + 1);
-			else if (h->cursor - i > h->lag)
-				h->lag = h->cursor - i;
-			break;
-		}
-		if (!e->window || at->fine)
-			break;
-		if (to > h->cursor + HINT_NEAR)
-			to = h->cursor + HINT_NEAR;
+	size_t i = entry_find(h, h->settled, to, hash, obj->url, at, false);
+	if (at && (i == SIZE_MAX || i >= h->cursor + slack(h))) {
+		size_t back = h->cursor > HINT_BEHIND ? h->cursor - HINT_BEHIND : 0;
+		size_t late = entry_find(h, back, h->settled, hash, obj->url, at, true);
+		if (late != SIZE_MAX)
+			i = late;
+	}
+	if (i != SIZE_MAX && !h->v[i].read) {
+		entry_read(h, i);
+	} else if (i != SIZE_MAX && h->v[i].window && !at->fine) {
+		size_t near = h->cursor + HINT_NEAR;
+		size_t j = entry_find(h, i + 1, to < near ? to : near, hash, obj->url, at, true);
+		if (j != SIZE_MAX)
+			entry_read(h, j);
 	}
 	pthread_mutex_unlock(&h->lock);
 }
