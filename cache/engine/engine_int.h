@@ -7,6 +7,7 @@
  * read and tested with what lies under it:
  *   level 0: plan.c     pure decisions: readahead, slivers, spill, runs (plan.h)
  *            version.c  pure: pinning a GET to a version, the stale verdict
+ *            hint_line.c pure: a line of an order file (hint_line_parse())
  *            state.c    settings, the prefetch policy now, counters
  *            known.c    the known map; load_unit(): a cached unit read whole
  *                       and checked

@@ -588,20 +588,27 @@ PYEOF
 	diff "$T/want" "$T/record" || fail "the record is not what the readers read"
 }
 
-@test "hint: examples/torch_loader.py --hint hands each epoch's order to the mount" {
+# torch_loader ARGS...: examples/torch_loader.py --hint over $MNT with
+# ARGS, the tilefs under test first on PATH (the sampler runs tilefs
+# hint); fails unless it ran and hinted
+torch_loader() {
 	"$PY" -c 'import torch' 2>/dev/null ||
 		fail "python3-torch is not installed (packaging/install-deps installs it)"
+	local bin
+	bin=$(dirname "$TILEFS")
+	PATH=$bin:$PATH run -0 run_to 240 "$PY" "$REPO_ROOT/examples/torch_loader.py" "$MNT" \
+		--epochs 1 --hint "$@"
+	echo "$output"
+	[[ $output != *"no hint"* ]] || fail "the sampler did not hint"
+}
+
+@test "hint: examples/torch_loader.py --hint hands each epoch's order to the mount" {
 	hint_cog "$T/web"
 	origin_start "$T/web"
 	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --metrics-file "$PROM"
 	# 16 x 16 chips of 256 pixels: one tile each, in a shuffled order
-	local bin
-	bin=$(dirname "$TILEFS")
-	PATH=$bin:$PATH run -0 run_to 240 "$PY" "$REPO_ROOT/examples/torch_loader.py" "$MNT" \
-		--epochs 1 --workers 2 --hint
-	echo "$output"
+	torch_loader --workers 2
 	[[ $output == *"epoch 1: 256 steps"* ]] || fail "the loader did not read 256 chips"
-	[[ $output != *"no hint"* ]] || fail "the sampler did not hint"
 	wait_until "tilefs_hint_entries 256" metric_is "$PROM" tilefs_hint_entries 256
 	# the readers' reads moved the hint's cursor (not always to its end: a
 	# file all cached may be read by the kernel, unseen)
@@ -611,21 +618,14 @@ PYEOF
 }
 
 @test "hint: a DataLoader of batches (4 workers, 40 chips a batch: one reads the first batch while another starts the fourth) reads every entry, none skipped" {
-	"$PY" -c 'import torch' 2>/dev/null ||
-		fail "python3-torch is not installed (packaging/install-deps installs it)"
 	hint_cog "$T/web"
 	origin_start "$T/web"
 	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --metrics-file "$PROM"
 	# 13 x 13 chips of 64 pixels, 320 apart: each inside a tile of its own,
 	# 169 of the 256 (so the file is never cached whole, and every read
 	# comes to the mount as made), in 5 batches
-	local bin
-	bin=$(dirname "$TILEFS")
-	PATH=$bin:$PATH run -0 run_to 240 "$PY" "$REPO_ROOT/examples/torch_loader.py" "$MNT" \
-		--epochs 1 --workers 4 --chip 64 --stride 320 --batch-size 40 --hint
-	echo "$output"
+	torch_loader --workers 4 --chip 64 --stride 320 --batch-size 40
 	[[ $output == *"epoch 1: 5 steps"* ]] || fail "the loader did not read 5 batches"
-	[[ $output != *"no hint"* ]] || fail "the sampler did not hint"
 	wait_until "tilefs_hint_position 169" metric_is "$PROM" tilefs_hint_position 169
 	run -0 "$TILEFS" hint "$MNT" --clear
 	wait_until "tilefs_hint_entries 0" metric_is "$PROM" tilefs_hint_entries 0
