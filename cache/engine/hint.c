@@ -129,12 +129,20 @@ struct hint *hint_new(struct cache *c)
 	return h;
 }
 
+/* Twice as far behind the cursor as a read came late in this hint, at
+ * most HINT_BEHIND: what the cursor passed that readers may still read.
+ * h->lock held. */
+static size_t late_span(const struct hint *h)
+{
+	return 2 * h->lag < HINT_BEHIND ? 2 * h->lag : HINT_BEHIND;
+}
+
 /* How far behind the cursor entries stay unsettled (see DESIGN). h->lock
  * held. */
 static size_t slack(const struct hint *h)
 {
-	size_t d = 2 * h->lag;
-	return d < HINT_SLACK ? HINT_SLACK : d > HINT_BEHIND ? HINT_BEHIND : d;
+	size_t d = late_span(h);
+	return d < HINT_SLACK ? HINT_SLACK : d;
 }
 
 /* Count entries below the cursor less the slack (below the cursor, if
@@ -407,7 +415,7 @@ static void *hint_thread(void *arg)
 	}
 	pthread_mutex_lock(&h->lock);
 	while (!atomic_load(&h->stopping)) {
-		size_t keep = 2 * h->lag < HINT_BEHIND ? 2 * h->lag : HINT_BEHIND;
+		size_t keep = late_span(h);
 		if (h->ahead + keep < h->cursor)
 			h->ahead = h->cursor - keep;	/* passed: not fetched */
 		if (!next_due(h)) {
