@@ -206,6 +206,22 @@ with rasterio.open(sys.argv[1], "w", driver="GTiff", width=2000, height=600, cou
 PYEOF
 }
 
+# read_strips_100_355: through MNT, the strips of rows 100-355 of
+# striped.tif, then 8 KiB from 1 KiB before their end, as a buffered
+# reader takes them (the strip after them whole); returns once both reads
+# were answered and the metrics file written after them
+read_strips_100_355() {
+	local blocks first last
+	blocks=$("$TILEFS" inspect --blocks "$T/web/striped.tif")
+	first=$(awk '$1 == "block" && $2 == 0 && $3 == 100 { print $4 }' <<<"$blocks")
+	last=$(awk '$1 == "block" && $2 == 0 && $3 == 355 { print $4 + $5 }' <<<"$blocks")
+	[ -n "$first" ] && [ -n "$last" ] || fail "strips: $first $last"
+	read_tiles "$MNT/striped.tif" "$T/web/striped.tif" "$first $((last - first))" \
+		"$((last - 1024)) 8192"
+	touch "$T/read"
+	wait_until "the metrics file written after the reads" test "$PROM" -nt "$T/read"
+}
+
 @test "hint: the few KiB a reader's buffer takes past a window of fine strips do not move the cursor far ahead" {
 	hint_striped "$T/web"
 	origin_start "$T/web"
@@ -217,19 +233,12 @@ PYEOF
 		for i in $(seq 70); do echo "striped.tif 1000 $((400 + i)) 16 1"; done
 		echo "striped.tif 0 356 256 100"
 	} >"$T/order"
-	local first last next
-	first=$("$TILEFS" inspect --blocks "$T/web/striped.tif" | awk '$1 == "block" && $2 == 0 && $3 == 100 { print $4 }')
-	last=$("$TILEFS" inspect --blocks "$T/web/striped.tif" | awk '$1 == "block" && $2 == 0 && $3 == 355 { print $4 + $5 }')
+	local next
 	next=$("$TILEFS" inspect --blocks "$T/web/striped.tif" | awk '$1 == "block" && $2 == 0 && $3 == 356 { print $5 }')
-	[ -n "$first" ] && [ -n "$last" ] && [ "$next" = 4000 ] || fail "strips: $first $last $next"
+	[ "$next" = 4000 ] || fail "the strip after the window: $next bytes"
 	tilefs_run hint "$MNT" "$T/order"
 	assert_eq "$status" 0 "exit status of tilefs hint"
-	# the window's strips, then 8 KiB from 1 KiB before its end, as a
-	# buffered reader takes them: the strip after the window whole
-	read_tiles "$MNT/striped.tif" "$T/web/striped.tif" "$first $((last - first))" \
-		"$((last - 1024)) 8192"
-	touch "$T/read"	# both reads were answered, the cursor moved for them
-	wait_until "the metrics file written after the reads" test "$PROM" -nt "$T/read"
+	read_strips_100_355
 	assert_eq "$(metric "$PROM" tilefs_hint_position)" 1 "tilefs_hint_position"
 	assert_eq "$(metric "$PROM" tilefs_hint_skipped_total)" 0 "tilefs_hint_skipped_total"
 	tilefs_umount "$MNT"
@@ -242,18 +251,9 @@ PYEOF
 	# the window of rows 100-355, one elsewhere, then one whose window
 	# starts at row 356, the strip after the first window
 	printf 'striped.tif 0 100 256 256\nstriped.tif 1000 400 16 1\nstriped.tif 0 356 256 100\n' >"$T/order"
-	local first last
-	first=$("$TILEFS" inspect --blocks "$T/web/striped.tif" | awk '$1 == "block" && $2 == 0 && $3 == 100 { print $4 }')
-	last=$("$TILEFS" inspect --blocks "$T/web/striped.tif" | awk '$1 == "block" && $2 == 0 && $3 == 355 { print $4 + $5 }')
-	[ -n "$first" ] && [ -n "$last" ] || fail "strips: $first $last"
 	tilefs_run hint "$MNT" "$T/order"
 	assert_eq "$status" 0 "exit status of tilefs hint"
-	# the window's strips, then 8 KiB from 1 KiB before its end, as a
-	# buffered reader takes them: the strip after the window whole
-	read_tiles "$MNT/striped.tif" "$T/web/striped.tif" "$first $((last - first))" \
-		"$((last - 1024)) 8192"
-	touch "$T/read"
-	wait_until "the metrics file written after the reads" test "$PROM" -nt "$T/read"
+	read_strips_100_355
 	assert_eq "$(metric "$PROM" tilefs_hint_position)" 1 "tilefs_hint_position"
 	tilefs_umount "$MNT"
 }
