@@ -25,16 +25,22 @@
  *           the first. So entries behind the cursor stay unsettled for
  *           late reads for the slack: twice as far behind as a late read
  *           came in this hint, HINT_SLACK at least (slack());
- *   ahead:  the thread has fetched (or given up on) the entries below it.
- *           What the cursor passed is not fetched, unless reads came late
- *           in this hint: then, as far back as twice the furthest of them,
- *           the readers still to come want it.
- *           bytes_ahead counts what was sent for the units of
- *           [cursor, ahead) (what was cached already weighs nothing: it
- *           takes no room in the cache), and the thread takes the next
- *           entry only while it is below the budget, so at most one
- *           entry's bytes beyond it are fetched, and at most
- *           HINT_LOOKAHEAD entries ahead.
+ *   ahead:  the entry the thread takes next; those it took are done
+ *           (fetched, or given up on). What the cursor passed is not
+ *           fetched, unless reads came late in this hint: then, as far
+ *           back as twice the furthest of them, the readers still to come
+ *           want it, and a read later than any before sends the thread
+ *           back to the first entry there neither read nor done (a
+ *           DataLoader's first batches: the worker of the fourth moves
+ *           the cursor past the first three before their readers' first
+ *           reads come).
+ *           bytes_ahead counts what was sent for the done entries at or
+ *           past the cursor (what was cached already weighs nothing: it
+ *           takes no room in the cache), and the thread takes an entry
+ *           past the cursor only while it is below the budget, so at most
+ *           one entry's bytes beyond it are fetched, and at most
+ *           HINT_LOOKAHEAD entries ahead. An entry behind the cursor is
+ *           one its readers want now: the budget does not hold it back.
  * A new hint replaces the array and bumps the generation: the thread drops
  * what it was resolving for the old one.
  *
@@ -80,6 +86,8 @@ struct hint_entry {
 	uint64_t bytes;			/* h->lock: what the thread sent for it,
 					   counted in bytes_ahead once sent */
 	bool read;			/* h->lock: a read was of it */
+	bool done;			/* h->lock: the thread fetched it (or
+					   gave up on it) */
 };
 
 struct hint {
@@ -160,8 +168,9 @@ static void settle(struct hint *h, bool all)
  * budget. h->lock held. */
 static void cursor_move(struct hint *h, size_t to)
 {
-	for (size_t i = h->cursor; i < to && i < h->ahead; i++)
-		h->bytes_ahead -= h->v[i].bytes;
+	for (size_t i = h->cursor; i < to && i < h->n; i++)
+		if (h->v[i].done)
+			h->bytes_ahead -= h->v[i].bytes;
 	h->cursor = to;
 	settle(h, false);
 	pthread_cond_signal(&h->wake);
@@ -398,8 +407,8 @@ static int resolve(struct hint *h, uint64_t gen, const struct hint_entry *e,
  * budget and the lookahead (see DESIGN)? h->lock held. */
 static bool next_due(const struct hint *h)
 {
-	return h->ahead < h->n && h->bytes_ahead < h->budget &&
-	       (h->ahead < h->cursor || h->ahead - h->cursor < HINT_LOOKAHEAD);
+	return h->ahead < h->n && (h->ahead < h->cursor || (h->bytes_ahead < h->budget &&
+							    h->ahead - h->cursor < HINT_LOOKAHEAD));
 }
 
 /* The hint thread: fetches the entries at h->ahead while the budget
@@ -418,6 +427,8 @@ static void *hint_thread(void *arg)
 		size_t keep = late_span(h);
 		if (h->ahead + keep < h->cursor)
 			h->ahead = h->cursor - keep;	/* passed: not fetched */
+		while (h->ahead < h->n && (h->v[h->ahead].done || h->v[h->ahead].read))
+			h->ahead++;	/* taken before a late read sent it back */
 		if (!next_due(h)) {
 			pthread_cond_wait(&h->wake, &h->lock);
 			continue;
@@ -428,7 +439,7 @@ static void *hint_thread(void *arg)
 		pthread_mutex_lock(&h->lock);
 		if (!next_due(h))
 			continue;	/* changed meanwhile */
-		if (h->bytes_ahead >= cap) {
+		if (h->ahead >= h->cursor && h->bytes_ahead >= cap) {
 			/* looked at again as the readers move, or soon */
 			wait_a_while(&h->wake, &h->lock);
 			continue;
@@ -450,9 +461,10 @@ static void *hint_thread(void *arg)
 
 		pthread_mutex_lock(&h->lock);
 		h->fetched_bytes += sent;
-		if (atomic_load(&h->generation) != gen || h->ahead != i)
-			continue;	/* a new hint, or the readers passed it */
+		if (atomic_load(&h->generation) != gen)
+			continue;	/* a new hint */
 		struct hint_entry *he = &h->v[i];
+		he->done = true;
 		he->bytes = err ? 0 : sent;	/* what is cached weighs nothing ahead */
 		if (err && !he->read) {
 			he->read = true;	/* counted once, here */
@@ -460,7 +472,8 @@ static void *hint_thread(void *arg)
 		}
 		if (i >= h->cursor)
 			h->bytes_ahead += he->bytes;
-		h->ahead = i + 1;
+		if (h->ahead == i)
+			h->ahead = i + 1;	/* (else a late read sent it back) */
 	}
 	pthread_mutex_unlock(&h->lock);
 	cache_objects_free(opened);
@@ -626,6 +639,20 @@ static size_t entry_find(const struct hint *h, size_t from, size_t to, uint64_t 
 	return SIZE_MAX;
 }
 
+/* A read came later than any before: send the thread back to the first
+ * entry of the wider span behind the cursor it has not done and no read
+ * has (see DESIGN). h->lock held. */
+static void rewind_late(struct hint *h)
+{
+	size_t span = late_span(h);
+	for (size_t i = h->cursor > span ? h->cursor - span : 0; i < h->ahead; i++)
+		if (!h->v[i].done && !h->v[i].read) {
+			h->ahead = i;
+			pthread_cond_signal(&h->wake);
+			return;
+		}
+}
+
 /* Mark entry I read: past the cursor, move it; behind, note how late the
  * read came (slack()). h->lock held. */
 static void entry_read(struct hint *h, size_t i)
@@ -633,10 +660,12 @@ static void entry_read(struct hint *h, size_t i)
 	h->v[i].read = true;
 	if (i < h->settled)
 		h->skipped--;	/* counted before this late read */
-	if (i + 1 > h->cursor)
+	if (i + 1 > h->cursor) {
 		cursor_move(h, i + 1);
-	else if (h->cursor - i > h->lag)
+	} else if (h->cursor - i > h->lag) {
 		h->lag = h->cursor - i;
+		rewind_late(h);
+	}
 }
 
 /*

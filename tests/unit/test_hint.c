@@ -222,6 +222,49 @@ static void test_plan(struct origin_server *s, const char *dir)
 	hinted_cache_close(c, src, http, urls, OBJECTS);
 }
 
+/*
+ * A DataLoader's first batches: the worker of a later batch reads first,
+ * and the cursor passes the entries of the batches before it; their
+ * readers' first reads come late, and send the fetch back for what the
+ * cursor passed that no read has.
+ */
+static void test_late(struct origin_server *s, const char *dir)
+{
+	enum { FIRST = 96 };	/* after test_full_hinted_only()'s */
+	struct source *src = NULL;
+	struct cache *c = NULL;
+	struct http_client *http = NULL;
+	struct cache_hint_entry v[OBJECTS];
+	char *urls[OBJECTS];
+	struct cache_hint_stats st;
+
+	if (!hinted_cache(s, dir, 64u << 20, FIRST, OBJECTS, OBJECTS, &c, &src, &http, v, urls))
+		return;
+	/* 80 KiB ahead: the first two entries, as in test_plan() */
+	CHECK(cache_hint_set(c, v, OBJECTS, 80u << 10) == 0, "a hint of %d objects", OBJECTS);
+	CHECK(wait_block(s, FIRST) && wait_block(s, FIRST + 1),
+	      "the first two entries are fetched before any read");
+	CHECK(read_object(c, src, FIRST + 4), "a reader reads the fifth first");
+	CHECK(wait_block(s, FIRST + 5), "the sixth is fetched");
+	CHECK(block_gets(s, FIRST + 2) == 0 && block_gets(s, FIRST + 3) == 0,
+	      "no read came late yet: the third and fourth, passed, are not fetched");
+	CHECK(read_object(c, src, FIRST), "a reader reads the first, late");
+	CHECK(wait_block(s, FIRST + 2) && wait_block(s, FIRST + 3),
+	      "the late read sends the fetch back for the third and fourth");
+	int hits = 0;
+	for (int i = FIRST + 1; i <= FIRST + 3; i++)
+		hits += read_object(c, src, i) && block_gets(s, i) == 1;
+	CHECK(hits == 3, "the second to fourth read from what the hint fetched: %d of 3", hits);
+	CHECK(read_object(c, src, FIRST + 5), "a reader reads the sixth");
+	CHECK(wait_block(s, FIRST + 7), "the eighth is fetched once the sixth is read: the "
+	      "entries fetched behind the cursor took nothing of the budget");
+	CHECK(cache_hint_set(c, NULL, 0, 80u << 10) == 0, "the hint dropped");
+	cache_hint_get_stats(c, &st);
+	CHECK(st.skipped == 0, "none of the six read counts as skipped: %llu",
+	      (unsigned long long)st.skipped);
+	hinted_cache_close(c, src, http, urls, OBJECTS);
+}
+
 /* Read the objects [FIRST, FIRST + N) into C until it is full (it has
  * evicted); true if each was read right and eviction came within
  * ORIGIN_WAIT_S. */
@@ -340,6 +383,9 @@ int main(void)
 	snprintf(dir, sizeof(dir), "%s/full-hinted", base);
 	mkdir(dir, 0700);
 	test_full_hinted_only(&s, dir);
+	snprintf(dir, sizeof(dir), "%s/late", base);
+	mkdir(dir, 0700);
+	test_late(&s, dir);
 	origin_stop(&s);
 	nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return check_done();
