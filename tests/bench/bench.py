@@ -17,6 +17,7 @@ import datetime
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -298,11 +299,14 @@ class Origin:
 
     def since(self, off, save=None):
         """The requests logged since offset, as {"requests": count, "bytes":
-        body bytes, "methods": {method: count}, "data_gets": count}. A data
-        GET is a GET of a file (not a listing) answered 200 or 206; the rest
-        are listings, HEADs and probes for names that do not exist. With
-        save, those log lines are also copied to that file."""
-        t = {"requests": 0, "bytes": 0, "methods": {}, "data_gets": 0}
+        body bytes, "methods": {method: count}, "data_gets": count, "again":
+        bytes of data GETs that an earlier one of the same file since
+        offset had fetched}. A data GET is a GET of a file (not a listing)
+        answered 200 or 206; the rest are listings, HEADs and probes for
+        names that do not exist. With save, those log lines are also copied
+        to that file."""
+        t = {"requests": 0, "bytes": 0, "methods": {}, "data_gets": 0, "again": 0}
+        got = {}    # uri: [[start, end), ...], merged and sorted
         with open(self.log, "rb") as f:
             f.seek(off)
             lines = f.readlines()
@@ -317,12 +321,16 @@ class Origin:
             method, uri, status = parts[0], parts[1], parts[-2]
             t["requests"] += 1
             t["methods"][method] = t["methods"].get(method, 0) + 1
+            try:
+                n = int(parts[-1])
+            except ValueError:
+                n = 0
+            t["bytes"] += n
             if method == "GET" and not uri.endswith("/") and status in ("200", "206"):
                 t["data_gets"] += 1
-            try:
-                t["bytes"] += int(parts[-1])
-            except ValueError:
-                pass
+                m = re.search(r'"bytes=(\d+)-', line.decode("latin-1"))
+                start = int(m.group(1)) if m and status == "206" else 0
+                t["again"] += covered(got.setdefault(uri, []), start, start + n)
         return t
 
     def cpu(self):
@@ -393,6 +401,18 @@ http {
     }
 }
 """
+
+
+def covered(spans, a, b):
+    """How much of [a, b) SPANS (merged, sorted [start, end) pairs) holds;
+    then adds [a, b) to SPANS."""
+    held = sum(max(0, min(b, e) - max(a, s)) for s, e in spans)
+    keep = [(s, e) for s, e in spans if e < a or s > b]
+    joined = [(s, e) for s, e in spans if not (e < a or s > b)]
+    lo = min([a] + [s for s, _ in joined])
+    hi = max([b] + [e for _, e in joined])
+    spans[:] = sorted(keep + [(lo, hi)])
+    return held
 
 
 def free_port():
@@ -952,6 +972,10 @@ def run_workload(ctx, wl, contestants, rows):
                     ctx.raw, "%s-%s.access.log" % (lab, fname(c.name))))
                 row["requests"], row["fetched_bytes"] = t["requests"], t["bytes"]
                 row["data_gets"] = t["data_gets"]
+                if t["again"] > t["bytes"] // 100:
+                    row["note"] = ("origin bytes fetched again in the phase: %.0f MB "
+                                   "(%.0f%%); %s" % (t["again"] / 1e6, 100.0 * t["again"] / t["bytes"],
+                                                     row.get("note", ""))).strip("; ")
                 row["methods"] = " ".join("%s:%d" % kv for kv in sorted(t["methods"].items()))
                 if c.family == "tilefs" and c.warm_of and t["data_gets"]:
                     # after a remount every byte this workload reads is in
