@@ -526,7 +526,7 @@ db.execute("BEGIN IMMEDIATE")
 print("locked", flush=True)
 time.sleep(12)' "$CACHE/index.db" > "$T/locker.out" &
 	local locker=$!
-	for i in $(seq 50); do grep -q locked "$T/locker.out" && break; sleep 0.1; done
+	wait_until "the locker's BEGIN IMMEDIATE" grep -q locked "$T/locker.out"
 	tilefs_run mount --cache-dir "$CACHE" --log-file "$T/busy.log" "$ORIGIN_URL" "$MNT"
 	assert_eq "$status" 1 "exit status with the index busy"
 	[[ "$err" == *"cache"* ]] || fail "message: $err"

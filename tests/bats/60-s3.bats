@@ -228,12 +228,14 @@ PY
 @test "s3: role keys from the metadata service that rotate are one identity: a remount with the next hour's keys asks nothing" {
 	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_EC2_METADATA_DISABLED
 	sigv4_store_start "$SAMPLES"
-	local port key imds i before
+	local port key imds before
 	for key in ROLEKEY1 ROLEKEY2; do
 		port=$(_free_port)
-		/usr/bin/python3 "$BATS_TEST_DIRNAME/../lib/imds_fake.py" "$port" "$key" >"$T/imds.log" 2>&1 &
+		/usr/bin/python3 "$BATS_TEST_DIRNAME/../lib/imds_fake.py" "$port" "$key" >"$T/imds.log" \
+			2>&1 3>&- &
 		imds=$!
-		for i in $(seq 50); do grep -q ready "$T/imds.log" && break; sleep 0.1; done
+		TILEFS_EXTRA_PIDS+=("$imds")	# killed by the teardown if the test fails
+		wait_until "the fake metadata service's start" grep -q ready "$T/imds.log"
 		AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:$port \
 			tilefs_mount s3://eo "$MNT" --endpoint "$SIGV4_ENDPOINT"
 		kill "$imds"
@@ -287,9 +289,10 @@ PY
 	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_EC2_METADATA_DISABLED
 	local port
 	port=$(_free_port)
-	/usr/bin/python3 "$BATS_TEST_DIRNAME/../lib/imds_fake.py" "$port" > "$T/imds.log" 2>&1 &
+	/usr/bin/python3 "$BATS_TEST_DIRNAME/../lib/imds_fake.py" "$port" > "$T/imds.log" 2>&1 3>&- &
 	local imds=$!
-	for i in $(seq 50); do grep -q ready "$T/imds.log" && break; sleep 0.1; done
+	TILEFS_EXTRA_PIDS+=("$imds")	# killed by the teardown if the test fails
+	wait_until "the fake metadata service's start" grep -q ready "$T/imds.log"
 	AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:$port \
 		tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --log-level info
 	kill $imds

@@ -39,7 +39,7 @@ s3rver_start() {
 			>"$S3_LOG" 2>&1 &
 		S3_PID=$!
 		local i
-		for i in $(seq 100); do
+		for i in $(seq $((${TILEFS_WAIT_S:-90} * 10))); do
 			grep -q "listening" "$S3_LOG" 2>/dev/null && break
 			kill -0 "$S3_PID" 2>/dev/null || break
 			sleep 0.1
@@ -91,7 +91,7 @@ sigv4_store_start() {
 		>"$T/sigv4_store.port" 2>"$T/sigv4_store.err" &
 	SIGV4_PID=$!
 	local i
-	for i in $(seq 100); do
+	for i in $(seq $((${TILEFS_WAIT_S:-90} * 10))); do
 		[ -s "$T/sigv4_store.port" ] && break
 		sleep 0.1
 	done

@@ -65,7 +65,7 @@ tier_start() {
 	TIER_PORT=$port
 	TIER_URL=$scheme://127.0.0.1:$port
 	local i
-	for i in $(seq 50); do
+	for i in $(seq $((${TILEFS_WAIT_S:-90} * 10))); do
 		[ -s "$TIER_DIR/nginx.pid" ] && curl -s "${curl_ca[@]}" -o /dev/null "$TIER_URL/" &&
 			return 0
 		sleep 0.1
@@ -198,7 +198,7 @@ EOF
 	[ "$tls" = 1 ] && STORE_CA=$d/tls/ca.pem
 	local i ca=()
 	[ -n "$STORE_CA" ] && ca=(--cacert "$STORE_CA")
-	for i in $(seq 50); do
+	for i in $(seq $((${TILEFS_WAIT_S:-90} * 10))); do
 		curl -s "${ca[@]}" -o /dev/null "$STORE_URL" && : >"$STORE_LOG" && return 0
 		sleep 0.1
 	done
