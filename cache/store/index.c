@@ -99,13 +99,13 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_AHEAD_BYTES] = "SELECT coalesce(sum(len), 0) FROM units "
 			   "WHERE ahead AND ahead = 1 AND last_access >= ?1 AND last_access <= ?2",
 	/* a unit read on probation that a hint's coming read wants again
-	   (ahead 2), and the bytes so kept, read in [?1, ?2] */
+	   (ahead 2), and the bytes so kept, read in [?1, now] */
 	[ST_UNIT_WANTED] = "UPDATE units SET ahead = 2 WHERE object_id = ?1 AND off = ?2 "
 			   "AND admitted = 0 AND ahead != 2 RETURNING len",
 	[ST_UNIT_UNWANTED] = "UPDATE units SET ahead = 0 WHERE object_id = ?1 AND off = ?2 "
 			     "AND ahead = 2 RETURNING -len",
 	[ST_WANTED_BYTES] = "SELECT coalesce(sum(len), 0) FROM units "
-			    "WHERE ahead AND ahead = 2 AND last_access >= ?1 AND last_access <= ?2",
+			    "WHERE ahead AND ahead = 2 AND last_access >= ?1",
 	/* do ghosts stand for more than ?1 bytes per byte of usage? */
 	[ST_GHOSTS_OVER] = "SELECT (SELECT value FROM meta WHERE key = 'ghost_bytes') > "
 			   "?1 * (SELECT value FROM meta WHERE key = 'usage')",
@@ -548,36 +548,28 @@ int index_counts(struct index *ix, uint64_t *objects, uint64_t *units, uint64_t 
 	return err;
 }
 
-/* The byte count statement ID gives for units kept (ahead) whose read
- * time lies in [FROM, TO]. */
-static int kept_bytes(struct index_conn *c, enum stmt_id id, int64_t from, int64_t to,
-		      uint64_t *bytes, const char *what)
-{
-	sqlite3_stmt *s = index_stmt(c, id);
-	if (!s)
-		return -EIO;
-	sqlite3_bind_int64(s, 1, from);
-	sqlite3_bind_int64(s, 2, to);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		*bytes = (uint64_t)sqlite3_column_int64(s, 0);
-	sqlite3_reset(s);
-	return rc == SQLITE_ROW ? 0 : index_sql_error(c->db, rc, what);
-}
-
 int index_units_wanted(struct index *ix, const struct index_unit_at *v, size_t n,
 		       uint64_t bound)
 {
 	if (!ix)
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
-	int64_t now = index_now();
+	int err = index_begin(c);
+	sqlite3_stmt *sum = err ? NULL : index_stmt(c, ST_WANTED_BYTES);
 	uint64_t held = 0;
-	int rc, err = index_begin(c);
+	int rc;
 
-	if (!err)
-		err = kept_bytes(c, ST_WANTED_BYTES, now - EVICT_AHEAD_S, now, &held,
-				 "count the bytes kept for coming reads");
+	if (!err && !sum)
+		err = -EIO;
+	if (!err) {
+		sqlite3_bind_int64(sum, 1, index_now() - EVICT_AHEAD_S);
+		rc = sqlite3_step(sum);
+		if (rc == SQLITE_ROW)
+			held = (uint64_t)sqlite3_column_int64(sum, 0);
+		else
+			err = index_sql_error(c->db, rc, "count the bytes kept for coming reads");
+		sqlite3_reset(sum);
+	}
 	for (size_t i = 0; i < n && !err; i++) {
 		if (v[i].keep && held >= bound)
 			continue;
@@ -607,9 +599,22 @@ int index_ahead_bytes(struct index *ix, int64_t waited_s, uint64_t *bytes)
 	if (!ix)
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
-	int64_t now = index_now();
-	int err = kept_bytes(c, ST_AHEAD_BYTES, now - EVICT_AHEAD_S, now - waited_s, bytes,
-			     "count the bytes kept ahead");
+	sqlite3_stmt *s = index_stmt(c, ST_AHEAD_BYTES);
+	int err = -EIO;
+
+	if (s) {
+		int64_t now = index_now();
+		sqlite3_bind_int64(s, 1, now - EVICT_AHEAD_S);
+		sqlite3_bind_int64(s, 2, now - waited_s);
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			*bytes = (uint64_t)sqlite3_column_int64(s, 0);
+			err = 0;
+		} else {
+			err = index_sql_error(c->db, rc, "count the bytes kept ahead");
+		}
+		sqlite3_reset(s);
+	}
 	index_conn_put(ix, c);
 	return err;
 }
