@@ -324,7 +324,10 @@ open(sys.argv[2], "wb").write(data)' "$SAMPLES/random.bin" "$T/new.bin"
 @test "kill -9 during a large read, remount on the same cache dir: identical bytes" {
 	head -c $((30 * 1048576)) /dev/urandom >"$SAMPLES/big.bin"
 	tilefs_mount "$ORIGIN_URL" "$MNT"
-	origin_fault 'rate?bps=4000000'
+	# 1 MB/s a response: the whole-file stream's parallel GETs take many
+	# seconds for 30 MB, so the read is still going when the kill comes
+	# (at 4 MB/s it once finished first on a busy machine)
+	origin_fault 'rate?bps=1000000'
 	run_to 120 cat "$MNT/big.bin" >/dev/null 2>&1 &
 	local reader=$!
 	# wait until a few MB have landed (allocated, not apparent, size)
