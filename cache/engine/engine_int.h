@@ -8,6 +8,7 @@
  *   level 0: plan.c     pure decisions: readahead, slivers, spill, runs (plan.h)
  *            version.c  pure: pinning a GET to a version, the stale verdict
  *            hint_line.c pure: a line of an order file (hint_line_parse())
+ *            hint_at.c  pure: where a read lies in its image (read_at())
  *            state.c    settings, the prefetch policy now, counters
  *            known.c    the known map; load_unit(): a cached unit read whole
  *                       and checked
@@ -340,6 +341,30 @@ void object_prefetch_start(struct cache *c, struct cache_object *obj);
 int job_step(struct cache *c);
 /* Drop the first job of LIST (c->jobs). c->lock held. */
 void job_done(struct object_job **list);
+
+/* hint_at.c */
+/* Where a read lies in the full-resolution image of its object. */
+struct read_at {
+	bool tile;			/* in a tile of it: col, row */
+	bool fine;			/* a tile of a few KiB (strips of a plain
+					   GeoTIFF, a row or a few each): a
+					   reader's buffer takes some beside what
+					   it reads */
+	uint64_t margin;		/* fine: tiles around a window a reader's
+					   buffer may take (read_at_window()) */
+	uint64_t col, row;
+	uint32_t block_w, block_h;
+};
+/* The full-resolution tile of L whose middle byte a read of [OFF,
+ * OFF+LEN) holds, if any (tile false: none, or no tile map). */
+struct read_at read_at(const struct layout *l, uint64_t off, uint64_t len);
+/* Is a read at AT in a tile the window X Y W H of the full-resolution
+ * image touches, or, for a fine tile, within at->margin tiles of one? */
+bool read_at_window(const struct read_at *at, uint64_t x, uint64_t y, uint64_t w, uint64_t h);
+/* Does the window X Y W H lie in the full-resolution image of L? If not,
+ * why, in WHY. */
+bool window_inside(const struct layout *l, uint64_t x, uint64_t y, uint64_t w, uint64_t h,
+		   char *why, size_t why_size);
 
 /* hint.c */
 struct hint;

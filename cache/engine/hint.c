@@ -52,7 +52,6 @@
 #include "cache/store/evict.h"
 #include "cache/store/index.h"
 #include "cache/tiff/select.h"
-#include "cache/tiff/tiff.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -68,9 +67,6 @@
 #define HINT_OBJECTS 32		/* objects the thread keeps open */
 #define HINT_UNREAD_S 5		/* a unit kept for the readers this long
 				   unread: most likely skipped */
-#define HINT_FINE (16u << 10)	/* tiles or strips under this: a read of
-				   a reader's buffer across their border
-				   holds a neighbour's middle byte */
 #define HINT_NEAR 8		/* entries past the cursor a tile read
 				   again is still taken for: readers at once */
 
@@ -174,32 +170,6 @@ static void cursor_move(struct hint *h, size_t to)
 	h->cursor = to;
 	settle(h, false);
 	pthread_cond_signal(&h->wake);
-}
-
-/* Does the window X Y W H lie in the full-resolution image of L? */
-static bool window_inside(const struct layout *l, uint64_t x, uint64_t y, uint64_t w, uint64_t h,
-			  char *why, size_t why_size)
-{
-	const struct tiff_map *m = l->map;
-	uint32_t full = 0;
-	if (!m) {
-		snprintf(why, why_size, "not a tiled TIFF, so no window");
-		return false;
-	}
-	while (full < m->nifd && (m->ifds[full].sub || (m->ifds[full].subfile_type & 5)))
-		full++;
-	if (full == m->nifd) {
-		snprintf(why, why_size, "no full-resolution image");
-		return false;
-	}
-	const struct tiff_ifd *d = &m->ifds[full];
-	if (x + w > d->width || y + h > d->height) {
-		snprintf(why, why_size, "window %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
-			 " is outside the image (%" PRIu32 "x%" PRIu32 ")", x, y, w, h, d->width,
-			 d->height);
-		return false;
-	}
-	return true;
 }
 
 int cache_object_window_check(struct cache_object *obj, const struct hint_line *l,
@@ -538,90 +508,10 @@ int cache_hint_set(struct cache *c, const struct cache_hint_entry *v, size_t n, 
 	return err;
 }
 
-/* Where a read lies in the full-resolution image of its object. */
-struct read_at {
-	bool tile;			/* in a tile of it: col, row */
-	bool fine;			/* a tile under HINT_FINE bytes */
-	uint64_t margin;		/* fine: tiles around a window a reader's
-					   buffer may take (see entry_has()) */
-	uint64_t col, row;
-	uint32_t block_w, block_h;
-};
-
-/* Tile K of L, if a full-resolution tile of it (D) whose middle byte a
- * read of [OFF, OFF+LEN) holds: where it lies in the image. */
-static bool tile_held(const struct layout *l, const struct tiff_ifd *d, uint64_t k, uint64_t off,
-		       uint64_t len, struct read_at *at)
-{
-	if (k == UINT64_MAX || k < d->first || k >= d->first + d->n || !d->across || !d->down)
-		return false;
-	struct extent e = layout_block_extent(l, k);
-	uint64_t middle = e.off + e.len / 2;
-	if (e.len == 0 || middle < off || middle - off >= len)
-		return false;
-	uint64_t in_plane = (k - d->first) % ((uint64_t)d->across * d->down);
-	at->tile = true;
-	at->fine = e.len < HINT_FINE;
-	at->margin = at->fine ? HINT_FINE / e.len + 1 : 0;
-	at->row = in_plane / d->across;
-	at->col = in_plane % d->across;
-	at->block_w = d->block_w;
-	at->block_h = d->block_h;
-	return true;
-}
-
-/*
- * The full-resolution tile of L whose middle byte a read of [OFF,
- * OFF+LEN) holds, if any. A reader reads a tile whole, so one of its reads
- * holds the middle; a read at either end of a tile is not enough, since
- * readers' libraries read a few KiB across the border of the next tile
- * (glibc's stdio: the aligned block after a tile read with fread, or
- * before one it seeks to), which nobody is about to read. Looks at the
- * tile of the unit OFF lies in, and of the unit after it (the first tile
- * in the file may have given its head to the header unit, whose own
- * block is none). Tiles of a few KiB cut finer than this tells apart:
- * such a read is marked fine (see hint_match()).
- */
-static struct read_at read_at(const struct layout *l, uint64_t off, uint64_t len)
-{
-	struct read_at at = { 0 };
-	const struct tiff_map *m = l->map;
-	size_t lo = 0, hi = l->nunits;
-	uint32_t full = 0;
-
-	if (!m)
-		return at;
-	while (full < m->nifd && (m->ifds[full].sub || (m->ifds[full].subfile_type & 5)))
-		full++;
-	if (full == m->nifd)
-		return at;
-	const struct tiff_ifd *d = &m->ifds[full];
-	while (lo < hi) {	/* the first unit starting after OFF */
-		size_t mid = lo + (hi - lo) / 2;
-		if (layout_unit_get(l, mid).off <= off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo > 0 && tile_held(l, d, layout_unit_get(l, lo - 1).block, off, len, &at))
-		return at;
-	if (lo < l->nunits)
-		tile_held(l, d, layout_unit_get(l, lo).block, off, len, &at);
-	return at;
-}
-
-/* Is a read at AT of E's object one of E's: in a tile its window touches,
- * or, for a fine tile, within at->margin tiles of one (the few KiB a
- * reader's buffer takes before or after the window it reads)? */
+/* Is a read at AT of E's object one of E's (read_at_window())? */
 static bool entry_has(const struct hint_entry *e, const struct read_at *at)
 {
-	if (!e->window)
-		return true;
-	if (!at->tile || e->w == 0 || e->h == 0)
-		return false;
-	uint64_t m = at->margin;
-	return at->col + m >= e->x / at->block_w && at->col <= (e->x + e->w - 1) / at->block_w + m &&
-	       at->row + m >= e->y / at->block_h && at->row <= (e->y + e->h - 1) / at->block_h + m;
+	return !e->window || read_at_window(at, e->x, e->y, e->w, e->h);
 }
 
 /* The first entry of [FROM, TO) of the object URL (HASH) that AT is of

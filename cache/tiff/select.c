@@ -78,14 +78,20 @@ static void want_window(struct unit_list *u, const struct layout *l, uint32_t i,
 				want_block(u, l, layout_block_index(d, p, r, c));
 }
 
-/* The window's IFDs: the full-resolution image (the first main IFD that is
- * neither an overview nor a mask) and the masks of its size after it. */
-static void want_windows(struct unit_list *u, const struct layout *l, const struct selection *s)
+uint32_t tiff_full_ifd(const struct tiff_map *m)
 {
-	const struct tiff_map *m = l->map;
 	uint32_t full = 0;
 	while (full < m->nifd && (m->ifds[full].sub || (m->ifds[full].subfile_type & 5)))
 		full++;
+	return full;
+}
+
+/* The window's IFDs: the full-resolution image and the masks of its size
+ * after it. */
+static void want_windows(struct unit_list *u, const struct layout *l, const struct selection *s)
+{
+	const struct tiff_map *m = l->map;
+	uint32_t full = tiff_full_ifd(m);
 	for (uint32_t i = full; i < m->nifd; i++) {
 		const struct tiff_ifd *d = &m->ifds[i];
 		if (i == full || (d->subfile_type == 4 && d->width == m->ifds[full].width &&
