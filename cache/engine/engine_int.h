@@ -208,8 +208,16 @@ struct cache {
 	int64_t touched_objects[TOUCH_OBJECTS_MAX];	/* c->lock: all of whose
 					   units were read (passthrough), to flush */
 	size_t ntouched_objects;	/* c->lock */
+	struct index_unit_at wanted[TOUCH_MAX];	/* c->lock: units read that a
+					   hint's coming read wants again, to
+					   keep for it at the flush */
+	size_t nwanted;			/* c->lock */
 	struct known_unit *known;	/* c->lock: KNOWN_SLOTS */
 	bool disk_full_logged;		/* persist thread only */
+	atomic_bool full;		/* at eviction's target or over, when
+					   the persist thread last looked: only
+					   then does a hint keep a tile for a
+					   coming read (hint.c) */
 	struct object_job *jobs;	/* c->lock: PREFETCH_OBJECT queue (stream.c) */
 	bool jobs_off;			/* c->lock: cache_stop_prefetch() was called */
 	bool stepping;			/* c->lock: the persist thread is in job_step() */
@@ -375,7 +383,13 @@ void hint_free(struct hint *h);
 
 /* persist.c */
 void *persist_thread(void *arg);
-/* Drop units, least valuable first, until the cache is within its bound. */
+/* A hint's coming read wants the unit at OFF of OBJECT_ID again, which a
+ * read just had (KEEP), or none does (let it go): kept for it when the
+ * read times are written (index_units_wanted()), as long as what is kept
+ * so stays under an eighth of the cache. */
+void want_again(struct cache *c, int64_t object_id, uint64_t off, bool keep);
+/* Drop units, least valuable first, until the cache is within its bound;
+ * note in c->full whether it is at eviction's target (for the hint). */
 void evict(struct cache *c);
 
 #endif

@@ -69,6 +69,8 @@
 				   unread: most likely skipped */
 #define HINT_NEAR 8		/* entries past the cursor a tile read
 				   again is still taken for: readers at once */
+#define HINT_AGAIN 256		/* entries past one read that may want its
+				   unit again, and have it kept */
 
 struct hint_entry {
 	char *url, *log_name;		/* owned */
@@ -577,8 +579,13 @@ static void entry_read(struct hint *h, size_t i)
  * taken for the first entry whose window holds it within at->margin,
  * among the entries just past the cursor only, and for nothing more if
  * that one was read.
+ * In a full cache (c->full), returns 1 if an unread entry up to
+ * HINT_AGAIN past the one the read is of has its tile too (a tile two
+ * chips share: it would be evicted before that read), 0 if none has; -1
+ * if the read is of no entry, or of a fine tile, or the cache has room
+ * (nothing is evicted, so nothing need be kept: no cost to the reads).
  */
-static void hint_match(struct cache *c, const struct cache_object *obj,
+static int hint_match(struct cache *c, const struct cache_object *obj,
 		       const struct read_at *at)
 {
 	struct hint *h = c->hint;
@@ -593,15 +600,19 @@ static void hint_match(struct cache *c, const struct cache_object *obj,
 		if (late != SIZE_MAX)
 			i = late;
 	}
+	size_t k = i;	/* the entry the read is of */
 	if (i != SIZE_MAX && !h->v[i].read) {
 		entry_read(h, i);
 	} else if (i != SIZE_MAX && h->v[i].window && !at->fine) {
 		size_t near = h->cursor + HINT_NEAR;
 		size_t j = entry_find(h, i + 1, to < near ? to : near, hash, obj->url, at, true);
 		if (j != SIZE_MAX)
-			entry_read(h, j);
+			entry_read(h, k = j);
 	}
+	int again = k == SIZE_MAX || !at || at->fine || !atomic_load(&c->full) ? -1 :
+		    entry_find(h, k + 1, k + 1 + HINT_AGAIN, hash, obj->url, at, true) != SIZE_MAX;
 	pthread_mutex_unlock(&h->lock);
+	return again;
 }
 
 void cache_hint_read(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len)
@@ -610,8 +621,9 @@ void cache_hint_read(struct cache *c, const struct cache_object *obj, uint64_t o
 	if (!h || atomic_load(&h->live) == 0 || len == 0 || !atomic_load(&obj->cut))
 		return;	/* (a read that reached the cache cut it: object_cut()) */
 	struct read_at at = read_at(&obj->layout, off, len);
-	if (at.tile || !obj->layout.map)
-		hint_match(c, obj, &at);
+	int again = at.tile || !obj->layout.map ? hint_match(c, obj, &at) : -1;
+	if (again >= 0)
+		want_again(c, obj->id, layout_unit_at(&obj->layout, off + len / 2).off, again);
 }
 
 void cache_hint_opened(struct cache *c, const struct cache_object *obj)

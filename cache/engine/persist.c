@@ -36,20 +36,35 @@
 
 /* Write the read times of the units read since the last time (the hits
  * of read.c, batched here off the read path), which also ends what was
- * kept for a hint's readers that have read it (evict.h). */
+ * kept for a hint's readers that have read it (evict.h); then keep what a
+ * hint's coming reads want again (want_again()). */
 static void flush_touched(struct cache *c)
 {
 	int64_t ids[TOUCH_MAX], objects[TOUCH_OBJECTS_MAX];
+	struct index_unit_at wanted[TOUCH_MAX];
 	pthread_mutex_lock(&c->lock);
-	size_t n = c->ntouched, nobj = c->ntouched_objects;
+	size_t n = c->ntouched, nobj = c->ntouched_objects, nwanted = c->nwanted;
 	memcpy(ids, c->touched, n * sizeof(ids[0]));
 	memcpy(objects, c->touched_objects, nobj * sizeof(objects[0]));
-	c->ntouched = c->ntouched_objects = 0;
+	memcpy(wanted, c->wanted, nwanted * sizeof(wanted[0]));
+	c->ntouched = c->ntouched_objects = c->nwanted = 0;
 	pthread_mutex_unlock(&c->lock);
 	if (n)
 		index_units_touch(c->index, ids, n);
 	for (size_t i = 0; i < nobj; i++)
 		index_object_touch(c->index, objects[i]);
+	if (nwanted)	/* after the reads that end what was kept */
+		index_units_wanted(c->index, wanted, nwanted, c->cfg.size_limit / 8);
+}
+
+void want_again(struct cache *c, int64_t object_id, uint64_t off, bool keep)
+{
+	if (!c->cfg.size_limit || object_id < 0)
+		return;	/* a cache with no bound evicts nothing */
+	pthread_mutex_lock(&c->lock);
+	if (c->nwanted < TOUCH_MAX)
+		c->wanted[c->nwanted++] = (struct index_unit_at){ object_id, off, keep };
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* The bytes the index holds, and those of them not on probation (admitted
@@ -148,7 +163,11 @@ static void evict_to(struct cache *c, uint64_t limit)
 
 void evict(struct cache *c)
 {
-	evict_to(c, c->cfg.size_limit);
+	uint64_t usage, held, limit = c->cfg.size_limit;
+	/* whoever evicts: another process may, for this cache dir */
+	if (limit && levels(c, &usage, &held) == 0)
+		atomic_store(&c->full, usage >= evict_target(limit));
+	evict_to(c, limit);
 }
 
 /* The disk is full: give back the reserve, then evict a tenth. */

@@ -33,7 +33,11 @@
  * evicted before it is read and fetched twice (a unit fetched again at
  * once would look reused and be admitted over the part that fits, by
  * the idle rule: evict_sim.py --hint). The hint holds what is kept so to
- * the room eviction leaves below the bound (cache/engine/hint.c). Counts within
+ * the room eviction leaves below the bound (cache/engine/hint.c). A unit
+ * read on probation that a hint's coming read wants again (a tile two
+ * chips share) is kept the same way until that read, under an eighth of
+ * the cache (index_units_wanted()), once the cache is full: while it has
+ * room nothing is evicted, and the hint asks for nothing. Counts within
  * the margin keep the resident: over epochs in random order on a data set
  * larger than the cache, the cache keeps the part that fits instead of
  * cycling through all of it (LRU's 0.86x of epoch 1 fetched again, this

@@ -30,8 +30,9 @@
  * within EVICT_HIT_GAP_S of its fetch (or last counted read) keeps that
  * time, so probation stays in the order units were fetched and the units
  * fetched ahead of the readers are not evicted before the ones they have
- * read (evict.h). A unit kept for its readers (ahead) is no longer once
- * read. */
+ * read (evict.h). A unit kept for its readers (ahead 1) is no longer once
+ * read; one kept for a hint's coming read (ahead 2) stays so until the
+ * hint lets it go (index_units_wanted()), whatever reads it meanwhile. */
 #define TOUCHED_AT "CASE WHEN admitted = 0 AND last_access >= ?1 - " HIT_GAP \
 		   " THEN last_access ELSE ?1 END"
 
@@ -55,7 +56,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	/* as listed: on probation (?2 0) or admitted (1), not kept since */
 	[ST_UNIT_EVICT] = "DELETE FROM units WHERE id = ?1 AND admitted = ?2",
 	[ST_UNIT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - " HIT_GAP "), "
-			  "last_access = " TOUCHED_AT ", ahead = 0 WHERE id = ?2",
+			  "last_access = " TOUCHED_AT ", ahead = 2 * (ahead = 2) WHERE id = ?2",
 	[ST_CLAIM_GET] = "SELECT pid, since FROM claims WHERE object_id = ?1 AND off = ?2",
 	[ST_CLAIM_PUT] = "INSERT OR REPLACE INTO claims(object_id, off, pid, since) "
 			 "VALUES (?1, ?2, ?3, ?4)",
@@ -96,7 +97,15 @@ static const char *const stmt_sql[ST_COUNT] = {
 	/* the bytes kept for their readers (evict.h), fetched in [?1, ?2]
 	   (index units_ahead) */
 	[ST_AHEAD_BYTES] = "SELECT coalesce(sum(len), 0) FROM units "
-			   "WHERE ahead AND last_access >= ?1 AND last_access <= ?2",
+			   "WHERE ahead AND ahead = 1 AND last_access >= ?1 AND last_access <= ?2",
+	/* a unit read on probation that a hint's coming read wants again
+	   (ahead 2), and the bytes so kept, read in [?1, ?2] */
+	[ST_UNIT_WANTED] = "UPDATE units SET ahead = 2 WHERE object_id = ?1 AND off = ?2 "
+			   "AND admitted = 0 AND ahead != 2 RETURNING len",
+	[ST_UNIT_UNWANTED] = "UPDATE units SET ahead = 0 WHERE object_id = ?1 AND off = ?2 "
+			     "AND ahead = 2 RETURNING -len",
+	[ST_WANTED_BYTES] = "SELECT coalesce(sum(len), 0) FROM units "
+			    "WHERE ahead AND ahead = 2 AND last_access >= ?1 AND last_access <= ?2",
 	/* do ghosts stand for more than ?1 bytes per byte of usage? */
 	[ST_GHOSTS_OVER] = "SELECT (SELECT value FROM meta WHERE key = 'ghost_bytes') > "
 			   "?1 * (SELECT value FROM meta WHERE key = 'usage')",
@@ -539,27 +548,68 @@ int index_counts(struct index *ix, uint64_t *objects, uint64_t *units, uint64_t 
 	return err;
 }
 
+/* The byte count statement ID gives for units kept (ahead) whose read
+ * time lies in [FROM, TO]. */
+static int kept_bytes(struct index_conn *c, enum stmt_id id, int64_t from, int64_t to,
+		      uint64_t *bytes, const char *what)
+{
+	sqlite3_stmt *s = index_stmt(c, id);
+	if (!s)
+		return -EIO;
+	sqlite3_bind_int64(s, 1, from);
+	sqlite3_bind_int64(s, 2, to);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*bytes = (uint64_t)sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	return rc == SQLITE_ROW ? 0 : index_sql_error(c->db, rc, what);
+}
+
+int index_units_wanted(struct index *ix, const struct index_unit_at *v, size_t n,
+		       uint64_t bound)
+{
+	if (!ix)
+		return -ENODEV;	/* no index */
+	struct index_conn *c = index_conn_get(ix);
+	int64_t now = index_now();
+	uint64_t held = 0;
+	int rc, err = index_begin(c);
+
+	if (!err)
+		err = kept_bytes(c, ST_WANTED_BYTES, now - EVICT_AHEAD_S, now, &held,
+				 "count the bytes kept for coming reads");
+	for (size_t i = 0; i < n && !err; i++) {
+		if (v[i].keep && held >= bound)
+			continue;
+		sqlite3_stmt *s = index_stmt(c, v[i].keep ? ST_UNIT_WANTED : ST_UNIT_UNWANTED);
+		if (!s) {
+			err = -EIO;
+			break;
+		}
+		sqlite3_bind_int64(s, 1, v[i].object_id);
+		sqlite3_bind_int64(s, 2, (int64_t)v[i].off);
+		while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+			int64_t d = sqlite3_column_int64(s, 0);	/* - when let go */
+			held = d >= 0 ? held + (uint64_t)d :
+			       held > (uint64_t)-d ? held - (uint64_t)-d : 0;
+		}
+		if (rc != SQLITE_DONE)
+			err = index_sql_error(c->db, rc, "keep a unit for a coming read");
+		sqlite3_reset(s);
+	}
+	err = index_commit(c, err);
+	index_conn_put(ix, c);
+	return err;
+}
+
 int index_ahead_bytes(struct index *ix, int64_t waited_s, uint64_t *bytes)
 {
 	if (!ix)
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
-	sqlite3_stmt *s = index_stmt(c, ST_AHEAD_BYTES);
-	int err = -EIO;
-
-	if (s) {
-		int64_t now = index_now();
-		sqlite3_bind_int64(s, 1, now - EVICT_AHEAD_S);
-		sqlite3_bind_int64(s, 2, now - waited_s);
-		int rc = sqlite3_step(s);
-		if (rc == SQLITE_ROW) {
-			*bytes = (uint64_t)sqlite3_column_int64(s, 0);
-			err = 0;
-		} else {
-			err = index_sql_error(c->db, rc, "count the bytes kept ahead");
-		}
-		sqlite3_reset(s);
-	}
+	int64_t now = index_now();
+	int err = kept_bytes(c, ST_AHEAD_BYTES, now - EVICT_AHEAD_S, now - waited_s, bytes,
+			     "count the bytes kept ahead");
 	index_conn_put(ix, c);
 	return err;
 }

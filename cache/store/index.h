@@ -175,6 +175,20 @@ int index_units_admit(struct index *ix, int64_t object_id, struct index_unit_new
 /* Bytes of the units kept for their readers now (index_units_admit())
  * that have waited WAITED_S seconds or more for them. */
 int index_ahead_bytes(struct index *ix, int64_t waited_s, uint64_t *bytes);
+/* Keep the units at V[0..n) with keep set, read on probation, that a
+ * coming read of a hint wants again, for it, as index_units_admit() keeps
+ * what a hint fetched, while the bytes so kept stay under BOUND (eviction
+ * passes over kept units, and must find others); let go of those without
+ * (read by the last entry that wanted them). In order, in one
+ * transaction. A unit so kept is let go of, or EVICT_AHEAD_S after its
+ * last read time. */
+struct index_unit_at {
+	int64_t object_id;
+	uint64_t off;
+	bool keep;	/* false: no coming read wants it: kept no longer */
+};
+int index_units_wanted(struct index *ix, const struct index_unit_at *v, size_t n,
+		       uint64_t bound);
 /* Admit the units of OBJECT_ID at OFFS[0..n) that are cached on probation,
  * in one transaction (tilefs warm: what a user asks to warm is kept).
  * KEPT (if not NULL): kept[i] says unit i was on probation and is admitted

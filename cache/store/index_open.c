@@ -35,8 +35,11 @@
  *       units read once (hits <= 1), then the rest, least recently read
  *       first within each (index units_victims). ahead is 1 for a
  *       unit on probation that was fetched ahead of its readers (a hint's)
- *       and not read since: eviction passes over it while it is younger
- *       than EVICT_AHEAD_S (index units_ahead counts those). A column of
+ *       and not read since, 2 for one read on probation that a hint's
+ *       coming read wants again, until the hint lets it go
+ *       (index_units_wanted()): eviction passes
+ *       over either while it is younger than EVICT_AHEAD_S (index
+ *       units_ahead counts those). A column of
  *       schema 6 added at open if missing (migrate()); a tilefs that
  *       does not know it reads such units as on probation.
  *   ghosts(object_id, off, len, hits, last_access)

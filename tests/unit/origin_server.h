@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ORIGIN_OBJECTS 128
+#define ORIGIN_OBJECTS 160
 #define ORIGIN_LOG_MAX 8192		/* requests logged at most */
 #define ORIGIN_WAIT_S 60		/* bound on every wait for an event */
 

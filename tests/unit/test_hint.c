@@ -265,6 +265,22 @@ static void test_late(struct origin_server *s, const char *dir)
 	hinted_cache_close(c, src, http, urls, OBJECTS);
 }
 
+/* Read object I through C until a read of it is served from the cache
+ * whole (its units stored, not in flight); false if not within
+ * ORIGIN_WAIT_S. */
+static bool read_cached_whole(struct cache *c, struct source *src, int i)
+{
+	struct cache_stats before, after;
+	time_t until = time(NULL) + ORIGIN_WAIT_S;
+	do {
+		cache_get_stats(c, &before);
+		if (!read_object(c, src, i))
+			return false;
+		cache_get_stats(c, &after);
+	} while (after.hits - before.hits < 2 && time(NULL) < until && usleep(10000) == 0);
+	return after.hits - before.hits >= 2;	/* its header and its block */
+}
+
 /* Read the objects [FIRST, FIRST + N) into C until it is full (it has
  * evicted); true if each was read right and eviction came within
  * ORIGIN_WAIT_S. */
@@ -362,6 +378,49 @@ static void test_full_hinted_only(struct origin_server *s, const char *dir)
 	hinted_cache_close(c, src, http, urls, HINTED);
 }
 
+/*
+ * A hint into a full cache whose last entry reads the first one's object
+ * again (two chips sharing a tile, far apart in the order): read, the
+ * unit would go on probation and be evicted by the readers' misses
+ * before it; the hint keeps it for that coming read instead.
+ */
+static void test_again(struct origin_server *s, const char *dir)
+{
+	enum { FIRST = 104, HINTED = 5, FILL = 18, MISSES = 2 };	/* after test_late()'s */
+	struct source *src = NULL;
+	struct cache *c = NULL;
+	struct http_client *http = NULL;
+	struct cache_hint_entry v[HINTED + 1];
+	char *urls[HINTED];
+	struct cache_stats cs;
+
+	if (!hinted_cache(s, dir, 1u << 20, FIRST, HINTED + FILL + MISSES * HINTED, HINTED, &c,
+			  &src, &http, v, urls))
+		return;
+	fill(c, src, FIRST + HINTED, FILL);
+	v[HINTED] = v[0];	/* the first object, once more at the end */
+	CHECK(cache_hint_set(c, v, HINTED + 1, 80u << 10) == 0, "a hint of %d entries",
+	      HINTED + 1);
+	CHECK(wait_block(s, FIRST) && read_cached_whole(c, src, FIRST),
+	      "the first entry fetched ahead, then read from the cache");
+	cache_get_stats(c, &cs);
+	uint64_t evicted = cs.evicted;
+	int read = 0;
+	for (int i = FIRST + 1; i < FIRST + HINTED; i++) {
+		for (int k = 0; k < MISSES; k++)	/* the readers' misses */
+			read += read_object(c, src, FIRST + HINTED + FILL + (i - FIRST) * MISSES + k);
+		read += wait_block(s, i) && read_object(c, src, i);
+	}
+	cache_get_stats(c, &cs);
+	CHECK(read == (HINTED - 1) * (MISSES + 1) && cs.evicted - evicted >= 4 * (OBJECT_SIZE - HEADER),
+	      "every read between is right (%d), and evicted %llu bytes", read,
+	      (unsigned long long)(cs.evicted - evicted));
+	CHECK(read_object(c, src, FIRST) && block_gets(s, FIRST) == 1,
+	      "the last entry reads the first object again without a GET: %zu GETs of its block",
+	      block_gets(s, FIRST));
+	hinted_cache_close(c, src, http, urls, HINTED);
+}
+
 int main(void)
 {
 	char base[] = "/tmp/tilefs-hint-XXXXXX", dir[256];
@@ -386,6 +445,9 @@ int main(void)
 	snprintf(dir, sizeof(dir), "%s/late", base);
 	mkdir(dir, 0700);
 	test_late(&s, dir);
+	snprintf(dir, sizeof(dir), "%s/again", base);
+	mkdir(dir, 0700);
+	test_again(&s, dir);
 	origin_stop(&s);
 	nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return check_done();
