@@ -527,7 +527,7 @@ PYEOF
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
 db.execute("BEGIN IMMEDIATE")
 print("locked", flush=True)
-time.sleep(12)' "$CACHE/index.db" > "$T/locker.out" &
+time.sleep(12)' "$CACHE/index.db" > "$T/locker.out" 3>&- &
 	local locker=$!
 	wait_until "the locker's BEGIN IMMEDIATE" grep -q locked "$T/locker.out"
 	tilefs_run mount --cache-dir "$CACHE" --log-file "$T/busy.log" "$ORIGIN_URL" "$MNT"

@@ -35,10 +35,10 @@ identity_start() {
 	ID=$T/id
 	mkdir -p "$ID"
 	[ -z "${1:-}" ] || echo "$1" >"$ID/lifetime"
-	"$PY" "$TESTS_LIB/aws_identity.py" "$ID" 2>"$T/identity.err" &
+	"$PY" "$TESTS_LIB/aws_identity.py" "$ID" 2>"$T/identity.err" 3>&- &
 	IDENTITY_PID=$!
 	SIGV4_KEYS=$ID/keys.json "$PY" "$TESTS_LIB/sigv4_store.py" "$SAMPLES" "$T/store.log" \
-		>"$T/store.port" 2>"$T/store.err" &
+		>"$T/store.port" 2>"$T/store.err" 3>&- &
 	STORE_PID=$!
 	wait_until "the identity emulator's start" test -s "$ID/port"
 	wait_until "the store's start" test -s "$T/store.port"
@@ -383,7 +383,7 @@ netns_other() {
 # process: its lo up, 169.254.170.2/32 on that lo (the host's interfaces
 # are never touched); NETNS: the command prefix that runs in it
 netns_start() {
-	unshare -n sleep 3600 &
+	unshare -n sleep 3600 3>&- &
 	NETNS_PID=$!
 	TILEFS_EXTRA_PIDS+=("$NETNS_PID")
 	wait_until "the network namespace" netns_other "$NETNS_PID"
@@ -400,10 +400,10 @@ netns_start() {
 	mkdir -p "$ID"
 	# the container endpoint where the SDKs fix it, and the store, both in the namespace
 	"${NETNS[@]}" "$PY" "$TESTS_LIB/aws_identity.py" "$ID" --host 169.254.170.2 --port 80 \
-		2>"$T/identity.err" &
+		2>"$T/identity.err" 3>&- &
 	IDENTITY_PID=$!
 	SIGV4_KEYS=$ID/keys.json "${NETNS[@]}" "$PY" "$TESTS_LIB/sigv4_store.py" "$SAMPLES" \
-		"$T/store.log" >"$T/store.port" 2>"$T/store.err" &
+		"$T/store.log" >"$T/store.port" 2>"$T/store.err" 3>&- &
 	STORE_PID=$!
 	wait_until "the container endpoint's start" test -s "$ID/port"
 	wait_until "the store's start" test -s "$T/store.port"

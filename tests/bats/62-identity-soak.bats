@@ -67,7 +67,7 @@ s3_up() {
 	endpoint_start s3 || return 1
 	AWS_ID_URL=http://127.0.0.1:$(cat "$T/awsid/port")
 	SIGV4_KEYS=$T/awsid/keys.json "$PY" "$TESTS_LIB/sigv4_store.py" "$SAMPLES" "$T/store.log" \
-		>"$T/store.port" 2>"$T/store.err" &
+		>"$T/store.port" 2>"$T/store.err" 3>&- &
 	STORE_PID=$!
 	wait_until "the store's start" test -s "$T/store.port"
 	AWS_WEB_IDENTITY_TOKEN_FILE=$T/web-token AWS_ROLE_ARN=$ROLE AWS_ENDPOINT_URL_STS=$AWS_ID_URL \
@@ -121,7 +121,7 @@ endpoint_start() {
 		d=$T/awsid
 		[ -s "$d/port" ] && port=(--port "$(cat "$d/port")")
 		rm -f "$d/port"
-		"$PY" "$TESTS_LIB/aws_identity.py" "$d" "${port[@]}" 2>>"$T/awsid.err" &
+		"$PY" "$TESTS_LIB/aws_identity.py" "$d" "${port[@]}" 2>>"$T/awsid.err" 3>&- &
 		echo $! >"$d/pid"
 		wait_until "the AWS identity emulator's start" test -s "$d/port"
 		;;

@@ -50,7 +50,7 @@ read_chips() {
 	for h in 1 2; do
 		tilefs_mount "$ORIGIN_URL" "$T/mnt$h" --cache-dir "$T/cache$h" --tier "$TIER_URL"
 	done
-	"$PY" "$TESTS_LIB/chips.py" --chips 30 "$T/mnt1" "$SAMPLES" >"$T/chips1.out" 2>&1 &
+	"$PY" "$TESTS_LIB/chips.py" --chips 30 "$T/mnt1" "$SAMPLES" >"$T/chips1.out" 2>&1 3>&- &
 	local h1=$!
 	run "$PY" "$TESTS_LIB/chips.py" --chips 30 "$T/mnt2" "$SAMPLES"
 	assert_eq "$status" 0 "chips through host 2: $output"
@@ -183,7 +183,7 @@ with rasterio.open(sys.argv[1]) as ds:
 
 @test "tier: Signature V4 verifies at the store through the tier (botocore), and s3rver serves it" {
 	(cd "$SAMPLES" && find . -name '*.tif' | sed 's|^\./||') >"$T/list"
-	"$PY" "$TESTS_LIB/sigv4_store.py" "$SAMPLES" "$T/store.log" >"$T/store.port" &
+	"$PY" "$TESTS_LIB/sigv4_store.py" "$SAMPLES" "$T/store.log" >"$T/store.port" 3>&- &
 	STORE_PID=$!
 	local i
 	for ((i = 0; i < 100; i++)); do
@@ -446,11 +446,11 @@ gcs_setup() {
 	export AWS_EC2_METADATA_DISABLED=true HOME=$T/home
 	(cd "$SAMPLES" && find . -type f | sed 's|^\./||' | sort) >"$T/list"
 	mkdir -p "$T/id"
-	"$PY" "$TESTS_LIB/aws_identity.py" "$T/id" 2>"$T/identity.err" &
+	"$PY" "$TESTS_LIB/aws_identity.py" "$T/id" 2>"$T/identity.err" 3>&- &
 	local idpid=$!
 	TILEFS_EXTRA_PIDS+=("$idpid")
 	SIGV4_KEYS=$T/id/keys.json "$PY" "$TESTS_LIB/sigv4_store.py" "$SAMPLES" "$T/store.log" \
-		>"$T/store.port" &
+		>"$T/store.port" 3>&- &
 	STORE_PID=$!
 	wait_until "the identity emulator's start" test -s "$T/id/port"
 	wait_until "the store's start" test -s "$T/store.port"
@@ -473,7 +473,7 @@ gcs_setup() {
 	# a second host, its own web identity keys: the tier answers, the store sees nothing
 	local before
 	before=$(wc -l <"$T/store.log")
-	"$PY" "$TESTS_LIB/aws_identity.py" "$T/id" --port "$(cat "$T/id/port")" 2>>"$T/identity.err" &
+	"$PY" "$TESTS_LIB/aws_identity.py" "$T/id" --port "$(cat "$T/id/port")" 2>>"$T/identity.err" 3>&- &
 	idpid=$!
 	TILEFS_EXTRA_PIDS+=("$idpid")
 	wait_until "the identity emulator's restart" grep -q . "$T/id/port"

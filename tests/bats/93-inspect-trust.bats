@@ -33,7 +33,7 @@ fake_mount() {
 	local i
 	mkdir -p "$FAKE_MNT"
 	TILEFS_EXTRA_MOUNTS+=("$FAKE_MNT")
-	"$FAKE" "${@:1:$#-1}" "$FAKE_MNT" "$SAMPLES/t256.tif" "${!#}" 2>"$T/fake.err" &
+	"$FAKE" "${@:1:$#-1}" "$FAKE_MNT" "$SAMPLES/t256.tif" "${!#}" 2>"$T/fake.err" 3>&- &
 	FAKE_PID=$!
 	for ((i = 0; i < 600; i++)); do
 		[ -f "$FAKE_MNT/f.tif" ] && return 0

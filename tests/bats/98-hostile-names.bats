@@ -76,7 +76,7 @@ for i in range(int(sys.argv[2])):
         s.send(b"G")
     except OSError:
         break
-    time.sleep(1)' "$1" "$2" </dev/null >/dev/null 2>&1 &
+    time.sleep(1)' "$1" "$2" </dev/null >/dev/null 2>&1 3>&- &
 	TRICKLE_PID=$!
 }
 

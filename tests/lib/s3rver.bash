@@ -36,7 +36,7 @@ s3rver_start() {
 		# only offers through its legacy provider
 		NODE_OPTIONS=--openssl-legacy-provider \
 			"$S3RVER_BIN" -d "$S3_DIR" -a 127.0.0.1 -p "$S3_PORT" --configure-bucket "$bucket" \
-			>"$S3_LOG" 2>&1 &
+			>"$S3_LOG" 2>&1 3>&- &
 		S3_PID=$!
 		local i
 		for i in $(seq $((${TILEFS_WAIT_S:-90} * 10))); do
@@ -88,7 +88,7 @@ sigv4_store_start() {
 	SIGV4_LOG=$T/sigv4_store.log
 	: >"$SIGV4_LOG"
 	/usr/bin/python3 "$BATS_TEST_DIRNAME/../lib/sigv4_store.py" "$1" "$SIGV4_LOG" \
-		>"$T/sigv4_store.port" 2>"$T/sigv4_store.err" &
+		>"$T/sigv4_store.port" 2>"$T/sigv4_store.err" 3>&- &
 	SIGV4_PID=$!
 	local i
 	for i in $(seq $((${TILEFS_WAIT_S:-90} * 10))); do
