@@ -161,6 +161,8 @@ struct inflight {
 	bool prefetch;			/* no reader asked for it (yet) */
 	bool ahead;			/* c->lock: a hint's, no reader joined
 					   it: kept for them (evict.h) */
+	bool wanted;			/* c->lock: read, and a hint's coming
+					   read wants it again (want_again()) */
 	bool sliver;			/* part of a unit, for one read only */
 };
 
@@ -386,7 +388,8 @@ void *persist_thread(void *arg);
 /* A hint's coming read wants the unit at OFF of OBJECT_ID again, which a
  * read just had (KEEP), or none does (let it go): kept for it when the
  * read times are written (index_units_wanted()), as long as what is kept
- * so stays under an eighth of the cache. */
+ * so stays under an eighth of the cache; a unit still in flight is stored
+ * kept. */
 void want_again(struct cache *c, int64_t object_id, uint64_t off, bool keep);
 /* Drop units, least valuable first, until the cache is within its bound;
  * note in c->full whether it is at eviction's target (for the hint). */

@@ -62,6 +62,11 @@ void want_again(struct cache *c, int64_t object_id, uint64_t off, bool keep)
 	if (!c->cfg.size_limit || object_id < 0)
 		return;	/* a cache with no bound evicts nothing */
 	pthread_mutex_lock(&c->lock);
+	/* read while in flight: the flush may come before it is stored, so
+	   it is stored kept (persist()); the flush, if after, changes nothing */
+	struct inflight *e = keep ? table_find(c, object_id, off) : NULL;
+	if (e)
+		e->wanted = true;
 	if (c->nwanted < TOUCH_MAX)
 		c->wanted[c->nwanted++] = (struct index_unit_at){ object_id, off, keep };
 	pthread_mutex_unlock(&c->lock);
@@ -198,10 +203,11 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 		struct inflight *e = v[i];
 		if (e->persist && e->claimed) {
 			pthread_mutex_lock(&c->lock);
-			bool ahead = e->ahead;	/* a reader may join it still */
+			bool ahead = e->ahead, wanted = e->wanted;	/* a reader may
+									   join it still */
 			pthread_mutex_unlock(&c->lock);
 			rec[k] = (struct index_unit_new){ .off = e->unit.off, .len = e->unit.len,
-							  .ahead = ahead };
+							  .ahead = ahead, .wanted = wanted };
 			bytes[k++] = e->buf;
 		} else if (e->claimed) {
 			index_unclaim(c->index, obj->id, e->unit.off);

@@ -161,6 +161,11 @@ struct index_unit_new {
 	int err;
 	bool ahead;	/* fetched ahead of its readers: one that does not
 			   get in is kept for them (index_units_admit()) */
+	bool wanted;	/* read already, and a coming read wants it: one
+			   that does not get in is kept for that read, as
+			   index_units_wanted() keeps a stored one (not
+			   counted against its bound: only a unit read while
+			   it was being fetched comes so) */
 	int64_t id;	/* out: the row this call added (0: none, as when
 			   the unit was in already) */
 };

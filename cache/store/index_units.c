@@ -271,7 +271,8 @@ static int unit_add_one(struct index_conn *c, int64_t object_id, struct index_un
 		sqlite3_bind_int64(s, 5, now);
 		sqlite3_bind_int64(s, 6, hits);
 		sqlite3_bind_int64(s, 7, admitted);
-		sqlite3_bind_int64(s, 8, !admitted && v->ahead);	/* kept for its readers */
+		/* kept for its readers, or for a coming read (index_units_wanted()) */
+		sqlite3_bind_int64(s, 8, admitted ? 0 : v->wanted ? 2 : v->ahead);
 	}
 	err = index_exec(c, s, "add unit");
 	if (!err && sqlite3_changes(c->db) == 1)

@@ -633,3 +633,53 @@ torch_loader() {
 	assert_eq "$(origin_dup_ranges)" "" "ranges fetched twice"
 	tilefs_umount "$MNT"
 }
+
+# gets_of URI "OFFSET LENGTH": how many GETs of URI the origin answered
+# whose range holds the middle byte of that tile
+gets_of() {
+	awk -v want="$1" -v mid="$((${2% *} + ${2#* } / 2))" "$ORIGIN_AWK"'{ parse() }
+		m == "GET" && u == want && st == 206 && r ~ /^bytes=/ {
+			split(substr(r, 7), b, "-"); if (b[1] + 0 <= mid + 0 && mid + 0 <= b[2] + 0) n++ }
+		END { print n + 0 }' "$ORIGIN_LOG"
+}
+
+@test "hint: in a full cache, a tile read for one line that a later line reads again is kept for it: one GET, where the reads between cycle the whole cache" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --cache-size 1M --metrics-file "$PROM"
+	ls "$MNT" >/dev/null
+	local c r t a between=()
+	# fill the cache (tiles of about 64 KiB: 16 of them pass 1M)
+	for c in $(seq 0 15); do
+		read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$(block "$T/web/cog.tif" $c 10)"
+	done
+	wait_until "the cache full, evicting" metric_above "$PROM" tilefs_evicted_bytes_total 0
+	# the order: tile (3,2), then 32 other tiles (twice the cache), then a
+	# window of (3,2) again
+	a=$(block "$T/web/cog.tif" 3 2)
+	echo "cog.tif 768 512 256 256" >"$T/order"
+	for r in 5 6; do
+		for c in $(seq 0 15); do
+			echo "cog.tif $((c * 256)) $((r * 256)) 256 256"
+			between+=("$(block "$T/web/cog.tif" $c $r)")
+		done
+	done >>"$T/order"
+	echo "cog.tif 800 600 64 64" >>"$T/order"
+	origin_log_reset
+	tilefs_run hint "$MNT" "$T/order"
+	assert_eq "$status" 0 "exit status of tilefs hint"
+	# the first line's reader reads its tile
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$a"
+	wait_until "tilefs_hint_position 1" metric_is "$PROM" tilefs_hint_position 1
+	for t in "${between[@]}"; do
+		read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$t"
+	done
+	# the reads between fetched twice the cache: without the keep, the
+	# first tile (on probation once read) would have gone
+	local gets
+	gets=$(origin_select 'm == "GET" && u == "/cog.tif" && st == 206' | wc -l)
+	[ "$gets" -ge 32 ] || fail "only $gets GETs for the 32 tiles between: the test reads from the cache"
+	read_tiles "$MNT/cog.tif" "$T/web/cog.tif" "$a"
+	assert_eq "$(gets_of /cog.tif "$a")" 1 "GETs of the first line's tile, read again by the last line"
+	tilefs_umount "$MNT"
+}
