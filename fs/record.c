@@ -95,15 +95,12 @@ static int tile_cmp(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* The full-resolution image of L's tile map, as select.c finds it: the
- * first main IFD neither an overview nor a mask. */
+/* The full-resolution image of L's tile map (tiff_full_ifd()), if tiled. */
 static const struct tiff_ifd *full_resolution(const struct layout *l)
 {
 	const struct tiff_map *m = l->map;
-	for (uint32_t i = 0; m && i < m->nifd; i++)
-		if (!m->ifds[i].sub && !(m->ifds[i].subfile_type & 5))
-			return m->ifds[i].tiled ? &m->ifds[i] : NULL;
-	return NULL;
+	uint32_t full = m ? tiff_full_ifd(m) : 0;
+	return m && full < m->nifd && m->ifds[full].tiled ? &m->ifds[full] : NULL;
 }
 
 struct record_open *record_open(struct record *r, const char *path,

@@ -6,7 +6,6 @@
  * Level 0 of the engine (engine_int.h): pure, calls nothing of it.
  */
 #include "cache/engine/engine_int.h"
-#include "cache/tiff/select.h"
 #include "cache/tiff/tiff.h"
 
 #include <inttypes.h>

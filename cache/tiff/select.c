@@ -78,14 +78,6 @@ static void want_window(struct unit_list *u, const struct layout *l, uint32_t i,
 				want_block(u, l, layout_block_index(d, p, r, c));
 }
 
-uint32_t tiff_full_ifd(const struct tiff_map *m)
-{
-	uint32_t full = 0;
-	while (full < m->nifd && (m->ifds[full].sub || (m->ifds[full].subfile_type & 5)))
-		full++;
-	return full;
-}
-
 /* The window's IFDs: the full-resolution image and the masks of its size
  * after it. */
 static void want_windows(struct unit_list *u, const struct layout *l, const struct selection *s)

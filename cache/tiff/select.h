@@ -43,8 +43,4 @@ bool selection_is_whole(const struct selection *s);
 int selection_units(const struct layout *l, const struct selection *s, struct extent **out,
 		    size_t *n);
 
-/* The index in M of its full-resolution image: the first main IFD that is
- * neither an overview nor a mask. M->nifd if it has none. */
-uint32_t tiff_full_ifd(const struct tiff_map *m);
-
 #endif

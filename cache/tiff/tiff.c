@@ -139,6 +139,14 @@ void tiff_map_free(struct tiff_map *map)
 	free(map);
 }
 
+uint32_t tiff_full_ifd(const struct tiff_map *m)
+{
+	uint32_t full = 0;
+	while (full < m->nifd && (m->ifds[full].sub || (m->ifds[full].subfile_type & 5)))
+		full++;
+	return full;
+}
+
 static uint64_t div_up(uint64_t a, uint64_t b)
 {
 	return a / b + (a % b != 0);

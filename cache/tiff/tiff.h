@@ -69,6 +69,10 @@ int tiff_map_parse(tiff_read_fn read, void *arg, uint64_t size, struct tiff_map 
 		   char *why, size_t why_len);
 void tiff_map_free(struct tiff_map *map);
 
+/* The index in M of its full-resolution image: the first main IFD that is
+ * neither an overview nor a mask. M->nifd if it has none. */
+uint32_t tiff_full_ifd(const struct tiff_map *m);
+
 /* Serialise MAP for the index: *blob is malloc'ed, caller frees. */
 int tiff_map_encode(const struct tiff_map *map, void **blob, size_t *len);
 /* Inverse of tiff_map_encode(), checking it all again: -EINVAL if BLOB is
