@@ -113,7 +113,7 @@ static const struct option_def defs[] = {
 	  "only where the network to the tier is trusted" },
 	{ "retries", M | W, 0, OPT_LONG, OFF(retries), "N", "5", 0, 100,
 	  "retries of a failed request before the read fails with EIO" },
-	{ "connections", M, 0, OPT_LONG, OFF(max_connections), "N", "16", 1, 256,
+	{ "connections", M, 0, OPT_LONG, OFF(max_connections), "N", "32", 1, 256,
 	  "connections to the origin at most" },
 	{ "log-level", M | W, 0, OPT_LEVEL, OFF(log_level), "LEVEL", "warn", 0, 0,
 	  "error, warn, info or debug" },

@@ -86,13 +86,12 @@ struct store;
 #define PREFETCH_MAX 512		/* units one read may add */
 #define EDGE_SLOTS 256			/* slivers kept, over all objects */
 /* A streamed object (--prefetch object, auto) goes out in background GETs
- * of at most STREAM_GET_MAX bytes, with at most BACKGROUND_BUDGET of them in
- * flight: a reader that needs a unit of one waits for that GET whole, so
- * they are kept short, and each is sent only when http.c has a connection
- * the readers left idle for it (http_background_room()), never queued. The
- * budget lets background GETs fill the default 16 connections. */
+ * of at most STREAM_GET_MAX bytes, with at most c->background_budget of
+ * them in flight, one GET's worth for each connection: a reader that needs
+ * a unit of one waits for that GET whole, so they are kept short, and each
+ * is sent only when http.c has a connection the readers left idle for it
+ * (http_background_room()), never queued. */
 #define STREAM_GET_MAX (2u << 20)
-#define BACKGROUND_BUDGET (32u << 20)
 #define STREAMS 8			/* readers of one object told apart */
 
 /* Bytes of a tile a reader's aligned buffer touched, kept (see plan.h):
@@ -230,6 +229,7 @@ struct cache {
 	size_t nedges_to_keep;		/* c->lock */
 	struct inflight *slivers;	/* c->lock: being fetched, to join */
 	uint64_t background_bytes;	/* c->lock: in background GETs */
+	uint64_t background_budget;	/* their bound: STREAM_GET_MAX a connection */
 	_Atomic uint64_t mounted_bytes;	/* cache_set_mounted_bytes() */
 	struct cache_stats stats;	/* c->lock */
 	struct hint *hint;		/* hint.c; its own lock, taken before
@@ -322,7 +322,7 @@ int entry_claim(struct cache *c, struct cache_object *obj, struct inflight *e);
 size_t prefetch_entries(struct cache *c, struct cache_object *obj, const struct extent *units,
 			size_t n, bool ahead, struct inflight **out);
 /* May one more background GET be sent now? Only while the bytes in
- * background GETs are under BACKGROUND_BUDGET and the HTTP client has a
+ * background GETs are under c->background_budget and the HTTP client has a
  * connection the readers left idle for it (http_background_room()), so no
  * background GET waits queued where a reader could need its bytes. The
  * one test for every producer of background GETs. Takes c->lock. */

@@ -332,7 +332,7 @@ static bool gap_has_units(void *arg, uint64_t from, uint64_t to)
 bool background_room(struct cache *c)
 {
 	pthread_mutex_lock(&c->lock);
-	bool budget = c->background_bytes < BACKGROUND_BUDGET;
+	bool budget = c->background_bytes < c->background_budget;
 	pthread_mutex_unlock(&c->lock);
 	return budget && http_background_room(c->http) > 0;
 }

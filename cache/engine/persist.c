@@ -313,7 +313,7 @@ void *persist_thread(void *arg)
 			pthread_mutex_lock(&c->lock);
 			continue;
 		}
-		if (!e && c->jobs && !c->jobs_off && c->background_bytes < BACKGROUND_BUDGET) {
+		if (!e && c->jobs && !c->jobs_off && c->background_bytes < c->background_budget) {
 			c->stepping = true;
 			pthread_mutex_unlock(&c->lock);
 			int busy = job_step(c);

@@ -56,7 +56,7 @@ void http_config_defaults(struct http_config *cfg)
 {
 	cfg->ca_file = NULL;
 	cfg->retries = 5;
-	cfg->max_connections = 16;
+	cfg->max_connections = 32;
 	cfg->connect_timeout_s = 10;
 	cfg->stall_timeout_s = 30;
 	cfg->backoff_base_ms = 100;
@@ -352,6 +352,11 @@ int http_background_room(struct http_client *c)
 	int room = c->background_room;
 	pthread_mutex_unlock(&c->lock);
 	return room;
+}
+
+int http_connections(const struct http_client *c)
+{
+	return c->cfg.max_connections;
 }
 
 static void *fetch_thread(void *arg)

@@ -201,6 +201,8 @@ void http_submit(struct http_client *client, struct http_request *req);
  * than this, so that none waits queued behind others while a reader may
  * need its bytes. */
 int http_background_room(struct http_client *client);
+/* The connections CLIENT opens at most (http_config.max_connections). */
+int http_connections(const struct http_client *client);
 /* Submit and wait; returns req->err. req->done and req->arg are overwritten. */
 int http_run(struct http_client *client, struct http_request *req);
 

@@ -322,12 +322,14 @@ open(sys.argv[2], "wb").write(data)' "$SAMPLES/random.bin" "$T/new.bin"
 }
 
 @test "kill -9 during a large read, remount on the same cache dir: identical bytes" {
-	head -c $((30 * 1048576)) /dev/urandom >"$SAMPLES/big.bin"
+	head -c $((64 * 1048576)) /dev/urandom >"$SAMPLES/big.bin"
 	tilefs_mount "$ORIGIN_URL" "$MNT"
-	# 1 MB/s a response: the whole-file stream's parallel GETs take many
-	# seconds for 30 MB, so the read is still going when the kill comes
-	# (at 4 MB/s it once finished first on a busy machine)
-	origin_fault 'rate?bps=1000000'
+	# 500 KB/s a response: the whole-file stream's GETs of 2 MiB, one a
+	# connection (32 by default), take 4 s each, and 64 MiB needs two
+	# rounds of them, so the first round has landed and the read is still
+	# going when the kill comes (a file one round covers lands all at once,
+	# at its end)
+	origin_fault 'rate?bps=500000'
 	run_to 120 cat "$MNT/big.bin" >/dev/null 2>&1 &
 	local reader=$!
 	# wait until a few MB have landed (allocated, not apparent, size)
