@@ -29,7 +29,7 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 	c->cfg = *cfg;
 	c->src = src;
 	c->http = http;
-	c->background_budget = (uint64_t)STREAM_GET_MAX * (http ? http_connections(http) : 0);
+	c->background_budget = (uint64_t)STREAM_GET_MAX * http_connections(http);
 	c->queue_end = &c->queue_head;
 	atomic_init(&c->mounted_bytes, UINT64_MAX);
 	c->known = calloc(KNOWN_SLOTS, sizeof(*c->known));
