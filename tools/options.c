@@ -31,6 +31,8 @@ struct option_def {
 };
 
 #define OFF(field) offsetof(struct options, field)
+#define TEXT(x) #x
+#define NUMBER(x) TEXT(x)		/* a macro's value as a default's text */
 #define M OPTIONS_MOUNT
 #define W OPTIONS_WARM
 
@@ -111,9 +113,9 @@ static const struct option_def defs[] = {
 	  "let an http:// --tier carry a bearer token, a SAS or a token in\n"
 	  "SOURCE's query in clear to an https store (refused without it):\n"
 	  "only where the network to the tier is trusted" },
-	{ "retries", M | W, 0, OPT_LONG, OFF(retries), "N", "5", 0, 100,
+	{ "retries", M | W, 0, OPT_LONG, OFF(retries), "N", NUMBER(HTTP_RETRIES_DEFAULT), 0, 100,
 	  "retries of a failed request before the read fails with EIO" },
-	{ "connections", M, 0, OPT_LONG, OFF(max_connections), "N", "32", 1, 256,
+	{ "connections", M, 0, OPT_LONG, OFF(max_connections), "N", NUMBER(HTTP_CONNECTIONS_DEFAULT), 1, 256,
 	  "connections to the origin at most" },
 	{ "log-level", M | W, 0, OPT_LEVEL, OFF(log_level), "LEVEL", "warn", 0, 0,
 	  "error, warn, info or debug" },

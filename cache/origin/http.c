@@ -55,8 +55,8 @@ struct http_client {
 void http_config_defaults(struct http_config *cfg)
 {
 	cfg->ca_file = NULL;
-	cfg->retries = 5;
-	cfg->max_connections = 32;
+	cfg->retries = HTTP_RETRIES_DEFAULT;
+	cfg->max_connections = HTTP_CONNECTIONS_DEFAULT;
 	cfg->connect_timeout_s = 10;
 	cfg->stall_timeout_s = 30;
 	cfg->backoff_base_ms = 100;

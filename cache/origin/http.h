@@ -61,6 +61,11 @@ struct http_config {
 	int min_rate;			/* this + its bytes / min_rate (bytes/s) */
 };
 
+/* The defaults of http_config_defaults() that a command line may change
+ * (tools/options.c shows them in --help). */
+#define HTTP_RETRIES_DEFAULT 5
+#define HTTP_CONNECTIONS_DEFAULT 32
+
 void http_config_defaults(struct http_config *cfg);
 
 typedef void (*http_done_fn)(struct http_request *req, void *arg);
