@@ -203,8 +203,8 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 		struct inflight *e = v[i];
 		if (e->persist && e->claimed) {
 			pthread_mutex_lock(&c->lock);
-			bool ahead = e->ahead, wanted = e->wanted;	/* a reader may
-									   join it still */
+			/* read under the lock: a reader may join it still */
+			bool ahead = e->ahead, wanted = e->wanted;
 			pthread_mutex_unlock(&c->lock);
 			rec[k] = (struct index_unit_new){ .off = e->unit.off, .len = e->unit.len,
 							  .ahead = ahead, .wanted = wanted };
