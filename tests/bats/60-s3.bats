@@ -704,3 +704,78 @@ PY
 	read_all || fail "a file differs"
 	assert_eq "$(awk '$4 == 206' "$T/store.log" | wc -l)" "$gets" "ranged GETs through the mount"
 }
+
+# stale_process [good]: a credential_process in $T/stale-process that logs
+# each run in $T/process.runs and prints a Version 1 document of keys that
+# expired in 2020; with "good" its first run prints the emulator's fresh
+# keys instead (identity_start first). Writes $T/config, profile stale.
+stale_process() {
+	local first=false
+	[ "${1:-}" != good ] || first=true
+	cat >"$T/stale-process" <<SH
+#!/bin/sh
+echo run >>"$T/process.runs"
+if $first && mkdir "$T/process.answered" 2>/dev/null; then
+	exec "$PY" "$TESTS_LIB/aws_identity.py" "$T/id" --process
+fi
+printf '{"Version": 1, "AccessKeyId": "ASIASTALE", "SecretAccessKey": "stale/secret", "SessionToken": "stale-token", "Expiration": "2020-01-01T00:00:00Z"}\n'
+SH
+	chmod +x "$T/stale-process"
+	printf '[profile stale]\ncredential_process = %s\n' "$T/stale-process" >"$T/config"
+}
+
+# runs: how many times the credential_process ran
+runs() {
+	wc -l <"$T/process.runs"
+}
+
+@test "s3: a credential_process answering keys that expired in 2020: the keys in hand sign until they expire, a few runs, one line" {
+	identity_start 40
+	stale_process good
+	AWS_CONFIG_FILE=$T/config AWS_PROFILE=stale \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --ttl 0 \
+		--log-level info
+	local f deadline out i
+	f=$(head -1 "$T/list")
+	cmp "$SAMPLES/$f" "$MNT/$f" || fail "the first read failed"
+	# the renewal at 20 s gets the 2020 keys: the 40-second ones go on signing
+	deadline=$((SECONDS + 120))
+	while [ "$(runs)" -lt 2 ]; do
+		[ "$SECONDS" -lt "$deadline" ] || fail "no renewal was tried"
+		cat "$MNT/$f" >/dev/null 2>&1 || true
+		sleep 0.2
+	done
+	cmp "$SAMPLES/$f" "$MNT/$f" || fail "a read failed while the first keys held"
+	# until they expire: then EACCES
+	deadline=$((SECONDS + 120))
+	while out=$(cat "$MNT/$f" 2>&1 >/dev/null); do
+		[ "$SECONDS" -lt "$deadline" ] || fail "reads never failed once the keys expired"
+		sleep 0.2
+	done
+	[[ $out == *"Permission denied"* ]] || fail "a read failed with: $out"
+	for ((i = 0; i < 50; i++)); do
+		cat "$MNT/$f" >/dev/null 2>&1 && fail "a read succeeded with expired keys"
+	done
+	# the backoff's runs (1, 2, 4, 8 s... after the first stale answer),
+	# not one a signature
+	[ "$(runs)" -le 10 ] || fail "$(runs) runs of the credential_process"
+	assert_eq "$(grep -c 'have expired and cannot be renewed' "$TILEFS_LOG")" 1 \
+		"'cannot be renewed' lines"
+	assert_eq "$(grep -c 'expire at 2020-01-01T00:00:00Z, already expired' "$TILEFS_LOG")" 1 \
+		"lines about the stale answers"
+	! grep -q "ASIASTALE" "$T/store.log" || fail "the 2020 keys signed a request"
+	grep 'have expired and cannot be renewed' "$TILEFS_LOG" | grep -q "profile stale" ||
+		fail "the line does not name the profile"
+}
+
+@test "s3: a credential_process whose first answer expired in 2020 fails the mount, saying when it expired" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	stale_process
+	AWS_CONFIG_FILE=$T/config AWS_PROFILE=stale \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$S3_ENDPOINT" --cache-dir "$T/cache"
+	assert_eq "$status" 1 "exit status"
+	assert_eq "$(printf '%s\n' "$err" | wc -l)" 1 "lines on stderr"
+	[[ "$err1" == "tilefs: "*"credential_process"*"expired at 2020-01-01T00:00:00Z"* ]] ||
+		fail "message: $err1"
+	assert_eq "$(runs)" 1 "runs of the credential_process"
+}

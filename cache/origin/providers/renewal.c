@@ -7,7 +7,10 @@
  * Every field is under r->lock, held across the fetch: a second thread
  * that finds the credential due waits for the first one's renewal instead
  * of starting its own, and then finds it fresh. Both buffers are zeroed
- * before they are freed, and the scratch one after every fetch.
+ * before they are freed, and the scratch one after every fetch. An answer
+ * is checked before the swap: a stale one (renewal.h) takes the failure's
+ * path, so it neither replaces the current credential nor resets the
+ * backoff, and a signer never finds a credential due the moment it came.
  */
 #include "cache/origin/providers/renewal.h"
 #include "cache/base/log.h"
@@ -18,6 +21,21 @@
 #include <string.h>
 
 #define BACKOFF_MAX_S 60	/* a failed renewal waits 1 s, doubling to this */
+
+/* Is an answer expiring at EXPIRES (0: never) stale at NOW (renewal.h)? */
+static bool stale(time_t expires, time_t now)
+{
+	return expires && expires - now < RENEWAL_MIN_LIFE_S;
+}
+
+/* EXPIRES as ISO 8601 in UTC, for messages. */
+static void expiry_text(time_t expires, char *out, size_t size)
+{
+	struct tm tm;
+
+	if (!gmtime_r(&expires, &tm) || !strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, size, "%lld (seconds since 1970)", (long long)expires);
+}
 
 int renewal_init(struct renewal *r, const char *subject, size_t size, renewal_fetch_fn fetch,
 		 void *arg, time_t now)
@@ -38,6 +56,18 @@ int renewal_init(struct renewal *r, const char *subject, size_t size, renewal_fe
 	err = fetch(arg, r->current, &r->expires, r->from, sizeof(r->from));
 	if (err)
 		goto free_buffers;
+	if (stale(r->expires, now)) {
+		char at[48];
+		expiry_text(r->expires, at, sizeof(at));
+		if (r->expires <= now)
+			log_error("%s: the credentials from %s expired at %s, before they could be "
+				  "used (is this machine's clock right?)", subject, r->from, at);
+		else
+			log_error("%s: the credentials from %s expire at %s, within %d s: too soon "
+				  "to be used", subject, r->from, at, RENEWAL_MIN_LIFE_S);
+		err = -EKEYEXPIRED;
+		goto free_buffers;
+	}
 	r->obtained = now;
 	err = -pthread_mutex_init(&r->lock, NULL);
 	if (err)
@@ -85,6 +115,9 @@ static int renew_locked(struct renewal *r, time_t now)
 
 	memset(r->scratch, 0, r->size);
 	err = r->fetch(r->fetch_arg, r->scratch, &expires, from, sizeof(from));
+	bool stale_answer = !err && stale(expires, now);
+	if (stale_answer)
+		err = -EKEYEXPIRED;
 	if (err) {
 		int wait = r->failures < 6 ? 1 << r->failures : BACKOFF_MAX_S;
 		r->failures++;
@@ -93,8 +126,21 @@ static int renew_locked(struct renewal *r, time_t now)
 		/* while it holds, try again before it expires, not after */
 		if (r->expires && now < r->expires && r->next_try > r->expires)
 			r->next_try = r->expires;
-		log_warn("%s: renewing the credentials from %s failed (%s); trying again in %d s",
-			 r->subject, r->from, strerror(-err), (int)(r->next_try - now));
+		if (stale_answer) {
+			char at[48];
+			expiry_text(expires, at, sizeof(at));
+			/* once per outage: every answer may be the same */
+			log_at(r->stale_told ? LOG_DEBUG : LOG_WARN,
+			       "%s: %s answered credentials that expire at %s, already expired or "
+			       "within %d s: not used, a failed renewal; trying again in %d s",
+			       r->subject, from, at, RENEWAL_MIN_LIFE_S,
+			       (int)(r->next_try - now));
+			r->stale_told = true;
+		} else {
+			log_warn("%s: renewing the credentials from %s failed (%s); trying again "
+				 "in %d s", r->subject, r->from, strerror(-err),
+				 (int)(r->next_try - now));
+		}
 		explicit_bzero(r->scratch, r->size);
 		return err;
 	}
@@ -110,6 +156,7 @@ static int renew_locked(struct renewal *r, time_t now)
 	r->failures = 0;
 	r->next_try = 0;
 	r->expired = false;
+	r->stale_told = false;
 	r->renewed++;
 	log_debug("%s: credentials renewed from %s", r->subject, r->from);
 	return 0;

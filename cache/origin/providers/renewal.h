@@ -14,6 +14,13 @@
  * expired, the signer gets -EACCES (logged once per outage, naming the
  * endpoint) until a renewal succeeds again.
  *
+ * A stale answer is a failed renewal: one that has expired already, or
+ * expires within RENEWAL_MIN_LIFE_S, the margin under which renew_at()
+ * would have it renewed at once (a clock gone wrong, an endpoint serving
+ * old keys). It never replaces the current credential; it is backed off
+ * as any failure and logged once per outage. At renewal_init() it fails
+ * the start with -EKEYEXPIRED, logged saying when it expired.
+ *
  * Threads: the renewal's lock makes renewals one at a time for all the
  * threads that share it; the fetch runs under it (a few seconds at most:
  * the endpoint request is bounded).
@@ -29,6 +36,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+
+/* An answer must hold this long from now to be used: renew_at() of one
+ * that holds less is now. */
+#define RENEWAL_MIN_LIFE_S 2
 
 /*
  * Fetch a fresh credential into OUT (the renewal's size, zeroed before and
@@ -53,6 +64,8 @@ struct renewal {
 	bool expired;			/* a signer found it expired, and no
 					   renewal succeeded since (the expiry
 					   is logged once per outage) */
+	bool stale_told;		/* a stale answer was logged, and no
+					   renewal succeeded since */
 	uint64_t renewed, failed;	/* renewals so far, for metrics */
 };
 
@@ -67,8 +80,8 @@ struct renewal_counts {
 /*
  * Set R up for credentials of SIZE bytes fetched by FETCH(ARG) and fetch
  * the first at NOW. 0; the fetch's -errno (nothing to release then);
- * -ENOMEM. SUBJECT is borrowed for R's life. Release with
- * renewal_release().
+ * -EKEYEXPIRED (a stale first answer); -ENOMEM. SUBJECT is borrowed for
+ * R's life. Release with renewal_release().
  */
 int renewal_init(struct renewal *r, const char *subject, size_t size, renewal_fetch_fn fetch,
 		 void *arg, time_t now);
