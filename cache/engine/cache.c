@@ -60,7 +60,6 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 	}
 	if (err)
 		goto fail_index;
-	source_identity_hash(src, index_proof_salt(c->index), c->identity);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->evict_lock, NULL);
 	pthread_cond_init(&c->changed, NULL);

@@ -188,8 +188,6 @@ struct object_job {
 struct cache {
 	struct cache_config cfg;	/* read-only */
 	struct source *src;
-	char identity[40];		/* read-only: source_identity_hash() of
-					   src with the index's salt (open.c) */
 	struct http_client *http;
 	struct index *index;
 	struct store *store;

@@ -336,13 +336,13 @@ static int answer_version(const struct http_request *req, const char *log_name, 
 	return 0;
 }
 
-/* Has this cache's identity read object ID at the origin within --ttl? */
-/* Has this cache's identity read version ID at the origin? A proof stands
- * as long as the version: a remount by the same identity asks nothing. */
-static bool proved(struct cache *c, int64_t id)
+/* Has IDENTITY ("" when the source has none at hand) read version ID at
+ * the origin? A proof stands as long as the version: a remount by the
+ * same identity asks nothing. */
+static bool proved(struct cache *c, int64_t id, const char *identity)
 {
 	int64_t at;
-	return index_proof_get(c->index, id, c->identity, &at) == 0;
+	return identity[0] && index_proof_get(c->index, id, identity, &at) == 0;
 }
 
 bool cache_object_known(struct cache *c, const char *url)
@@ -364,11 +364,16 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	time_t mtime;
 	int err = 0;
 
+	/* who asks: the principal of the credentials in use now, which the
+	   proof checked and the proof written both name */
+	char identity[SOURCE_IDENTITY_LEN + 1] = "";
+	if (source_identity_hash(c->src, index_proof_salt(c->index), identity) != 0)
+		identity[0] = '\0';
 	bool known = index_object_latest(c->index, url, &latest) == 0;
 	bool claimed = !known && probe_claim(c, url, &latest, &known);
 	size_t etag_len = strlen(latest.version);
 	bool current = known && listed_names(listed, latest.version, latest.size) &&
-		       etag_len < sizeof(f.version.etag) && proved(c, latest.id);
+		       etag_len < sizeof(f.version.etag) && proved(c, latest.id, identity);
 	bool asked = !current;
 	if (current) {
 		/* the listing vouches for it, and we have read it: no request */
@@ -428,8 +433,8 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		   this or another process may still read them */
 	}
 
-	if (asked && found.id >= 0)
-		index_proof_put(c->index, found.id, c->identity);	/* else: asked again */
+	if (asked && found.id >= 0 && identity[0])
+		index_proof_put(c->index, found.id, identity);	/* else: asked again */
 	struct cache_object *obj = object_new(c, found.id, url, log_name, &f.version, mtime);
 	err = -ENOMEM;
 	if (!obj)

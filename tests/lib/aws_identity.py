@@ -25,7 +25,7 @@ Endpoints, as documented by AWS (request and response shapes):
     AssumedRoleUser, Provider, Audience; ResponseMetadata), or an
     <ErrorResponse> with 400 InvalidIdentityToken, MissingParameter or
     InvalidAction.
-  - credential_process: "aws_identity.py DIR --process" prints the AWS
+  - credential_process: "aws_identity.py DIR --process [ROLE]" prints the AWS
     CLI's Version 1 document (Version, AccessKeyId, SecretAccessKey,
     SessionToken, Expiration) of a freshly issued key, and exits 0.
   - STS AssumeRole: the same Query API, Action=AssumeRole, Version,
@@ -38,6 +38,18 @@ Left out: IMDSv1, the instance identity documents and every other
 metadata path; the container endpoint's error bodies beyond a status;
 STS's other actions, policies, tags, source identity, and any check of
 the token beyond equality (no JWT is verified).
+
+Principals: every key is issued to a role, and keys.json says what it
+may do ("Actions": GET and LIST, or LIST alone for a role named in
+DIR/listonly-roles, one role name or ARN a line, read at each issue), so
+the store can hold two principals apart. The instance's role is
+DIR/imds-role (default tilefs-test); a web identity's and AssumeRole's,
+the RoleArn asked for; a credential_process's, the ROLE of "--process
+ROLE" (default tilefs-test). The container endpoint, with
+DIR/container-roles (lines "TOKEN ROLE_ARN"), issues to the role of the
+Authorization token presented (401 for another), answering RoleArn as ECS
+does, or without it, as EKS Pod Identity does, while DIR/container-eks
+exists.
 
 Every credential issued lives LIFETIME seconds (DIR/lifetime, default
 60, read at each issue) and is a fresh AccessKeyId, a secret holding '/'
@@ -94,11 +106,14 @@ def log(line):
         f.write(line + "\n")
 
 
-def issue():
-    """A fresh credential, recorded in keys.json for the data plane."""
+def issue(role="tilefs-test"):
+    """A fresh credential of ROLE, recorded in keys.json for the data plane."""
     lifetime = int(read("lifetime", "60"))
     now = time.time()
+    listonly = (read("listonly-roles") or "").split()
     key = {
+        "Role": role,
+        "Actions": ["LIST"] if role in listonly else ["GET", "LIST"],
         "AccessKeyId": "ASIA" + secrets.token_hex(8).upper(),
         "SecretAccessKey": base64.b64encode(secrets.token_bytes(30)).decode()[:38] + "/+",
         "Token": "FwoG/" + base64.b64encode(secrets.token_bytes(120)).decode(),
@@ -221,8 +236,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             + hashlib.sha256(one["WebIdentityToken"].encode()).hexdigest()[:16])
         if one["WebIdentityToken"] != read("web-token"):
             return self.sts_error(400, "InvalidIdentityToken", "the token is not valid")
-        k = issue()
         role, session = one["RoleArn"], one["RoleSessionName"]
+        k = issue(role)
         role_name = role.rsplit("/", 1)[-1]
         body = f"""<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
   <AssumeRoleWithWebIdentityResult>
@@ -252,10 +267,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         base = "/latest/meta-data/iam/security-credentials/"
         if self.headers.get("X-aws-ec2-metadata-token") != IMDS_TOKEN:
             return self.reply("imds", 401)
+        role = read("imds-role", ROLE)
         if self.path == base:
-            return self.reply("imds", 200, ROLE.encode(), ctype="text/plain")
-        if self.path == base + ROLE:
-            k = issue()
+            return self.reply("imds", 200, role.encode(), ctype="text/plain")
+        if self.path == base + role:
+            k = issue(role)
             return self.reply("imds", 200, json_slashes({
                 "Code": "Success", "LastUpdated": iso(time.time()), "Type": "AWS-HMAC",
                 "AccessKeyId": k["AccessKeyId"], "SecretAccessKey": k["SecretAccessKey"],
@@ -267,12 +283,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         want = read("auth-token")
         if want is not None and self.headers.get("Authorization") != want:
             return self.reply("container", 401)
-        k = issue()
-        self.reply("container", 200, json_slashes({
-            "AccessKeyId": k["AccessKeyId"], "Expiration": iso(k["ExpiresEpoch"]),
-            "RoleArn": "arn:aws:iam::123456789012:role/tilefs-test",
-            "SecretAccessKey": k["SecretAccessKey"], "Token": k["Token"]}),
-            k["AccessKeyId"])
+        role = "arn:aws:iam::123456789012:role/tilefs-test"
+        roles = read("container-roles")
+        if roles is not None:
+            by_token = dict(line.split(None, 1) for line in roles.splitlines() if line.strip())
+            role = by_token.get(self.headers.get("Authorization", ""))
+            if role is None:
+                return self.reply("container", 401)
+        k = issue(role)
+        doc = {"AccessKeyId": k["AccessKeyId"], "Expiration": iso(k["ExpiresEpoch"]),
+               "RoleArn": role, "SecretAccessKey": k["SecretAccessKey"], "Token": k["Token"]}
+        if os.path.exists(os.path.join(DIR, "container-eks")):
+            del doc["RoleArn"]
+            doc["AccountId"] = "123456789012"
+        self.reply("container", 200, json_slashes(doc), k["AccessKeyId"])
 
 
     def assume_role(self, one):
@@ -281,7 +305,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.sts_error(400, "MissingParameter", f"{p} is missing")
         if not self.signature_ok():
             return self.sts_error(403, "SignatureDoesNotMatch", "the signature does not match")
-        k = issue()
+        k = issue(one["RoleArn"])
         session = one["RoleSessionName"]
         body = f"""<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
   <AssumeRoleResult>
@@ -306,8 +330,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.reply("sts", 200, body, k["AccessKeyId"], ctype="text/xml")
 
 
-def process():
-    k = issue()
+def process(role="tilefs-test"):
+    k = issue(role)
     log(f"process issued {k['AccessKeyId']}")
     print(json.dumps({"Version": 1, "AccessKeyId": k["AccessKeyId"],
                       "SecretAccessKey": k["SecretAccessKey"], "SessionToken": k["Token"],
@@ -315,8 +339,8 @@ def process():
 
 
 def main():
-    if sys.argv[2:] == ["--process"]:
-        return process()
+    if sys.argv[2:3] == ["--process"]:
+        return process(*sys.argv[3:4])
     opts = dict(zip(sys.argv[2::2], sys.argv[3::2]))
     server = http.server.ThreadingHTTPServer(
         (opts.get("--host", "127.0.0.1"), int(opts.get("--port", "0"))), Handler)

@@ -23,7 +23,8 @@ identity emulator (tests/lib/aws_identity.py) issued and lists in FILE
 (JSON: {"keys": [{"AccessKeyId", "SecretAccessKey", "Token",
 "ExpiresEpoch"}]}), read at each request: a request must carry one of
 them with its session token, or it gets 403 InvalidAccessKeyId or
-InvalidToken; one whose keys are past ExpiresEpoch gets 400 ExpiredToken,
+InvalidToken; it may take the "Actions" listed with it (GET and LIST when
+none are); one whose keys are past ExpiresEpoch gets 400 ExpiredToken,
 as S3 answers.
 """
 import datetime
@@ -73,7 +74,7 @@ def key_secret(key, token):
                 return None, set(), (403, "InvalidToken")
             if time.time() >= k["ExpiresEpoch"]:
                 return None, set(), (400, "ExpiredToken")
-            return k["SecretAccessKey"], {"GET", "LIST"}, None
+            return k["SecretAccessKey"], set(k.get("Actions", ["GET", "LIST"])), None
     return None, set(), (403, "InvalidAccessKeyId")
 
 

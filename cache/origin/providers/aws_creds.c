@@ -52,6 +52,9 @@ int aws_keys_from_json(const char *text, size_t len, time_t now, struct aws_keys
 					sizeof(out->session_token));
 	if (token && token != -ENOENT)
 		goto free_doc;
+	int role = json_doc_string(doc, "RoleArn", out->principal, sizeof(out->principal));
+	if (role && role != -ENOENT)
+		goto free_doc;
 	if (json_doc_string(doc, "Expiration", expiration, sizeof(expiration)) == 0) {
 		out->expires = aws_iso8601(expiration);
 		if (!out->expires)
@@ -126,6 +129,14 @@ int aws_imds_fetch(const void *ctx, struct aws_keys *out, char *from, size_t fro
 	err = aws_endpoint_call(url, name, NULL, header, b);
 	if (err)
 		goto out;
+	/* IAM's role names are at most 64 characters: a longer one is no
+	   answer of the service's, and is refused rather than cut */
+	if (first_line(b->text) == 0 || (size_t)first_line(b->text) >= sizeof(role)) {
+		log_warn("s3: %s names no role, or one over %zu characters", name,
+			 sizeof(role) - 1);
+		err = -EIO;
+		goto out;
+	}
 	snprintf(role, sizeof(role), "%.*s", first_line(b->text), b->text);
 	snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/%s", base, role);
 	err = aws_endpoint_call(url, name, NULL, header, b);
@@ -134,6 +145,7 @@ int aws_imds_fetch(const void *ctx, struct aws_keys *out, char *from, size_t fro
 	err = aws_keys_from_json(b->text, b->len, time(NULL), out);
 	if (err)
 		goto out;
+	snprintf(out->principal, sizeof(out->principal), "instance role %s", role);
 	snprintf(from, from_size, "the instance metadata service (role %.60s)", role);
 out:
 	memset(header, 0, sizeof(header));

@@ -22,8 +22,16 @@
 #include <stddef.h>
 #include <time.h>
 
+#define AWS_PRINCIPAL_MAX 2048	/* an IAM ARN, at most (IAM's own bound) */
+
 struct aws_keys {
 	char access_key[128], secret_key[128], session_token[2048];
+	/* The principal the keys belong to, as the source names it: a role's
+	 * ARN (STS, a container endpoint's RoleArn) or "instance role NAME"
+	 * (the instance metadata service), whole; "" when the source does not
+	 * say (static keys, credential_process, EKS Pod Identity): the access
+	 * key id then names them (see source_identity_hash()). */
+	char principal[AWS_PRINCIPAL_MAX];
 	time_t obtained;	/* when they were fetched */
 	time_t expires;		/* 0: they do not expire */
 };
@@ -47,8 +55,9 @@ time_t aws_iso8601(const char *text);
  * The credentials document of the instance metadata service, of a
  * container credentials endpoint and of credential_process (JSON:
  * AccessKeyId, SecretAccessKey, Token or SessionToken, Expiration in
- * ISO 8601 UTC) into OUT, obtained NOW. 0, or -EIO when a key is missing,
- * not a string, too long or holds a control character.
+ * ISO 8601 UTC, and RoleArn where ECS gives it, as out->principal) into
+ * OUT, obtained NOW. 0, or -EIO when a key is missing, not a string, too
+ * long or holds a control character.
  */
 int aws_keys_from_json(const char *text, size_t len, time_t now, struct aws_keys *out);
 

@@ -117,9 +117,31 @@ static int sts_field(struct xml_span in, const char *name, char *out, size_t siz
 	return 0;
 }
 
-/* The credentials of an STS answer (<Credentials> in <RESULT>) into OUT. */
+/*
+ * The role an STS answer's <AssumedRoleUser><Arn> names
+ * ("arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION") without its session
+ * (a new one each mount), into OUT; else ROLE_ARN, the role asked for.
+ * Whole: a name that does not fit is no answer of STS's (-EIO).
+ */
+static int sts_principal(struct xml_span res, const char *role_arn, char *out, size_t size)
+{
+	struct xml_span user;
+	size_t pos = 0;
+	char *slash;
+
+	if (xml_next(res, "AssumedRoleUser", &pos, &user) &&
+	    sts_field(user, "Arn", out, size) == 0 && (slash = strrchr(out, '/')) &&
+	    strstr(out, ":assumed-role/") && slash > strstr(out, ":assumed-role/") + 14) {
+		*slash = '\0';
+		return 0;
+	}
+	return (size_t)snprintf(out, size, "%s", role_arn) < size ? 0 : -EIO;
+}
+
+/* The credentials of an STS answer (<Credentials> in <RESULT>) for the
+ * role ROLE_ARN into OUT. */
 static int sts_credentials(const char *body, size_t len, const char *result,
-			   struct aws_keys *out)
+			   const char *role_arn, struct aws_keys *out)
 {
 	struct xml_span doc = { body, len }, res, cred;
 	char expiration[64];
@@ -134,7 +156,8 @@ static int sts_credentials(const char *body, size_t len, const char *result,
 	if (sts_field(cred, "AccessKeyId", out->access_key, sizeof(out->access_key)) ||
 	    sts_field(cred, "SecretAccessKey", out->secret_key, sizeof(out->secret_key)) ||
 	    sts_field(cred, "SessionToken", out->session_token, sizeof(out->session_token)) ||
-	    sts_field(cred, "Expiration", expiration, sizeof(expiration)))
+	    sts_field(cred, "Expiration", expiration, sizeof(expiration)) ||
+	    sts_principal(res, role_arn, out->principal, sizeof(out->principal)))
 		goto bad;
 	out->expires = aws_iso8601(expiration);
 	if (!out->expires || !out->access_key[0] || !out->secret_key[0])
@@ -178,7 +201,8 @@ int aws_web_identity_fetch(const void *ctx, struct aws_keys *out, char *from, si
 	err = aws_endpoint_call(url, "STS (AssumeRoleWithWebIdentity)", NULL, header, b);
 	if (err)
 		goto out;
-	err = sts_credentials(b->text, b->len, "AssumeRoleWithWebIdentityResult", out);
+	err = sts_credentials(b->text, b->len, "AssumeRoleWithWebIdentityResult", w->role_arn,
+			      out);
 	if (err)
 		goto out;
 	char *shown = url_for_log(base);
@@ -259,7 +283,7 @@ int aws_assume_role_fetch(const void *ctx, struct aws_keys *out, char *from, siz
 	err = oauth_endpoint_call_signed(url, "STS (AssumeRole)", NULL, NULL, assume_sign, &as, b);
 	if (err)
 		goto out;
-	err = sts_credentials(b->text, b->len, "AssumeRoleResult", out);
+	err = sts_credentials(b->text, b->len, "AssumeRoleResult", role->role_arn, out);
 	if (err)
 		goto out;
 	char *shown = url_for_log(base);

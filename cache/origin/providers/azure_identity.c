@@ -50,19 +50,6 @@
 #define ARC_KEY_MAX 4096		/* an Arc key file, at most */
 #define HEADER_MAX (ARC_KEY_MAX + 64)	/* a secret header line */
 
-/* May the token endpoint at URL see a secret? https, or http on a
- * loopback address. */
-static bool authority_safe(const char *url)
-{
-	if (strncasecmp(url, "https://", 8) == 0)
-		return true;
-	if (strncasecmp(url, "http://", 7) != 0)
-		return false;
-	const char *host = url + 7;
-	return strncmp(host, "127.", 4) == 0 || strncasecmp(host, "localhost", 9) == 0 ||
-	       strncmp(host, "[::1]", 5) == 0;
-}
-
 /* Microsoft Entra ID's token endpoint for TENANT and CLIENT (both set),
  * with AZURE_CLIENT_SECRET or the federated token file as the secret. */
 static int entra_init(struct azure_identity *id, const char *tenant, const char *client,
@@ -78,8 +65,9 @@ static int entra_init(struct azure_identity *id, const char *tenant, const char 
 	}
 	if (!authority || !*authority)
 		authority = "https://login.microsoftonline.com";
-	if (!authority_safe(authority)) {
-		snprintf(err, err_size, "AZURE_AUTHORITY_HOST must be an https URL");
+	if (!oauth_url_safe(authority)) {
+		snprintf(err, err_size, "AZURE_AUTHORITY_HOST must be an https URL (or http to "
+			 "a loopback address, for an emulator)");
 		rc = -EINVAL;
 		goto out;
 	}
@@ -322,6 +310,13 @@ int azure_identity_fetch(void *arg, void *out, time_t *expires, char *from, size
 	if (err)
 		goto out;
 	err = oauth_token_from_json(body->text, body->len, time(NULL), out, expires);
+	if (err)
+		goto out;
+	/* whom the token speaks for: its claims, else what chose the identity
+	   (the endpoint and its client_id, the tenant and client of a form) */
+	if (oauth_jwt_principal(out) != 0)
+		err = oauth_principal_set(out, "azure selector",
+					  (const char *const[]){ id->url, id->form }, 2);
 	if (err)
 		goto out;
 	char *shown = url_for_log(id->url);

@@ -5,7 +5,9 @@
  * As Google documents it: GET http://HOST/computeMetadata/v1/instance/
  * service-accounts/default/token with "Metadata-Flavor: Google"; the
  * answer is JSON {"access_token", "expires_in" (seconds, a number),
- * "token_type": "Bearer"}. The server is plain http on the link-local
+ * "token_type": "Bearer"}; GET .../service-accounts/default/email with
+ * the same header answers the account's email, as text. The server is
+ * plain http on the link-local
  * network of the VM or the pod, as every client library reaches it.
  */
 #include "cache/origin/providers/gcs_adc.h"
@@ -37,6 +39,8 @@ int gcs_metadata_init(struct gcs_metadata *md, char *err, size_t err_size)
 	}
 	snprintf(md->url, sizeof(md->url),
 		 "http://%s/computeMetadata/v1/instance/service-accounts/default/token", host);
+	snprintf(md->email_url, sizeof(md->email_url),
+		 "http://%s/computeMetadata/v1/instance/service-accounts/default/email", host);
 	return 0;
 }
 
@@ -53,6 +57,16 @@ int gcs_metadata_fetch(void *arg, void *out, time_t *expires, char *from, size_t
 				  body);
 	if (!err)
 		err = oauth_token_from_json(body->text, body->len, time(NULL), out, expires);
+	if (!err)
+		err = oauth_endpoint_call(md->email_url, "the metadata server", NULL, headers,
+					  NULL, body);
+	if (!err) {
+		/* one line of text: the default service account's email */
+		body->text[strcspn(body->text, "\r\n")] = '\0';
+		err = body->text[0] ? oauth_principal_set(out, "gcs service account",
+							  (const char *const[]){ body->text }, 1) :
+				      -EIO;
+	}
 	if (!err)
 		snprintf(from, from_size, "the metadata server (%.100s)", md->url);
 	explicit_bzero(body, sizeof(*body));
@@ -103,16 +117,6 @@ static char *base64url(const void *data, size_t len)
 		*p = *p == '+' ? '-' : *p == '/' ? '_' : *p;
 	s[strcspn(s, "=")] = '\0';
 	return s;
-}
-
-/* May URI see a credential? https, or http on a loopback address. */
-static bool token_uri_safe(const char *uri)
-{
-	if (strncasecmp(uri, "https://", 8) == 0)
-		return true;
-	return strncasecmp(uri, "http://127.", 11) == 0 ||
-	       strncasecmp(uri, "http://localhost", 16) == 0 ||
-	       strncasecmp(uri, "http://[::1]", 12) == 0;
 }
 
 /* A service account's signed assertion (RFC 7523) for TOKEN_URI at NOW
@@ -205,6 +209,39 @@ out:
 	return err;
 }
 
+/* Whom a token for the credential file DOC of TYPE speaks for, into T:
+ * the service account's client_email; an authorized user's client_id
+ * with its account, or with its refresh token when it names none (one
+ * client id, gcloud's, serves every user). 0, -EACCES or -ENOMEM. */
+static int file_principal(const struct json_doc *doc, const char *type,
+			  struct oauth_token *t)
+{
+	char *first = calloc(1, FIELD_MAX), *second = calloc(1, FIELD_MAX);
+	int err = -ENOMEM;
+
+	if (!first || !second)
+		goto out;
+	err = -EACCES;
+	if (strcmp(type, "service_account") == 0) {
+		if (json_doc_string(doc, "client_email", first, FIELD_MAX) == 0 && first[0])
+			err = oauth_principal_set(t, "gcs service account",
+						  (const char *const[]){ first }, 1);
+	} else if (json_doc_string(doc, "client_id", first, FIELD_MAX) == 0) {
+		if (json_doc_string(doc, "account", second, FIELD_MAX) == 0 && second[0])
+			err = oauth_principal_set(t, "gcs user account",
+						  (const char *const[]){ first, second }, 2);
+		else if (json_doc_string(doc, "refresh_token", second, FIELD_MAX) == 0)
+			err = oauth_principal_set(t, "gcs user grant",
+						  (const char *const[]){ first, second }, 2);
+	}
+out:
+	if (second)
+		explicit_bzero(second, FIELD_MAX);
+	free(first);
+	free(second);
+	return err;
+}
+
 int gcs_adc_file_fetch(void *arg, void *out, time_t *expires, char *from, size_t from_size)
 {
 	const struct gcs_adc_file *f = arg;
@@ -232,8 +269,9 @@ int gcs_adc_file_fetch(void *arg, void *out, time_t *expires, char *from, size_t
 		goto out;
 	}
 	int uri = json_doc_string(doc, "token_uri", token_uri, sizeof(token_uri));
-	if ((uri && uri != -ENOENT) || !token_uri_safe(token_uri)) {
-		log_warn("gcs: the token_uri of %.200s is not an https URL", f->path);
+	if ((uri && uri != -ENOENT) || !oauth_url_safe(token_uri)) {
+		log_warn("gcs: the token_uri of %.200s is not https (or http to a loopback "
+			 "address)", f->path);
 		goto out;
 	}
 	if (strcmp(type, "service_account") == 0) {
@@ -250,6 +288,8 @@ int gcs_adc_file_fetch(void *arg, void *out, time_t *expires, char *from, size_t
 	err = oauth_endpoint_call(token_uri, "the token endpoint", NULL, NULL, form, body);
 	if (!err)
 		err = oauth_token_from_json(body->text, body->len, time(NULL), out, expires);
+	if (!err)
+		err = file_principal(doc, type, out);
 	if (!err)
 		snprintf(from, from_size, "%s credentials in %.100s", type, f->path);
 out:

@@ -19,9 +19,11 @@
 #include <stddef.h>
 #include <time.h>
 
-/* The metadata server's token URL, fixed when the source opens. */
+/* The metadata server's URLs, fixed when the source opens: the default
+ * service account's token, and its email (whom the token speaks for). */
 struct gcs_metadata {
 	char url[512];
+	char email_url[512];
 };
 
 /* Set MD up from GCE_METADATA_HOST (host[:port]), else
@@ -30,7 +32,7 @@ int gcs_metadata_init(struct gcs_metadata *md, char *err, size_t err_size);
 
 /* A renewal_fetch_fn: the default service account's token from the
  * metadata server ARG (a struct gcs_metadata) into OUT (a struct
- * oauth_token). */
+ * oauth_token), its principal the account's email. */
 int gcs_metadata_fetch(void *arg, void *out, time_t *expires, char *from, size_t from_size);
 
 /* A credential file, found when the source opens. */
@@ -46,7 +48,9 @@ struct gcs_adc_file {
 int gcs_adc_file_find(struct gcs_adc_file *f, char *err, size_t err_size);
 
 /* A renewal_fetch_fn: a token for the credential file ARG (a struct
- * gcs_adc_file) into OUT (a struct oauth_token). */
+ * gcs_adc_file) into OUT (a struct oauth_token), its principal the
+ * service account's client_email, or an authorized user's client_id with
+ * its account (its refresh token when the file names no account). */
 int gcs_adc_file_fetch(void *arg, void *out, time_t *expires, char *from, size_t from_size);
 
 #endif

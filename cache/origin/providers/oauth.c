@@ -5,6 +5,7 @@
  */
 #include "cache/origin/providers/oauth.h"
 #include "cache/base/log.h"
+#include "cache/origin/crypto.h"
 #include "cache/origin/http.h"
 #include "cache/origin/json.h"
 #include "cache/origin/url.h"
@@ -28,6 +29,93 @@ int oauth_bearer_start(struct renewal *r, const char *subject, renewal_fetch_fn 
 		return rc;
 	snprintf(why, why_size, "no token: %s", strerror(-rc));
 	return -EACCES;
+}
+
+/* ---- principals ---- */
+
+int oauth_principal_set(struct oauth_token *t, const char *kind, const char *const *parts,
+			size_t n)
+{
+	size_t len = strlen(kind) + 1;
+	uint8_t digest[SHA256_LEN];
+
+	for (size_t i = 0; i < n; i++)
+		len += strlen(parts[i]) + 1;
+	char *text = malloc(len), *at = text;
+	if (!text)
+		return -ENOMEM;
+	at += sprintf(at, "%s", kind);
+	/* each part after a NUL: no part can run into the next */
+	for (size_t i = 0; i < n; i++)
+		at += sprintf(at + 1, "%s", parts[i]) + 1;
+	sha256(text, len - 1, digest);
+	explicit_bzero(text, len);
+	free(text);
+	hex_encode(digest, SHA256_LEN, t->principal);
+	return 0;
+}
+
+int oauth_jwt_principal(struct oauth_token *t)
+{
+	const char *claims = strchr(t->access_token, '.');
+	const char *end = claims ? strchr(claims + 1, '.') : NULL;
+	char tid[256], oid[256];
+	struct json_doc *doc = NULL;
+	int err = -ENOENT;
+
+	if (!end || end - claims - 1 > (long)(OAUTH_TOKEN_MAX / 4 * 3))
+		return -ENOENT;
+	size_t n = (size_t)(end - claims - 1), len;
+	char *text = malloc(n + 4);
+	uint8_t *json = malloc(n + 4);
+	if (!text || !json)
+		goto out;
+	/* base64url, unpadded, as standard base64 */
+	for (size_t i = 0; i < n; i++)
+		text[i] = claims[1 + i] == '-' ? '+' : claims[1 + i] == '_' ? '/' : claims[1 + i];
+	while (n % 4)
+		text[n++] = '=';
+	text[n] = '\0';
+	if (base64_decode(text, json, n, &len) != 0 ||
+	    json_doc_parse((const char *)json, len, &doc) != 0 ||
+	    json_doc_string(doc, "tid", tid, sizeof(tid)) != 0 || !tid[0] ||
+	    ((json_doc_string(doc, "oid", oid, sizeof(oid)) != 0 || !oid[0]) &&
+	     (json_doc_string(doc, "appid", oid, sizeof(oid)) != 0 || !oid[0])))
+		goto out;
+	err = oauth_principal_set(t, "entra", (const char *const[]){ tid, oid }, 2);
+out:
+	json_doc_free(doc);
+	free(text);
+	free(json);
+	return err;
+}
+
+bool oauth_url_safe(const char *url)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL, *user = NULL;
+	bool safe = false;
+
+	if (!u || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_USER, &user, 0) != CURLUE_NO_USER)
+		goto out;
+	if (strcasecmp(scheme, "https") == 0) {
+		safe = true;
+	} else if (strcasecmp(scheme, "http") == 0) {
+		unsigned a, b, c, d;
+		char tail;
+		safe = strcasecmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0 ||
+		       (sscanf(host, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) == 4 && a == 127 &&
+			b < 256 && c < 256 && d < 256 && strspn(host, "0123456789.") == strlen(host));
+	}
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(user);
+	curl_url_cleanup(u);
+	return safe;
 }
 
 /* ---- token answers ---- */

@@ -24,10 +24,42 @@
 #define OAUTH_ENDPOINT_MAX_BODY (32 * 1024)	/* an endpoint's answer, at most */
 #define OAUTH_MAX_LIFETIME (366 * 86400)	/* an expires_in beyond: bad input */
 
+#define OAUTH_PRINCIPAL_LEN 64	/* hex digits of a principal's name */
+
 /* A bearer token: the credential of the OAuth2 providers. */
 struct oauth_token {
 	char access_token[OAUTH_TOKEN_MAX];	/* NUL-terminated, printable */
+	/* Whom the token speaks for, set by the fetch (oauth_principal_set()):
+	 * "" until it is, which no identity takes for a name. */
+	char principal[OAUTH_PRINCIPAL_LEN + 1];
 };
+
+/*
+ * Name T's principal: SHA-256, in hex, of KIND and PARTS (N strings), each
+ * whole (no length cut can make two principals one; a part may be a
+ * secret, such as a refresh token, as it is never kept but hashed).
+ * -ENOMEM, else 0.
+ */
+int oauth_principal_set(struct oauth_token *t, const char *kind, const char *const *parts,
+			size_t n);
+
+/*
+ * Name T's principal from its access token's own claims, when it is a JWT
+ * (three base64url parts, the middle one a JSON object) naming a tenant
+ * ("tid") and an object ("oid", else "appid"), as Microsoft Entra ID's
+ * tokens do: the principal the service will see. 0, or -ENOENT when the
+ * token says none (T unchanged).
+ */
+int oauth_jwt_principal(struct oauth_token *t);
+
+/*
+ * May a secret (a client secret, a refresh token, an assertion) go to
+ * URL? https, or http to a loopback host (127.0.0.0/8 written as four
+ * numbers, localhost, [::1]), as curl's URL parser reads the host (so
+ * "http://127.0.0.1.example/" and "http://127.0.0.1@example/" are not
+ * loopback), and no user name in it.
+ */
+bool oauth_url_safe(const char *url);
 
 /*
  * renewal_init() of bearer tokens (struct oauth_token) for a source whose

@@ -166,24 +166,29 @@ void source_prepare(struct source *src, struct http_request *req)
 	req->tier = own ? src->tier : NULL;
 }
 
-void source_identity_hash(struct source *src, const char *salt,
-			  char out[SOURCE_IDENTITY_LEN + 1])
+int source_identity_hash(struct source *src, const char *salt,
+			 char out[SOURCE_IDENTITY_LEN + 1])
 {
 	/* the salt (the index's: 32 hex digits, cut at 64), a newline and
-	   the name (the longest one: a bearer token, cut at 4 KiB) */
+	   the name (the longest one: an ARN or a bearer token, cut at 4 KiB;
+	   a principal longer than that is hashed whole by its provider) */
 	char keyed[64 + 1 + 4096];
 	uint8_t digest[SHA256_LEN];
 	char hex[2 * SHA256_LEN + 1];
+	int err = 0;
 
 	int n = snprintf(keyed, sizeof(keyed), "%.64s\n", salt);
 	snprintf(keyed + n, sizeof(keyed) - (size_t)n, "anonymous");
 	if (src->provider->identity)
-		src->provider->identity(src, keyed + n, sizeof(keyed) - (size_t)n);
-	sha256(keyed, strlen(keyed), digest);
+		err = src->provider->identity(src, keyed + n, sizeof(keyed) - (size_t)n);
+	if (!err) {
+		sha256(keyed, strlen(keyed), digest);
+		hex_encode(digest, SHA256_LEN, hex);
+		memcpy(out, hex, SOURCE_IDENTITY_LEN);
+		out[SOURCE_IDENTITY_LEN] = '\0';
+	}
 	explicit_bzero(keyed, sizeof(keyed));
-	hex_encode(digest, SHA256_LEN, hex);
-	memcpy(out, hex, SOURCE_IDENTITY_LEN);
-	out[SOURCE_IDENTITY_LEN] = '\0';
+	return err;
 }
 
 void source_renewals(struct source *src, struct source_renewals *out)

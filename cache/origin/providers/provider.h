@@ -105,21 +105,33 @@ int source_parse_listing(struct source *src, const char *dir, const char *body, 
 void source_prepare(struct source *src, struct http_request *req);
 
 /*
- * The identity SRC's own requests carry, as an opaque name for the cache
- * index (cache/store/index.h, proofs): 32 lowercase hex digits of SHA-256
- * over SALT (the index's proof salt), a newline and the identity's name,
- * into OUT. The name: S3, the access key id, or for role credentials from
- * the instance metadata service the role's name (its hourly keys are one
- * identity); Azure, the account and "key" for Shared Key, a SAS's sig=
- * value; GCS, the HMAC access id, or a bearer token itself (its subject is
- * not known without asking Google); a query string on an http(s) SOURCE
- * (a token); else "anonymous". Keys from AWS_SESSION_TOKEN are named by
- * their key id: a new one proves again. The name may be a secret: the hash
- * is salted and one-way, and the name never leaves this call.
+ * The identity SRC's own requests carry now, as an opaque name for the
+ * cache index (cache/store/index.h, proofs): 32 lowercase hex digits of
+ * SHA-256 over SALT (the index's proof salt), a newline and the name of
+ * the principal the store will see, into OUT. The name comes from what
+ * the credential in use says of itself, never from where it was found:
+ *   S3: a role's ARN, whole, where the source names it (STS's
+ *     AssumedRoleUser without its session, a container endpoint's
+ *     RoleArn), "instance role NAME" (the instance metadata service);
+ *     else the access key id in use (static keys, credential_process, EKS
+ *     Pod Identity: a new key proves again).
+ *   Azure: Shared Key, the account; a SAS, its sig=; a bearer token, the
+ *     tenant and object (tid, oid, else appid) its claims name, else the
+ *     endpoint and client id that chose it (oauth.h, principals).
+ *   GCS: the HMAC access id; a service account's client_email (its file,
+ *     or the metadata server's service-accounts/default/email); an
+ *     authorized user's client_id with its account (or its refresh
+ *     token); a pasted bearer token itself.
+ *   HTTP(S): a query string on SOURCE (a token), as a rule.
+ *   Else "anonymous".
+ * The name may be a secret: the hash is salted and one-way, and the name
+ * never leaves this call. 0; -EACCES when SRC has no credentials at hand
+ * now (expired and not renewed): OUT is then untouched, and nothing may
+ * be proved or served as proved.
  */
 #define SOURCE_IDENTITY_LEN 32
-void source_identity_hash(struct source *src, const char *salt,
-			  char out[SOURCE_IDENTITY_LEN + 1]);
+int source_identity_hash(struct source *src, const char *salt,
+			 char out[SOURCE_IDENTITY_LEN + 1]);
 
 /* What the renewal of SRC's short-lived credentials has done, for the
  * metrics; all zero for credentials that do not expire. Nothing secret. */

@@ -729,17 +729,26 @@ static int azure_sign(void *signer, const struct http_attempt *a, struct curl_sl
 	return sign_at(signer, a, time(NULL), headers);
 }
 
-/* See source_identity_hash(): the account's key, where a bearer token
- * comes from, or a SAS's signature (its sig= value: the SAS whole when it
- * has none). */
-static void azure_identity(struct source *src, char *out, size_t size)
+/* See source_identity_hash(): the account's key, whom a bearer token
+ * speaks for (oauth.h), or a SAS's signature (its sig= value: the SAS
+ * whole when it has none). */
+static int azure_identity(struct source *src, char *out, size_t size)
 {
 	struct azure_source *az = (struct azure_source *)src;
 	if (az->shared_key) {
 		snprintf(out, size, "azure %s key", az->account);
 	} else if (az->bearer) {
-		/* the managed identity or Entra client: its tokens rotate */
-		snprintf(out, size, "azure token from %s", az->credentials_from);
+		struct oauth_token *token = malloc(sizeof(*token));
+		int err = token ? renewal_get(&az->renewal, time(NULL), token) : -ENOMEM;
+		if (!err && !token->principal[0])
+			err = -EACCES;
+		if (!err)
+			snprintf(out, size, "azure principal %s", token->principal);
+		if (token)
+			explicit_bzero(token, sizeof(*token));
+		free(token);
+		if (err)
+			return -EACCES;
 	} else if (az->sas) {
 		const char *sig = az->sas;
 		for (const char *p = az->sas; p; p = strchr(p, '&'), p = p ? p + 1 : NULL)
@@ -749,6 +758,7 @@ static void azure_identity(struct source *src, char *out, size_t size)
 	} else {
 		snprintf(out, size, "anonymous");
 	}
+	return 0;
 }
 
 /* The service refused a signed request (an expired or revoked token:

@@ -289,20 +289,32 @@ static int gcs_sign(void *signer, const struct http_attempt *a, struct curl_slis
 	return bucket_sign(&sigv4_goog, &cred, g->host, "auto", "storage", a, NULL, 0, headers);
 }
 
-/* See source_identity_hash(): the HMAC access id, where Application
- * Default Credentials come from (their tokens rotate), or a pasted token
- * itself. */
-static void gcs_identity(struct source *src, char *out, size_t size)
+/* See source_identity_hash(): the HMAC access id, whom the tokens of
+ * Application Default Credentials speak for (gcs_adc.h), or a pasted
+ * token itself. */
+static int gcs_identity(struct source *src, char *out, size_t size)
 {
 	struct gcs_source *g = (struct gcs_source *)src;
-	if (g->auth == GCS_HMAC)
+	if (g->auth == GCS_HMAC) {
 		snprintf(out, size, "gcs hmac %s", g->access_id);
-	else if (g->auth == GCS_ADC)
-		snprintf(out, size, "gcs adc from %s", g->credentials_from);
-	else if (g->auth == GCS_BEARER)
+	} else if (g->auth == GCS_ADC) {
+		struct oauth_token *token = malloc(sizeof(*token));
+		int err = token ? renewal_get(&g->renewal, time(NULL), token) : -ENOMEM;
+		if (!err && !token->principal[0])
+			err = -EACCES;
+		if (!err)
+			snprintf(out, size, "gcs principal %s", token->principal);
+		if (token)
+			explicit_bzero(token, sizeof(*token));
+		free(token);
+		if (err)
+			return -EACCES;
+	} else if (g->auth == GCS_BEARER) {
 		snprintf(out, size, "gcs %s", g->bearer);
-	else
+	} else {
 		snprintf(out, size, "anonymous");
+	}
+	return 0;
 }
 
 static struct renewal *gcs_renewal(struct source *src)

@@ -371,10 +371,11 @@ static int http_parse_listing(struct source *src, const char *dir, const char *b
 }
 
 /* See source_identity_hash(): a query on SOURCE is a token, as a rule. */
-static void http_identity(struct source *src, char *out, size_t size)
+static int http_identity(struct source *src, char *out, size_t size)
 {
 	struct http_source *h = (struct http_source *)src;
 	snprintf(out, size, "%s%s", h->query[0] ? "http " : "anonymous", h->query);
+	return 0;
 }
 
 const struct provider provider_http = {

@@ -50,10 +50,11 @@ struct provider {
 	/* Read why a request failed from an error body (see http.h); NULL:
 	 * the status alone. */
 	http_describe_fn describe_error;
-	/* Name the identity SRC's requests carry into OUT (SIZE bytes): see
-	 * source_identity_hash(). May be a secret (a SAS signature, a token):
-	 * only ever hashed, never logged or stored. */
-	void (*identity)(struct source *src, char *out, size_t size);
+	/* Name the identity SRC's requests carry now into OUT (SIZE bytes):
+	 * see source_identity_hash(). May be a secret (a SAS signature, a
+	 * token): only ever hashed, never logged or stored. 0, or -EACCES
+	 * when SRC has no credentials at hand to name (expired, not renewed). */
+	int (*identity)(struct source *src, char *out, size_t size);
 	/* Did the origin refuse the credentials as expired or revoked (see
 	 * http.h)? NULL: credentials that do not expire. */
 	http_rejected_fn credentials_rejected;

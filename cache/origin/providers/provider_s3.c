@@ -506,18 +506,36 @@ wipe_keys:
 	return err;
 }
 
-/* See source_identity_hash(): for keys that are renewed, where they come
- * from (the role the metadata service names, the container endpoint, the
- * web identity's role), whose keys rotate; else the key id. */
-static void s3_identity(struct source *src, char *out, size_t size)
+/* See source_identity_hash(): the principal the keys in use belong to, as
+ * their source names it (a role's ARN, the instance's role), whose keys
+ * rotate; else the access key id in use (a new key proves again). */
+static int s3_identity(struct source *src, char *out, size_t size)
 {
 	struct s3_source *s = (struct s3_source *)src;
-	if (s->anonymous)
+	struct aws_keys *keys = &s->keys;
+
+	if (s->anonymous) {
 		snprintf(out, size, "anonymous");
-	else if (s->renewable)
-		snprintf(out, size, "s3 renewed from %s", s->credentials_from);
+		return 0;
+	}
+	if (s->renewable) {
+		keys = malloc(sizeof(*keys));
+		if (!keys)
+			return -EACCES;
+		if (renewal_get(&s->renewal, time(NULL), keys) != 0) {
+			free(keys);
+			return -EACCES;
+		}
+	}
+	if (keys->principal[0])
+		snprintf(out, size, "s3 principal %s", keys->principal);
 	else
-		snprintf(out, size, "s3 key %s", s->keys.access_key);
+		snprintf(out, size, "s3 key %s", keys->access_key);
+	if (keys != &s->keys) {
+		explicit_bzero(keys, sizeof(*keys));
+		free(keys);
+	}
+	return 0;
 }
 
 /* S3 refuses expired or revoked temporary credentials with 400
