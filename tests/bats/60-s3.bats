@@ -460,7 +460,7 @@ netns_start() {
 		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --log-level debug
 	read_all || fail "a file differs"
 	grep -q "sts session=tilefs-bats" "$ID/log" || fail "no session named tilefs-bats: $(cat "$ID/log")"
-	assert_eq "$(grep -c '^sts GET / 200 issued' "$ID/log")" 1 "STS answers"
+	assert_eq "$(grep -c '^sts POST / 200 issued' "$ID/log")" 1 "STS answers (a POST: the token in its body)"
 	grep -q "web identity (AWS_WEB_IDENTITY_TOKEN_FILE, role arn:aws:iam::123456789012:role/reader)" \
 		"$TILEFS_LOG" || fail "the log does not say where the credentials came from"
 	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
@@ -479,7 +479,7 @@ netns_start() {
 	AWS_CONFIG_FILE=$T/config AWS_PROFILE=reader AWS_ENDPOINT_URL=$ID_URL \
 		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list"
 	read_all || fail "a file differs"
-	assert_eq "$(grep -c '^sts GET / 200 issued' "$ID/log")" 1 "STS answers"
+	assert_eq "$(grep -c '^sts POST / 200 issued' "$ID/log")" 1 "STS answers (a POST: the token in its body)"
 }
 
 @test "s3: a wrong web identity token fails the mount, naming STS" {

@@ -190,6 +190,9 @@ mount_web_lister() {
 	[ "${WEB_RW:0:80}" = "${WEB_RO:0:80}" ] || fail "the ARNs differ in their first 80"
 	echo "oidc-token" >"$ID/web-token"
 	two_principals "$WEB_RW" "$WEB_RO" mount_web_reader mount_web_lister
+	# the token went in a POST's body, as the SDKs send it, never in a URL
+	grep -q "^sts POST / 200 issued" "$ID/log" || fail "no POST to STS"
+	assert_eq "$(grep -c "^sts GET" "$ID/log")" 0 "GETs to STS"
 }
 
 # ---- secrets go only to https or loopback, as the URL's host says ----

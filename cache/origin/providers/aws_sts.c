@@ -1,10 +1,11 @@
 /*
  * aws_sts.c - AWS STS AssumeRoleWithWebIdentity (see aws_sts.h). The
- * request is the Query API's GET (Action, Version=2011-06-15, RoleArn,
- * RoleSessionName, WebIdentityToken), unsigned as STS documents for this
- * action; http.c never logs a URL's query, where the token travels.
- * AssumeRole is the same GET (Action, Version, RoleArn, RoleSessionName)
- * signed with Signature V4 for the service "sts".
+ * request is the Query API's POST of a form (Action, Version=2011-06-15,
+ * RoleArn, RoleSessionName, WebIdentityToken), unsigned as STS documents
+ * for this action, as the AWS SDKs send it: the token travels in the
+ * body, never in a URL, and follows no redirect to another origin.
+ * AssumeRole is the Query API's GET (Action, Version, RoleArn,
+ * RoleSessionName) signed with Signature V4 for the service "sts".
  */
 #include "cache/origin/providers/aws_sts.h"
 #include "cache/origin/providers/bucket.h"
@@ -172,8 +173,8 @@ bad:
 int aws_web_identity_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size)
 {
 	const struct aws_web_identity *w = ctx;
-	char base[512], session[160], header[1] = "";
-	char *token, *e_token = NULL, *e_role = NULL, *e_session = NULL, *url = NULL;
+	char base[512], url[520], session[160];
+	char *token, *e_token = NULL, *e_role = NULL, *e_session = NULL, *form = NULL;
 	struct oauth_body *b = NULL;
 	int err = -ENOMEM;
 
@@ -191,14 +192,14 @@ int aws_web_identity_fetch(const void *ctx, struct aws_keys *out, char *from, si
 	b = malloc(sizeof(*b));
 	if (!e_token || !e_role || !e_session || !b)
 		goto out;
-	size_t url_size = strlen(base) + strlen(e_token) + strlen(e_role) + strlen(e_session) + 160;
-	url = malloc(url_size);
-	if (!url)
+	size_t form_size = strlen(e_token) + strlen(e_role) + strlen(e_session) + 160;
+	form = malloc(form_size);
+	if (!form)
 		goto out;
-	snprintf(url, url_size, "%s/?Action=AssumeRoleWithWebIdentity&Version=2011-06-15"
-		 "&RoleArn=%s&RoleSessionName=%s&WebIdentityToken=%s", base, e_role, e_session,
-		 e_token);
-	err = aws_endpoint_call(url, "STS (AssumeRoleWithWebIdentity)", NULL, header, b);
+	snprintf(form, form_size, "Action=AssumeRoleWithWebIdentity&Version=2011-06-15"
+		 "&RoleArn=%s&RoleSessionName=%s&WebIdentityToken=%s", e_role, e_session, e_token);
+	snprintf(url, sizeof(url), "%s/", base);
+	err = oauth_endpoint_call(url, "STS (AssumeRoleWithWebIdentity)", NULL, NULL, form, b);
 	if (err)
 		goto out;
 	err = sts_credentials(b->text, b->len, "AssumeRoleWithWebIdentityResult", w->role_arn,
@@ -210,9 +211,9 @@ int aws_web_identity_fetch(const void *ctx, struct aws_keys *out, char *from, si
 		 w->set_by, w->role_arn, shown ? shown : "");
 	free(shown);
 out:
-	if (url) {
-		memset(url, 0, strlen(url));
-		free(url);
+	if (form) {
+		explicit_bzero(form, strlen(form));
+		free(form);
 	}
 	if (e_token) {
 		memset(e_token, 0, strlen(e_token));
