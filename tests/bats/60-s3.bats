@@ -779,3 +779,62 @@ runs() {
 		fail "message: $err1"
 	assert_eq "$(runs)" 1 "runs of the credential_process"
 }
+
+# process_gone PID: PID has exited (a zombie left to its reaper counts)
+process_gone() {
+	[ ! -e "/proc/$1" ] || grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+
+@test "s3: a credential_process that prints its keys, closes stdout and sleeps is killed at its 30 s deadline, and the mount fails" {
+	identity_start
+	# its keys are good; its run is not over: a sleep of its own (exec'd)
+	# and one in the background, in its process group
+	cat >"$T/slow-process" <<SH
+#!/bin/sh
+echo \$\$ >"$T/process.pid"
+"$PY" "$TESTS_LIB/aws_identity.py" "$ID" --process
+exec >&-
+sleep 45 &
+echo \$! >"$T/background.pid"
+exec sleep 45
+SH
+	chmod +x "$T/slow-process"
+	printf '[profile slow]\ncredential_process = %s\n' "$T/slow-process" >"$T/config"
+	AWS_CONFIG_FILE=$T/config AWS_PROFILE=slow \
+		tilefs_run mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" \
+		--cache-dir "$T/cache"
+	assert_eq "$status" 1 "exit status"
+	assert_eq "$(printf '%s\n' "$err" | wc -l)" 1 "lines on stderr"
+	[[ "$err1" == "tilefs: "*"credential_process"*"profile slow"*"$T/slow-process"*"30 s"* ]] ||
+		fail "message: $err1"
+	! is_mounted "$MNT" || fail "mounted"
+	wait_until "the credential_process's end" process_gone "$(cat "$T/process.pid")"
+	wait_until "the end of its background sleep" process_gone "$(cat "$T/background.pid")"
+	assert_eq "$(grep -c '^process issued' "$ID/log")" 1 "answers printed"
+}
+
+@test "s3: a credential_process gets the environment without tilefs's other secrets; AWS_* and the rest stay" {
+	identity_start
+	cat >"$T/env-process" <<SH
+#!/bin/sh
+env >"$T/process.env"
+exec "$PY" "$TESTS_LIB/aws_identity.py" "$ID" --process
+SH
+	chmod +x "$T/env-process"
+	printf '[profile envcheck]\ncredential_process = %s\n' "$T/env-process" >"$T/config"
+	AWS_CONFIG_FILE=$T/config AWS_PROFILE=envcheck AWS_MAX_ATTEMPTS=7 \
+	TILEFS_TIER_SECRET=tier-s3cret AZURE_CLIENT_SECRET=az-s3cret AZURE_STORAGE_KEY=az-key \
+	AZURE_STORAGE_SAS_TOKEN=sv=sas IDENTITY_HEADER=id-header GOOGLE_OAUTH_ACCESS_TOKEN=ya29.x \
+	GS_SECRET_ACCESS_KEY=gs-s3cret TILEFS_TEST_KEPT=kept \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list"
+	read_all || fail "a file differs"
+	local v
+	for v in TILEFS_TIER_SECRET AZURE_CLIENT_SECRET AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN \
+		IDENTITY_HEADER GOOGLE_OAUTH_ACCESS_TOKEN GS_SECRET_ACCESS_KEY; do
+		! grep -q "^$v=" "$T/process.env" || fail "the credential_process got $v"
+	done
+	for v in AWS_CONFIG_FILE=$T/config AWS_PROFILE=envcheck AWS_MAX_ATTEMPTS=7 \
+		TILEFS_TEST_KEPT=kept HOME=$HOME PATH=$PATH; do
+		grep -qxF "$v" "$T/process.env" || fail "the credential_process lacks $v"
+	done
+}
