@@ -28,6 +28,22 @@
 #                                  status, and a request URI matching the awk
 #                                  regex URIPATTERN)
 #   azurite_data_gets              GETs of blobs (not listings): count
+#   azure_authz_start [--list-only OID]...
+#                                  azure_authz.py in front of an --oauth
+#                                  Azurite, on 127.0.0.1:<free port>, with
+#                                  Azurite's certificate: a bearer token whose
+#                                  oid is a --list-only one may list but not
+#                                  GET or HEAD a blob (403
+#                                  AuthorizationPermissionMismatch). Sets
+#                                  AUTHZ_ENDPOINT (https://127.0.0.1:PORT/
+#                                  devstoreaccount1; AZURITE_CA verifies it),
+#                                  AUTHZ_DIR, AUTHZ_LOG (one line a request:
+#                                  METHOD PATH STATUS OID)
+#   azure_authz_stop               stop it (safe to call twice)
+#   azure_authz_count METHOD STATUS [PATHPATTERN [OID]]
+#                                  its requests with that method and status
+#                                  (and a path matching the awk regex
+#                                  PATHPATTERN, and that oid)
 #
 # AZURITE_ACCOUNT and AZURITE_KEY are Azurite's well-known dev account.
 # The access log is Azurite's console log, one line per request:
@@ -248,4 +264,49 @@ azurite_count() {
 # azurite_data_gets: GETs of blobs (listings carry comp=list).
 azurite_data_gets() {
 	awk '/"GET / && !/comp=list/ { n++ } END { print n + 0 }' "$AZURITE_LOG"
+}
+
+azure_authz_start() {
+	[ -n "${AZURITE_CA:-}" ] || {
+		echo "azure_authz_start: start Azurite with --oauth first" >&2
+		return 1
+	}
+	local d i
+	d=$(mktemp -d "$(_azurite_tmpbase)/authz.XXXXXX") || return 1
+	AUTHZ_DIR=$d
+	AUTHZ_LOG=$d/requests.log
+	"$PY" "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/azure_authz.py" --port-file "$d/port" \
+		--upstream "https://127.0.0.1:$AZURITE_PORT" --upstream-ca "$AZURITE_CA" \
+		--tls-cert "$AZURITE_DIR/tls/server.pem" --tls-key "$AZURITE_DIR/tls/server.key" "$@" \
+		</dev/null >>"$AUTHZ_LOG" 2>>"$d/stderr" 3>&- &
+	echo $! >"$d/pid"
+	for ((i = 0; i < 600; i++)); do
+		[ -s "$d/port" ] && break
+		pid_alive "$(cat "$d/pid")" || break
+		sleep 0.05
+	done
+	[ -s "$d/port" ] || {
+		echo "azure_authz.py did not start:" >&2
+		cat "$d/stderr" >&2
+		return 1
+	}
+	AUTHZ_ENDPOINT=https://127.0.0.1:$(cat "$d/port")/$AZURITE_ACCOUNT
+	export AUTHZ_DIR AUTHZ_LOG AUTHZ_ENDPOINT
+}
+
+azure_authz_stop() {
+	[ -n "${AUTHZ_DIR:-}" ] && [ -f "$AUTHZ_DIR/pid" ] || return 0
+	local pid
+	pid=$(cat "$AUTHZ_DIR/pid")
+	rm -f "$AUTHZ_DIR/pid"
+	kill -TERM "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null || true
+	return 0
+}
+
+# azure_authz_count METHOD STATUS [PATHPATTERN [OID]]
+azure_authz_count() {
+	awk -v m="$1" -v st="$2" -v pat="${3:-}" -v oid="${4:-}" \
+		'$1 == m && $3 == st && (pat == "" || $2 ~ pat) && (oid == "" || $4 == oid) { n++ }
+		END { print n + 0 }' "$AUTHZ_LOG"
 }

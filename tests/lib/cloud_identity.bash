@@ -14,6 +14,8 @@
 #   identity_tokens            tokens handed out so far
 #   identity_count METHOD STATUS [PATHPATTERN]
 #                              requests logged with that method and status
+#   identity_oid NAME          the oid claim of the Azure tokens of
+#                              principal NAME (a client id, or "system")
 
 # _cloud_spawn DIR ARGS...: start cloud_identity.py in DIR (its log:
 # DIR/requests.log, appended, so a restart in the same DIR keeps it);
@@ -85,4 +87,8 @@ identity_count() {
 	awk -v m="$1" -v st="$2" -v pat="${3:-}" \
 		'$1 == m && $3 == st && (pat == "" || $2 ~ pat) { n++ } END { print n + 0 }' \
 		"$IDENTITY_LOG"
+}
+
+identity_oid() {
+	"$PY" "$TESTS_LIB/cloud_identity.py" --oid-of "$1"
 }
