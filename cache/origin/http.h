@@ -14,8 +14,9 @@
  * retried (resuming) like any timeout.
  *
  * Schemes and redirects: curl speaks http and https only. A request whose
- * signer added headers (credentials) follows no redirect: the 3xx is an
- * error (-EIO). An unsigned request follows up to 5 redirects, from https
+ * signer added headers (credentials), or that carries a form (a token
+ * request's, which may hold a secret), follows no redirect: the 3xx is an
+ * error (-EIO). Any other request follows up to 5 redirects, from https
  * only to https, from http to http or https, to any host: it carries
  * nothing a redirect could leak (curl never carries a URL's query or
  * user to the new location), and an http:// URL was never protected from

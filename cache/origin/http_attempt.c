@@ -304,11 +304,13 @@ int attempt_prepare(const struct http_config *cfg, struct http_request *req)
 			return err;
 		}
 	}
-	/* credentials never follow a redirect (see http.h), nor do the tier's
-	   headers: curl would send them to the redirect's host */
+	/* credentials never follow a redirect (see http.h): not the signer's
+	   headers, not a form (a token request's may hold a client secret, an
+	   assertion or a refresh token, and curl sends a POST's body again to
+	   a 307's or 308's host), nor the tier's headers */
 	req->signed_attempt = unsigned_tail ? unsigned_tail->next != NULL : h != NULL;
 	curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION,
-			 req->signed_attempt || req->via_tier ? 0L : 1L);
+			 req->signed_attempt || req->form || req->via_tier ? 0L : 1L);
 	if (req->via_tier) {
 		/* the store's Host, as signed; the tier's own secret */
 		h = curl_slist_append(h, tier_host);
@@ -402,9 +404,10 @@ int attempt_verdict(struct http_request *req, CURLcode code)
 			size_t end = n + 2 + strlen(reason);
 			if (end + 1 < sizeof(req->error))
 				memcpy(req->error + end, ")", 2);
-		} else if (status < 400 && req->signed_attempt) {
+		} else if (status < 400 && (req->signed_attempt || req->form)) {
 			snprintf(req->error + n, sizeof(req->error) - n,
-				 " (a redirect of a signed request: not followed)");
+				 " (a redirect of a %s request: not followed)",
+				 req->signed_attempt ? "signed" : "token");
 		} else {
 			req->error[n] = '\0';
 		}

@@ -445,3 +445,28 @@ seconds_since_t0() {
 	tilefs_umount "$MNT"
 	no_secret_in "$log" "federated-assertion-1" "federated-assertion-2" "eyJ"
 }
+
+@test "Entra ID: an authority that answers 307 to another port gets no second request; the secret goes nowhere else; the mount fails" {
+	oauth_azurite
+	# listener 0: the authority, answering 307 to listener 1
+	local ports=$T/hostile.ports log=$T/hostile.log
+	"$PY" "$TESTS_LIB/hostile_origin.py" --log "$log" --ports "$ports" redirect307=1 files \
+		</dev/null >"$T/hostile.out" 2>&1 3>&- &
+	TILEFS_EXTRA_PIDS+=("$!")
+	disown "$!"
+	wait_until "hostile_origin.py's start" test -s "$ports"
+	local authority_port other_port
+	authority_port=$(sed -n 1p "$ports")
+	other_port=$(sed -n 2p "$ports")
+	export AZURE_AUTHORITY_HOST=http://127.0.0.1:$authority_port AZURE_TENANT_ID=tenant-1
+	export AZURE_CLIENT_ID=app-1 AZURE_CLIENT_SECRET='s3cret-value'
+	tilefs_run mount --endpoint "$AZURITE_ENDPOINT" --ca-file "$AZURITE_CA" --cache-dir "$CACHE" \
+		--log-file "$T/log" "$SOURCE" "$MNT"
+	assert_eq "$status" 1 "exit status"
+	[[ $err1 == "tilefs: "*"Entra"*"127.0.0.1:$authority_port"*"HTTP 307"* ]] ||
+		fail "message: $err1"
+	assert_eq "$(grep -c '"listener": 0, "method": "POST"' "$log")" 1 "token requests at the authority"
+	assert_eq "$(grep -c '"listener": 1' "$log")" 0 "connections and requests at port $other_port"
+	! grep -qF "s3cret-value" "$T/log" || fail "the secret is in the log"
+	[[ $err != *"s3cret-value"* ]] || fail "the secret is shown"
+}

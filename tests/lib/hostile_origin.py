@@ -17,12 +17,16 @@ written to PORTS, one a line, in the order given, once all listen.
                     (nginx's format); files otherwise
     redirect=I      every request answers 302 to the same path on listener I
                     (http://127.0.0.1:PORT_I)
+    redirect307=I   the same with 307, which keeps the method and the body
+                    (a POST's form goes again to the new place if followed)
     tls-redirect=I  the same over TLS (--cert, --key)
 
 LOG gets one JSON object a line: {"listener": I, "connect": true} for each
 connection accepted (before a byte is read, so a gopher:// request shows),
-and {"listener": I, "method": M, "path": P, "headers": {name: value}} for
-each HTTP request, header names lowercased. Python stdlib only.
+and {"listener": I, "method": M, "path": P, "headers": {name: value},
+"body_bytes": N} for each HTTP request (the body itself is never logged),
+header names lowercased. GET, HEAD, PUT and POST are taken alike. Python
+stdlib only.
 """
 
 import argparse
@@ -52,8 +56,11 @@ def make_handler(index, role, arg, opts, ports):
             pass
 
         def record(self):
+            n = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(n) if 0 < n < 1 << 20 else b""
             log(opts.log, {"listener": index, "method": self.command, "path": self.path,
-                           "headers": {k.lower(): v for k, v in self.headers.items()}})
+                           "headers": {k.lower(): v for k, v in self.headers.items()},
+                           "body_bytes": len(body)})
 
         def send_body(self, code, body, extra=()):
             self.send_response(code)
@@ -66,9 +73,10 @@ def make_handler(index, role, arg, opts, ports):
 
         def serve(self):
             self.record()
-            if role in ("redirect", "tls-redirect"):
+            if role in ("redirect", "tls-redirect", "redirect307"):
                 target = "http://127.0.0.1:%d%s" % (ports[arg], self.path)
-                self.send_body(302, b"moved\n", [("Location", target)])
+                code = 307 if role == "redirect307" else 302
+                self.send_body(code, b"moved\n", [("Location", target)])
                 return
             path = self.path.split("?", 1)[0]
             if role == "listing" and path.endswith("/"):
@@ -123,7 +131,7 @@ def make_handler(index, role, arg, opts, ports):
                 self.wfile.flush()
                 time.sleep(0.25)
 
-        do_GET = do_HEAD = do_PUT = serve
+        do_GET = do_HEAD = do_PUT = do_POST = serve
 
     return Handler
 
@@ -157,7 +165,8 @@ def main():
     servers = []
     for i, spec in enumerate(opts.roles):
         role, _, arg = spec.partition("=")
-        if role not in ("files", "trickle", "listing", "tree", "redirect", "tls-redirect"):
+        if role not in ("files", "trickle", "listing", "tree", "redirect", "tls-redirect",
+                        "redirect307"):
             sys.exit("hostile_origin.py: unknown role '%s'" % spec)
         if role == "tree":
             arg = tuple(int(x) for x in arg.split("x"))
