@@ -250,6 +250,11 @@ no_secret_in() {
 
 @test "no credentials: exit 1 naming the variables; --no-sign-request reads a public container" {
 	mkdir -p "$MNT"
+	# the chain's last step, the instance metadata service, at a stopped
+	# fake: never 169.254.169.254
+	identity_start
+	identity_stop
+	export AZURE_POD_IDENTITY_AUTHORITY_HOST=$IDENTITY_URL
 	tilefs_run mount --endpoint "$AZURITE_ENDPOINT" --cache-dir "$CACHE" "$SOURCE" "$MNT"
 	assert_eq "$status" 1 "exit status"
 	[[ $err1 == "tilefs: "* ]] || fail "message does not start with 'tilefs: ': $err1"
