@@ -95,18 +95,28 @@ calls: $(LIB_OBJ) $(DAEMON_OBJ)
 demo: all
 	examples/demo.sh
 
-# Benchmarks: tilefs beside local disk, GDAL /vsicurl/ and rclone, one run.
-# bench also compares the prefetch policies on cold random chips, and tilefs
-# warm's rate with parallel curl and rclone copy
+# Benchmarks: tilefs beside local disk, GDAL /vsicurl/ and rclone, one run,
+# over https (BENCH_ARGS='--scheme http' for plain http), with $(BUILD)'s
+# tilefs; throughput (issue 44) measures https and http both. bench also
+# compares the prefetch policies on cold random chips, and tilefs warm's
+# rate with parallel curl and rclone copy. Every step runs even when one
+# fails (wrong bytes, a failing tilefs); then make fails with the last
+# failure's status.
+BENCH_ARGS ?=
+BENCH_TILEFS = $(abspath $(BUILD)/tilefs)
 bench: all
-	tests/bench/run
-	tests/bench/run --workloads chips --prefetch none,neighbors,row,object \
-		--contestants vsicurl,vsicurl-tuned,tilefs-cold/none,tilefs-cold/neighbors,tilefs-cold/row,tilefs-cold/object
-	tests/bench/run warm --jobs 8,16,32
-	$(MAKE) --no-print-directory bench-cluster
+	rc=0; \
+	tests/bench/run --tilefs $(BENCH_TILEFS) $(BENCH_ARGS) || rc=$$?; \
+	tests/bench/run --tilefs $(BENCH_TILEFS) $(BENCH_ARGS) --workloads chips \
+		--prefetch none,neighbors,row,object \
+		--contestants vsicurl,vsicurl-tuned,tilefs-cold/none,tilefs-cold/neighbors,tilefs-cold/row,tilefs-cold/object \
+		|| rc=$$?; \
+	tests/bench/run warm --tilefs $(BENCH_TILEFS) $(BENCH_ARGS) --jobs 8,16,32 || rc=$$?; \
+	TILEFS=$(BENCH_TILEFS) $(MAKE) --no-print-directory bench-cluster || rc=$$?; \
+	exit $$rc
 
 bench-warm: all
-	tests/bench/run warm
+	tests/bench/run warm --tilefs $(BENCH_TILEFS) $(BENCH_ARGS)
 
 # Three hosts through one cache tier against one host without (issue 15):
 # exact ranges and slices with one reader per host, exact ranges with four.
@@ -116,7 +126,7 @@ bench-cluster: all
 	tests/bench/cluster --procs 4
 
 bench-quick: all
-	tests/bench/run --quick
+	tests/bench/run --quick --tilefs $(BENCH_TILEFS) $(BENCH_ARGS)
 
 # The parsers of untrusted bytes under libFuzzer (clang; tests/fuzz/run
 # lists them): the tile map for FUZZ_SECONDS, seeded from the corpus, then

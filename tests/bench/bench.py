@@ -17,7 +17,6 @@ import datetime
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import subprocess
@@ -30,12 +29,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+if __name__ == "__main__":
+    # the workloads in modules of their own import bench: let them have
+    # this one, not a second copy
+    sys.modules.setdefault("bench", sys.modules[__name__])
 import report  # noqa: E402
+from origin import NGINX, Origin  # noqa: E402 (Origin: warm.py, million.py too)
+from procfs import children_cpu, machine_busy, pid_alive, proc_stats  # noqa: E402
 
 PY = "/usr/bin/python3"
-NGINX = "/usr/sbin/nginx"
-MODDIR = "/usr/lib/nginx/modules"
-CLK = os.sysconf("SC_CLK_TCK")
 
 # profile: (first-byte delay in ms, per-request rate limit for nginx)
 PROFILES = {"near": (10, "100m"), "region": (30, "50m"), "far": (80, "25m")}
@@ -67,9 +69,20 @@ WORKLOADS = {
     "million": (30, "MB RSS", "a cache of 1,048,576 16-px tiles: RSS before and after reads, "
                 "hits vs local, ready after kill -9, cache stat, 100,000 names listed "
                 "(million.py: its own data and origin)"),
+    "throughput": (44, "GB/s", "GB/s and CPU per GB of curl to /dev/null and to files, tilefs "
+                   "warm, a cold and a warm mount (8 readers cat every file), over https and "
+                   "http, origin unthrottled; one large file through a cold mount against 32 "
+                   "parallel ranges (throughput.py: its own origins)"),
+    "tilebytes": (45, "tiles/s", "origin bytes over the bytes of the tiles read, every tile "
+                  "read once, --prefetch none and default, S2-like, Landsat-like and "
+                  "small-tile LZW sets (tilebytes.py: its own origin)"),
+    "xarray": (45, "MB/s", "rioxarray+dask windows, tifffile+zarr, numpy.memmap of striped and "
+               "of tiled files; cold and warm, every array checked against local's "
+               "(xstack.py)"),
 }
 QUICK_WORKLOADS = ["chips", "chips-s2", "chips-landsat", "chips-torch", "full", "epochs",
-                   "opens", "preads", "chipset", "loader"]
+                   "opens", "preads", "chipset", "loader", "throughput", "tilebytes",
+                   "xarray"]
 # gen_data.py's directory of chip files: the chipset workload's alone, kept
 # out of every other workload's files
 CHIPSET = "chipset"
@@ -107,6 +120,19 @@ def ensure_data(mode):
         os.makedirs(base, exist_ok=True)
         log("generating the %s data set in %s (once; kept for later runs)" % (mode, dest))
         subprocess.run([PY, os.path.join(HERE, "gen_data.py"), mode, dest], check=True)
+    return dest
+
+
+def ensure_extra(mode):
+    """The extra sets (gen_data.py: lzw/, large/) of MODE, generated once."""
+    from gen_data import EXTRA_VERSION
+    base = os.path.join(REPO, "tests", ".cache", "bench")
+    dest = os.path.join(base, "extra-%s-v%d" % (mode, EXTRA_VERSION))
+    if not os.path.isdir(dest):
+        os.makedirs(base, exist_ok=True)
+        log("generating the extra %s sets in %s (once; kept for later runs)" % (mode, dest))
+        subprocess.run([PY, os.path.join(HERE, "gen_data.py"), "extra-" + mode, dest],
+                       check=True)
     return dest
 
 
@@ -246,222 +272,27 @@ def run_million(ctx, notes):
     notes.append(note)
 
 
-# workloads run by a function of their own, not by run_workload()
-SEPARATE = {"million": run_million}
+def run_throughput(ctx, notes, rows):
+    import throughput
+    throughput.run(ctx, notes)
 
 
-# ---------------------------------------------------------------- origin
-
-class Origin:
-    def __init__(self, root, delay_ms, rate, scratch):
-        self.root, self.delay_ms, self.rate = root, delay_ms, rate
-        self.dir = os.path.join(scratch, "nginx")
-        self.pid = None
-
-    def start(self):
-        d = self.dir
-        os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
-        for attempt in range(8):
-            port = free_port()
-            conf = NGINX_CONF % dict(mod=MODDIR, d=d, port=port, root=self.root,
-                                     rate=self.rate, delay=self.delay_ms / 1000.0)
-            with open(os.path.join(d, "nginx.conf"), "w") as f:
-                f.write(conf)
-            open(os.path.join(d, "access.log"), "w").close()
-            r = subprocess.run([NGINX, "-p", d, "-c", os.path.join(d, "nginx.conf"),
-                                "-e", os.path.join(d, "error.log")],
-                               capture_output=True, text=True)
-            if r.returncode == 0:
-                break
-            if "Address already in use" not in r.stderr or attempt == 7:
-                raise RuntimeError("nginx failed to start:\n" + r.stderr)
-        self.url = "http://127.0.0.1:%d/" % port
-        self.log = os.path.join(d, "access.log")
-        import urllib.request
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(self.url, timeout=5).read()
-                with open(os.path.join(d, "nginx.pid")) as f:
-                    self.pid = int(f.read().strip())
-                # nginx logs after the response: wait for that line, so it
-                # does not land in the first phase
-                for _ in range(100):
-                    if self.offset() > 0:
-                        break
-                    time.sleep(0.02)
-                return
-            except Exception:
-                time.sleep(0.1)
-        raise RuntimeError("nginx does not answer on " + self.url)
-
-    def offset(self):
-        return os.path.getsize(self.log)
-
-    def since(self, off, save=None):
-        """The requests logged since offset, as {"requests": count, "bytes":
-        body bytes, "methods": {method: count}, "data_gets": count, "again":
-        bytes of data GETs that an earlier one of the same file since
-        offset had fetched}. A data GET is a GET of a file (not a listing)
-        answered 200 or 206; the rest are listings, HEADs and probes for
-        names that do not exist. With save, those log lines are also copied
-        to that file."""
-        t = {"requests": 0, "bytes": 0, "methods": {}, "data_gets": 0, "again": 0}
-        got = {}    # uri: [[start, end), ...], merged and sorted
-        with open(self.log, "rb") as f:
-            f.seek(off)
-            lines = f.readlines()
-        if save:
-            with open(save, "wb") as out:
-                out.writelines(lines)
-        for line in lines:
-            # $request_method $uri "$http_range" $status $body_bytes_sent
-            parts = line.decode("latin-1").split()
-            if len(parts) < 5:
-                continue
-            method, uri, status = parts[0], parts[1], parts[-2]
-            t["requests"] += 1
-            t["methods"][method] = t["methods"].get(method, 0) + 1
-            try:
-                n = int(parts[-1])
-            except ValueError:
-                n = 0
-            t["bytes"] += n
-            if method == "GET" and not uri.endswith("/") and status in ("200", "206"):
-                t["data_gets"] += 1
-                m = re.search(r'"bytes=(\d+)-', line.decode("latin-1"))
-                start = int(m.group(1)) if m and status == "206" else 0
-                t["again"] += covered(got.setdefault(uri, []), start, start + n)
-        return t
-
-    def cpu(self):
-        """CPU seconds of nginx's master and workers so far."""
-        if not self.pid:
-            return 0.0
-        pids = [self.pid]
-        try:
-            with open("/proc/%d/task/%d/children" % (self.pid, self.pid)) as f:
-                pids += [int(x) for x in f.read().split()]
-        except OSError:
-            pass
-        return sum((proc_stats(p) or (0.0, 0))[0] for p in pids)
-
-    def stop(self):
-        if not self.pid:
-            return
-        try:
-            os.kill(self.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            self.pid = None
-            return
-        for _ in range(100):
-            if not pid_alive(self.pid):
-                break
-            time.sleep(0.05)
-        else:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.pid = None
+def run_tilebytes(ctx, notes, rows):
+    import tilebytes
+    tilebytes.run(ctx, notes)
 
 
-NGINX_CONF = r"""load_module %(mod)s/ndk_http_module.so;
-load_module %(mod)s/ngx_http_lua_module.so;
-user root root;
-worker_processes 1;
-pid %(d)s/nginx.pid;
-error_log %(d)s/error.log warn;
-events { worker_connections 4096; }
-http {
-    client_body_temp_path %(d)s/tmp/body;
-    proxy_temp_path %(d)s/tmp/proxy;
-    fastcgi_temp_path %(d)s/tmp/fastcgi;
-    uwsgi_temp_path %(d)s/tmp/uwsgi;
-    scgi_temp_path %(d)s/tmp/scgi;
-    default_type application/octet-stream;
-    types { text/html html; image/tiff tif tiff; }
-    log_format bench '$request_method $uri "$http_range" $status $body_bytes_sent';
-    access_log %(d)s/access.log bench;
-    keepalive_timeout 120;
-    keepalive_requests 1000000;
-    sendfile off;
-    server {
-        listen 127.0.0.1:%(port)d backlog=4096;
-        server_name localhost;
-        root %(root)s;
-        autoindex on;
-        autoindex_exact_size on;
-        autoindex_format html;
-        # per request, which on a keep-alive connection is per connection
-        limit_rate %(rate)s;
-        location / {
-            # the first-byte delay of every request, listings included
-            access_by_lua_block { ngx.sleep(%(delay).3f) }
-        }
-    }
-}
-"""
+def run_xarray(ctx, notes, rows):
+    import xstack
+    xstack.run(ctx, notes, rows)
 
 
-def covered(spans, a, b):
-    """How much of [a, b) SPANS (merged, sorted [start, end) pairs) holds;
-    then adds [a, b) to SPANS."""
-    held = sum(max(0, min(b, e) - max(a, s)) for s, e in spans)
-    keep = [(s, e) for s, e in spans if e < a or s > b]
-    joined = [(s, e) for s, e in spans if not (e < a or s > b)]
-    lo = min([a] + [s for s, _ in joined])
-    hi = max([b] + [e for _, e in joined])
-    spans[:] = sorted(keep + [(lo, hi)])
-    return held
-
-
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def pid_alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            st = f.read().rsplit(")", 1)[1].split()[0]
-        return st not in ("Z", "X")
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-
-
-def proc_stats(pid):
-    """(cpu seconds user+system, VmHWM in MB) of a running process, or None."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        cpu = (int(fields[11]) + int(fields[12])) / CLK
-        hwm = None
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    hwm = int(line.split()[1]) / 1024.0
-        return cpu, hwm
-    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
-        return None
-
-
-def machine_busy():
-    """CPU seconds the whole machine spent busy since boot (not idle/iowait)."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    user, nice, system, idle, iowait, irq, softirq, steal = (v + [0] * 8)[:8]
-    return (user + nice + system + irq + softirq + steal) / CLK
-
-
-def children_cpu():
-    """CPU seconds of our reaped children (the phase's readers, once waited for)."""
-    import resource
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
+# workloads run by a function of their own, not by run_workload(): (ctx,
+# notes, rows); rows of the main table, if any, are appended to rows, other
+# tables to ctx.sections, and what failed (wrong bytes, a failing tilefs)
+# to ctx.failed
+SEPARATE = {"million": lambda ctx, notes, rows: run_million(ctx, notes),
+            "throughput": run_throughput, "tilebytes": run_tilebytes, "xarray": run_xarray}
 
 
 def is_mounted(mnt):
@@ -643,7 +474,8 @@ class Tilefs(Mounted):
     def command(self, ctx, mnt, cache, logf):
         size = ctx.default_cache_size if self.own_warm_cache(ctx.wl) else ctx.cache_size
         cmd = [ctx.tilefs, "mount", "-f", "--cache-dir", cache, "--cache-size",
-               size, "--log-file", logf] + self.extra + [ctx.origin.url, mnt]
+               size, "--log-file", logf] + ctx.origin.tilefs_args() + self.extra + [
+                   ctx.origin.url, mnt]
         return cmd, os.environ.copy()
 
     def fill(self, ctx, wl, cache):
@@ -651,7 +483,8 @@ class Tilefs(Mounted):
         is a hit, and no file is left to stream in the background."""
         paths = sorted({it["path"] for it in ctx.items[wl]})
         r = subprocess.run([ctx.tilefs, "warm", "--cache-dir", cache, "--cache-size",
-                            ctx.default_cache_size, ctx.origin.url] + paths,
+                            ctx.default_cache_size] + ctx.origin.tilefs_args()
+                           + [ctx.origin.url] + paths,
                            capture_output=True, text=True)
         if r.returncode != 0:
             raise Failure("tilefs warm failed (exit %d): %s" % (
@@ -666,7 +499,7 @@ class Rclone(Mounted):
         env["RCLONE_CONFIG"] = conf
         cmd = ["rclone", "mount", ":http:", mnt, "--http-url", ctx.origin.url,
                "--vfs-cache-mode", "full", "--cache-dir", cache, "--read-only",
-               "--log-file", logf, "--log-level", "NOTICE"]
+               "--log-file", logf, "--log-level", "NOTICE"] + ctx.origin.rclone_args()
         return cmd, env
 
 
@@ -701,6 +534,8 @@ def run_phase(ctx, wl, c, root, items_file, label, shuffle=None, loader="pool",
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GDAL_", "CPL_"))}
     env.update(ctx.reader_env)
     env.update(c.env)
+    if c.vsi:
+        env.update(ctx.origin.gdal_env())
     cmd = [PY, os.path.join(HERE, "workload.py"), "--items", items_file, "--root", root,
            "--out", out, "--workers", str(ctx.workers), "--loader", loader]
     if tuning != UNTUNED_LOADER:
@@ -778,6 +613,9 @@ def phase_labels(wl):
         return ["half-epoch1", "half-epoch2", "half-epoch3"]
     if wl == EPOCHS_HALF_HINTED:
         return ["hinted-half-epoch1", "hinted-half-epoch2", "hinted-half-epoch3"]
+    if wl == "xarray":
+        import xstack
+        return list(xstack.LABELS)
     return [wl]
 
 
@@ -1060,9 +898,10 @@ def skip_row(wl, lab, c, why):
 def brief(row):
     if row.get("rate") is None:
         return "%s %s" % (row["check"], row.get("note", ""))
-    s = "%.1f %s, %d req, %.1f MB fetched, p50 %.0f ms, p95 %.0f ms" % (
-        row["rate"], row["unit"], row.get("requests", 0), row.get("fetched_bytes", 0) / 1e6,
-        row["p50_ms"] or 0, row["p95_ms"] or 0)
+    s = "%.1f %s, %d req, %.1f MB fetched" % (
+        row["rate"], row["unit"], row.get("requests", 0), row.get("fetched_bytes", 0) / 1e6)
+    if row.get("p50_ms") is not None:
+        s += ", p50 %.0f ms, p95 %.0f ms" % (row["p50_ms"], row["p95_ms"] or 0)
     if row.get("daemon_cpu_s") is not None:
         s += ", daemon %.1f s CPU %.0f MB" % (row["daemon_cpu_s"], row["daemon_rss_mb"] or 0)
     if row["check"] != "ok":
@@ -1124,6 +963,9 @@ def main():
     ap.add_argument("--profile", choices=sorted(PROFILES), default="region",
                     help="origin latency/bandwidth: near 10 ms 100 MB/s, region 30 ms "
                     "50 MB/s, far 80 ms 25 MB/s (per connection) [region]")
+    ap.add_argument("--scheme", choices=("https", "http"), default="https",
+                    help="how the origin serves: https (nginx ssl, a CA made at set-up and "
+                    "given to every client) or plain http [https]")
     ap.add_argument("--workloads", help="comma list, from: " + ",".join(WORKLOADS))
     ap.add_argument("--contestants", help="comma list of names to run (local always runs: "
                     "it is the reference)")
@@ -1160,7 +1002,9 @@ def main():
     ctx.default_cache_size = ctx.cache_size = "8G" if mode == "quick" else "16G"
     ctx.cache_sizes = {}
     ctx.phase_timeout = 900 if mode == "quick" else 3600
+    ctx.sections, ctx.failed = [], []
     delay_ms, rate = PROFILES[a.profile]
+    ctx.profile = (delay_ms, rate)
     if not os.access(ctx.tilefs, os.X_OK):
         sys.exit("bench: no tilefs binary at %s (run make)" % ctx.tilefs)
 
@@ -1183,6 +1027,7 @@ def main():
     else:
         notes.append("rclone not installed: its rows are missing")
     extra = a.tilefs_args.split() if a.tilefs_args else []
+    ctx.tilefs_extra = extra
     for pol in ([p for p in a.prefetch.split(",") if p] or [None]):
         sfx = "/" + pol if pol else ""
         args = extra + (["--prefetch", pol] if pol else [])
@@ -1202,8 +1047,8 @@ def main():
 
     os.makedirs(ctx.logs, exist_ok=True)
     os.makedirs(ctx.raw, exist_ok=True)
-    log("tilefs bench (%s, profile %s: %d ms first byte, %sB/s per connection, %d workers)"
-        % (mode, a.profile, delay_ms, rate.upper(), ctx.workers))
+    log("tilefs bench (%s, %s, profile %s: %d ms first byte, %sB/s per connection, "
+        "%d workers)" % (mode, a.scheme, a.profile, delay_ms, rate.upper(), ctx.workers))
     log("results: %s" % os.path.relpath(ctx.results, os.getcwd()))
     ctx.data = ensure_data(mode)
     files = scan_data(ctx.data)
@@ -1221,8 +1066,10 @@ def main():
     built = ctx.tilefs
     ctx.tilefs = os.path.join(ctx.scratch, "tilefs")
     shutil.copy2(built, ctx.tilefs)
-    ctx.origin = Origin(ctx.data, delay_ms, rate, ctx.scratch)
-    meta = {"timestamp": ts, "mode": mode, "profile": a.profile, "delay_ms": delay_ms,
+    ctx.scheme = a.scheme
+    ctx.origin = Origin(ctx.data, delay_ms, rate, ctx.scratch, tls=(a.scheme == "https"))
+    meta = {"timestamp": ts, "mode": mode, "profile": a.profile, "scheme": a.scheme,
+            "delay_ms": delay_ms,
             "rate": rate, "workers": ctx.workers, "workloads": wls,
             "described": {wl: describe(wl, files) for wl in wls},
             "contestants": [c.name for c in contestants], "data_files": len(files),
@@ -1241,7 +1088,8 @@ def main():
         log("origin: %s (nginx pid %d)" % (ctx.origin.url, ctx.origin.pid))
         for wl in wls:
             if wl in SEPARATE:
-                SEPARATE[wl](ctx, notes)
+                SEPARATE[wl](ctx, notes, rows)
+                report.write_csv(os.path.join(ctx.results, "results.csv"), rows, meta)
                 continue
             log("[%s] %s: %s, %d items" % (WORKLOADS[wl][0], wl, describe(wl, files),
                                            len(ctx.items[wl])))
@@ -1271,7 +1119,8 @@ def main():
     # table order: workload, phase (epoch1, epoch2, ...), contestant
     phases = [lab for w in wls for lab in phase_labels(w)]
     names = [c.name for c in contestants]
-    rows.sort(key=lambda r: (phases.index(r["workload"]), names.index(r["contestant"])))
+    rows.sort(key=lambda r: (phases.index(r["workload"]), names.index(r["contestant"])
+                             if r["contestant"] in names else len(names)))
     report.add_ratios(rows)
     report.write_csv(os.path.join(ctx.results, "results.csv"), rows, meta)
     with open(os.path.join(ctx.results, "meta.json"), "w") as f:
@@ -1281,6 +1130,8 @@ def main():
     if chart_note:
         notes.append(chart_note)
     text += report.explain(meta, notes)
+    # the tables of the workloads that have their own (throughput, tilebytes)
+    text += "".join("\n" + t for t in ctx.sections)
     with open(os.path.join(ctx.results, "table.txt"), "w") as f:
         f.write(text)
     with open(os.path.join(ctx.results, "table.md"), "w") as f:
@@ -1296,6 +1147,9 @@ def main():
         log("FAILED: %d row(s) with wrong data or a failing tilefs: %s" % (
             len(bad), ", ".join("%s/%s %s" % (r["workload"], r["contestant"], r["check"])
                                 for r in bad)))
+    if ctx.failed and status == 0:
+        status = 1
+        log("FAILED: %s" % "; ".join(x[:200] for x in ctx.failed))
     return status
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Generate the benchmark data set once: gen_data.py quick|full DIR.
+"""Generate the benchmark data set once: gen_data.py quick|full DIR; and the
+extra sets of some workloads: gen_data.py extra-quick|extra-full DIR.
 
 Writes DIR.tmp, then renames it to DIR, so a half-written set is never used.
 Everything is deterministic (fixed seeds, fixed mtimes), so a regenerated
@@ -20,8 +21,18 @@ set has the same bytes and nginx gives it the same ETags.
 Pixels are smooth fields plus noise, so DEFLATE and ZSTD compress them about
 as much as real imagery (2-3x), not the 100x of a constant image.
 
+The extra sets, apart so that the main set and every workload's items stay
+as they were (EXTRA_VERSION is in their directory's name):
+
+  lzw/      small-tile LZW COGs: 1 band uint16, 128x128 tiles (about 23 KB
+            each), LZW + horizontal predictor, overviews (tilebytes)
+  large/    one large non-TIFF file of random bytes, as a WebDataset shard
+            or a checkpoint is to tilefs (cached in blocks): 1 GiB, 128 MiB
+            in quick (throughput's one-reader row)
+
 A change here changes the data: bump DATA_VERSION (bench.ensure_data puts
-it in the cache directory's name, so the old set is not reused).
+it in the cache directory's name, so the old set is not reused), or
+EXTRA_VERSION for the extra sets.
 """
 import os
 import shutil
@@ -53,6 +64,14 @@ SETS = {
         "chipset": (1500, 256, 256, 1, "uint16", 256, "DEFLATE"),
     },
 }
+
+EXTRA_VERSION = 1  # 1: lzw/ and large/
+
+EXTRA_SETS = {
+    "extra-quick": {"lzw": (2, 1536, 1536, 1, "uint16", 128, "LZW")},
+    "extra-full": {"lzw": (4, 3072, 3072, 1, "uint16", 128, "LZW")},
+}
+LARGE_BYTES = {"extra-quick": 128 << 20, "extra-full": 1 << 30}
 
 GDT = {"uint16": gdal.GDT_UInt16, "uint8": gdal.GDT_Byte}
 MTIME = 1704164645  # 2024-01-02 03:04:05 UTC
@@ -95,12 +114,28 @@ def write(path, arr, dtype, block, compress):
             os.remove(side)
 
 
+def write_large(path, size, seed=4242):
+    """SIZE bytes of deterministic random bytes (incompressible, as a shard
+    of JPEGs or a checkpoint is)."""
+    rng = np.random.default_rng(seed)
+    with open(path, "wb") as f:
+        left = size
+        while left > 0:
+            n = min(left, 16 << 20)
+            f.write(rng.bytes(n))
+            left -= n
+
+
 def generate(mode, dest):
     tmp = dest + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
-    seed = 1000
-    for kind, (count, w, h, bands, dtype, block, compress) in SETS[mode].items():
+    seed = 1000 if mode in SETS else 5000
+    sets = SETS[mode] if mode in SETS else EXTRA_SETS[mode]
+    if mode in LARGE_BYTES:
+        os.makedirs(os.path.join(tmp, "large"))
+        write_large(os.path.join(tmp, "large", "shard-000000.bin"), LARGE_BYTES[mode])
+    for kind, (count, w, h, bands, dtype, block, compress) in sets.items():
         os.makedirs(os.path.join(tmp, kind))
         for i in range(count):
             seed += 1
@@ -128,8 +163,8 @@ def generate(mode, dest):
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in SETS:
-        sys.exit("usage: gen_data.py quick|full DIR")
+    if len(sys.argv) != 3 or sys.argv[1] not in list(SETS) + list(EXTRA_SETS):
+        sys.exit("usage: gen_data.py quick|full|extra-quick|extra-full DIR")
     generate(sys.argv[1], sys.argv[2].rstrip("/"))
 
 

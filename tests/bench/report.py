@@ -96,10 +96,10 @@ def table(rows, meta):
         "workload", "contestant", "rate", "unit", "xlocal", "xbest", "req/it", "GET/it",
         "KB/it", "p50ms", "p95ms", "cliCPU", "dCPU", "dCPU/it", "dRSS", "othCPU", "check"))
     lines = [
-        "tilefs bench, %s mode, profile %s (%s ms first byte, %sB/s per connection), "
-        "%s workers, %s" % (meta.get("mode"), meta.get("profile"), meta.get("delay_ms"),
-                            str(meta.get("rate", "")).upper(), meta.get("workers"),
-                            meta.get("timestamp")),
+        "tilefs bench, %s mode, %s, profile %s (%s ms first byte, %sB/s per connection), "
+        "%s workers, %s" % (meta.get("mode"), meta.get("scheme", "http"), meta.get("profile"),
+                            meta.get("delay_ms"), str(meta.get("rate", "")).upper(),
+                            meta.get("workers"), meta.get("timestamp")),
         "", hdr, "-" * len(hdr)]
     if meta.get("reader_env"):
         lines.insert(1, "readers' environment (every contestant): " + " ".join(
@@ -160,6 +160,10 @@ README_LABELS = {
     "opens": "open storm (open, sidecar probes, readdir)",
     "preads": "raw tile preads, no decoding",
     "chipset": "chip files, 1,500 in one directory, fresh open each",
+    "xr-rioxarray": "rioxarray + dask, 512x512 windows",
+    "xr-zarr": "tifffile + zarr + dask, the same windows",
+    "xr-memmap": "numpy.memmap of striped files, windows",
+    "xr-mmap-tiled": "numpy.memmap of tiled files, raw tiles",
 }
 # the chips workloads whose costs per chip the README shows, if they ran
 README_COSTS = ("chips", "chips-s2", "chips-landsat", "chipset")
@@ -224,11 +228,11 @@ def explain(meta, notes):
     txt = """
 What these numbers mean, and what they do not:
 - One machine (%s CPUs, shared with other jobs: expect +-20%% run to run, and
-  far more in rows where othCPU is high), origin on loopback. Latency and
-  bandwidth are injected by nginx: %s ms before the first byte of every
+  far more in rows where othCPU is high), origin on loopback over %s. Latency
+  and bandwidth are injected by nginx: %s ms before the first byte of every
   request (listings and HEADs too) and %sB/s per request. Real object
-  stores add variance, slow tails, throttling, TLS and per-request prices
-  that are not modelled here.
+  stores add variance, slow tails, throttling and per-request prices that
+  are not modelled here.
 - The page cache is dropped before every phase, so local reads come from this
   machine's disk, and a mount's warm data from its on-disk cache, not RAM.
   Local is a reference, not a ceiling: loopback plus a cache can beat it.
@@ -241,8 +245,9 @@ What these numbers mean, and what they do not:
   for CPU, so CPU-heavy contestants are penalised more than on a big VM.
 - The bench never fails because something is slow; only wrong bytes, a failing
   tilefs, or a broken harness fail it.
-""" % (os.cpu_count(), meta.get("delay_ms"), str(meta.get("rate", "")).upper(),
-       meta.get("workers"))
+""" % (os.cpu_count(), {"https": "https (nginx ssl; every client given its CA)"}.get(
+        meta.get("scheme"), "plain http"), meta.get("delay_ms"),
+       str(meta.get("rate", "")).upper(), meta.get("workers"))
     if notes:
         txt += "\nNotes on this run:\n" + "".join("- %s\n" % n for n in notes)
     return txt

@@ -58,8 +58,8 @@ def run_curl(origin, files, jobs, scratch):
     dest = os.path.join(scratch, "curl-parts")
     shutil.rmtree(dest, ignore_errors=True)
     os.makedirs(dest)
-    blocks = ['url = "%s%s"\nrange = "%d-%d"\noutput = "%s/%d"\nsilent\nshow-error\nfail\n'
-              % (origin.url, rel, off, min(size, off + chunk) - 1, dest, i)
+    blocks = ['url = "%s%s"\nrange = "%d-%d"\noutput = "%s/%d"\nsilent\nshow-error\nfail\n%s'
+              % (origin.url, rel, off, min(size, off + chunk) - 1, dest, i, origin.curl_config())
               for i, (rel, size, off) in enumerate((rel, size, off) for rel, size in files
                                                    for off in range(0, size, chunk))]
     with open(cfg, "w") as f:
@@ -84,7 +84,8 @@ def run_warm(origin, files, jobs, scratch, tilefs):
     shutil.rmtree(cache, ignore_errors=True)
     t0 = time.monotonic()
     r = subprocess.run([tilefs, "warm", origin.url, "--cache-dir", cache, "--jobs", str(jobs),
-                        "--cache-size", "100G"], capture_output=True, text=True)
+                        "--cache-size", "100G"] + origin.tilefs_args(),
+                       capture_output=True, text=True)
     subprocess.run(["sync", "-f", scratch], check=True)
     took = time.monotonic() - t0
     if r.returncode != 0:
@@ -98,7 +99,7 @@ def run_rclone(origin, files, jobs, scratch):
     t0 = time.monotonic()
     subprocess.run(["rclone", "copy", ":http:", dest, "--http-url", origin.url,
                     "--transfers", str(jobs), "--checkers", str(jobs),
-                    "--config", "/dev/null", "-q"], check=True)
+                    "--config", "/dev/null", "-q"] + origin.rclone_args(), check=True)
     subprocess.run(["sync", "-f", dest], check=True)
     took = time.monotonic() - t0
     for rel, size in files:
@@ -111,6 +112,8 @@ def main():
     ap = argparse.ArgumentParser(prog="tests/bench/run warm", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="the 78 MB data set, not 1.7 GB")
     ap.add_argument("--profile", choices=sorted(bench.PROFILES), default="region")
+    ap.add_argument("--scheme", choices=("https", "http"), default="https",
+                    help="the origin over https (a CA made at set-up) or plain http [https]")
     ap.add_argument("--jobs", default="16", help="comma list of transfer counts [16]")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each, median kept [3]")
     ap.add_argument("--tilefs", default=os.path.join(bench.REPO, "build", "tilefs"))
@@ -127,7 +130,7 @@ def main():
     scratch_base = "/var/tmp" if os.path.isdir("/var/tmp") else None
     scratch = tempfile.mkdtemp(prefix="tilefs-warm-bench.", dir=scratch_base)
     delay, rate = bench.PROFILES[a.profile]
-    origin = bench.Origin(root, delay, rate, scratch)
+    origin = bench.Origin(root, delay, rate, scratch, tls=(a.scheme == "https"))
     origin.start()
     have_rclone = shutil.which("rclone") is not None
     state = {}
@@ -169,7 +172,7 @@ def main():
         os.makedirs(mnt, exist_ok=True)
         off = origin.offset()
         subprocess.run([a.tilefs, "mount", origin.url, mnt, "--cache-dir", cache,
-                        "--cache-size", "100G"], check=True)
+                        "--cache-size", "100G"] + origin.tilefs_args(), check=True)
         try:
             for rel, _ in files:
                 if bench.sha256(os.path.join(mnt, rel)) != bench.sha256(os.path.join(root, rel)):
@@ -189,9 +192,9 @@ def main():
         shutil.rmtree(scratch, ignore_errors=True)
 
     lines = ["tilefs warm vs parallel curl and rclone copy: %s data set (%d files, %.0f MB), "
-             "profile %s (%d ms first byte, %s/s per connection), median of %d runs"
-             % (mode, len(files), total / 1e6, a.profile, delay, bench.PROFILES[a.profile][1],
-                a.repeat),
+             "%s, profile %s (%d ms first byte, %s/s per connection), median of %d runs"
+             % (mode, len(files), total / 1e6, a.scheme, a.profile, delay,
+                bench.PROFILES[a.profile][1], a.repeat),
              "", "%-5s %-7s %9s %10s %9s %9s" % ("jobs", "who", "seconds", "MB/s", "x curl",
                                                  "requests")]
     for jobs, name, took, mbs, ratio, n in rows:
