@@ -399,6 +399,7 @@ int control_start(struct namespace *ns, struct cache *cache, const char *mountpo
 		err = -EAGAIN;
 		goto fail_socket;
 	}
+	pthread_setname_np(ctl->thread, "tilefs-control");
 	*out = ctl;
 	return 0;
 

@@ -431,6 +431,7 @@ int metrics_start(const struct metrics_config *cfg, struct cache *cache, struct 
 		snprintf(err, err_size, "cannot start the metrics thread: %s", strerror(-rc));
 		goto fail_thread;
 	}
+	pthread_setname_np(m->thread, "tilefs-metrics");
 	*out = m;
 	return 0;
 fail_thread:

@@ -69,6 +69,7 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 		err = -EAGAIN;
 		goto fail_thread;
 	}
+	pthread_setname_np(c->persister, "tilefs-persist");	/* for top -H, perf */
 	if (pthread_create(&c->sealer, NULL, seal_thread, c) != 0) {
 		pthread_mutex_lock(&c->lock);
 		c->stopping = true;
@@ -78,6 +79,7 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 		err = -EAGAIN;
 		goto fail_thread;
 	}
+	pthread_setname_np(c->sealer, "tilefs-seal");
 	*out = c;
 	return 0;
 

@@ -58,6 +58,24 @@
  * no other lock is taken under it, and it is never held across I/O, an
  * index call or an HTTP call. Reference counts (objects: atomic; entries:
  * under c->lock) are asserted never to go below zero.
+ *
+ * THREADS, and what each owns (their names, for top -H and perf, in
+ * brackets):
+ *   readers (FUSE workers [tilefs-fuse], warm's jobs, the hint thread
+ *     [tilefs-hint]) make entries, claim units and submit GETs; they own
+ *     nothing between calls.
+ *   the fetch threads [tilefs-fetchN] (cache/origin/http.c: one a core, at
+ *     most one per 4 connections) run the GETs: a run's sink writes its
+ *     entries' buffers (theirs alone while UNIT_FETCHING), and the part
+ *     that ends a run last (parts_left) settles its entries under c->lock
+ *     and queues them; any fetch thread may end any run.
+ *   the persist thread [tilefs-persist] alone stores entries, takes them
+ *     out of the table (E1, E2), evicts, writes edges and read times, and
+ *     steps whole-object streams (stream.c).
+ *   the seal thread [tilefs-seal] checks complete objects and pins them for
+ *     passthrough (seal.c).
+ * Lock order: c->evict_lock (one evictor at a time) before c->lock, a
+ * leaf; the locks of http.c are leaves too, never taken under c->lock.
  */
 #ifndef TILEFS_ENGINE_INT_H
 #define TILEFS_ENGINE_INT_H

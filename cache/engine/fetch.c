@@ -36,7 +36,10 @@ struct fetch_run {
 					   the last, for edges */
 	char *lead_bytes, *spill_bytes;	/* the lead's and spill's bytes, if
 					   short enough to keep (edge_keep()) */
-	size_t parts_left;		/* fetch thread only, like err and fetched */
+	/* The parts may end on different fetch threads: parts_left counts
+	   them down, and the part that takes it to 0 settles the run; err and
+	   fetched are under c->lock until then. */
+	atomic_size_t parts_left;
 	int err;			/* the first part's error */
 	uint64_t fetched;
 	struct fetch_part *parts;
@@ -138,13 +141,16 @@ static int part_take(void *arg, uint64_t at, const char *data, size_t len)
 static void part_done(struct http_request *req, void *arg)
 {
 	struct fetch_run *run = ((struct fetch_part *)arg)->run;
+	struct cache *c = run->cache;
 	int err = version_verdict(&run->obj->version, req);
 
+	pthread_mutex_lock(&c->lock);
 	if (!err)
 		run->fetched += req->body_len;
 	if (err && (!run->err || err == -ESTALE))
 		run->err = err;
-	if (--run->parts_left == 0)
+	pthread_mutex_unlock(&c->lock);
+	if (atomic_fetch_sub(&run->parts_left, 1) == 1)
 		run_finish(run);
 }
 
@@ -217,7 +223,7 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 	run->len = end - off;
 	run->lead = lead;
 	run->spill = spill;
-	run->parts_left = nparts;
+	atomic_init(&run->parts_left, nparts);
 	pthread_mutex_lock(&c->lock);
 	if (background)
 		c->background_bytes += end - off;
@@ -226,7 +232,7 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 		units[i]->refs++;
 	}
 	pthread_mutex_unlock(&c->lock);
-	/* parts_left is the fetch thread's once the first part is submitted */
+	/* the run is the fetch threads' once its first part is submitted */
 	for (size_t k = 0, done = 0; k < nparts; k++) {
 		uint64_t len = part_ends[k] - off - done;
 		struct fetch_part *part = &run->parts[k];

@@ -496,10 +496,12 @@ int cache_hint_set(struct cache *c, const struct cache_hint_entry *v, size_t n, 
 	atomic_fetch_add(&h->generation, 1);
 	atomic_store(&h->live, n);
 	if (n && !h->started && !atomic_load(&h->stopping)) {
-		if (pthread_create(&h->thread, NULL, hint_thread, h) == 0)
+		if (pthread_create(&h->thread, NULL, hint_thread, h) == 0) {
+			pthread_setname_np(h->thread, "tilefs-hint");
 			h->started = true;
-		else
+		} else {
 			err = -EAGAIN;
+		}
 	}
 	pthread_cond_signal(&h->wake);
 	pthread_mutex_unlock(&h->lock);

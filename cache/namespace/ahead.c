@@ -102,6 +102,8 @@ int ns_revalidate_ahead(struct namespace *ns, int threads)
 	for (; ns->nahead < threads; ns->nahead++)
 		if (pthread_create(&ns->ahead[ns->nahead], NULL, ahead_thread, ns) != 0)
 			break;
+		else
+			pthread_setname_np(ns->ahead[ns->nahead], "tilefs-ahead");
 	return ns->nahead ? 0 : -EAGAIN;
 }
 

@@ -1,17 +1,28 @@
 /*
- * http.c - see http.h: the fetch thread, its queues, retries and the tier's
- * fallback; one attempt of a request is http_attempt.c's.
+ * http.c - see http.h: the fetch threads, their queues, retries and the
+ * tier's fallback; one attempt of a request is http_attempt.c's.
  *
- * DESIGN: one fetch thread owns the curl multi handle and every easy handle.
- * Other threads only append to `submitted` under client->lock and call
- * curl_multi_wakeup(). The fetch thread moves submitted requests to the
- * multi handle (or to `delayed` while a backoff runs), drives transfers with
- * curl_multi_poll(), and calls done() for finished requests. Background
- * requests (prefetch) wait in `background` and start only on half the
- * connections, or on all those demand requests have left idle lately
- * (background_cap()), and never on the last free one, so a demand read
- * finds a connection when it comes. Lock order:
- * client->lock is a leaf; done() runs without it.
+ * DESIGN: a client runs one or more fetch threads (struct fetcher), as
+ * many as the machine has cores up to one per HTTP_FETCHER_CONNECTIONS
+ * connections: TLS and curl cost a core per few hundred MB/s, so one
+ * thread would cap a mount at one core's worth of bytes. Each fetcher owns
+ * a curl multi handle, its easy handles and its share of the connections;
+ * nothing of one fetcher is touched by another. A submitter picks the
+ * fetcher with the fewest requests in flight (for a background request,
+ * the most room), appends the request to that fetcher's `submitted` under
+ * its lock and calls curl_multi_wakeup(). The fetcher moves submitted
+ * requests to its multi handle (or to `delayed` while a backoff runs),
+ * drives transfers with curl_multi_poll(), and calls done() for finished
+ * requests: done() and sinks run on whichever fetch thread ran the request.
+ * Background requests (prefetch) wait in `background` and start only on
+ * half of the fetcher's connections, or on all those demand requests have
+ * left idle lately (background_cap()), and never on the last free one, so
+ * a demand read finds a connection when it comes, on every fetcher.
+ *
+ * LOCKS: each fetcher's lock guards its `submitted`, `stopping` and
+ * `background_room`; the client's stats_lock guards the counters. Both
+ * are leaves (neither is taken under the other), and done() and the
+ * signer run with neither held.
  */
 #include "cache/origin/http.h"
 #include "cache/origin/http_int.h"
@@ -24,32 +35,52 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
-struct http_client {
-	struct http_config cfg;		/* set at start, read-only after */
-	CURLM *multi;			/* fetch thread only */
+/* Connections a fetch thread serves at least: more threads than the
+ * connections / this would each hold too few to keep a host busy. */
+#define HTTP_FETCHER_CONNECTIONS 4
+#define HTTP_FETCHERS_MAX 64
+
+/* One fetch thread: its own multi handle, queues and connections. */
+struct fetcher {
+	struct http_client *client;
+	int index;			/* in client->fetchers, for its name */
+	int max_connections;		/* its share of the client's */
+	CURLM *multi;			/* this thread only */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	struct http_request *submitted;	/* protected by lock, LIFO */
 	bool stopping;			/* protected by lock */
-	struct http_request *delayed;	/* fetch thread only: in backoff */
-	struct http_request *active;	/* fetch thread only: on the multi */
-	struct http_request *background, *background_tail; /* fetch thread only:
+	int background_room;		/* protected by lock: its part of
+					   http_background_room() */
+	atomic_int load;		/* requests submitted to it, not done */
+	struct http_request *delayed;	/* this thread only: in backoff */
+	struct http_request *active;	/* this thread only: on the multi */
+	struct http_request *background, *background_tail; /* this thread only:
 					   background requests not started yet */
-	int nactive, nactive_background; /* fetch thread only */
-	int nqueued_background;		/* fetch thread only: in `background` */
-	int demand_peak, demand_peak_prev; /* fetch thread only: the most demand
+	int nactive, nactive_background; /* this thread only */
+	int nqueued_background;		/* this thread only: in `background` */
+	int demand_peak, demand_peak_prev; /* this thread only: the most demand
 					   requests in flight at once in this
 					   and the last window */
-	uint64_t peak_since_ms;		/* fetch thread only: this window's start */
-	int background_room;		/* protected by lock: http_background_room() */
-	uint64_t rng;			/* fetch thread only */
-	struct http_stats stats;	/* protected by lock */
+	uint64_t peak_since_ms;		/* this thread only: this window's start */
+	uint64_t rng;			/* this thread only */
+};
+
+struct http_client {
+	struct http_config cfg;		/* set at start, read-only after */
+	int nfetchers;			/* read-only */
+	struct fetcher *fetchers;	/* read-only array */
+	atomic_uint next;		/* round robin among equally loaded */
+	pthread_mutex_t stats_lock;
+	struct http_stats stats;	/* protected by stats_lock */
 };
 
 void http_config_defaults(struct http_config *cfg)
@@ -65,13 +96,14 @@ void http_config_defaults(struct http_config *cfg)
 	cfg->total_timeout_ms = 0;
 	cfg->deadline_floor_ms = 15000;
 	cfg->min_rate = 16384;
+	cfg->fetch_threads = 0;
 }
 
 const double http_latency_bounds[HTTP_LATENCY_BUCKETS - 1] = {
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 };
 
-static uint64_t next_random(struct http_client *c)
+static uint64_t next_random(struct fetcher *c)
 {
 	/* xorshift64*: jitter only, not security */
 	c->rng ^= c->rng >> 12;
@@ -81,19 +113,20 @@ static uint64_t next_random(struct http_client *c)
 }
 
 /* Start the next attempt of REQ on the multi handle. */
-static int attempt_start(struct http_client *c, struct http_request *req)
+static int attempt_start(struct fetcher *c, struct http_request *req)
 {
-	int err = attempt_prepare(&c->cfg, req);
+	int err = attempt_prepare(&c->client->cfg, req);
 	if (err)
 		return err;
 	curl_multi_add_handle(c->multi, req->easy);
 	if (req->tier) {
-		pthread_mutex_lock(&c->lock);
+		struct http_client *client = c->client;
+		pthread_mutex_lock(&client->stats_lock);
 		if (req->via_tier)
-			c->stats.tier_attempts++;
+			client->stats.tier_attempts++;
 		else if (!req->skip_tier)
-			c->stats.tier_fallbacks++;
-		pthread_mutex_unlock(&c->lock);
+			client->stats.tier_fallbacks++;
+		pthread_mutex_unlock(&client->stats_lock);
 	}
 	req->next = c->active;
 	c->active = req;
@@ -104,7 +137,7 @@ static int attempt_start(struct http_client *c, struct http_request *req)
 	return 0;
 }
 
-static void attempt_end(struct http_client *c, struct http_request *req)
+static void attempt_end(struct fetcher *c, struct http_request *req)
 {
 	curl_multi_remove_handle(c->multi, req->easy);
 	attempt_release(req);
@@ -119,50 +152,52 @@ static void attempt_end(struct http_client *c, struct http_request *req)
 	req->next = NULL;
 }
 
-static void publish_room(struct http_client *c);
+static void publish_room(struct fetcher *c);
 
-static void finish(struct http_client *c, struct http_request *req, int err)
+static void finish(struct fetcher *c, struct http_request *req, int err)
 {
 	double took = (double)(monotonic_us() - req->submitted_us) / 1e6;
 	size_t b = 0;
 	while (b < HTTP_LATENCY_BUCKETS - 1 && took > http_latency_bounds[b])
 		b++;
+	struct http_client *client = c->client;
 	req->err = err;
-	pthread_mutex_lock(&c->lock);
-	c->stats.requests++;
-	c->stats.in_flight--;
-	c->stats.bytes += req->body_len;
-	c->stats.latency[b]++;
-	c->stats.latency_sum += took;
+	pthread_mutex_lock(&client->stats_lock);
+	client->stats.requests++;
+	client->stats.in_flight--;
+	client->stats.bytes += req->body_len;
+	client->stats.latency[b]++;
+	client->stats.latency_sum += took;
 	if (err)
-		c->stats.failures++;
-	pthread_mutex_unlock(&c->lock);
+		client->stats.failures++;
+	pthread_mutex_unlock(&client->stats_lock);
+	atomic_fetch_sub(&c->load, 1);
 	publish_room(c);	/* before done(), which may wake a producer */
 	req->done(req, req->arg);
 }
 
 /* Delay before the next attempt: Retry-After, or backoff with full jitter. */
-static uint64_t retry_delay_ms(struct http_client *c, struct http_request *req)
+static uint64_t retry_delay_ms(struct fetcher *c, struct http_request *req)
 {
 	if (req->retry_after_s >= 0) {
 		uint64_t ms = (uint64_t)req->retry_after_s * 1000;
-		uint64_t cap = (uint64_t)c->cfg.backoff_max_ms * 6;
+		uint64_t cap = (uint64_t)c->client->cfg.backoff_max_ms * 6;
 		return ms < cap ? ms : cap;
 	}
-	uint64_t ceiling = (uint64_t)c->cfg.backoff_base_ms << (req->attempt < 16 ? req->attempt : 16);
-	if (ceiling > (uint64_t)c->cfg.backoff_max_ms)
-		ceiling = (uint64_t)c->cfg.backoff_max_ms;
+	uint64_t ceiling = (uint64_t)c->client->cfg.backoff_base_ms << (req->attempt < 16 ? req->attempt : 16);
+	if (ceiling > (uint64_t)c->client->cfg.backoff_max_ms)
+		ceiling = (uint64_t)c->client->cfg.backoff_max_ms;
 	return ceiling / 2 + next_random(c) % (ceiling / 2 + 1);
 }
 
-static void start_or_fail(struct http_client *c, struct http_request *req);
+static void start_or_fail(struct fetcher *c, struct http_request *req);
 
 /*
  * Did an attempt through the tier fail to reach it? Then the tier is down:
  * say so once, and start the attempt again at the store (not counted as
  * a retry). Any response from the tier means it is up.
  */
-static bool tier_unreachable(struct http_client *c, struct http_request *req, CURLcode code)
+static bool tier_unreachable(struct fetcher *c, struct http_request *req, CURLcode code)
 {
 	if (!req->via_tier)
 		return false;
@@ -190,7 +225,7 @@ static bool tier_unreachable(struct http_client *c, struct http_request *req, CU
  * directly (not counted as a retry), where curl follows it as for any
  * request without the tier.
  */
-static bool tier_redirected(struct http_client *c, struct http_request *req, CURLcode code)
+static bool tier_redirected(struct fetcher *c, struct http_request *req, CURLcode code)
 {
 	long status = 0;
 	if (!req->via_tier || req->signed_attempt || code != CURLE_OK)
@@ -206,7 +241,7 @@ static bool tier_redirected(struct http_client *c, struct http_request *req, CUR
 	return true;
 }
 
-static void on_attempt_done(struct http_client *c, struct http_request *req, CURLcode code)
+static void on_attempt_done(struct fetcher *c, struct http_request *req, CURLcode code)
 {
 	if (tier_unreachable(c, req, code) || tier_redirected(c, req, code))
 		return;
@@ -233,7 +268,7 @@ static void on_attempt_done(struct http_client *c, struct http_request *req, CUR
 		finish(c, req, verdict);
 		return;
 	}
-	if (req->attempt >= c->cfg.retries) {
+	if (req->attempt >= c->client->cfg.retries) {
 		log_error("giving up on %s after %d attempts: %s", req->log_name,
 			  req->attempt + 1, req->error);
 		finish(c, req, -EIO);
@@ -244,17 +279,17 @@ static void on_attempt_done(struct http_client *c, struct http_request *req, CUR
 		memcpy(req->first_etag, req->etag, sizeof(req->etag));
 	uint64_t delay = retry_delay_ms(c, req);
 	log_warn("retrying %s in %" PRIu64 " ms (attempt %d of %d): %s", req->log_name,
-		 delay, req->attempt + 2, c->cfg.retries + 1, req->error);
+		 delay, req->attempt + 2, c->client->cfg.retries + 1, req->error);
 	req->attempt++;
 	req->not_before_ms = monotonic_ms() + delay;
 	req->next = c->delayed;
 	c->delayed = req;
-	pthread_mutex_lock(&c->lock);
-	c->stats.retries++;
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&c->client->stats_lock);
+	c->client->stats.retries++;
+	pthread_mutex_unlock(&c->client->stats_lock);
 }
 
-static void start_or_fail(struct http_client *c, struct http_request *req)
+static void start_or_fail(struct fetcher *c, struct http_request *req)
 {
 	int err = attempt_start(c, req);
 	if (err)
@@ -262,7 +297,7 @@ static void start_or_fail(struct http_client *c, struct http_request *req)
 }
 
 /* Start delayed requests whose time has come; return ms until the next one. */
-static long start_due(struct http_client *c)
+static long start_due(struct fetcher *c)
 {
 	uint64_t now = monotonic_ms();
 	long wait = 1000;
@@ -293,7 +328,7 @@ static long start_due(struct http_client *c)
  * connections free when they come back; a background request started
  * meanwhile would hold one for its whole GET. (start_background() never
  * takes the last free connection either.) */
-static int background_cap(struct http_client *c)
+static int background_cap(struct fetcher *c)
 {
 	uint64_t now = monotonic_ms();
 	int demand = c->nactive - c->nactive_background;
@@ -303,14 +338,14 @@ static int background_cap(struct http_client *c)
 		c->peak_since_ms = now;
 	}
 	int busy = c->demand_peak > c->demand_peak_prev ? c->demand_peak : c->demand_peak_prev;
-	int idle = c->cfg.max_connections - busy - 1;
-	int half = c->cfg.max_connections / 2 > 0 ? c->cfg.max_connections / 2 : 1;
+	int idle = c->max_connections - busy - 1;
+	int half = c->max_connections / 2 > 0 ? c->max_connections / 2 : 1;
 	return idle > half ? idle : half;
 }
 
 /* Say how many more background requests would start now
  * (http_background_room()). */
-static void publish_room(struct http_client *c)
+static void publish_room(struct fetcher *c)
 {
 	int room = background_cap(c) - c->nactive_background - c->nqueued_background;
 	pthread_mutex_lock(&c->lock);
@@ -322,11 +357,11 @@ static void publish_room(struct http_client *c)
 
 /* Start background requests while there is room for them, and say how
  * many more would start now (http_background_room()). */
-static void start_background(struct http_client *c)
+static void start_background(struct fetcher *c)
 {
 	int cap = background_cap(c);
 	while (c->background && c->nactive_background < cap &&
-	       c->nactive < c->cfg.max_connections - 1) {
+	       c->nactive < c->max_connections - 1) {
 		struct http_request *req = c->background;
 		c->background = req->next;
 		if (!c->background)
@@ -339,18 +374,26 @@ static void start_background(struct http_client *c)
 
 /* How long the fetch thread may sleep: while a demand peak is remembered,
  * no longer than a window, so the room it gives back is published. */
-static long poll_wait(struct http_client *c, long wait)
+static long poll_wait(struct fetcher *c, long wait)
 {
 	if ((c->demand_peak || c->demand_peak_prev) && wait > PEAK_WINDOW_MS)
 		return PEAK_WINDOW_MS;
 	return wait;
 }
 
+static int fetcher_room(struct fetcher *f)
+{
+	pthread_mutex_lock(&f->lock);
+	int room = f->background_room;
+	pthread_mutex_unlock(&f->lock);
+	return room;
+}
+
 int http_background_room(struct http_client *c)
 {
-	pthread_mutex_lock(&c->lock);
-	int room = c->background_room;
-	pthread_mutex_unlock(&c->lock);
+	int room = 0;
+	for (int i = 0; i < c->nfetchers; i++)
+		room += fetcher_room(&c->fetchers[i]);
 	return room;
 }
 
@@ -361,7 +404,11 @@ int http_connections(const struct http_client *c)
 
 static void *fetch_thread(void *arg)
 {
-	struct http_client *c = arg;
+	struct fetcher *c = arg;
+	char name[16];
+
+	snprintf(name, sizeof(name), "tilefs-fetch%d", c->index);
+	pthread_setname_np(pthread_self(), name);
 
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
@@ -441,6 +488,62 @@ static void curl_global_once(void)
 	curl_global_init(CURL_GLOBAL_ALL);
 }
 
+/* The fetch threads for CFG: fetch_threads, else one a core, at most one
+ * per HTTP_FETCHER_CONNECTIONS connections. */
+static int fetchers_for(const struct http_config *cfg)
+{
+	long n = cfg->fetch_threads;
+	if (n <= 0) {
+		long cores = sysconf(_SC_NPROCESSORS_ONLN);
+		n = cfg->max_connections / HTTP_FETCHER_CONNECTIONS;
+		if (cores > 0 && n > cores)
+			n = cores;
+	}
+	if (n > cfg->max_connections)
+		n = cfg->max_connections;
+	if (n > HTTP_FETCHERS_MAX)
+		n = HTTP_FETCHERS_MAX;
+	return n > 0 ? (int)n : 1;
+}
+
+static int fetcher_start(struct http_client *c, struct fetcher *f, int index)
+{
+	f->client = c;
+	f->index = index;
+	/* the connections dealt out: the first ones get the remainder */
+	f->max_connections = c->cfg.max_connections / c->nfetchers +
+			     (index < c->cfg.max_connections % c->nfetchers);
+	f->rng = (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)f << 16) ^ 0x9e3779b97f4a7c15ull;
+	pthread_mutex_init(&f->lock, NULL);
+	f->multi = curl_multi_init();
+	if (!f->multi)
+		goto fail_multi;
+	curl_multi_setopt(f->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+	curl_multi_setopt(f->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)f->max_connections);
+	curl_multi_setopt(f->multi, CURLMOPT_MAXCONNECTS, (long)f->max_connections * 2);
+	publish_room(f);
+	if (pthread_create(&f->thread, NULL, fetch_thread, f) != 0)
+		goto fail_thread;
+	return 0;
+
+fail_thread:
+	curl_multi_cleanup(f->multi);
+fail_multi:
+	pthread_mutex_destroy(&f->lock);
+	return -1;
+}
+
+static void fetcher_stop(struct fetcher *f)
+{
+	pthread_mutex_lock(&f->lock);
+	f->stopping = true;
+	pthread_mutex_unlock(&f->lock);
+	curl_multi_wakeup(f->multi);
+	pthread_join(f->thread, NULL);
+	curl_multi_cleanup(f->multi);
+	pthread_mutex_destroy(&f->lock);
+}
+
 struct http_client *http_client_new(const struct http_config *cfg)
 {
 	struct http_client *c = calloc(1, sizeof(*c));
@@ -449,24 +552,21 @@ struct http_client *http_client_new(const struct http_config *cfg)
 		return NULL;
 	pthread_once(&global_once, curl_global_once);
 	c->cfg = *cfg;
-	c->rng = (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)c << 16) ^ 0x9e3779b97f4a7c15ull;
-	pthread_mutex_init(&c->lock, NULL);
-	c->multi = curl_multi_init();
-	if (!c->multi)
-		goto fail_multi;
-	curl_multi_setopt(c->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-	curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)cfg->max_connections);
-	curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, (long)cfg->max_connections * 2);
-	if (pthread_create(&c->thread, NULL, fetch_thread, c) != 0)
-		goto fail_thread;
-	return c;
-
-fail_thread:
-	curl_multi_cleanup(c->multi);
-fail_multi:
-	pthread_mutex_destroy(&c->lock);
+	c->nfetchers = fetchers_for(cfg);
+	c->fetchers = calloc((size_t)c->nfetchers, sizeof(*c->fetchers));
+	pthread_mutex_init(&c->stats_lock, NULL);
+	int started = 0;
+	while (c->fetchers && started < c->nfetchers &&
+	       fetcher_start(c, &c->fetchers[started], started) == 0)
+		started++;
+	if (started == c->nfetchers)
+		return c;
+	while (started > 0)
+		fetcher_stop(&c->fetchers[--started]);
+	free(c->fetchers);
+	pthread_mutex_destroy(&c->stats_lock);
 	free(c);
-	log_error("cannot start the fetch thread");
+	log_error("cannot start the fetch threads");
 	return NULL;
 }
 
@@ -474,13 +574,10 @@ void http_client_free(struct http_client *c)
 {
 	if (!c)
 		return;
-	pthread_mutex_lock(&c->lock);
-	c->stopping = true;
-	pthread_mutex_unlock(&c->lock);
-	curl_multi_wakeup(c->multi);
-	pthread_join(c->thread, NULL);
-	curl_multi_cleanup(c->multi);
-	pthread_mutex_destroy(&c->lock);
+	for (int i = 0; i < c->nfetchers; i++)
+		fetcher_stop(&c->fetchers[i]);
+	free(c->fetchers);
+	pthread_mutex_destroy(&c->stats_lock);
 	free(c);
 }
 
@@ -508,17 +605,41 @@ static void request_reset(struct http_request *req, size_t max_body)
 	req->submitted_us = monotonic_us();
 }
 
+/* The fetcher for REQ: the one with the fewest requests in flight (for a
+ * background request, the most room for it, so it starts there at once),
+ * the round robin taking turns among equals. */
+static struct fetcher *fetcher_pick(struct http_client *c, const struct http_request *req)
+{
+	unsigned first = atomic_fetch_add(&c->next, 1) % (unsigned)c->nfetchers;
+	struct fetcher *best = NULL;
+	int best_score = 0;
+
+	for (int i = 0; i < c->nfetchers; i++) {
+		struct fetcher *f = &c->fetchers[(first + (unsigned)i) % (unsigned)c->nfetchers];
+		int score = req->background ? -fetcher_room(f) : atomic_load(&f->load);
+		if (!best || score < best_score) {
+			best = f;
+			best_score = score;
+		}
+	}
+	return best;
+}
+
 void http_submit(struct http_client *c, struct http_request *req)
 {
 	request_reset(req, c->cfg.max_body);
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(&c->stats_lock);
 	c->stats.in_flight++;
-	if (req->background && c->background_room > 0)
-		c->background_room--;
-	req->next = c->submitted;
-	c->submitted = req;
-	pthread_mutex_unlock(&c->lock);
-	curl_multi_wakeup(c->multi);
+	pthread_mutex_unlock(&c->stats_lock);
+	struct fetcher *f = fetcher_pick(c, req);
+	atomic_fetch_add(&f->load, 1);
+	pthread_mutex_lock(&f->lock);
+	if (req->background && f->background_room > 0)
+		f->background_room--;
+	req->next = f->submitted;
+	f->submitted = req;
+	pthread_mutex_unlock(&f->lock);
+	curl_multi_wakeup(f->multi);
 }
 
 struct waiter {
@@ -568,9 +689,9 @@ int http_fetch_once(const struct http_config *cfg, struct http_request *req)
 
 void http_client_stats(struct http_client *c, struct http_stats *out)
 {
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(&c->stats_lock);
 	*out = c->stats;
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->stats_lock);
 }
 
 time_t http_date_parse(const char *text)

@@ -1,7 +1,9 @@
 /*
- * http.h - the fetcher: every HTTP request tilefs makes goes through one
- * thread that owns a curl multi handle (keep-alive pool, HTTP/2 multiplexing
- * where offered). Other threads submit requests and are called back.
+ * http.h - the fetcher: every HTTP request tilefs makes goes through the
+ * client's fetch threads, each owning a curl multi handle (keep-alive pool,
+ * HTTP/2 multiplexing where offered) and a share of the connections. Other
+ * threads submit requests and are called back, on the fetch thread that
+ * ran the request.
  *
  * Retries: connection errors, timeouts, truncated bodies, 5xx and 429 are
  * retried with exponential backoff and full jitter (Retry-After honoured, up
@@ -24,9 +26,9 @@
  * redirect either: the request goes again to the store directly, which
  * may redirect it, so the tier's headers never reach another host.
  *
- * The one exception to the fetch thread is http_fetch_once(): a single
+ * The one exception to the fetch threads is http_fetch_once(): a single
  * attempt on the calling thread, for credential endpoints asked while
- * opening a source or from a signer (on the fetch thread itself).
+ * opening a source or from a signer (on a fetch thread itself).
  *
  * Layer: the origin (cache/origin/), over cache/base/ and under its
  * providers. Includes cache/base/ and its own folder only; never the
@@ -60,6 +62,8 @@ struct http_config {
 					   0: 10 * stall_timeout_s */
 	int deadline_floor_ms;		/* a ranged GET or a HEAD must end within */
 	int min_rate;			/* this + its bytes / min_rate (bytes/s) */
+	int fetch_threads;		/* 0: one a core, at most one per 4
+					   connections (http.c) */
 };
 
 /* The defaults of http_config_defaults() that a command line may change
@@ -83,7 +87,7 @@ struct http_attempt {
 
 /*
  * Add credentials for one attempt by appending header lines to *headers
- * (curl_slist_append). Called on the fetch thread before every attempt, so
+ * (curl_slist_append). Called on a fetch thread before every attempt, so
  * a resumed range is signed as sent. Returns 0 or -errno (fails the request).
  */
 typedef int (*http_sign_fn)(void *signer, const struct http_attempt *a,
@@ -94,7 +98,7 @@ typedef int (*http_sign_fn)(void *signer, const struct http_attempt *a,
  * at BODY, NUL-terminated, at most sizeof(error_body) - 1): true with a
  * short reason in REASON (cut to SIZE), which the message shows as
  * "HTTP 403 (REASON)"; false when the body does not say. Only the provider
- * knows how its origin words errors. Called on the fetch thread.
+ * knows how its origin words errors. Called on a fetch thread.
  */
 typedef bool (*http_describe_fn)(const char *body, size_t len, char *reason, size_t size);
 
@@ -104,7 +108,8 @@ typedef bool (*http_describe_fn)(const char *body, size_t len, char *reason, siz
  * http_describe_fn: S3 answers 400 ExpiredToken, Azure 401, Azurite 403,
  * GCS 401)? True: the signer (SIGNER, req->signer) has renewed them, and
  * the request is sent once more at once, not counted as a retry. Called
- * on the fetch thread, at most once per request.
+ * on a fetch thread, at most once per request; fetch threads may call it
+ * at once for different requests.
  */
 typedef bool (*http_rejected_fn)(void *signer, long status, const char *body, size_t len);
 
@@ -123,7 +128,8 @@ typedef int (*http_sink_fn)(void *sink_arg, uint64_t at, const char *data, size_
 
 /*
  * One request. The caller owns it and keeps it alive until done() runs (on
- * the fetch thread: done() must be quick and must not submit-and-wait).
+ * the fetch thread that ran it: done() must be quick and must not
+ * submit-and-wait; done() of different requests may run at once).
  */
 struct http_request {
 	/* set by the caller */
@@ -194,12 +200,12 @@ struct http_request {
 	size_t error_len;
 };
 
-/* Start the fetch thread. Returns NULL on failure (logged). */
+/* Start the fetch threads. Returns NULL on failure (logged). */
 struct http_client *http_client_new(const struct http_config *cfg);
 /* Stop the thread; requests still queued complete with -ECANCELED. */
 void http_client_free(struct http_client *client);
 
-/* Queue req; done() is always called exactly once, later, on the fetch thread. */
+/* Queue req; done() is always called exactly once, later, on a fetch thread. */
 void http_submit(struct http_client *client, struct http_request *req);
 /* How many more background requests would start at once now: the
  * connections demand requests have left idle lately, less those background

@@ -5,13 +5,16 @@
  * one offset until the test lets them go:
  *
  *   idle readers   with no demand request lately, background requests
- *                  take every connection but one (not only half of them)
- *   demand first   the last connection is left for a reader: a demand
- *                  request made while they are held is served at once
+ *                  take every connection but one of each fetch thread's
+ *                  share (not only half of them)
+ *   demand first   the last connection of each share is left for a
+ *                  reader: a demand request made while they are held is
+ *                  served at once
  *   room           http_background_room() is 0 while background requests
  *                  hold the connections they may have, and comes back when
  *                  they end
  *
+ * with one fetch thread and with two (each with half the connections).
  * Every wait is for an event, bounded by ORIGIN_WAIT_S.
  */
 #include "cache/origin/http.h"
@@ -87,35 +90,34 @@ static int demand_get(struct http_client *http, const char *url, uint64_t off, c
 	return http_run(http, &req);
 }
 
-int main(void)
+/* The whole story with THREADS fetch threads, against the origin S
+ * serving the objects at URL. */
+static void story(struct origin_server *s, char url[][64], int threads)
 {
-	static struct origin_server s;
-	CHECK(origin_start(&s) == 0, "the origin starts");
-	char path[16], url[CONNECTIONS][64];
-	for (int i = 0; i < CONNECTIONS; i++) {
-		snprintf(path, sizeof(path), "/b%d", i);
-		origin_put(&s, path, OBJECT_SIZE, (uint32_t)i, "\"e\"");
-		snprintf(url[i], sizeof(url[i]), "http://127.0.0.1:%d/b%d", s.port, i);
-	}
-
+	const int spare = threads;	/* one connection of each share */
 	struct http_config cfg;
 	http_config_defaults(&cfg);
 	cfg.max_connections = CONNECTIONS;
+	cfg.fetch_threads = threads;
 	/* a held GET is never timed out and tried again while the test runs */
 	cfg.deadline_floor_ms = 2 * ORIGIN_WAIT_S * 1000;
 	cfg.stall_timeout_s = 2 * ORIGIN_WAIT_S;
 	struct http_client *http = http_client_new(&cfg);
-	CHECK(http != NULL, "the client starts");
+	CHECK(http != NULL, "%d fetch thread%s: the client starts", threads,
+	      threads > 1 ? "s" : "");
 	/* a first answer tells curl the origin's protocol (HTTP/1.1: one
 	   request per connection), so that it opens new connections at once */
 	char dbody[1024];
 	CHECK(demand_get(http, url[1], 0, dbody, sizeof(dbody)) == 0, "a first GET");
-	CHECK(wait_room(http, CONNECTIONS - 1) == CONNECTIONS - 1,
+	CHECK(wait_room(http, CONNECTIONS - spare) == CONNECTIONS - spare,
 	      "with nothing in flight lately, the room for background requests is every "
-	      "connection but one (%d)", http_background_room(http));
+	      "connection but one a thread (%d)", http_background_room(http));
 
 	/* one background GET of each object, all held by the origin */
-	origin_hold(&s, 0);
+	pthread_mutex_lock(&s->lock);
+	size_t logged = s->nlog;
+	pthread_mutex_unlock(&s->lock);
+	origin_hold(s, 0);
 	static struct http_request bg[CONNECTIONS];
 	static char body[CONNECTIONS][1024];
 	struct done_count d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
@@ -130,9 +132,9 @@ int main(void)
 		bg[i].arg = &d;
 		http_submit(http, &bg[i]);
 	}
-	size_t held = wait_held(&s, CONNECTIONS - 1);
-	CHECK(held == CONNECTIONS - 1, "idle readers: background GETs take %d of %d "
-	      "connections (held %zu)", CONNECTIONS - 1, CONNECTIONS, held);
+	size_t held = wait_held(s, (size_t)(CONNECTIONS - spare));
+	CHECK(held == (size_t)(CONNECTIONS - spare), "idle readers: background GETs take %d "
+	      "of %d connections (held %zu)", CONNECTIONS - spare, CONNECTIONS, held);
 
 	CHECK(http_background_room(http) == 0, "no room for more background requests "
 	      "meanwhile (%d)", http_background_room(http));
@@ -142,23 +144,38 @@ int main(void)
 	origin_pattern(want, OBJECT_SIZE, 0);
 	CHECK(err == 0 && memcmp(dbody, want + 4096, sizeof(dbody)) == 0,
 	      "a demand GET made while background GETs are held is served (err %d)", err);
-	pthread_mutex_lock(&s.lock);
-	size_t served = s.nlog;
-	pthread_mutex_unlock(&s.lock);
-	CHECK(served == 2, "before any background GET was let go (%zu answered)", served);
+	pthread_mutex_lock(&s->lock);
+	size_t served = s->nlog - logged;
+	pthread_mutex_unlock(&s->lock);
+	CHECK(served == 1, "before any background GET was let go (%zu answered)", served);
 	usleep(200000);	/* a last GET started now would be seen held */
-	pthread_mutex_lock(&s.lock);
-	held = s.held;
-	pthread_mutex_unlock(&s.lock);
-	CHECK(held == CONNECTIONS - 1, "the last background GET waits, leaving a "
-	      "connection for a reader (held %zu)", held);
+	pthread_mutex_lock(&s->lock);
+	held = s->held;
+	pthread_mutex_unlock(&s->lock);
+	CHECK(held == (size_t)(CONNECTIONS - spare), "the last background GET of each thread "
+	      "waits, leaving a connection for a reader (held %zu)", held);
 
-	origin_release(&s);
+	origin_release(s);
 	CHECK(wait_done(&d, CONNECTIONS) == CONNECTIONS && d.failed == 0,
 	      "every background GET ends well once let go (%d done, %d failed)", d.done, d.failed);
 	CHECK(wait_room(http, 1) > 0, "the room comes back (%d)", http_background_room(http));
 
 	http_client_free(http);
+}
+
+int main(void)
+{
+	static struct origin_server s;
+	CHECK(origin_start(&s) == 0, "the origin starts");
+	static char url[CONNECTIONS][64];
+	char path[16];
+	for (int i = 0; i < CONNECTIONS; i++) {
+		snprintf(path, sizeof(path), "/b%d", i);
+		origin_put(&s, path, OBJECT_SIZE, (uint32_t)i, "\"e\"");
+		snprintf(url[i], sizeof(url[i]), "http://127.0.0.1:%d/b%d", s.port, i);
+	}
+	story(&s, url, 1);
+	story(&s, url, 2);
 	origin_stop(&s);
 	return check_done();
 }
