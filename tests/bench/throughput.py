@@ -197,7 +197,7 @@ class Threads:
     (name, CPU seconds)}, by thread id, and ("gone", name) for the CPU of
     threads whose id was taken by a new thread since."""
 
-    def __init__(self, pid, every=0.2):
+    def __init__(self, pid, every=0.1):
         self.pid, self.every = pid, every
         self.seen, self.gone = {}, {}
         self.lock = threading.Lock()
