@@ -47,8 +47,9 @@
  *        the persist thread when it is not persisted.
  *   (E3) A sliver (part of a unit, for one read) is never stored as a unit
  *        nor put in the table; the bytes kept of it (edges, in memory and
- *        in the index) are served only for the object id, so the version,
- *        they came from (edge_read()).
+ *        in the index) are served, or fill the ends of a unit being
+ *        fetched in place of a second GET of them, only for the object id,
+ *        so the version, they came from (edge_read(), run_trim()).
  *   (E4) Every byte served for an object comes from its pinned version:
  *        cached units are keyed by its index id (one id per version), and
  *        every GET carries If-Match or If-Unmodified-Since and its answer
@@ -306,6 +307,15 @@ void entry_unref(struct inflight *e);
 void entry_settle(struct cache *c, struct inflight *e, int err, bool persist);
 bool edge_get(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len,
 	      char *dst);
+/* The most bytes of OBJ from OFF on (at most MAX) that one edge in memory
+ * holds, copied to DST; 0 if none holds the byte at OFF. */
+size_t edge_head(struct cache *c, const struct cache_object *obj, uint64_t off, size_t max,
+		 char *dst);
+/* The most bytes of OBJ up to END (at most MAX) that one edge in memory
+ * holds, copied so that they end at DST_END; 0 if none holds the byte
+ * before END. */
+size_t edge_tail(struct cache *c, const struct cache_object *obj, uint64_t end, size_t max,
+		 char *dst_end);
 /* Keep LEN bytes at OFF of OBJ as an edge: in memory, and (for an object in
  * the index) queued for the persist thread to write to the index. */
 void edge_keep(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len,

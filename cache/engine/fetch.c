@@ -4,7 +4,9 @@
  * prefetched units, merging adjacent units into one ranged GET pinned to
  * the object's version, and settling the entries when the answer comes
  * (on the fetch thread). Slivers and the spill after a tile go into the
- * same GET and are kept as edges.
+ * same GET and are kept as edges; a GET of a tile leaves out what edges
+ * hold of it already (run_trim()), so a tile read tile by tile is fetched
+ * once.
  *
  * Level 3 of the engine (engine_int.h): calls inflight.c, object.c and the
  * level 0 files; the read path, whole-object streaming, the open and warm
@@ -170,28 +172,133 @@ static bool edge_buffer(uint64_t len, char **buf)
 	return *buf || !len || len > PLAN_SLIVER_MAX;
 }
 
+/* The most bytes of OBJ from OFF on (at most MAX) that a kept edge holds,
+ * in memory or else in the index, copied to DST. */
+static size_t kept_head(struct cache *c, const struct cache_object *obj, uint64_t off, size_t max,
+			char *dst)
+{
+	pthread_mutex_lock(&c->lock);
+	size_t have = edge_head(c, obj, off, max, dst);
+	pthread_mutex_unlock(&c->lock);
+	if (have || !max || obj->id <= 0 || index_edge_get(c->index, obj->id, off, 1, dst) != 0)
+		return have;
+	/* the index says whether an edge holds a length asked for: the
+	   longest, by halves (DST holds the bytes of the last one found) */
+	size_t lo = 1, hi = max;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo + 1) / 2;
+		if (index_edge_get(c->index, obj->id, off, mid, dst) == 0)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+/* The most bytes of OBJ up to END (at most MAX) that a kept edge holds,
+ * in memory or else in the index, copied so that they end at DST_END. */
+static size_t kept_tail(struct cache *c, const struct cache_object *obj, uint64_t end, size_t max,
+			char *dst_end)
+{
+	pthread_mutex_lock(&c->lock);
+	size_t have = edge_tail(c, obj, end, max, dst_end);
+	pthread_mutex_unlock(&c->lock);
+	if (have || !max || obj->id <= 0 ||
+	    index_edge_get(c->index, obj->id, end - 1, 1, dst_end - 1) != 0)
+		return have;
+	size_t lo = 1, hi = max;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo + 1) / 2;
+		if (index_edge_get(c->index, obj->id, end - mid, mid, dst_end - mid) == 0)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+/* Fill the ends of the run UNITS[0..n) (PU: as plan.h sees them) with
+ * what kept edges hold of them, and return the range its GET must still
+ * bring (plan_trim(); len 0: none). Edges are keyed by the object id, so
+ * they hold the version's own bytes (invariant E3). */
+static struct extent run_trim(struct cache *c, const struct cache_object *obj,
+			      struct inflight **units, const struct plan_unit *pu, size_t n)
+{
+	struct inflight *first = units[0], *last = units[n - 1];
+	size_t first_max = first->unit.len < PLAN_SLIVER_MAX ? (size_t)first->unit.len :
+							       PLAN_SLIVER_MAX;
+	size_t last_max = last->unit.len < PLAN_SLIVER_MAX ? (size_t)last->unit.len :
+							     PLAN_SLIVER_MAX;
+	uint64_t head = first->sliver ? 0 : kept_head(c, obj, first->unit.off, first_max, first->buf);
+	uint64_t tail = last->sliver ? 0 :
+			kept_tail(c, obj, last->unit.off + last->unit.len, last_max,
+				  last->buf + last->unit.len);
+	return plan_trim(pu, n, head, tail);
+}
+
+/* Is the unit of OBJ holding byte AT in flight or known cached in this
+ * process, or the byte kept in an edge in memory? (AFTER: the byte after
+ * a run, whose edge would start at it; else the byte before one.) */
+static bool held_beside(struct cache *c, const struct cache_object *obj, uint64_t at, bool after)
+{
+	struct extent unit = layout_unit_at(&obj->layout, at);
+	struct known_unit k;
+	char byte[1];
+	pthread_mutex_lock(&c->lock);
+	bool held = table_find(c, obj->id, unit.off) ||
+		    (known_get(c, obj->id, unit.off, &k) && k.u.len == unit.len) ||
+		    (after ? edge_head(c, obj, at, 1, byte) : edge_tail(c, obj, at + 1, 1, byte + 1));
+	pthread_mutex_unlock(&c->lock);
+	return held;
+}
+
+/* Every byte of UNITS[0..n) came from kept edges: settle them as fetched. */
+static void run_kept(struct cache *c, struct cache_object *obj, struct inflight **units, size_t n)
+{
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < n; i++)
+		entry_settle(c, units[i], 0, obj->id > 0);
+	pthread_mutex_unlock(&c->lock);
+}
+
 /* Fetch UNITS[0..n) (PU: the same, as plan.h sees them), in order in the
  * object, with one GET (of the gaps between them too), or with a few
- * parallel GETs of consecutive parts. KEY, if not empty, is the range to
+ * parallel GETs of consecutive parts; what kept edges hold of the first
+ * and last units is not fetched again. KEY, if not empty, is the range to
  * ask for (plan_tier_run()); it holds them all. */
 static void run_submit(struct cache *c, struct cache_object *obj, struct inflight **units,
 		       const struct plan_unit *pu, size_t n, bool background, enum fetch_for why,
 		       struct extent key)
 {
-	struct fetch_run *run = calloc(1, sizeof(*run) + n * sizeof(run->units[0]));
 	struct inflight *last = units[n - 1];
 	uint64_t off = units[0]->unit.off, end = last->unit.off + last->unit.len;
+	/* under a tier, a GET's range depends on the cut alone */
+	if (!c->cfg.tier_keys) {
+		struct extent get = run_trim(c, obj, units, pu, n);
+		if (!get.len) {
+			run_kept(c, obj, units, n);
+			return;
+		}
+		off = get.off;
+		end = get.off + get.len;
+	}
 	/* tiles read for a reader: bring the rest of the last one's page too,
 	 * and for a hint's readers the start of the first one's (their reads
 	 * cross them; not when the object is streamed: the next tile comes
-	 * whole) */
+	 * whole), unless those bytes are held already */
 	bool edges = (why == FETCH_FOR_READER && !background) || why == FETCH_FOR_HINT;
 	bool tiles = edges && prefetch_policy(c) != PREFETCH_OBJECT;
-	uint64_t spill = !tiles || last->sliver || !layout_is_tile(&obj->layout, last->unit.off) ?
+	uint64_t spill = !tiles || last->sliver || end != last->unit.off + last->unit.len ||
+			 !layout_is_tile(&obj->layout, last->unit.off) ?
 			 0 : plan_spill(end, obj->version.size);
-	uint64_t lead = !tiles || why != FETCH_FOR_HINT ||
+	if (spill && held_beside(c, obj, end, true))
+		spill = 0;
+	uint64_t lead = !tiles || why != FETCH_FOR_HINT || off != units[0]->unit.off ||
 			!layout_is_tile(&obj->layout, off) ? 0 : off % PLAN_SLIVER_MAX;
+	if (lead && held_beside(c, obj, off - 1, false))
+		lead = 0;
 	off -= lead;
+	struct fetch_run *run = calloc(1, sizeof(*run) + n * sizeof(run->units[0]));
 	if (key.len) {
 		lead = units[0]->unit.off - key.off;
 		spill = key.off + key.len - end;

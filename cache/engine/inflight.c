@@ -129,6 +129,48 @@ bool edge_get(struct cache *c, const struct cache_object *obj, uint64_t off, siz
 	return false;
 }
 
+size_t edge_head(struct cache *c, const struct cache_object *obj, uint64_t off, size_t max,
+		 char *dst)
+{
+	const struct edge *best = NULL;
+	size_t have = 0;
+	for (size_t i = 0; i < EDGE_SLOTS; i++) {
+		const struct edge *s = &c->edges[i];
+		if (!s->len || s->object_id != obj->id || off < s->off || off >= s->off + s->len)
+			continue;
+		size_t n = (size_t)(s->off + s->len - off);
+		n = n < max ? n : max;
+		if (n > have) {
+			best = s;
+			have = n;
+		}
+	}
+	if (best)
+		memcpy(dst, best->buf + (off - best->off), have);
+	return have;
+}
+
+size_t edge_tail(struct cache *c, const struct cache_object *obj, uint64_t end, size_t max,
+		 char *dst_end)
+{
+	const struct edge *best = NULL;
+	size_t have = 0;
+	for (size_t i = 0; i < EDGE_SLOTS; i++) {
+		const struct edge *s = &c->edges[i];
+		if (!s->len || s->object_id != obj->id || end <= s->off || end > s->off + s->len)
+			continue;
+		size_t n = (size_t)(end - s->off);
+		n = n < max ? n : max;
+		if (n > have) {
+			best = s;
+			have = n;
+		}
+	}
+	if (best)
+		memcpy(dst_end - have, best->buf + (end - have - best->off), have);
+	return have;
+}
+
 /* Keep LEN bytes at OFF of OBJ (at most PLAN_SLIVER_MAX) in memory, in
  * place of the oldest kept. */
 static void edge_put(struct cache *c, const struct cache_object *obj, uint64_t off, size_t len,

@@ -66,6 +66,28 @@ uint64_t plan_spill(uint64_t end, uint64_t object_size)
 	return spill > object_size - end ? object_size - end : spill;
 }
 
+struct extent plan_trim(const struct plan_unit *units, size_t n, uint64_t head, uint64_t tail)
+{
+	const struct plan_unit *first = &units[0], *last = &units[n - 1];
+	uint64_t off = first->off + (head < first->len ? head : first->len);
+	uint64_t end = last->off + last->len - (tail < last->len ? tail : last->len);
+
+	if (n > 1) {
+		/* the first unit held whole: from the next unit on, whatever
+		   lies between; the other units overlap its first bytes (its
+		   slivers): from where they start */
+		if (off == first->off + first->len || units[1].off < off)
+			off = units[1].off;
+		uint64_t before = 0;	/* where the units before the last end */
+		for (size_t i = 0; i + 1 < n; i++)
+			if (units[i].off + units[i].len > before)
+				before = units[i].off + units[i].len;
+		if (end == last->off || before > end)
+			end = before;
+	}
+	return off < end ? (struct extent){ off, end - off } : (struct extent){ 0, 0 };
+}
+
 size_t plan_parts(const struct plan_unit *units, size_t n, uint64_t off, uint64_t len,
 		  bool background, uint64_t *part_ends)
 {
@@ -123,10 +145,14 @@ size_t plan_run(const struct plan_unit *v, size_t i, size_t n, uint64_t merge_ga
 	size_t j = i + 1;
 
 	*demand = !v[i].prefetch;
-	while (j < n && v[j].off - end <= merge_gap && v[j].off + v[j].len - start <= max_request &&
+	/* a sliver and the unit it is part of (both wanted by one read, the
+	   unit by a prefetch policy) overlap: one GET brings both */
+	while (j < n && (v[j].off <= end || v[j].off - end <= merge_gap) &&
+	       v[j].off + v[j].len - start <= max_request &&
 	       !(v[j].off > end && !v[j].sliver && !v[j - 1].sliver &&
 		 gap_busy(arg, end, v[j].off))) {
-		end = v[j].off + v[j].len;
+		if (v[j].off + v[j].len > end)
+			end = v[j].off + v[j].len;
 		*demand |= !v[j].prefetch;
 		j++;
 	}

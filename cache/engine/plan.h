@@ -3,8 +3,8 @@
  * the network so that they can be tested alone (tests/unit/test_plan.c):
  * which reader a read belongs to, what to read ahead of a sequential
  * reader, which parts of a read are slivers, how far a GET spills past a
- * tile, which tiles a prefetch policy adds, which units share one GET, and
- * the ranges a tier keys on.
+ * tile, which tiles a prefetch policy adds, which units share one GET,
+ * what of a GET kept edges hold already, and the ranges a tier keys on.
  *
  * Layer: the engine. Includes the TIFF layer's extent and relations, and
  * the prefetch policies (cache.h).
@@ -79,7 +79,8 @@ bool plan_sliver(size_t n, size_t i, uint64_t part_len, uint64_t unit_len, bool 
 		 bool goes_on, bool reading);
 
 /* Bytes a GET ending at END (in a tile, for a waiting reader) brings past
- * it: to the next PLAN_SLIVER_MAX boundary, within OBJECT_SIZE. */
+ * it: to the next PLAN_SLIVER_MAX boundary, within OBJECT_SIZE. Not when
+ * the bytes after END are cached, in flight or kept already (fetch.c). */
 uint64_t plan_spill(uint64_t end, uint64_t object_size);
 
 /* A unit to fetch, as run merging sees it. */
@@ -88,6 +89,21 @@ struct plan_unit {
 	bool prefetch;			/* no reader waits for it */
 	bool sliver;
 };
+
+/*
+ * The slivers and spills kept as edges are the first or last bytes of a
+ * tile not fetched whole, so when that tile is fetched they are its bytes
+ * already: the GET of a run starts after the bytes kept of its first unit
+ * and ends before those kept of its last, and the run takes them from the
+ * edges (invariant E3), so no byte of a tile read tile by tile is fetched
+ * twice. For the run UNITS[0..n) (sorted by offset; a sliver may lie in
+ * the unit it is part of), of whose first unit kept edges hold the first
+ * HEAD bytes and of whose last unit the last TAIL bytes (0 for a sliver),
+ * returns the range its GET must still bring: it never leaves out a byte
+ * of another unit of the run, nor brings the gap beside a unit held whole.
+ * len 0: the edges hold every byte of the run, which needs no GET.
+ */
+struct extent plan_trim(const struct plan_unit *units, size_t n, uint64_t head, uint64_t tail);
 
 /*
  * A GET of LEN bytes for a reader is split into this many parallel GETs of
@@ -129,7 +145,8 @@ typedef bool (*plan_gap_fn)(void *arg, uint64_t from, uint64_t to);
 
 /*
  * The run of units V[i..end) (sorted by offset) that share one GET, and
- * returns END: units at most MERGE_GAP apart, up to MAX_REQUEST bytes, and
+ * returns END: units at most MERGE_GAP apart (a sliver and the unit it
+ * lies in, which overlap, always), up to MAX_REQUEST bytes, and
  * never across a gap that GAP_BUSY says holds a unit (slivers' gaps are not
  * asked about). *DEMAND says whether a reader waits for any of them.
  */

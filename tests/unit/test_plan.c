@@ -1,7 +1,8 @@
 /* test_plan.c - the engine's pure decisions: which reader a read belongs
  * to, when a sequential reader gets a readahead window and how it grows,
  * which parts of a read are slivers, the spill after a tile, which tiles
- * a prefetch policy adds, and which units share one GET. */
+ * a prefetch policy adds, which units share one GET, and what of its ends
+ * kept edges hold. */
 #include "cache/engine/plan.h"
 #include "check.h"
 
@@ -202,6 +203,76 @@ static void runs(void)
 	busy = 5000;
 	end = plan_run(s, 0, 2, 8192, 1 << 20, gap_busy_at, &busy, &demand);
 	CHECK(end == 2, "a sliver's gap is not looked up");
+	/* a read's sliver of a tile, and the tile itself, added by a policy */
+	struct plan_unit o[] = { { 0, 20000, false, false },
+				 { 20000, 4000, false, true },
+				 { 20000, 30000, true, false },
+				 { 50000, 100, true, false } };
+	end = plan_run(o, 0, 4, 0, 1 << 20, gap_busy_at, &busy, &demand);
+	CHECK(end == 4 && demand, "a sliver and the tile it is part of share one GET, and so "
+	      "does what follows the tile (%zu)", end);
+	struct plan_unit o2[] = { { 20000, 30000, true, false }, { 20000, 4000, false, true },
+				  { 50000, 100, true, false } };
+	end = plan_run(o2, 0, 3, 0, 1 << 20, gap_busy_at, &busy, &demand);
+	CHECK(end == 3 && demand, "in either order; the GET ends where the tile ends (%zu)", end);
+}
+
+/* plan_trim() of V[0..n) with HEAD and TAIL held: OFF and LEN? */
+static bool trimmed(const struct plan_unit *v, size_t n, uint64_t head, uint64_t tail,
+		    uint64_t off, uint64_t len)
+{
+	struct extent x = plan_trim(v, n, head, tail);
+	if (x.off == off && x.len == len)
+		return true;
+	printf("# got %llu+%llu, not %llu+%llu\n", (unsigned long long)x.off,
+	       (unsigned long long)x.len, (unsigned long long)off, (unsigned long long)len);
+	return false;
+}
+
+static void trim(void)
+{
+	struct plan_unit one[] = { { 100000, 20000, false, false } };
+	CHECK(trimmed(one, 1, 0, 0, 100000, 20000), "nothing held: the whole tile");
+	CHECK(trimmed(one, 1, 6000, 0, 106000, 14000),
+	      "its first bytes held (kept beside the tile before): the GET starts after them");
+	CHECK(trimmed(one, 1, 0, 3000, 100000, 17000),
+	      "its last bytes held (kept beside the tile after): the GET ends before them");
+	CHECK(trimmed(one, 1, 6000, 3000, 106000, 11000), "both");
+	CHECK(trimmed(one, 1, 12000, 8000, 0, 0) && trimmed(one, 1, 16384, 16384, 0, 0),
+	      "held whole, between its two neighbours' edges: no GET");
+	CHECK(trimmed(one, 1, 20000, 0, 0, 0), "or by one edge");
+
+	struct plan_unit three[] = { { 100000, 20000, false, false },
+				     { 120000, 30000, false, false },
+				     { 150500, 9000, true, false } };
+	CHECK(trimmed(three, 3, 5000, 2000, 105000, 150500 + 7000 - 105000),
+	      "a run: the first unit's head and the last's tail; the units between whole");
+	CHECK(trimmed(three, 3, 20000, 9000, 120000, 30000),
+	      "first and last held whole: from the next unit to the end of the one before "
+	      "the last, not the gap");
+	CHECK(trimmed(three, 2, 20000, 30000, 0, 0), "two units held whole: no GET");
+	struct plan_unit gap[] = { { 100000, 10000, false, false }, { 112000, 10000, false, false } };
+	CHECK(trimmed(gap, 2, 10000, 3000, 112000, 7000),
+	      "the first held whole: not the gap after it either");
+
+	/* slivers of the run's own units: never left out */
+	struct plan_unit sliver_in_first[] = { { 100000, 20000, true, false },
+					       { 100000, 4000, false, true },
+					       { 120000, 20000, false, false } };
+	CHECK(trimmed(sliver_in_first, 3, 6000, 0, 100000, 40000),
+	      "a sliver starting where the first unit starts: nothing trimmed before it");
+	CHECK(trimmed(sliver_in_first, 3, 20000, 0, 100000, 40000),
+	      "even when the first unit is held whole");
+	struct plan_unit sliver_in_last[] = { { 100000, 20000, false, false },
+					      { 120000, 20000, true, false },
+					      { 136000, 4000, false, true } };
+	CHECK(trimmed(sliver_in_last, 3, 5000, 0, 105000, 35000),
+	      "a sliver last (it has no tail held): the GET ends where it ends");
+	struct plan_unit last_then_sliver[] = { { 100000, 20000, false, false },
+						{ 120000, 20000, true, false },
+						{ 125000, 2000, false, true } };
+	CHECK(trimmed(last_then_sliver, 3, 0, 0, 100000, 40000),
+	      "or where the unit it lies in ends");
 }
 
 /* A cut for the tier keys: big units, then ten 10,000-byte strips. */
@@ -276,6 +347,7 @@ int main(void)
 	prefetch_budget();
 	related();
 	runs();
+	trim();
 	tier_keys();
 	return check_done();
 }
