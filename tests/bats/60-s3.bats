@@ -580,7 +580,7 @@ reads_until_issued() {
 	[[ $out == *"Permission denied"* ]] || fail "a read failed with: $out"
 	grep -q "credentials from web identity.*STS at $ID_URL.* have expired and cannot be renewed" \
 		"$TILEFS_LOG" || fail "no log line naming the endpoint: $(grep -i expired "$TILEFS_LOG")"
-	grep -q "sts GET / 503" "$ID/log" || fail "no renewal tried during the outage"
+	grep -q "sts POST / 503" "$ID/log" || fail "no renewal tried during the outage"
 	# the metrics file (rewritten every 5 s) says so too
 	wait_until "tilefs_credentials_expired 1 during the outage" \
 		metric_is "$T/m.prom" tilefs_credentials_expired 1 || fail "$(grep credential "$T/m.prom")"
