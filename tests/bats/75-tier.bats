@@ -468,7 +468,7 @@ gcs_setup() {
 		fail "no ranged GET signed with the issued keys reached the store"
 	assert_eq "$(awk '$4 != 206 && $4 != 200' "$T/store.log" | wc -l)" 0 "store refusals"
 	[ "$(tier_count MISS)" -gt 0 ] || fail "nothing went through the tier"
-	assert_eq "$(grep -c '^sts GET / 200 issued' "$T/id/log")" 1 "STS answers"
+	assert_eq "$(grep -c '^sts POST / 200 issued' "$T/id/log")" 1 "STS answers"
 	! grep -q " GET / " "$TIER_LOG" || fail "STS was asked through the tier"
 	# a second host, its own web identity keys: the tier answers, the store sees nothing
 	local before
@@ -480,7 +480,7 @@ gcs_setup() {
 	wait_until "STS answering" curl -s -o /dev/null "$sts/latest/"
 	read_chips 2 s3://eo --endpoint "$endpoint" --list "$T/list"
 	kill "$idpid"
-	assert_eq "$(grep -c '^sts GET / 200 issued' "$T/id/log")" 2 "STS answers (one per host)"
+	assert_eq "$(grep -c '^sts POST / 200 issued' "$T/id/log")" 2 "STS answers (one per host)"
 	assert_eq "$(wc -l <"$T/store.log")" "$before" "store requests of host 2"
 }
 

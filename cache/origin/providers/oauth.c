@@ -219,7 +219,11 @@ int oauth_endpoint_call_signed(const char *url, const char *name, const char *me
 	if (err && !(out->answers_challenge && out->challenge[0])) {
 		/* the cause a failed start prints, and the log's at a renewal */
 		char *shown = url_for_log(url);
-		if (req.status && req.status != 200)
+		if (req.status >= 300 && req.status < 400)
+			log_warn("%s at %s answered HTTP %ld, a redirect: not followed, as a "
+				 "request carrying a secret follows none", name, shown ? shown : "",
+				 req.status);
+		else if (req.status && req.status != 200)
 			log_warn("%s at %s answered HTTP %ld", name, shown ? shown : "", req.status);
 		else
 			log_warn("%s at %s: %s", name, shown ? shown : "",
