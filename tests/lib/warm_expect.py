@@ -47,9 +47,11 @@ stderr, 2 on bad usage):
   once LOG ROOT -- FILE...
       A warm and a mount read FILE at the same time, each all of it: one
       GET at byte 0 (the first open is single-flighted across processes),
-      every unit fetched whole, and no byte fetched by two GETs but for the
-      slivers a mount fetches for a reader's aligned buffer, at most 16 KiB
-      at an end of a GET that is not a unit boundary (see _slack).
+      every byte of every unit fetched (by one GET or adjacent ones: a
+      tile's GET leaves out the bytes kept of it), and no byte fetched by
+      two GETs but for the slivers a mount fetches for a reader's aligned
+      buffer, at most 16 KiB at an end of a GET that is not a unit boundary
+      (see _slack).
 
   again LOG ROOT SEL... -- FILE...
       FILE was warmed with SEL, then a mount read it (the requests in LOG):
@@ -315,9 +317,11 @@ def _covered(s, e, zones):
 def check_once(lay, uri, gets):
     bad = _check_open(lay, gets, "one open for both")
     f = min(lay.header_size, lay.size)
-    never = [u for u in lay.units if not any(g[0] <= u[0] and u[1] <= g[1] for g in gets)]
+    # a unit's bytes may come in more than one GET (a tile's GET leaves
+    # out the bytes kept of it from a neighbour's): every byte of it, once
+    never = [u for u in lay.units if not _covered(u[0], u[1], gets)]
     if never:
-        bad.append("%d units never fetched whole: %s" % (len(never), _fmt_units(never)))
+        bad.append("%d units not fetched whole: %s" % (len(never), _fmt_units(never)))
     gs = sorted(gets)
     for i, g1 in enumerate(gs):
         for g2 in gs[i + 1:]:
