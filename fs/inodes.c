@@ -20,6 +20,8 @@ struct inode {
 	uint64_t hash;			/* of path */
 	uint64_t ino;
 	uint64_t lookups;		/* the kernel's, not yet forgotten */
+	int64_t pages_of;		/* while paged: inodes_pages_of() */
+	bool paged;
 	bool retired;			/* out of the path table (inodes_retire()) */
 	char path[];
 };
@@ -220,6 +222,7 @@ void inodes_forget(struct inodes *t, uint64_t ino, uint64_t n)
 	if (e->lookups > 0)
 		goto out;
 	t->held--;
+	e->paged = false;		/* the kernel's inode went, and its pages */
 	if (e->retired) {
 		drop(t, e);
 		goto out;
@@ -236,6 +239,19 @@ void inodes_forget(struct inodes *t, uint64_t ino, uint64_t n)
 	}
 out:
 	pthread_mutex_unlock(&t->lock);
+}
+
+bool inodes_pages_of(struct inodes *t, uint64_t ino, int64_t version)
+{
+	pthread_mutex_lock(&t->lock);
+	struct inode *e = find_ino(t, ino);
+	bool same = e && e->paged && e->pages_of == version;
+	if (e) {
+		e->pages_of = version;
+		e->paged = true;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return same;
 }
 
 const char *inodes_path(struct inodes *t, uint64_t ino)

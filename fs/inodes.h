@@ -8,8 +8,8 @@
  * A path keeps its number for the life of the mount, across the kernel
  * forgetting it (so `find`, `du`, rsync and tar, which tell files apart
  * by number, see one file), with two exceptions: inodes_retire() gives a
- * path a new number (a new version of an object beside an older one read
- * by passthrough, fs/mount.c), which it keeps from then on; and when the
+ * path a new number (a new version of an object opened while an older one
+ * is still open, fs/mount.c), which it keeps from then on; and when the
  * numbers of forgotten paths take more than INODES_FORGOTTEN_BYTES, the
  * longest forgotten one is dropped, and its path numbered anew at its
  * next lookup. A number is never given twice in a mount. Thread-safe.
@@ -39,6 +39,11 @@ uint64_t inodes_lookup(struct inodes *t, const char *path);
  * forgotten, for the files open on it. False for the root, or a number not
  * held. */
 bool inodes_retire(struct inodes *t, uint64_t ino);
+/* An open of INO reads the object version VERSION (fs/mount.c): the
+ * kernel's page cache of INO may hold its pages from now on. True if the
+ * opens of INO since the kernel last forgot it all read VERSION (its pages
+ * may be kept), false if one read another version, or none was noted. */
+bool inodes_pages_of(struct inodes *t, uint64_t ino, int64_t version);
 /* Uncount N lookups of INO; at none left, the kernel holds it no more. */
 void inodes_forget(struct inodes *t, uint64_t ino, uint64_t n);
 /* INO's path, valid until INO is forgotten (the kernel sends nothing about

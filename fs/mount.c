@@ -9,6 +9,7 @@
 #define FUSE_USE_VERSION 312
 #include "fs/mount.h"
 #include "fs/control.h"
+#include "fs/init_ext.h"
 #include "fs/inodes.h"
 #include "fs/passthrough.h"
 #include "fs/record.h"
@@ -18,6 +19,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
@@ -58,6 +60,9 @@ struct mount {
 	struct control *control;	/* the hint socket, or NULL */
 	struct record *record;		/* --record, or NULL */
 	bool no_opendir;		/* the kernel opens directories itself */
+	struct init_ext init;		/* flags libfuse cannot name */
+	_Atomic bool direct_io_mmap;	/* direct-I/O files map MAP_SHARED too */
+	pthread_mutex_t pages_lock;	/* pages_of() */
 	uid_t uid;			/* every file's owner: who mounted */
 	gid_t gid;
 	pthread_mutex_t lock;
@@ -259,11 +264,46 @@ static void open_file_drop(struct mount *m, struct open_file *f)
 	free(f);
 }
 
+/*
+ * The kernel's page cache is the inode's, shared by all its opens, and a
+ * map of any of them fills it (one with direct I/O too). So an inode is
+ * open in one version at a time (passthrough.h, rule 3: an open of
+ * another version gets a new inode), and before the first open of a
+ * version that is not the one the inode's pages may hold is answered,
+ * those pages go (the kernel drops them while this waits). No open of it,
+ * nor a map, then sees another version's pages, and every open may keep
+ * the pages of its own. False if they could not be dropped: the open
+ * must not keep them.
+ */
+static bool pages_of(struct mount *m, fuse_ino_t ino, int64_t object_id)
+{
+	pthread_mutex_lock(&m->pages_lock);
+	int err = inodes_pages_of(m->inodes, ino, object_id) ? 0 :
+		  fuse_lowlevel_notify_inval_inode(m->se, ino, 0, 0);
+	pthread_mutex_unlock(&m->pages_lock);
+	return err == 0 || err == -ENOENT;	/* ENOENT: the kernel holds no pages */
+}
+
+/*
+ * How an open of a tiled TIFF not cached whole is read: with direct I/O,
+ * so its reads reach cache_read() as the reader made them. The page cache
+ * would round each read out to pages and read ahead of it, into tiles
+ * nobody asked for (its units are on local disk anyway once read). But a
+ * kernel before Linux 6.6 refuses to map a direct-I/O file MAP_SHARED
+ * (ENODEV: no FUSE_DIRECT_IO_ALLOW_MMAP), and np.memmap, mmap(ACCESS_READ)
+ * and torch.from_file map that way: there such a file is read through the
+ * page cache, and the kernel's readahead may fetch tiles nobody read.
+ */
+static enum io_mode bypass_mode(const struct mount *m)
+{
+	return atomic_load(&m->direct_io_mmap) ? IO_DIRECT : IO_CACHED;
+}
+
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mount *m = mount_of(req);
 	struct cache_object *obj;
-	bool unchanged, older_open;
+	bool unchanged, older_open;	/* unused: pages_of() and rule 3 decide */
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
 		fuse_reply_err(req, EROFS);
@@ -284,41 +324,34 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	f->obj = obj;
 	f->ino = ino;
 	f->rec = record_open(m->record, path, obj);
-	/* Page-cache pages belong to the inode, shared by every open file:
-	 * a new version drops them (keep_cache off), and while a file of an
-	 * older version is still open the new one bypasses them (direct_io),
-	 * so neither sees the other's bytes. A tiled TIFF bypasses them too:
-	 * the kernel would round each read out to pages and read ahead of
-	 * it, into tiles nobody asked for; its units are on local disk
-	 * anyway. (Such a file can be mmap'ed MAP_PRIVATE; MAP_SHARED needs a
-	 * kernel and libfuse that allow mmap with direct I/O.) Once every unit
-	 * of it is cached, though, readahead costs no request and the page
-	 * cache makes hits nearly free: it is read through the page cache.
-	 * Better still, once this process has checked all of it (sealed), the
-	 * kernel reads it from its data file, pinned while open: no request
-	 * reaches this daemon until the release (passthrough.h). While
-	 * recording (which turns passthrough off), a tiled TIFF is read with
-	 * direct I/O throughout: the kernel's readahead would add tiles
-	 * nobody read to the record. */
-	enum io_mode mode = older_open ||
-		(cache_object_tiled(obj) && (f->rec || !cache_object_complete(m->cache, obj))) ?
-		IO_DIRECT : IO_CACHED;
+	/* A tiled TIFF not cached whole bypasses the page cache where the
+	 * kernel allows (bypass_mode()). Once every unit of it is cached,
+	 * readahead costs no request and the page cache makes hits nearly
+	 * free: it is read through the page cache. Better still, once this
+	 * process has checked all of it (sealed), the kernel reads it from its
+	 * data file, pinned while open: no request reaches this daemon until
+	 * the release (passthrough.h). While recording (which turns
+	 * passthrough off), a tiled TIFF is read with direct I/O throughout
+	 * where it can be: the kernel's readahead would add tiles nobody read
+	 * to the record. */
+	enum io_mode mode = cache_object_tiled(obj) &&
+		(f->rec || !cache_object_complete(m->cache, obj)) ? bypass_mode(m) : IO_CACHED;
 	int64_t id = cache_object_id(obj);
 	int backing = -1;
-	if (!older_open && passthrough_may(m->pt, ino, id)) {
+	if (passthrough_may(m->pt, ino, id)) {
 		int pin = cache_object_pin(m->cache, obj);
 		if (pin >= 0 && (backing = passthrough_open(m->pt, ino, id, pin)) == -EBUSY)
-			mode = IO_DIRECT;	/* page-cache opens of it drain first */
+			mode = bypass_mode(m);	/* page-cache opens of it drain first */
 	}
 	bool passes = backing >= 0;	/* by its own passthrough open */
 	int got = passes ? IO_PASSED :
 		  backing == -ESTALE ? -ESTALE : passthrough_count(m->pt, ino, id, mode, &backing);
 	if (got < 0) {
-		/* -ESTALE: the kernel reads this inode from another version's
-		 * file (its opens pass through), and would map that file for
-		 * this open too. So the path gets a new inode: ESTALE makes the
-		 * kernel look it up again and retry the open, once, which then
-		 * opens the new inode. */
+		/* -ESTALE: the inode is open in another version (passthrough.h,
+		 * rule 3), whose pages the kernel would give this open too, or
+		 * whose backing file it would read and map. So the path gets a
+		 * new inode: ESTALE makes the kernel look it up again and retry
+		 * the open, once, which then opens the new inode. */
 		if (got == -ESTALE)
 			inodes_retire(m->inodes, ino);
 		record_close(NULL, f->rec);
@@ -343,16 +376,18 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (f->mode == IO_PASSED) {
 		/* by its own passthrough open; or others of this inode pass
 		   through to this version's file, so it must name it, and
-		   direct I/O keeps its reads coming here */
+		   direct I/O keeps its reads coming here. Either way the
+		   kernel neither reads nor maps the inode's pages. */
 		err = passthrough_reply_open(req, fi, backing, f->exact);
 	} else {
-		fi->keep_cache = unchanged && !older_open;
+		fi->keep_cache = pages_of(m, ino, id);
 		fi->direct_io = f->exact;
 		err = fuse_reply_open(req, fi);
 	}
 	if (err)
 		open_file_drop(m, f);	/* interrupted: no release will come */
 }
+
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -451,21 +486,38 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
 	m->no_opendir = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
-	passthrough_init(m->pt, conn, m->cfg.passthrough);
+	if (passthrough_init(conn, m->cfg.passthrough))
+		init_ext_ask(&m->init, INIT_EXT_PASSTHROUGH);
+	/* see bypass_mode() */
+	if (init_ext_offered(&m->init, INIT_EXT_DIRECT_IO_ALLOW_MMAP))
+		init_ext_ask(&m->init, INIT_EXT_DIRECT_IO_ALLOW_MMAP);
+	else
+		log_info("the kernel cannot map a file read with direct I/O MAP_SHARED (no "
+			 "FUSE_DIRECT_IO_ALLOW_MMAP: Linux before 6.6): tiled TIFFs not cached "
+			 "whole are read through the page cache, and its readahead may fetch "
+			 "tiles nobody read");
 }
 
-/* libfuse's own I/O on /dev/fuse, but the INIT reply may ask for
- * passthrough (passthrough.h). */
+/* libfuse's own I/O on /dev/fuse, but with the INIT flags libfuse cannot
+ * name (init_ext.h): the kernel's offer is read from its INIT request, and
+ * the INIT reply may ask for passthrough and shared maps of direct-I/O
+ * files. */
 static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 {
-	(void)userdata;
-	return read(fd, buf, len);
+	struct mount *m = userdata;
+	ssize_t n = read(fd, buf, len);
+	init_ext_request(&m->init, buf, n);
+	return n;
 }
 
 static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct mount *m = userdata;
-	passthrough_patch_init(m->pt, iov, count);
+	uint64_t asked = init_ext_reply(&m->init, iov, count);
+	if (asked & INIT_EXT_PASSTHROUGH)
+		passthrough_started(m->pt);
+	if (asked & INIT_EXT_DIRECT_IO_ALLOW_MMAP)
+		atomic_store(&m->direct_io_mmap, true);
 	return writev(fd, iov, count);
 }
 
@@ -640,6 +692,7 @@ int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache
 	m->ns = ns;
 	m->cache = cache;
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->pages_lock, NULL);
 	snprintf(opts, sizeof(opts), "ro,fsname=%s,subtype=tilefs%s%s",
 		 cfg->fsname, cfg->fuse_opts ? "," : "",
 		 cfg->fuse_opts ? cfg->fuse_opts : "");
@@ -686,6 +739,7 @@ fail:
 		fuse_session_destroy(m->se);
 	passthrough_free(m->pt);
 	inodes_free(m->inodes);
+	pthread_mutex_destroy(&m->pages_lock);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 	return err;
@@ -722,6 +776,7 @@ void mount_free(struct mount *m)
 	}
 	record_free(m->record);
 	passthrough_free(m->pt);
+	pthread_mutex_destroy(&m->pages_lock);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }

@@ -1,7 +1,8 @@
 /*
  * passthrough.c - see passthrough.h. The kernel ABI used here (fuse.h of
- * Linux 6.9 and later) is written out below: libfuse 3.14 installs no
- * copy of that header, and its own is older.
+ * Linux 6.9 and later) is written out below (the INIT flags in
+ * fs/init_ext.c): libfuse 3.14 installs no copy of that header, and its
+ * own is older.
  */
 #define FUSE_USE_VERSION 312
 #include "fs/passthrough.h"
@@ -17,25 +18,8 @@
 #include <unistd.h>
 
 #define KERNEL_MINOR_PASSTHROUGH 40	/* the protocol minor that brought it */
-#define INIT_EXT (1u << 30)		/* fuse_init_out.flags: flags2 is read */
-#define INIT2_PASSTHROUGH (1u << (37 - 32))	/* FUSE_PASSTHROUGH, in flags2 */
 #define OPEN_PASSTHROUGH (1u << 7)	/* FOPEN_PASSTHROUGH */
 #define OPEN_DIRECT_IO (1u << 0)	/* FOPEN_DIRECT_IO: overrides it for reads */
-
-struct out_header {
-	uint32_t len;
-	int32_t error;
-	uint64_t unique;
-};
-
-/* fuse_init_out up to max_stack_depth (libfuse's copy calls it unused) */
-struct init_out {
-	uint32_t major, minor, max_readahead, flags;
-	uint16_t max_background, congestion_threshold;
-	uint32_t max_write, time_gran;
-	uint16_t max_pages, map_alignment;
-	uint32_t flags2, max_stack_depth;
-};
 
 struct open_out {
 	uint64_t fh;
@@ -57,14 +41,12 @@ struct inode_opens {
 	struct inode_opens *next;
 	uint64_t ino;
 	unsigned n[3];			/* by enum io_mode */
-	int64_t object_id;		/* while n[IO_PASSED] > 0 */
+	int64_t object_id;		/* the version all of them read (rule 3) */
 	int backing_id;			/* while n[IO_PASSED] > 0 */
 };
 
 struct passthrough {
 	int dev_fd;
-	bool asked;			/* set at INIT, before any other request */
-	_Atomic bool replied;		/* the INIT reply went out */
 	_Atomic bool on;		/* the kernel took it and ioctls work */
 	pthread_mutex_t lock;
 	struct inode_opens *inodes;	/* lock */
@@ -93,28 +75,13 @@ void passthrough_free(struct passthrough *p)
 	free(p);
 }
 
-void passthrough_init(struct passthrough *p, const struct fuse_conn_info *conn, bool wanted)
+bool passthrough_init(const struct fuse_conn_info *conn, bool wanted)
 {
-	p->asked = wanted && conn->proto_major == 7 &&
-		   conn->proto_minor >= KERNEL_MINOR_PASSTHROUGH;
+	return wanted && conn->proto_major == 7 && conn->proto_minor >= KERNEL_MINOR_PASSTHROUGH;
 }
 
-void passthrough_patch_init(struct passthrough *p, struct iovec *iov, int count)
+void passthrough_started(struct passthrough *p)
 {
-	if (atomic_load(&p->replied) || atomic_exchange(&p->replied, true))
-		return;
-	const struct out_header *h = iov[0].iov_base;
-	if (!p->asked || count < 2 || iov[0].iov_len < sizeof(*h) || h->error != 0 ||
-	    iov[1].iov_len < sizeof(struct init_out))
-		return;
-	struct init_out *out = iov[1].iov_base;
-	if (!(out->flags & INIT_EXT))
-		return;			/* the kernel offered no flags2 */
-	out->flags2 |= INIT2_PASSTHROUGH;
-	/* the cache dir must not itself be on a stacked filesystem (an
-	   overlay): backing files there are refused, and reads go the
-	   usual way */
-	out->max_stack_depth = 1;
 	atomic_store(&p->on, true);
 }
 
@@ -132,9 +99,20 @@ static struct inode_opens *find(struct passthrough *p, uint64_t ino, bool add)
 	return o;
 }
 
+static bool has_opens(const struct inode_opens *o)
+{
+	return o->n[IO_CACHED] || o->n[IO_DIRECT] || o->n[IO_PASSED];
+}
+
+/* Does O have opens of a version other than OBJECT_ID? (rule 3) */
+static bool other_version(const struct inode_opens *o, int64_t object_id)
+{
+	return has_opens(o) && o->object_id != object_id;
+}
+
 static void forget(struct passthrough *p, struct inode_opens *o)
 {
-	if (o->n[IO_CACHED] || o->n[IO_DIRECT] || o->n[IO_PASSED])
+	if (has_opens(o))
 		return;
 	for (struct inode_opens **link = &p->inodes; *link; link = &(*link)->next)
 		if (*link == o) {
@@ -150,7 +128,7 @@ bool passthrough_may(struct passthrough *p, uint64_t ino, int64_t object_id)
 		return false;
 	pthread_mutex_lock(&p->lock);
 	struct inode_opens *o = find(p, ino, false);
-	bool may = !o || !o->n[IO_PASSED] || o->object_id == object_id;
+	bool may = !o || !other_version(o, object_id);
 	pthread_mutex_unlock(&p->lock);
 	return may;
 }
@@ -162,7 +140,7 @@ int passthrough_open(struct passthrough *p, uint64_t ino, int64_t object_id, int
 	struct inode_opens *o = find(p, ino, true);
 	if (!o) {
 		id = -ENOMEM;
-	} else if (o->n[IO_PASSED] && o->object_id != object_id) {
+	} else if (other_version(o, object_id)) {
 		id = -ESTALE;
 	} else if (o->n[IO_CACHED] || o->n[IO_DIRECT]) {
 		id = -EBUSY;	/* rule (1): they drain first */
@@ -179,11 +157,11 @@ int passthrough_open(struct passthrough *p, uint64_t ino, int64_t object_id, int
 					 id == -EPERM ? ": it needs root" :
 					 id == -ELOOP ? ": the cache dir is on an overlay" : "");
 		} else {
-			o->object_id = object_id;
 			o->backing_id = id;
 		}
 	}
 	if (id >= 0) {
+		o->object_id = object_id;
 		o->n[IO_PASSED]++;
 	} else if (o) {
 		forget(p, o);
@@ -202,9 +180,10 @@ int passthrough_count(struct passthrough *p, uint64_t ino, int64_t object_id, en
 	struct inode_opens *o = find(p, ino, true);
 	if (!o) {
 		got = -ENOMEM;
-	} else if (o->n[IO_PASSED] && o->object_id != object_id) {
-		got = -ESTALE;	/* its backing file holds another version */
+	} else if (other_version(o, object_id)) {
+		got = -ESTALE;
 	} else {
+		o->object_id = object_id;
 		if (o->n[IO_PASSED]) {
 			got = IO_PASSED;
 			*backing_id = o->backing_id;

@@ -327,31 +327,129 @@ PYEOF
 			"(allocated on disk: $(du -scB1 "$T/cache"/data-* | tail -n 1 | cut -f 1))"
 }
 
-# A tiled TIFF is opened with direct I/O (its reads must not be rounded out
-# to pages), which kernels before 6.6 and libfuse 3.14 allow to mmap only
-# MAP_PRIVATE; other files use the page cache and map MAP_SHARED too.
-@test "mmap of a file through the mount sees the origin's bytes" {
-	tilefs_mount "$ORIGIN_URL" "$MNT"
-	local f flags
-	for f in t256.tif:MAP_PRIVATE random.bin:MAP_SHARED; do
-		flags=${f#*:}
-		f=${f%%:*}
-		run_to 60 "$PY" - "$MNT/$f" "$SAMPLES/$f" "$flags" <<'PYEOF' || return 1
-import mmap, random, sys
-with open(sys.argv[1], "rb") as fa, open(sys.argv[2], "rb") as fb:
-    ma = mmap.mmap(fa.fileno(), 0, flags=getattr(mmap, sys.argv[3]), prot=mmap.PROT_READ)
-    want = fb.read()
-    rng = random.Random(5)
-    for _ in range(200):
-        off = rng.randrange(len(want))
-        n = rng.randint(1, 100000)
-        if ma[off:off + n] != want[off:off + n]:
-            sys.exit("mmap slice %d+%d differs" % (off, n))
-    if ma[:] != want:
-        sys.exit("mmap of the whole file differs")
-print("ok")
-PYEOF
+# mount_maybe_old MNT OPTIONS...: tilefs_mount of the origin, under
+# $OLD_KERNEL_SHIM when it is set (old_kernel_shim).
+mount_maybe_old() {
+	if [ -n "${OLD_KERNEL_SHIM:-}" ]; then
+		LD_PRELOAD=$OLD_KERNEL_SHIM tilefs_mount "$ORIGIN_URL" "$@"
+	else
+		tilefs_mount "$ORIGIN_URL" "$@"
+	fi
+}
+
+# mmap_cold FLAG [OPTIONS...]: a fresh cache, then FLAG maps of a tiled TIFF
+# and a plain file cold (the TIFF is opened with direct I/O where the kernel
+# maps such files MAP_SHARED, else through the page cache: not cached
+# whole), then warm (cached whole: the page cache, or passthrough), each
+# the origin's bytes.
+mmap_cold() {
+	local flag=$1 f
+	shift
+	rm -rf "$T/cache"
+	mount_maybe_old "$MNT" --prefetch none "$@"
+	for f in t256.tif nested/f32.tif random.bin; do
+		origin_log_reset
+		run_to 60 "$PY" "$TESTS_LIB/mmap_check.py" map "$MNT/$f" "$SAMPLES/$f" "$flag" ||
+			fail "$flag of $f, cold"
+		# the open fetched a header at most: the map, the rest
+		[ "$(origin_range_bytes "/$f")" -gt $(($(stat -c %s "$SAMPLES/$f") / 2)) ] ||
+			fail "$f was not cold (the test tests nothing): $(origin_range_bytes "/$f") bytes fetched"
+		run_to 60 "$PY" "$TESTS_LIB/mmap_check.py" map "$MNT/$f" "$SAMPLES/$f" \
+			MAP_SHARED MAP_PRIVATE || fail "maps of $f, warm"
 	done
+	tilefs_umount "$MNT"
+}
+
+# np.memmap(mode="r"), mmap(ACCESS_READ) and torch.from_file map MAP_SHARED:
+# a file must map the same whatever the cache holds (issue 45).
+@test "mmap: MAP_SHARED of a cold tiled TIFF and a cold plain file reads the origin's bytes, cold and warm" {
+	mmap_cold MAP_SHARED
+}
+
+@test "mmap: MAP_PRIVATE of a cold tiled TIFF and a cold plain file reads the origin's bytes, cold and warm" {
+	mmap_cold MAP_PRIVATE
+}
+
+# new_version FILE DATE: FILE in the origin gets another version of the same
+# size and layout (the bytes of its second half inverted: a TIFF's IFDs
+# stay), with mtime DATE; written aside as $T/new.
+new_version() {
+	"$PY" - "$SAMPLES/$1" "$T/new" <<'PYEOF'
+import sys
+data = bytearray(open(sys.argv[1], "rb").read())
+for i in range(len(data) // 2, len(data)):
+    data[i] ^= 0xff
+open(sys.argv[2], "wb").write(data)
+PYEOF
+	touch -d "$2" "$T/new"
+}
+
+# mmap_versions: FLAG maps of files whose version changes between two opens,
+# the first still mapped when the second maps (mmap_check.py versions), for
+# a tiled TIFF (read with direct I/O where the kernel maps such files
+# MAP_SHARED) and a plain file (through the page cache), both flags.
+mmap_versions() {
+	rm -rf "$T/cache"
+	mount_maybe_old "$MNT" --ttl 1 --prefetch none
+	local flag f day=1
+	for flag in MAP_SHARED MAP_PRIVATE; do
+		for f in t256.tif random.bin; do
+			day=$((day + 1))
+			new_version "$f" "2025-03-0$day 05:06:07 UTC"
+			sleep 1.2	# past --ttl: the first open revalidates
+			run_to 60 "$PY" "$TESTS_LIB/mmap_check.py" versions "$MNT/$f" "$SAMPLES/$f" \
+				"$T/new" "$flag" 1.2 || fail "$flag of $f across a new version"
+		done
+	done
+	tilefs_alive "$MNT"
+	tilefs_umount "$MNT"
+}
+
+# The kernel's page cache belongs to the inode: a map of the new version
+# must not be given pages an open of the old one reads in, and the other
+# way round, whether the file is read with direct I/O (a tiled TIFF not
+# cached whole) or through the page cache (a plain file).
+@test "mmap: a file whose version changes between two opens: each map reads its own version (MAP_SHARED, MAP_PRIVATE)" {
+	mmap_versions
+}
+
+# old_kernel_shim: OLD_KERNEL_SHIM, the LD_PRELOAD library that shows tilefs
+# the FUSE INIT of Linux 6.1 (tests/lib/old_kernel_shim.c), built by make
+# beside tilefs.
+old_kernel_shim() {
+	OLD_KERNEL_SHIM=$(dirname "$TILEFS")/old_kernel_shim.so
+	[ -f "$OLD_KERNEL_SHIM" ] ||
+		skip "no $OLD_KERNEL_SHIM (make builds it from tests/lib/old_kernel_shim.c)"
+	# a sanitizer runtime wants to be loaded first; the shim comes before it
+	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
+}
+
+# Debian 12 runs Linux 6.1, which cannot map a direct-I/O file MAP_SHARED:
+# there tilefs reads tiled TIFFs not cached whole through the page cache,
+# says so in its log, and every map reads the origin's bytes, cold, warm and
+# across versions.
+@test "mmap on a kernel without FUSE_DIRECT_IO_ALLOW_MMAP (Linux 6.1, simulated): every map reads the origin's bytes" {
+	old_kernel_shim
+	mmap_cold MAP_SHARED --log-level info
+	grep -q "the kernel cannot map a file read with direct I/O MAP_SHARED" "$TILEFS_LOG" ||
+		fail "the log does not say the kernel cannot map direct-I/O files shared (the shim did nothing?)"
+	mmap_cold MAP_PRIVATE
+	mmap_versions
+}
+
+# ... and a kernel that can is asked to: a tiled TIFF not cached whole keeps
+# its direct I/O (its reads come as the reader made them).
+@test "mmap: a kernel that offers FUSE_DIRECT_IO_ALLOW_MMAP (Linux 6.6 on) is asked for it" {
+	local v
+	v=$(uname -r)
+	v=${v%%-*}
+	if [ "${v%%.*}" -lt 6 ] || { [ "${v%%.*}" = 6 ] && [ "$(cut -d. -f2 <<<"$v")" -lt 6 ]; }; then
+		skip "Linux $v has no FUSE_DIRECT_IO_ALLOW_MMAP"
+	fi
+	tilefs_mount "$ORIGIN_URL" "$MNT" --log-level info
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	! grep "the kernel cannot map a file read with direct I/O" "$TILEFS_LOG" ||
+		fail "Linux $v offers FUSE_DIRECT_IO_ALLOW_MMAP, and tilefs did not see it"
 	tilefs_umount "$MNT"
 }
 

@@ -80,6 +80,17 @@ int main(void)
 	CHECK(inodes_lookup(t, "dir/c.tif") == fresh && !inodes_retire(t, old),
 	      "the new number is the path's from then on, forgotten or not");
 	CHECK(inodes_lookup(t, "dir/new.tif") > fresh, "a number is never given twice");
+
+	/* the version whose pages an inode's page cache may hold */
+	uint64_t v = inodes_lookup(t, "dir/v.tif");
+	CHECK(!inodes_pages_of(t, v, 7), "a first open: nothing known of its pages");
+	CHECK(inodes_pages_of(t, v, 7) && inodes_pages_of(t, v, 7), "opens of that version: kept");
+	CHECK(!inodes_pages_of(t, v, 8), "an open of another version: not kept");
+	CHECK(inodes_pages_of(t, v, 8) && !inodes_pages_of(t, v, 7), "then that one's; not the old");
+	inodes_forget(t, v, 1);
+	CHECK(inodes_lookup(t, "dir/v.tif") == v && !inodes_pages_of(t, v, 7),
+	      "forgotten by the kernel: its pages went with it, nothing known");
+	CHECK(!inodes_pages_of(t, 9999, 7), "a number not given");
 	inodes_free(t);
 
 	/* forgotten paths beyond INODES_FORGOTTEN_BYTES: the oldest are dropped */

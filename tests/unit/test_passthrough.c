@@ -1,5 +1,5 @@
 /* test_passthrough.c - the opens of each inode as passthrough.c counts
- * them: a backing file is shared by the opens of one object version only,
+ * them: all of them, and a backing file, are of one object version,
  * whatever order two opens of two versions take their steps in. The FUSE
  * device's two ioctls are played by ioctl() below: this test mounts
  * nothing. */
@@ -60,20 +60,16 @@ static bool closed(int fd)
 	return fcntl(fd, F_GETFD) < 0 && errno == EBADF;
 }
 
-/* The session's INIT reply, with FUSE_PASSTHROUGH asked for: the kernel's
- * fuse_out_header and fuse_init_out (flags at 12, flags2 at 32). */
+/* INIT: passthrough asked for where the kernel's protocol has it, and the
+ * reply asked for it (fs/init_ext.c writes the flag). */
 static void init(struct passthrough *p)
 {
-	struct fuse_conn_info conn = { .proto_major = 7, .proto_minor = 40 };
-	uint32_t header[4] = { 16 + 64, 0, 1, 0 };
-	unsigned char out[64] = { 0 };
-	uint32_t flags = 1u << 30, flags2;
-	memcpy(out + 12, &flags, 4);
-	struct iovec iov[2] = { { header, sizeof(header) }, { out, sizeof(out) } };
-	passthrough_init(p, &conn, true);
-	passthrough_patch_init(p, iov, 2);
-	memcpy(&flags2, out + 32, 4);
-	CHECK(flags2 & (1u << 5), "the INIT reply asks for FUSE_PASSTHROUGH");
+	struct fuse_conn_info conn = { .proto_major = 7, .proto_minor = 39 };
+	CHECK(!passthrough_init(&conn, true), "protocol 7.39: no passthrough to ask for");
+	conn.proto_minor = 40;
+	CHECK(!passthrough_init(&conn, false), "protocol 7.40, not wanted: not asked for");
+	CHECK(passthrough_init(&conn, true), "protocol 7.40, wanted: asked for");
+	passthrough_started(p);
 }
 
 int main(void)
@@ -147,9 +143,20 @@ int main(void)
 	fd = a_file();
 	CHECK(passthrough_open(p, ino, old_version, fd) == -EBUSY && closed(fd),
 	      "beside it, no passthrough: -EBUSY");
-	CHECK(passthrough_count(p, ino, new_version, IO_DIRECT, &backing) == IO_DIRECT,
-	      "another version beside a page-cache open: direct I/O, counted");
+	/* another version beside it: its pages would be the inode's too */
+	CHECK(passthrough_count(p, ino, new_version, IO_DIRECT, &backing) == -ESTALE &&
+	      backing == -1, "another version beside a page-cache open: -ESTALE, uncounted");
+	CHECK(passthrough_count(p, ino, new_version, IO_CACHED, &backing) == -ESTALE,
+	      "and through the page cache: -ESTALE");
+	CHECK(!passthrough_may(p, ino, new_version), "nor may it pass through");
+	fd = a_file();
+	CHECK(passthrough_open(p, ino, new_version, fd) == -ESTALE && closed(fd),
+	      "passing through: -ESTALE, its file closed");
 	passthrough_released(p, ino, IO_CACHED);
+	CHECK(passthrough_count(p, ino, new_version, IO_DIRECT, &backing) == IO_DIRECT,
+	      "once the old one is closed, the new version's open is counted");
+	CHECK(passthrough_count(p, ino, old_version, IO_CACHED, &backing) == -ESTALE,
+	      "and now the old version's is refused");
 	passthrough_released(p, ino, IO_DIRECT);
 	a = passthrough_open(p, ino, old_version, a_file());
 	CHECK(a == 3, "once they are closed, an open passes through (%d)", a);
