@@ -43,7 +43,7 @@
  *        fetches anew (read_lookup()), so a stale version's -ESTALE is
  *        not served to a fresh open of the same version id.
  *   (E2) An entry that holds the unit's claim (e->claimed) releases it
- *        exactly once: by its row (unit_put_many()) or by index_unclaim() on
+ *        exactly once: by its row (unit_record()) or by index_unclaim() on
  *        the persist thread when it is not persisted.
  *   (E3) A sliver (part of a unit, for one read) is never stored as a unit
  *        nor put in the table; the bytes kept of it (edges, in memory and
@@ -68,11 +68,12 @@
  *   the fetch threads [tilefs-fetchN] (cache/origin/http.c: one a core, at
  *     most one per 4 connections) run the GETs: a run's sink writes its
  *     entries' buffers (theirs alone while UNIT_FETCHING), and the part
- *     that ends a run last (parts_left) settles its entries under c->lock
- *     and queues them; any fetch thread may end any run.
- *   the persist thread [tilefs-persist] alone stores entries, takes them
- *     out of the table (E1, E2), evicts, writes edges and read times, and
- *     steps whole-object streams (stream.c).
+ *     that ends a run last (parts_left) writes the claimed units' bytes
+ *     to their data files (unit_write()), then settles its entries under
+ *     c->lock and queues them; any fetch thread may end any run.
+ *   the persist thread [tilefs-persist] alone records stored units in the
+ *     index, takes entries out of the table (E1, E2), evicts, writes edges
+ *     and read times, and steps whole-object streams (stream.c).
  *   the seal thread [tilefs-seal] checks complete objects and pins them for
  *     passthrough (seal.c).
  * Lock order: c->evict_lock (one evictor at a time) before c->lock, a
@@ -182,6 +183,12 @@ struct inflight {
 	bool wanted;			/* c->lock: read, and a hint's coming
 					   read wants it again (want_again()) */
 	bool sliver;			/* part of a unit, for one read only */
+	/* Written by the fetch thread that settled it, before it left
+	   FETCHING (run_finish()): its bytes are in the data file, under its
+	   claim (unit_write()); the persist thread records them. */
+	bool written;
+	uint32_t crc;			/* of its bytes, when written */
+	int write_err;			/* the write's, when written */
 };
 
 /*

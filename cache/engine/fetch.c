@@ -16,6 +16,7 @@
 #include "cache/origin/providers/provider.h"
 #include "cache/store/index.h"
 #include "cache/store/store.h"
+#include "cache/store/unit.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -83,6 +84,20 @@ static void run_finish(struct fetch_run *run)
 
 	if (err == -ESTALE)
 		object_mark_stale(obj);
+	/* the bytes of the units kept go to their data file here, on the
+	   fetch thread that has them, under their claims (unit.h, invariant
+	   1): the per-byte work of storing spreads over the fetch threads,
+	   and the persist thread records rows only */
+	for (size_t i = 0; !err && obj->id > 0 && i < run->n; i++) {
+		struct inflight *e = run->units[i];
+		if (e->sliver || !e->claimed)
+			continue;
+		struct index_unit_new v = { .off = e->unit.off, .len = e->unit.len };
+		unit_write(c->store, obj->id, &v, e->buf);
+		e->crc = v.crc;
+		e->write_err = v.err;
+		e->written = true;
+	}
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < run->n; i++) {
 		struct inflight *e = run->units[i];

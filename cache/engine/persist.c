@@ -1,10 +1,12 @@
 /*
  * persist.c - the persist thread: it takes settled entries off the queue,
- * writes each fetched unit to its data file and records it in the index
- * (unit_put_many(), which releases the claims; one index transaction for
- * the units of an object settled together), releases the claims of units not
- * kept, takes entries out of the in-flight table (then queues the seals
- * that opens asked for once those units were stored: seal_stored()),
+ * records each fetched unit in the index (unit_record(), which releases
+ * the claims; one index transaction for the units of an object settled
+ * together), its bytes in the data file already (written by the fetch
+ * thread that settled it, or here for an entry settled elsewhere),
+ * releases the claims of units not kept, takes entries out of the
+ * in-flight table (then queues the seals that opens asked for once those
+ * units were stored: seal_stored()),
  * evicts while the cache is over its bound, flushes the read times of hit
  * units and writes kept edges to the index, and, when idle, lets
  * whole-object streaming (stream.c) send its next GETs.
@@ -196,7 +198,6 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 {
 	struct cache_object *obj = v[0]->obj;
 	struct index_unit_new rec[PERSIST_BATCH];
-	const void *bytes[PERSIST_BATCH];
 	size_t k = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -208,7 +209,13 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 			pthread_mutex_unlock(&c->lock);
 			rec[k] = (struct index_unit_new){ .off = e->unit.off, .len = e->unit.len,
 							  .ahead = ahead, .wanted = wanted };
-			bytes[k++] = e->buf;
+			if (e->written) {	/* by the fetch thread */
+				rec[k].crc = e->crc;
+				rec[k].err = e->write_err;
+			} else {
+				unit_write(c->store, obj->id, &rec[k], e->buf);
+			}
+			k++;
 		} else if (e->claimed) {
 			index_unclaim(c->index, obj->id, e->unit.off);
 		}
@@ -217,8 +224,8 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 	   or kept for the readers a hint fetched it for, unless a warm asked
 	   for the object */
 	uint64_t punches = store_punches(c->store);
-	unit_put_many(c->index, c->store, obj->id, rec, bytes, k,
-		      atomic_load(&obj->kept) ? 0 : c->cfg.size_limit);
+	unit_record(c->index, c->store, obj->id, rec, k,
+		    atomic_load(&obj->kept) ? 0 : c->cfg.size_limit);
 	bool stored = false, full = false;
 	int err = 0;
 	pthread_mutex_lock(&c->lock);

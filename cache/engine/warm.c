@@ -150,7 +150,7 @@ static int warm_run(struct cache *c, struct cache_object *obj, const struct exte
 	} else {
 		cache_count_fetched(c, req.body_len);
 		/* each claim goes with its unit's row, or unit_record() drops it */
-		unit_record(c->index, c->store, obj->id, sink->units, n);
+		unit_record(c->index, c->store, obj->id, sink->units, n, 0);
 		for (size_t i = 0; i < n; i++) {
 			if (!sink->units[i].err)
 				out->fetched += units[i].len;

@@ -30,22 +30,27 @@ static void record(struct index *ix, struct store *st, int64_t object_id,
 			unit_abandon(ix, st, object_id, v[i].off, v[i].len);
 }
 
+void unit_write(struct store *st, int64_t object_id, struct index_unit_new *v,
+		const void *bytes)
+{
+	v->err = store_write(st, object_id, bytes, v->len, v->off);
+	if (!v->err)
+		v->crc = crc32c(0, bytes, v->len);
+}
+
 void unit_put_many(struct index *ix, struct store *st, int64_t object_id,
 		   struct index_unit_new *v, const void *const *bytes, size_t n,
 		   uint64_t admit_limit)
 {
-	for (size_t i = 0; i < n; i++) {
-		v[i].err = store_write(st, object_id, bytes[i], v[i].len, v[i].off);
-		if (!v[i].err)
-			v[i].crc = crc32c(0, bytes[i], v[i].len);
-	}
+	for (size_t i = 0; i < n; i++)
+		unit_write(st, object_id, &v[i], bytes[i]);
 	record(ix, st, object_id, v, n, admit_limit);	/* abandons the failed writes too */
 }
 
 void unit_record(struct index *ix, struct store *st, int64_t object_id,
-		 struct index_unit_new *v, size_t n)
+		 struct index_unit_new *v, size_t n, uint64_t admit_limit)
 {
-	record(ix, st, object_id, v, n, 0);
+	record(ix, st, object_id, v, n, admit_limit);
 }
 
 void unit_abandon(struct index *ix, struct store *st, int64_t object_id, uint64_t off,

@@ -71,13 +71,25 @@ void unit_put_many(struct index *ix, struct store *st, int64_t object_id,
 		   uint64_t admit_limit);
 
 /*
- * The same for units of OBJECT_ID whose bytes the caller has written
- * already (store_write(), under their claims), V[i].crc being their
- * crc32c(): recorded in one index transaction, V[i].err each one's result.
- * A V[i] whose err is set on entry is not recorded but given up.
+ * Write BYTES (v->len of them) as the unit at v->off of OBJECT_ID, whose
+ * claim the caller holds (invariant 1), into its data file, without
+ * recording it: v->err gets the result and v->crc the bytes' crc32c().
+ * unit_record() records it (or gives it up, when v->err is set). Any
+ * thread, while the claim is held: the bytes travel through the page
+ * cache once, on the thread that has them.
+ */
+void unit_write(struct store *st, int64_t object_id, struct index_unit_new *v,
+		const void *bytes);
+
+/*
+ * The same as unit_put_many() for units of OBJECT_ID whose bytes the caller
+ * has written already (unit_write() or store_write(), under their claims),
+ * V[i].crc being their crc32c(): recorded in one index transaction (under
+ * ADMIT_LIMIT, as unit_put_many()), V[i].err each one's result. A V[i]
+ * whose err is set on entry is not recorded but given up.
  */
 void unit_record(struct index *ix, struct store *st, int64_t object_id,
-		 struct index_unit_new *v, size_t n);
+		 struct index_unit_new *v, size_t n, uint64_t admit_limit);
 
 /* Give up the claimed unit at OFF (LEN bytes): punch out whatever of it was
  * written (unless its file is pinned), release the claim. */
