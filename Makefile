@@ -37,7 +37,8 @@ DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/%)
 
-all: $(BUILD)/tilefs $(UNIT_BIN) $(BUILD)/fake_tilefs $(BUILD)/fault_shim.so
+all: $(BUILD)/tilefs $(UNIT_BIN) $(BUILD)/fake_tilefs $(BUILD)/fault_shim.so \
+	$(BUILD)/old_kernel_shim.so
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -70,6 +71,12 @@ $(BUILD)/fake_tilefs: $(BUILD)/tests/lib/fake_tilefs.o
 # The fault tests' LD_PRELOAD library (I/O errors on chosen files); never
 # built with the sanitizers, as it is loaded before their runtime.
 $(BUILD)/fault_shim.so: tests/lib/fault_shim.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wextra -fPIC -shared -o $@ $< -ldl
+
+# The mmap tests' LD_PRELOAD library: the FUSE INIT of Linux 6.1 on a newer
+# kernel (tests/lib/old_kernel_shim.c); never with the sanitizers.
+$(BUILD)/old_kernel_shim.so: tests/lib/old_kernel_shim.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Wextra -fPIC -shared -o $@ $< -ldl
 

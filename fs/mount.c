@@ -56,12 +56,13 @@ struct mount {
 	struct cache *cache;
 	struct inodes *inodes;
 	struct fuse_session *se;
+	pthread_t loop_thread;		/* runs mount_run(): its own name back at init */
+	char loop_name[16];
 	struct passthrough *pt;
 	struct control *control;	/* the hint socket, or NULL */
 	struct record *record;		/* --record, or NULL */
 	bool no_opendir;		/* the kernel opens directories itself */
 	struct init_ext init;		/* flags libfuse cannot name */
-	_Atomic bool direct_io_mmap;	/* direct-I/O files map MAP_SHARED too */
 	pthread_mutex_t pages_lock;	/* pages_of() */
 	uid_t uid;			/* every file's owner: who mounted */
 	gid_t gid;
@@ -284,21 +285,6 @@ static bool pages_of(struct mount *m, fuse_ino_t ino, int64_t object_id)
 	return err == 0 || err == -ENOENT;	/* ENOENT: the kernel holds no pages */
 }
 
-/*
- * How an open of a tiled TIFF not cached whole is read: with direct I/O,
- * so its reads reach cache_read() as the reader made them. The page cache
- * would round each read out to pages and read ahead of it, into tiles
- * nobody asked for (its units are on local disk anyway once read). But a
- * kernel before Linux 6.6 refuses to map a direct-I/O file MAP_SHARED
- * (ENODEV: no FUSE_DIRECT_IO_ALLOW_MMAP), and np.memmap, mmap(ACCESS_READ)
- * and torch.from_file map that way: there such a file is read through the
- * page cache, and the kernel's readahead may fetch tiles nobody read.
- */
-static enum io_mode bypass_mode(const struct mount *m)
-{
-	return atomic_load(&m->direct_io_mmap) ? IO_DIRECT : IO_CACHED;
-}
-
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mount *m = mount_of(req);
@@ -324,8 +310,13 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	f->obj = obj;
 	f->ino = ino;
 	f->rec = record_open(m->record, path, obj);
-	/* A tiled TIFF not cached whole bypasses the page cache where the
-	 * kernel allows (bypass_mode()). Once every unit of it is cached,
+	/* A tiled TIFF not cached whole is read with direct I/O, so its reads
+	 * reach cache_read() as the reader made them: through the page cache
+	 * they would come rounded out to pages, and be read ahead of, into
+	 * tiles nobody asked for. Linux 6.6 on maps such a file MAP_SHARED too
+	 * (FUSE_DIRECT_IO_ALLOW_MMAP, asked for by ll_init); an older kernel
+	 * refuses (ENODEV, as ll_init logs), maps it MAP_PRIVATE, and maps it
+	 * either way once cached whole. Once every unit of it is cached,
 	 * readahead costs no request and the page cache makes hits nearly
 	 * free: it is read through the page cache. Better still, once this
 	 * process has checked all of it (sealed), the kernel reads it from its
@@ -335,13 +326,13 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * where it can be: the kernel's readahead would add tiles nobody read
 	 * to the record. */
 	enum io_mode mode = cache_object_tiled(obj) &&
-		(f->rec || !cache_object_complete(m->cache, obj)) ? bypass_mode(m) : IO_CACHED;
+		(f->rec || !cache_object_complete(m->cache, obj)) ? IO_DIRECT : IO_CACHED;
 	int64_t id = cache_object_id(obj);
 	int backing = -1;
 	if (passthrough_may(m->pt, ino, id)) {
 		int pin = cache_object_pin(m->cache, obj);
 		if (pin >= 0 && (backing = passthrough_open(m->pt, ino, id, pin)) == -EBUSY)
-			mode = bypass_mode(m);	/* page-cache opens of it drain first */
+			mode = IO_DIRECT;	/* page-cache opens of it drain first */
 	}
 	bool passes = backing >= 0;	/* by its own passthrough open */
 	int got = passes ? IO_PASSED :
@@ -476,6 +467,7 @@ static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
 static void ll_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct mount *m = userdata;
+	pthread_setname_np(m->loop_thread, m->loop_name);	/* see mount_run() */
 	/* the kernel takes the smaller of this and the mount's read_ahead_kb
 	 * (raise_readahead()); tiled files not yet complete use direct_io */
 	conn->max_readahead = READAHEAD_KB << 10;
@@ -488,14 +480,15 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
 	conn->congestion_threshold = 48;
 	if (passthrough_init(conn, m->cfg.passthrough))
 		init_ext_ask(&m->init, INIT_EXT_PASSTHROUGH);
-	/* see bypass_mode() */
+	/* maps of files read with direct I/O (ll_open) */
 	if (init_ext_offered(&m->init, INIT_EXT_DIRECT_IO_ALLOW_MMAP))
 		init_ext_ask(&m->init, INIT_EXT_DIRECT_IO_ALLOW_MMAP);
 	else
-		log_info("the kernel cannot map a file read with direct I/O MAP_SHARED (no "
-			 "FUSE_DIRECT_IO_ALLOW_MMAP: Linux before 6.6): tiled TIFFs not cached "
-			 "whole are read through the page cache, and its readahead may fetch "
-			 "tiles nobody read");
+		log_warn("this kernel cannot map a file read with direct I/O MAP_SHARED (no "
+			 "FUSE_DIRECT_IO_ALLOW_MMAP: Linux before 6.6): a tiled TIFF not cached "
+			 "whole, read so that a window fetches only its tiles, maps "
+			 "MAP_PRIVATE only (MAP_SHARED: ENODEV); tilefs warm it first, or run "
+			 "Linux 6.6 or later");
 }
 
 /* libfuse's own I/O on /dev/fuse, but with the INIT flags libfuse cannot
@@ -516,8 +509,6 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 	uint64_t asked = init_ext_reply(&m->init, iov, count);
 	if (asked & INIT_EXT_PASSTHROUGH)
 		passthrough_started(m->pt);
-	if (asked & INIT_EXT_DIRECT_IO_ALLOW_MMAP)
-		atomic_store(&m->direct_io_mmap, true);
 	return writev(fd, iov, count);
 }
 
@@ -753,7 +744,14 @@ int mount_run(struct mount *m)
 	/* a read may wait long on a slow origin: others must not queue behind it */
 	fuse_loop_cfg_set_max_threads(loop, MAX_THREADS);
 	fuse_loop_cfg_set_idle_threads(loop, 16);
+	/* libfuse's workers take the name of the thread that starts them:
+	   this one starts the first, which starts the rest (ll_init renames
+	   this one back), so top -H and perf show them apart */
+	m->loop_thread = pthread_self();
+	pthread_getname_np(m->loop_thread, m->loop_name, sizeof(m->loop_name));
+	pthread_setname_np(m->loop_thread, "tilefs-fuse");
 	int rc = fuse_session_loop_mt(m->se, loop);
+	pthread_setname_np(m->loop_thread, m->loop_name);
 	fuse_loop_cfg_destroy(loop);
 	return rc == 0 ? 0 : -EIO;
 }
