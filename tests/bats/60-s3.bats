@@ -229,8 +229,8 @@ PY
 	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_EC2_METADATA_DISABLED
 	sigv4_store_start "$SAMPLES"
 	local port key imds before
+	port=$(_free_port)	# one address, as the instance's metadata service has
 	for key in ROLEKEY1 ROLEKEY2; do
-		port=$(_free_port)
 		/usr/bin/python3 "$BATS_TEST_DIRNAME/../lib/imds_fake.py" "$port" "$key" >"$T/imds.log" \
 			2>&1 3>&- &
 		imds=$!
@@ -239,6 +239,7 @@ PY
 		AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:$port \
 			tilefs_mount s3://eo "$MNT" --endpoint "$SIGV4_ENDPOINT"
 		kill "$imds"
+		wait "$imds" 2>/dev/null || true	# its port free for the next one
 		[ "$key" = ROLEKEY2 ] && before=$(store_lines t512.tif | wc -l)
 		cmp "$SAMPLES/t512.tif" "$MNT/t512.tif" || fail "the mount with $key read other bytes"
 		tilefs_umount "$MNT"

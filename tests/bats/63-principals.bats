@@ -127,6 +127,22 @@ mount_process_lister() { AWS_CONFIG_FILE=$T/config-lister s3_mount; }
 	two_principals reader lister mount_process_reader mount_process_lister keyed
 }
 
+# claiming: a credential_process of the lister's whose document also says
+# "RoleArn": the reader's role, which its container endpoint names (a
+# command of the user's own vouches for no one, whatever it prints)
+mount_process_claiming() { AWS_CONFIG_FILE=$T/config-claiming s3_mount; }
+
+@test "principals: a credential_process that names another principal's role is not that principal" {
+	printf 'token-reader %s/reader\n' "$ACCOUNT" >"$ID/container-roles"
+	printf '#!/bin/sh\n"%s" "%s" "%s" --process lister | "%s" -c %s\n' "$PY" \
+		"$TESTS_LIB/aws_identity.py" "$ID" "$PY" \
+		"'import json, sys; d = json.load(sys.stdin); d[\"RoleArn\"] = \"$ACCOUNT/reader\"; print(json.dumps(d))'" \
+		>"$T/claiming"
+	chmod +x "$T/claiming"
+	printf '[default]\ncredential_process = %s\n' "$T/claiming" >"$T/config-claiming"
+	two_principals "$ACCOUNT/reader" lister mount_container_reader mount_process_claiming
+}
+
 # ---- container credentials: one URL, two authorization tokens ----
 
 mount_container_reader() {

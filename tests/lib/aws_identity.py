@@ -9,7 +9,10 @@ Endpoints, as documented by AWS (request and response shapes):
     X-aws-ec2-metadata-token-ttl-seconds, then GET
     /latest/meta-data/iam/security-credentials/ and .../ROLE with
     X-aws-ec2-metadata-token; answers {"Code", "LastUpdated", "Type",
-    "AccessKeyId", "SecretAccessKey", "Token", "Expiration"}.
+    "AccessKeyId", "SecretAccessKey", "Token", "Expiration"}; and
+    /latest/meta-data/iam/info: {"Code", "LastUpdated",
+    "InstanceProfileArn" (of a profile named as the role),
+    "InstanceProfileId"}.
   - container credentials (ECS, EKS Pod Identity): GET /v2/credentials/ID
     with "Authorization: TOKEN" when DIR/auth-token exists (read at each
     request, so a test can rotate it; 401 on a mismatch); answers
@@ -270,6 +273,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         role = read("imds-role", ROLE)
         if self.path == base:
             return self.reply("imds", 200, role.encode(), ctype="text/plain")
+        if self.path == "/latest/meta-data/iam/info":
+            return self.reply("imds", 200, json_slashes({
+                "Code": "Success", "LastUpdated": iso(time.time()),
+                "InstanceProfileArn": "arn:aws:iam::123456789012:instance-profile/" + role,
+                "InstanceProfileId": "AIPAEXAMPLE" + hashlib.sha256(role.encode()).hexdigest()[:8]}))
         if self.path == base + role:
             k = issue(role)
             return self.reply("imds", 200, json_slashes({

@@ -32,6 +32,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._reply(401, b"")
         elif self.path == "/latest/meta-data/iam/security-credentials/":
             self._reply(200, b"tilefs-test")
+        elif self.path == "/latest/meta-data/iam/info":
+            self._reply(200, json.dumps({
+                "Code": "Success", "InstanceProfileId": "AIPAEXAMPLE",
+                "InstanceProfileArn": "arn:aws:iam::123456789012:instance-profile/tilefs-test"
+            }).encode())
         elif self.path == "/latest/meta-data/iam/security-credentials/tilefs-test":
             self._reply(200, json.dumps({
                 "Code": "Success", "AccessKeyId": KEY, "SecretAccessKey": KEY,

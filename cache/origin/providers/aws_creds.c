@@ -52,9 +52,6 @@ int aws_keys_from_json(const char *text, size_t len, time_t now, struct aws_keys
 					sizeof(out->session_token));
 	if (token && token != -ENOENT)
 		goto free_doc;
-	int role = json_doc_string(doc, "RoleArn", out->principal, sizeof(out->principal));
-	if (role && role != -ENOENT)
-		goto free_doc;
 	if (json_doc_string(doc, "Expiration", expiration, sizeof(expiration)) == 0) {
 		out->expires = aws_iso8601(expiration);
 		if (!out->expires)
@@ -69,6 +66,22 @@ free_doc:
 	if (err)
 		memset(out, 0, sizeof(*out));
 	return err;
+}
+
+void aws_principal_at(const char *text, size_t len, const char *key, const char *role,
+		      const char *endpoint, struct aws_keys *out)
+{
+	struct json_doc *doc;
+	char arn[AWS_PRINCIPAL_MAX];
+
+	out->principal[0] = '\0';
+	if (json_doc_parse(text, len, &doc) != 0)
+		return;
+	if (json_doc_string(doc, key, arn, sizeof(arn)) == 0 && arn[0] &&
+	    (size_t)snprintf(out->principal, sizeof(out->principal), "%s %s%s%s at %s", key, arn,
+			     role[0] ? " role " : "", role, endpoint) >= sizeof(out->principal))
+		out->principal[0] = '\0';	/* too long to name whole: the key id */
+	json_doc_free(doc);
 }
 
 /* ---- one request to an identity endpoint ---- */
@@ -145,7 +158,11 @@ int aws_imds_fetch(const void *ctx, struct aws_keys *out, char *from, size_t fro
 	err = aws_keys_from_json(b->text, b->len, time(NULL), out);
 	if (err)
 		goto out;
-	snprintf(out->principal, sizeof(out->principal), "instance role %s", role);
+	/* the role, of the instance profile (its ARN names the account), as
+	   this endpoint vouches for it; else the key id names the keys */
+	snprintf(url, sizeof(url), "%s/latest/meta-data/iam/info", base);
+	if (aws_endpoint_call(url, name, NULL, header, b) == 0)
+		aws_principal_at(b->text, b->len, "InstanceProfileArn", role, base, out);
 	snprintf(from, from_size, "the instance metadata service (role %.60s)", role);
 out:
 	memset(header, 0, sizeof(header));
@@ -294,6 +311,9 @@ int aws_container_fetch(const void *ctx, struct aws_keys *out, char *from, size_
 	if (err)
 		goto out;
 	char *shown = url_for_log(url);
+	/* ECS names the task's role; EKS Pod Identity does not (the key id
+	   names the keys then) */
+	aws_principal_at(b->text, b->len, "RoleArn", "", shown ? shown : url, out);
 	snprintf(from, from_size, "the container credentials endpoint %.100s",
 		 shown ? shown : "");
 	free(shown);

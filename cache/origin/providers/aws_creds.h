@@ -26,11 +26,14 @@
 
 struct aws_keys {
 	char access_key[128], secret_key[128], session_token[2048];
-	/* The principal the keys belong to, as the source names it: a role's
-	 * ARN (STS, a container endpoint's RoleArn) or "instance role NAME"
-	 * (the instance metadata service), whole; "" when the source does not
-	 * say (static keys, credential_process, EKS Pod Identity): the access
-	 * key id then names them (see source_identity_hash()). */
+	/* The principal the keys belong to, as the endpoint that issued them
+	 * vouches for it, with that endpoint (a fake one elsewhere vouches
+	 * for nothing of the real one's): a role's ARN (STS, a container
+	 * endpoint's RoleArn), the instance profile's ARN and role (the
+	 * instance metadata service), whole; "" when the source does not say,
+	 * or is the user's own (static keys, credential_process, EKS Pod
+	 * Identity): the access key id then names them (see
+	 * source_identity_hash()). */
 	char principal[AWS_PRINCIPAL_MAX];
 	time_t obtained;	/* when they were fetched */
 	time_t expires;		/* 0: they do not expire */
@@ -55,11 +58,16 @@ time_t aws_iso8601(const char *text);
  * The credentials document of the instance metadata service, of a
  * container credentials endpoint and of credential_process (JSON:
  * AccessKeyId, SecretAccessKey, Token or SessionToken, Expiration in
- * ISO 8601 UTC, and RoleArn where ECS gives it, as out->principal) into
- * OUT, obtained NOW. 0, or -EIO when a key is missing, not a string, too
- * long or holds a control character.
+ * ISO 8601 UTC) into OUT, obtained NOW, with no principal. 0, or -EIO when
+ * a key is missing, not a string, too long or holds a control character.
  */
 int aws_keys_from_json(const char *text, size_t len, time_t now, struct aws_keys *out);
+
+/* OUT's principal: KEY's ARN in the JSON document TEXT (LEN bytes), with
+ * ROLE (or "") and the ENDPOINT that answered it; "" when the document
+ * names none, or the name does not fit whole. */
+void aws_principal_at(const char *text, size_t len, const char *key, const char *role,
+		      const char *endpoint, struct aws_keys *out);
 
 /* Role credentials from the instance metadata service (IMDSv2) at
  * AWS_EC2_METADATA_SERVICE_ENDPOINT, else http://169.254.169.254. */

@@ -121,28 +121,30 @@ static int sts_field(struct xml_span in, const char *name, char *out, size_t siz
 /*
  * The role an STS answer's <AssumedRoleUser><Arn> names
  * ("arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION") without its session
- * (a new one each mount), into OUT; else ROLE_ARN, the role asked for.
- * Whole: a name that does not fit is no answer of STS's (-EIO).
+ * (a new one each mount), else ROLE_ARN, the role asked for, as STS at
+ * ENDPOINT vouches for it, into OUT. Whole: a name that does not fit is
+ * no answer of STS's (-EIO).
  */
-static int sts_principal(struct xml_span res, const char *role_arn, char *out, size_t size)
+static int sts_principal(struct xml_span res, const char *role_arn, const char *endpoint,
+			 char *out, size_t size)
 {
 	struct xml_span user;
 	size_t pos = 0;
-	char *slash;
+	char arn[AWS_PRINCIPAL_MAX], *slash;
 
 	if (xml_next(res, "AssumedRoleUser", &pos, &user) &&
-	    sts_field(user, "Arn", out, size) == 0 && (slash = strrchr(out, '/')) &&
-	    strstr(out, ":assumed-role/") && slash > strstr(out, ":assumed-role/") + 14) {
+	    sts_field(user, "Arn", arn, sizeof(arn)) == 0 && (slash = strrchr(arn, '/')) &&
+	    strstr(arn, ":assumed-role/") && slash > strstr(arn, ":assumed-role/") + 14)
 		*slash = '\0';
-		return 0;
-	}
-	return (size_t)snprintf(out, size, "%s", role_arn) < size ? 0 : -EIO;
+	else if ((size_t)snprintf(arn, sizeof(arn), "%s", role_arn) >= sizeof(arn))
+		return -EIO;
+	return (size_t)snprintf(out, size, "role %s at %s", arn, endpoint) < size ? 0 : -EIO;
 }
 
 /* The credentials of an STS answer (<Credentials> in <RESULT>) for the
- * role ROLE_ARN into OUT. */
+ * role ROLE_ARN, from STS at ENDPOINT, into OUT. */
 static int sts_credentials(const char *body, size_t len, const char *result,
-			   const char *role_arn, struct aws_keys *out)
+			   const char *role_arn, const char *endpoint, struct aws_keys *out)
 {
 	struct xml_span doc = { body, len }, res, cred;
 	char expiration[64];
@@ -158,7 +160,7 @@ static int sts_credentials(const char *body, size_t len, const char *result,
 	    sts_field(cred, "SecretAccessKey", out->secret_key, sizeof(out->secret_key)) ||
 	    sts_field(cred, "SessionToken", out->session_token, sizeof(out->session_token)) ||
 	    sts_field(cred, "Expiration", expiration, sizeof(expiration)) ||
-	    sts_principal(res, role_arn, out->principal, sizeof(out->principal)))
+	    sts_principal(res, role_arn, endpoint, out->principal, sizeof(out->principal)))
 		goto bad;
 	out->expires = aws_iso8601(expiration);
 	if (!out->expires || !out->access_key[0] || !out->secret_key[0])
@@ -178,10 +180,15 @@ int aws_web_identity_fetch(const void *ctx, struct aws_keys *out, char *from, si
 	struct oauth_body *b = NULL;
 	int err = -ENOMEM;
 
+	sts_endpoint(base, sizeof(base));
+	if (!oauth_url_safe(base)) {
+		log_warn("s3: STS at %.200s is not https (or http to a loopback address): the web "
+			 "identity token is not sent there", base);
+		return -EACCES;
+	}
 	token = token_read(w->token_file);
 	if (!token)
 		return -EACCES;
-	sts_endpoint(base, sizeof(base));
 	if (w->session_name[0])
 		snprintf(session, sizeof(session), "%s", w->session_name);
 	else
@@ -203,7 +210,7 @@ int aws_web_identity_fetch(const void *ctx, struct aws_keys *out, char *from, si
 	if (err)
 		goto out;
 	err = sts_credentials(b->text, b->len, "AssumeRoleWithWebIdentityResult", w->role_arn,
-			      out);
+			      base, out);
 	if (err)
 		goto out;
 	char *shown = url_for_log(base);
@@ -284,7 +291,7 @@ int aws_assume_role_fetch(const void *ctx, struct aws_keys *out, char *from, siz
 	err = oauth_endpoint_call_signed(url, "STS (AssumeRole)", NULL, NULL, assume_sign, &as, b);
 	if (err)
 		goto out;
-	err = sts_credentials(b->text, b->len, "AssumeRoleResult", role->role_arn, out);
+	err = sts_credentials(b->text, b->len, "AssumeRoleResult", role->role_arn, base, out);
 	if (err)
 		goto out;
 	char *shown = url_for_log(base);

@@ -25,6 +25,10 @@
 #include <strings.h>
 #include <unistd.h>
 
+/* Where Google's service accounts live: an email of another domain names
+ * no one account. */
+#define SERVICE_ACCOUNT_DOMAIN ".gserviceaccount.com"
+
 int gcs_metadata_init(struct gcs_metadata *md, char *err, size_t err_size)
 {
 	const char *host = getenv("GCE_METADATA_HOST");
@@ -61,11 +65,16 @@ int gcs_metadata_fetch(void *arg, void *out, time_t *expires, char *from, size_t
 		err = oauth_endpoint_call(md->email_url, "the metadata server", NULL, headers,
 					  NULL, body);
 	if (!err) {
-		/* one line of text: the default service account's email */
+		/* one line of text: the default service account's email, as
+		   this server vouches for it. A workload identity with no
+		   service account answers its project's pool
+		   (PROJECT.svc.id.goog), the same for every Kubernetes service
+		   account: no principal then, so nothing is proved */
 		body->text[strcspn(body->text, "\r\n")] = '\0';
-		err = body->text[0] ? oauth_principal_set(out, "gcs service account",
-							  (const char *const[]){ body->text }, 1) :
-				      -EIO;
+		size_t n = strlen(body->text), tail = strlen(SERVICE_ACCOUNT_DOMAIN);
+		if (n > tail && strcmp(body->text + n - tail, SERVICE_ACCOUNT_DOMAIN) == 0)
+			err = oauth_principal_set(out, "gcs service account",
+						  (const char *const[]){ body->text, md->url }, 2);
 	}
 	if (!err)
 		snprintf(from, from_size, "the metadata server (%.100s)", md->url);
@@ -209,11 +218,13 @@ out:
 	return err;
 }
 
-/* Whom a token for the credential file DOC of TYPE speaks for, into T:
- * the service account's client_email; an authorized user's client_id
- * with its account, or with its refresh token when it names none (one
- * client id, gcloud's, serves every user). 0, -EACCES or -ENOMEM. */
-static int file_principal(const struct json_doc *doc, const char *type,
+/* Whom a token for the credential file DOC of TYPE speaks for, as
+ * TOKEN_URI vouches for it (a token endpoint of one's own vouches for
+ * nothing of Google's), into T: the service account's client_email; an
+ * authorized user's client_id with its account, or with its refresh token
+ * when it names none (one client id, gcloud's, serves every user). 0,
+ * -EACCES or -ENOMEM. */
+static int file_principal(const struct json_doc *doc, const char *type, const char *token_uri,
 			  struct oauth_token *t)
 {
 	char *first = calloc(1, FIELD_MAX), *second = calloc(1, FIELD_MAX);
@@ -225,14 +236,14 @@ static int file_principal(const struct json_doc *doc, const char *type,
 	if (strcmp(type, "service_account") == 0) {
 		if (json_doc_string(doc, "client_email", first, FIELD_MAX) == 0 && first[0])
 			err = oauth_principal_set(t, "gcs service account",
-						  (const char *const[]){ first }, 1);
+						  (const char *const[]){ first, token_uri }, 2);
 	} else if (json_doc_string(doc, "client_id", first, FIELD_MAX) == 0) {
 		if (json_doc_string(doc, "account", second, FIELD_MAX) == 0 && second[0])
 			err = oauth_principal_set(t, "gcs user account",
-						  (const char *const[]){ first, second }, 2);
+						  (const char *const[]){ first, second, token_uri }, 3);
 		else if (json_doc_string(doc, "refresh_token", second, FIELD_MAX) == 0)
 			err = oauth_principal_set(t, "gcs user grant",
-						  (const char *const[]){ first, second }, 2);
+						  (const char *const[]){ first, second, token_uri }, 3);
 	}
 out:
 	if (second)
@@ -289,7 +300,7 @@ int gcs_adc_file_fetch(void *arg, void *out, time_t *expires, char *from, size_t
 	if (!err)
 		err = oauth_token_from_json(body->text, body->len, time(NULL), out, expires);
 	if (!err)
-		err = file_principal(doc, type, out);
+		err = file_principal(doc, type, token_uri, out);
 	if (!err)
 		snprintf(from, from_size, "%s credentials in %.100s", type, f->path);
 out:

@@ -170,24 +170,30 @@ int source_identity_hash(struct source *src, const char *salt,
 			 char out[SOURCE_IDENTITY_LEN + 1])
 {
 	/* the salt (the index's: 32 hex digits, cut at 64), a newline and
-	   the name (the longest one: an ARN or a bearer token, cut at 4 KiB;
-	   a principal longer than that is hashed whole by its provider) */
-	char keyed[64 + 1 + 4096];
+	   the name, whole: one that fills the buffer may have been cut, and
+	   two names cut alike would be one, so it names no one */
+	enum { NAME_MAX_LEN = 64 * 1024 };
+	char *keyed = malloc(64 + 1 + NAME_MAX_LEN);
 	uint8_t digest[SHA256_LEN];
 	char hex[2 * SHA256_LEN + 1];
 	int err = 0;
 
-	int n = snprintf(keyed, sizeof(keyed), "%.64s\n", salt);
-	snprintf(keyed + n, sizeof(keyed) - (size_t)n, "anonymous");
+	if (!keyed)
+		return -ENOMEM;
+	int n = snprintf(keyed, 64 + 1 + NAME_MAX_LEN, "%.64s\n", salt);
+	snprintf(keyed + n, NAME_MAX_LEN, "anonymous");
 	if (src->provider->identity)
-		err = src->provider->identity(src, keyed + n, sizeof(keyed) - (size_t)n);
+		err = src->provider->identity(src, keyed + n, NAME_MAX_LEN);
+	if (!err && strlen(keyed + n) >= NAME_MAX_LEN - 1)
+		err = -EACCES;
 	if (!err) {
 		sha256(keyed, strlen(keyed), digest);
 		hex_encode(digest, SHA256_LEN, hex);
 		memcpy(out, hex, SOURCE_IDENTITY_LEN);
 		out[SOURCE_IDENTITY_LEN] = '\0';
 	}
-	explicit_bzero(keyed, sizeof(keyed));
+	explicit_bzero(keyed, 64 + 1 + NAME_MAX_LEN);
+	free(keyed);
 	return err;
 }
 

@@ -109,25 +109,28 @@ void source_prepare(struct source *src, struct http_request *req);
  * cache index (cache/store/index.h, proofs): 32 lowercase hex digits of
  * SHA-256 over SALT (the index's proof salt), a newline and the name of
  * the principal the store will see, into OUT. The name comes from what
- * the credential in use says of itself, never from where it was found:
- *   S3: a role's ARN, whole, where the source names it (STS's
+ * the credential in use says of itself, or what the endpoint that issued
+ * it vouches for, with that endpoint; never from where it was found:
+ *   S3: a role's ARN, whole, where the issuer names it (STS's
  *     AssumedRoleUser without its session, a container endpoint's
- *     RoleArn), "instance role NAME" (the instance metadata service);
- *     else the access key id in use (static keys, credential_process, EKS
- *     Pod Identity: a new key proves again).
+ *     RoleArn, the instance profile and role of the instance metadata
+ *     service); else the access key id in use (static keys,
+ *     credential_process, EKS Pod Identity: a new key proves again).
  *   Azure: Shared Key, the account; a SAS, its sig=; a bearer token, the
  *     tenant and object (tid, oid, else appid) its claims name, else the
  *     endpoint and client id that chose it (oauth.h, principals).
  *   GCS: the HMAC access id; a service account's client_email (its file,
- *     or the metadata server's service-accounts/default/email); an
- *     authorized user's client_id with its account (or its refresh
- *     token); a pasted bearer token itself.
+ *     with its token_uri, or the metadata server's
+ *     service-accounts/default/email, with the server: none for a
+ *     workload identity pool); an authorized user's client_id with its
+ *     account (or its refresh token); a pasted bearer token itself.
  *   HTTP(S): a query string on SOURCE (a token), as a rule.
  *   Else "anonymous".
  * The name may be a secret: the hash is salted and one-way, and the name
  * never leaves this call. 0; -EACCES when SRC has no credentials at hand
- * now (expired and not renewed): OUT is then untouched, and nothing may
- * be proved or served as proved.
+ * now (expired and not renewed), or a name too long to hash whole (64
+ * KiB): OUT is then untouched, and nothing may be proved or served as
+ * proved.
  */
 #define SOURCE_IDENTITY_LEN 32
 int source_identity_hash(struct source *src, const char *salt,
