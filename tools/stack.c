@@ -27,7 +27,7 @@ int stack_start(struct stack *s, const struct options *o, const struct stack_tun
 	options_http(o, t->connections, &hc);
 	s->http = http_client_new(&hc);
 	if (!s->http) {
-		snprintf(err, err_size, "cannot start the fetch thread");
+		snprintf(err, err_size, "cannot start the fetch threads");
 		return -EAGAIN;
 	}
 	s->cache_size = o->cache_size ? o->cache_size : options_default_cache_size(o->cache_dir);

@@ -47,7 +47,7 @@ struct stack_tuning {
 int stack_init(struct stack *s, const struct options *o, char *err, size_t err_size);
 
 /*
- * Start the fetch thread, open the cache in --cache-dir (which must exist)
+ * Start the fetch threads, open the cache in --cache-dir (which must exist)
  * and the namespace. 0, or -errno with a message for the user in ERR (""
  * when there is nothing better to say than the errno).
  */
@@ -55,7 +55,7 @@ int stack_start(struct stack *s, const struct options *o, const struct stack_tun
 		char *err, size_t err_size);
 
 /*
- * Tear down what was built: the fetch thread first (fetches in flight
+ * Tear down what was built: the fetch threads first (fetches in flight
  * settle into the cache), then the namespace, the cache, the source.
  * Callers release their cache objects and anything using the stack first.
  */

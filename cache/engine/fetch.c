@@ -3,7 +3,7 @@
  * another process fetching a unit is waited for, not repeated), entries for
  * prefetched units, merging adjacent units into one ranged GET pinned to
  * the object's version, and settling the entries when the answer comes
- * (on the fetch thread). Slivers and the spill after a tile go into the
+ * (on a fetch thread). Slivers and the spill after a tile go into the
  * same GET and are kept as edges; a GET of a tile leaves out what edges
  * hold of it already (run_trim()), so a tile read tile by tile is fetched
  * once.
@@ -135,7 +135,7 @@ static void copy_overlap(char *dst, uint64_t dst_off, uint64_t dst_len, const ch
 		memcpy(dst + (a - dst_off), src + (a - from), b - a);
 }
 
-/* http_sink_fn of each part, on the fetch thread: its bytes go straight to
+/* http_sink_fn of each part, on a fetch thread: its bytes go straight to
  * the entries they belong to (still fetching, so theirs alone: nobody
  * reads them yet) and to the lead and spill; those between units are
  * dropped. */
@@ -154,7 +154,8 @@ static int part_take(void *arg, uint64_t at, const char *data, size_t len)
 	return 0;
 }
 
-/* http_done_fn of each part, on the fetch thread. */
+/* http_done_fn of each part, on a fetch thread: the parts of one run may
+ * end on different ones. */
 static void part_done(struct http_request *req, void *arg)
 {
 	struct fetch_run *run = ((struct fetch_part *)arg)->run;

@@ -1,7 +1,7 @@
 /*
  * warm.c - cache_warm() and cache_units_missing(), for tilefs warm: units
  * are claimed, fetched and stored from the calling thread (no in-flight
- * entries, no persist queue; the fetch thread writes the bytes straight
+ * entries, no persist queue; a fetch thread writes the bytes straight
  * from curl's buffer into the data file), under the same claims as a
  * mount's reads, so the two never fetch one unit twice. Every unit warmed
  * is admitted, even into a full cache: a user who warms a file wants it

@@ -533,15 +533,22 @@ fail_multi:
 	return -1;
 }
 
-static void fetcher_stop(struct fetcher *f)
+/* Stop the fetchers F[0..n): every one told and joined before any is
+ * freed, as a done() on one may submit to another until it ends. */
+static void fetchers_stop(struct fetcher *f, int n)
 {
-	pthread_mutex_lock(&f->lock);
-	f->stopping = true;
-	pthread_mutex_unlock(&f->lock);
-	curl_multi_wakeup(f->multi);
-	pthread_join(f->thread, NULL);
-	curl_multi_cleanup(f->multi);
-	pthread_mutex_destroy(&f->lock);
+	for (int i = 0; i < n; i++) {
+		pthread_mutex_lock(&f[i].lock);
+		f[i].stopping = true;
+		pthread_mutex_unlock(&f[i].lock);
+		curl_multi_wakeup(f[i].multi);
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(f[i].thread, NULL);
+	for (int i = 0; i < n; i++) {
+		curl_multi_cleanup(f[i].multi);
+		pthread_mutex_destroy(&f[i].lock);
+	}
 }
 
 struct http_client *http_client_new(const struct http_config *cfg)
@@ -561,8 +568,8 @@ struct http_client *http_client_new(const struct http_config *cfg)
 		started++;
 	if (started == c->nfetchers)
 		return c;
-	while (started > 0)
-		fetcher_stop(&c->fetchers[--started]);
+	if (c->fetchers)
+		fetchers_stop(c->fetchers, started);
 	free(c->fetchers);
 	pthread_mutex_destroy(&c->stats_lock);
 	free(c);
@@ -574,8 +581,7 @@ void http_client_free(struct http_client *c)
 {
 	if (!c)
 		return;
-	for (int i = 0; i < c->nfetchers; i++)
-		fetcher_stop(&c->fetchers[i]);
+	fetchers_stop(c->fetchers, c->nfetchers);
 	free(c->fetchers);
 	pthread_mutex_destroy(&c->stats_lock);
 	free(c);

@@ -88,7 +88,8 @@ struct http_attempt {
 /*
  * Add credentials for one attempt by appending header lines to *headers
  * (curl_slist_append). Called on a fetch thread before every attempt, so
- * a resumed range is signed as sent. Returns 0 or -errno (fails the request).
+ * a resumed range is signed as sent; fetch threads may sign different
+ * requests at once. Returns 0 or -errno (fails the request).
  */
 typedef int (*http_sign_fn)(void *signer, const struct http_attempt *a,
 			    struct curl_slist **headers);
@@ -202,7 +203,8 @@ struct http_request {
 
 /* Start the fetch threads. Returns NULL on failure (logged). */
 struct http_client *http_client_new(const struct http_config *cfg);
-/* Stop the thread; requests still queued complete with -ECANCELED. */
+/* Stop the fetch threads; requests still queued complete with
+ * -ECANCELED. Nothing may be submitted once this is called. */
 void http_client_free(struct http_client *client);
 
 /* Queue req; done() is always called exactly once, later, on a fetch thread. */

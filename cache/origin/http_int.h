@@ -1,6 +1,6 @@
 /*
- * http_int.h - private to cache/origin: what http.c (the fetch thread and
- * its queue) and http_attempt.c (one attempt of a request) share.
+ * http_int.h - private to cache/origin: what http.c (the fetch threads and
+ * their queues) and http_attempt.c (one attempt of a request) share.
  * http.c calls http_attempt.c, never the other way: the clock both need
  * is cache/base/monotonic.h.
  *

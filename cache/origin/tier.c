@@ -2,7 +2,7 @@
  * tier.c - see tier.h.
  *
  * down_until_ms and reported are read and written by whichever thread
- * runs an attempt (the fetch thread, or one calling http_fetch_once()),
+ * runs an attempt (a fetch thread, or one calling http_fetch_once()),
  * hence atomics; everything else is set by tier_new() and read-only after.
  */
 #include "cache/origin/tier.h"

@@ -5,6 +5,7 @@
 #include "cache/store/crc32c.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -174,12 +175,15 @@ static uint32_t crc32c_hw(uint32_t crc, const unsigned char *p, size_t len)
 	return crc;
 }
 
+static atomic_int sse42 = -1;	/* -1: not asked yet; any thread may ask */
+
 static int have_sse42(void)
 {
-	static int cached = -1;
+	int cached = atomic_load_explicit(&sse42, memory_order_relaxed);
 	if (cached < 0) {
 		__builtin_cpu_init();
 		cached = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+		atomic_store_explicit(&sse42, cached, memory_order_relaxed);
 	}
 	return cached;
 }

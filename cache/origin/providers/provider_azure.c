@@ -13,7 +13,7 @@
  * tokens renewal.h renews before they expire, and once more when the
  * service refuses one (azure_rejected()).
  * A SAS rides in every URL; Shared Key signs every attempt (sign() runs on
- * the fetch thread and only reads the source, which is immutable once open
+ * a fetch thread and only reads the source, which is immutable once open
  * but for the token renewal, under its own lock). Neither the key, a
  * signature, a token nor a SAS is ever logged: URLs go to the log through
  * url_for_log() only, and error messages use src->display.
