@@ -90,6 +90,21 @@ out:
 	return err;
 }
 
+int oauth_renewal_principal(struct renewal *r, const char *subject, char *out, size_t size)
+{
+	struct oauth_token *token = malloc(sizeof(*token));
+	int err = token ? renewal_get(r, time(NULL), token) : -ENOMEM;
+
+	if (!err && !token->principal[0])
+		err = -EACCES;
+	if (!err)
+		snprintf(out, size, "%s principal %s", subject, token->principal);
+	if (token)
+		explicit_bzero(token, sizeof(*token));
+	free(token);
+	return err ? -EACCES : 0;
+}
+
 bool oauth_url_safe(const char *url)
 {
 	CURLU *u = curl_url();

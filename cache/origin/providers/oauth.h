@@ -53,6 +53,13 @@ int oauth_principal_set(struct oauth_token *t, const char *kind, const char *con
 int oauth_jwt_principal(struct oauth_token *t);
 
 /*
+ * "SUBJECT principal HEX" of the bearer token R signs with now into OUT
+ * (SIZE bytes), for source_identity_hash(): 0, or -EACCES when R has no
+ * token at hand (expired, not renewed) or its token names no principal.
+ */
+int oauth_renewal_principal(struct renewal *r, const char *subject, char *out, size_t size);
+
+/*
  * May a secret (a client secret, a refresh token, an assertion) go to
  * URL? https, or http to a loopback host (127.0.0.0/8 written as four
  * numbers, localhost, [::1]), as curl's URL parser reads the host (so

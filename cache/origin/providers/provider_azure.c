@@ -738,17 +738,7 @@ static int azure_identity(struct source *src, char *out, size_t size)
 	if (az->shared_key) {
 		snprintf(out, size, "azure %s key", az->account);
 	} else if (az->bearer) {
-		struct oauth_token *token = malloc(sizeof(*token));
-		int err = token ? renewal_get(&az->renewal, time(NULL), token) : -ENOMEM;
-		if (!err && !token->principal[0])
-			err = -EACCES;
-		if (!err)
-			snprintf(out, size, "azure principal %s", token->principal);
-		if (token)
-			explicit_bzero(token, sizeof(*token));
-		free(token);
-		if (err)
-			return -EACCES;
+		return oauth_renewal_principal(&az->renewal, "azure", out, size);
 	} else if (az->sas) {
 		const char *sig = az->sas;
 		for (const char *p = az->sas; p; p = strchr(p, '&'), p = p ? p + 1 : NULL)

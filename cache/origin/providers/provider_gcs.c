@@ -298,17 +298,7 @@ static int gcs_identity(struct source *src, char *out, size_t size)
 	if (g->auth == GCS_HMAC) {
 		snprintf(out, size, "gcs hmac %s", g->access_id);
 	} else if (g->auth == GCS_ADC) {
-		struct oauth_token *token = malloc(sizeof(*token));
-		int err = token ? renewal_get(&g->renewal, time(NULL), token) : -ENOMEM;
-		if (!err && !token->principal[0])
-			err = -EACCES;
-		if (!err)
-			snprintf(out, size, "gcs principal %s", token->principal);
-		if (token)
-			explicit_bzero(token, sizeof(*token));
-		free(token);
-		if (err)
-			return -EACCES;
+		return oauth_renewal_principal(&g->renewal, "gcs", out, size);
 	} else if (g->auth == GCS_BEARER) {
 		snprintf(out, size, "gcs %s", g->bearer);
 	} else {
