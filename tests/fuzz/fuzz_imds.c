@@ -1,15 +1,16 @@
 /*
  * fuzz_imds.c - libFuzzer target for what the S3 provider reads from the
  * EC2 instance metadata service (IMDSv2, cache/origin/providers/aws_creds.c):
- * the session token, the role's name and the role's credentials document (a
- * JSON object, parsed by cache/origin/json.c over json-c). Linked with -Wl,--wrap=http_fetch_once, so that the
- * provider's requests are answered here, from the input, instead of by a
- * server: the input is the credentials document, or "TOKEN\0ROLE\0DOCUMENT"
- * to give the first two answers as well (a part left out is a sound
- * answer). An s3:// source is opened with no other credentials, then a
+ * the session token, the role's name, the role's credentials document and
+ * the instance profile's (JSON objects, parsed by cache/origin/json.c over
+ * json-c). Linked with -Wl,--wrap=http_fetch_once, so that the provider's
+ * requests are answered here, from the input, instead of by a server: the
+ * input is the credentials document, or "TOKEN\0ROLE\0DOCUMENT" to give the
+ * first two answers as well, or "TOKEN\0ROLE\0DOCUMENT\0INFO" the fourth
+ * too (a part left out is a sound answer). An s3:// source is opened with no other credentials, then a
  * request is signed (which renews credentials about to expire, asking
- * again; keys already expired and not renewed refuse to sign, EACCES). The provider must ask for nothing but the three documented
- * paths, the role's under the name it was given; the credentials it signs
+ * again; keys already expired and not renewed refuse to sign, EACCES). The
+ * provider must ask for nothing but the four documented paths, the role's under the name it was given; the credentials it signs
  * with must come from the document, and every header it sends must be one
  * printable line (a CR or LF would add headers of the service's choosing).
  * Anything else (a crash, a sanitizer report, a leak) is a bug. Seeds:
@@ -31,8 +32,8 @@
 
 /* The answers of this run, borrowed from the input. */
 static struct {
-	const char *part[3];	/* token, role, document */
-	size_t len[3];
+	const char *part[4];	/* token, role, document, instance profile */
+	size_t len[4];
 	char role[256];		/* the role's name as the provider reads it */
 	int asked;		/* requests seen */
 } imds;
@@ -52,16 +53,19 @@ int __wrap_http_fetch_once(const struct http_config *cfg, struct http_request *r
 {
 	static const char token_path[] = BASE "/latest/api/token";
 	static const char roles_path[] = BASE "/latest/meta-data/iam/security-credentials/";
+	static const char info_path[] = BASE "/latest/meta-data/iam/info";
 	struct http_attempt a = { .method = req->method ? req->method : "GET", .url = req->url };
 	struct curl_slist *sent = NULL;
 	int part;
 
-	if (++imds.asked > 6)
-		abort();	/* two rounds of three at most */
+	if (++imds.asked > 8)
+		abort();	/* two rounds of four at most */
 	if (strcmp(req->url, token_path) == 0 && req->method && strcmp(req->method, "PUT") == 0) {
 		part = 0;
 	} else if (strcmp(req->url, roles_path) == 0 && !req->method) {
 		part = 1;
+	} else if (strcmp(req->url, info_path) == 0 && !req->method) {
+		part = 3;
 	} else if (strncmp(req->url, roles_path, sizeof(roles_path) - 1) == 0 && !req->method) {
 		/* the role's name as the provider took it from the answer
 		   before: up to the line's end, cut to fit its buffers */
@@ -94,6 +98,8 @@ int __wrap_http_fetch_once(const struct http_config *cfg, struct http_request *r
 
 static const char sound_token[] = "AQAEAFpKLfFyNt2gtiXHOqTQ-nbDqFJH7cROhHSxyT3GZgt6CjUt0w==";
 static const char sound_role[] = "tilefs-role";
+static const char sound_info[] = "{\"Code\": \"Success\", \"InstanceProfileArn\": "
+				 "\"arn:aws:iam::123456789012:instance-profile/tilefs-role\"}";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -125,17 +131,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data, size);
 	text[size] = '\0';
-	const char *nul1 = memchr(text, '\0', size), *nul2 = NULL;
+	const char *nul1 = memchr(text, '\0', size), *nul2 = NULL, *nul3 = NULL;
 	if (nul1)
 		nul2 = memchr(nul1 + 1, '\0', size - (size_t)(nul1 + 1 - text));
+	if (nul2)
+		nul3 = memchr(nul2 + 1, '\0', size - (size_t)(nul2 + 1 - text));
 	memset(&imds, 0, sizeof(imds));
+	imds.part[3] = sound_info;
+	imds.len[3] = strlen(sound_info);
 	if (nul1 && nul2) {
 		imds.part[0] = text;
 		imds.len[0] = (size_t)(nul1 - text);
 		imds.part[1] = nul1 + 1;
 		imds.len[1] = (size_t)(nul2 - nul1 - 1);
 		imds.part[2] = nul2 + 1;
-		imds.len[2] = size - (size_t)(nul2 + 1 - text);
+		imds.len[2] = (nul3 ? (size_t)(nul3 - text) : size) - (size_t)(nul2 + 1 - text);
+		if (nul3) {
+			imds.part[3] = nul3 + 1;
+			imds.len[3] = size - (size_t)(nul3 + 1 - text);
+		}
 	} else {
 		imds.part[0] = sound_token;
 		imds.len[0] = strlen(sound_token);
