@@ -104,10 +104,10 @@ int cache_object_seal(struct cache *c, struct cache_object *obj)
 	if (pin < 0)
 		return pin;
 	struct index_unit *v = malloc(SEAL_PAGE * sizeof(*v)), bad = { 0 };
+	struct store_scan *scan = store_scan_open(pin);
 	size_t n = 0, page = 0;
-	char *buf = NULL;
-	uint64_t cap = 0, end = 0;	/* where the units checked so far end */
-	int err = v ? 0 : -ENOMEM;
+	uint64_t end = 0;	/* where the units checked so far end */
+	int err = v && scan ? 0 : -ENOMEM;
 	/* a page of rows at a time (memory bounded by the page, not by the
 	   object): they must tile the object, each unit where the one before
 	   ends (by offset), the last at its end */
@@ -120,18 +120,10 @@ int cache_object_seal(struct cache *c, struct cache_object *obj)
 				break;
 			}
 			end = v[i].off + v[i].len;
-			if (v[i].len > cap) {
-				free(buf);
-				cap = v[i].len;
-				if (!(buf = malloc(cap))) {
-					err = -ENOMEM;
-					break;
-				}
-			}
 			/* through the pin: the file stamped below, whatever the
 			   store's descriptors name */
-			err = store_pin_read(pin, buf, v[i].len, v[i].off);
-			if (!err && crc32c(0, buf, v[i].len) != v[i].crc)
+			const char *got = store_scan_read(scan, v[i].off, v[i].len, &err);
+			if (!err && crc32c(0, got, v[i].len) != v[i].crc)
 				err = -EBADMSG;
 			if (err)
 				bad = v[i];
@@ -147,12 +139,14 @@ int cache_object_seal(struct cache *c, struct cache_object *obj)
 		err = store_stamp(pin, &stamp);
 	if (!err)
 		err = index_seal(c->index, obj->id, obj->version.size, &stamp);
+	store_scan_close(scan);
 	close(pin);
 	/* a unit that fails its check is evicted the usual way (load_unit()
 	   checks it again, through the store, and evicts it if it fails
 	   there too); if it passes there, the store's descriptor and the
 	   pinned one name different files, and the pinned one stays unsealed */
-	if (bad.id && (buf || (buf = malloc(bad.len))) &&
+	char *buf = NULL;
+	if (bad.id && (buf = malloc(bad.len)) &&
 	    load_unit(c, obj, &bad, store_punches(c->store), buf) == 0)
 		log_warn("%s: its data file differs at %" PRIu64 " from the one this process "
 			 "reads (replaced?); not sealed", obj->log_name, bad.off);

@@ -1,12 +1,13 @@
 /*
  * warm.c - cache_warm() and cache_units_missing(), for tilefs warm: units
  * are claimed, fetched and stored from the calling thread (no in-flight
- * entries, no persist queue; a fetch thread writes the bytes straight
- * from curl's buffer into the data file), under the same claims as a
- * mount's reads, so the two never fetch one unit twice. Every unit warmed
- * is admitted, even into a full cache: a user who warms a file wants it
- * kept (cache/store/evict.h), and so are those of it the persist thread
- * stores for this process (the header its open fetched: obj->kept).
+ * entries, no persist queue; a fetch thread stages the bytes on the data
+ * file's page grid and writes them direct: warm_sink_take()), under the
+ * same claims as a mount's reads, so the two never fetch one unit twice.
+ * Every unit warmed is admitted, even into a full cache: a user who warms
+ * a file wants it kept (cache/store/evict.h), and so are those of it the
+ * persist thread stores for this process (the header its open fetched:
+ * obj->kept).
  *
  * Level 7 of the engine (engine_int.h): calls persist.c (evict()), fetch.c
  * (pinned GETs) and what lies under them; no engine file calls it.
@@ -76,29 +77,59 @@ int cache_units_missing(struct cache *c, struct cache_object *obj,
 	return 0;
 }
 
-/* Where a warm GET's bytes go: straight into the object's data file, each
- * unit's checksum taken as they pass (no buffer, no copy in between). */
+/* Where a warm GET's bytes go: into the object's data file a stage at a
+ * time, each unit's checksum taken as they pass. The stage lies on the
+ * file's page grid, so its whole pages are written direct (store.h): one
+ * copy in memory instead of one into the page cache. */
+#define WARM_STAGE (1u << 20)
+
 struct warm_sink {
 	struct store *store;
 	int64_t object_id;
+	char *stage;			/* WARM_STAGE + STORE_ALIGN bytes */
+	uint64_t stage_off;		/* file offset of its first byte */
+	size_t staged;
 	size_t n;
 	size_t at_unit;			/* the unit the next bytes start in */
 	struct index_unit_new units[];	/* adjacent; crc: so far */
 };
+
+static char *stage_at(struct warm_sink *s)
+{
+	return s->stage + s->stage_off % STORE_ALIGN;
+}
+
+static int stage_flush(struct warm_sink *s)
+{
+	int err = s->staged ? store_write(s->store, s->object_id, stage_at(s), s->staged,
+					  s->stage_off, true) : 0;
+	s->staged = 0;
+	return err;
+}
 
 /* http_sink_fn */
 static int warm_sink_take(void *arg, uint64_t at, const char *data, size_t len)
 {
 	struct warm_sink *s = arg;
 	uint64_t pos = s->units[0].off + at;
-	int err = store_write(s->store, s->object_id, data, len, pos);
 
-	if (err)
-		return err;
 	if (at == 0) {		/* the first bytes, or all of them again */
+		s->staged = 0;
 		s->at_unit = 0;
 		for (size_t i = 0; i < s->n; i++)
 			s->units[i].crc = 0;
+	}
+	for (size_t done = 0; done < len;) {
+		if (!s->staged)
+			s->stage_off = pos + done;
+		size_t take = len - done < WARM_STAGE - s->staged ? len - done
+								 : WARM_STAGE - s->staged;
+		memcpy(stage_at(s) + s->staged, data + done, take);
+		s->staged += take;
+		done += take;
+		int err = s->staged == WARM_STAGE ? stage_flush(s) : 0;
+		if (err)
+			return err;
 	}
 	while (len > 0) {
 		struct index_unit_new *u = &s->units[s->at_unit];
@@ -126,7 +157,9 @@ static int warm_run(struct cache *c, struct cache_object *obj, const struct exte
 	struct warm_sink *sink = calloc(1, sizeof(*sink) + n * sizeof(sink->units[0]));
 	struct http_request req;
 
-	if (!sink) {
+	if (!sink || posix_memalign((void **)&sink->stage, STORE_ALIGN,
+				    WARM_STAGE + STORE_ALIGN) != 0) {
+		free(sink);
 		for (size_t i = 0; i < n; i++)
 			index_unclaim(c->index, obj->id, units[i].off);
 		return -ENOMEM;
@@ -142,6 +175,8 @@ static int warm_run(struct cache *c, struct cache_object *obj, const struct exte
 	req.sink_arg = sink;
 	http_run(c->http, &req);
 	int err = version_verdict(&obj->version, &req);
+	if (!err)
+		err = stage_flush(sink);
 	if (err == -ESTALE)
 		object_mark_stale(obj);
 	if (err) {
@@ -159,6 +194,7 @@ static int warm_run(struct cache *c, struct cache_object *obj, const struct exte
 				err = sink->units[i].err;
 		}
 	}
+	free(sink->stage);
 	free(sink);
 	return err;
 }

@@ -39,6 +39,7 @@
 struct fd_slot {
 	int64_t object_id;	/* 0: empty */
 	int fd;
+	int direct_fd;		/* -1, or the same file opened O_DIRECT */
 	int busy;
 	uint64_t used;		/* for least-recently-used */
 	uint64_t unlinks;	/* store_unlinks() when it was opened */
@@ -53,7 +54,10 @@ struct store {
 	uint64_t clock;		/* protected by lock */
 	bool reserve_held;	/* protected by lock */
 	struct counters *counters;	/* punches and unlinks, of every process */
+	_Atomic int direct;	/* DIRECT_UNKNOWN, DIRECT_OFF or DIRECT_ON */
 };
+
+enum { DIRECT_UNKNOWN, DIRECT_OFF, DIRECT_ON };
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -142,13 +146,22 @@ int store_open(const char *dir, const char *instance, struct store **out)
 	return 0;
 }
 
+static void slot_close(struct fd_slot *s)
+{
+	close(s->fd);
+	if (s->direct_fd >= 0)
+		close(s->direct_fd);
+	s->direct_fd = -1;
+	s->object_id = 0;
+}
+
 void store_close(struct store *st)
 {
 	if (!st)
 		return;
 	for (int i = 0; i < FD_SLOTS; i++)
 		if (st->slots[i].object_id)
-			close(st->slots[i].fd);
+			slot_close(&st->slots[i]);
 	if (st->root)
 		pthread_mutex_destroy(&st->lock);
 	counters_close(st->counters);
@@ -196,8 +209,7 @@ static struct fd_slot *slot_take(struct store *st, int64_t id, bool create, int 
 	for (int i = 0; i < FD_SLOTS; i++) {
 		struct fd_slot *s = &st->slots[i];
 		if (s->object_id && s->unlinks != unlinks && !s->busy) {
-			close(s->fd);	/* opened before an unlink: perhaps not the file now */
-			s->object_id = 0;
+			slot_close(s);	/* opened before an unlink: perhaps not the file now */
 		}
 		if (s->object_id == id && s->unlinks == unlinks) {
 			s->busy++;
@@ -211,8 +223,7 @@ static struct fd_slot *slot_take(struct store *st, int64_t id, bool create, int 
 	}
 	if (victim) {
 		if (victim->object_id)
-			close(victim->fd);
-		victim->object_id = 0;
+			slot_close(victim);
 		victim->busy = 1;	/* ours while we open it */
 	}
 	pthread_mutex_unlock(&st->lock);
@@ -237,6 +248,7 @@ static struct fd_slot *slot_take(struct store *st, int64_t id, bool create, int 
 	} else {
 		victim->object_id = id;
 		victim->fd = fd;
+		victim->direct_fd = -1;
 		victim->used = ++st->clock;
 		victim->unlinks = unlinks;
 	}
@@ -274,12 +286,134 @@ static int io_full(int fd, bool write, char *p, size_t len, uint64_t off)
 	return 0;
 }
 
-int store_pin_read(int pin, char *buf, size_t len, uint64_t off)
+struct store_scan {
+	int fd;
+	bool direct;		/* O_DIRECT set on fd */
+	char *buf;		/* cap bytes, on the page grid */
+	size_t cap;
+	uint64_t off;		/* the window: len bytes of the file at off */
+	size_t len;
+};
+
+struct store_scan *store_scan_open(int pin)
 {
-	return io_full(pin, false, buf, len, off);
+	struct store_scan *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->fd = pin;
+	int fl = fcntl(pin, F_GETFL);
+	s->direct = fl >= 0 && fcntl(pin, F_SETFL, fl | O_DIRECT) == 0;
+	return s;
 }
 
-int store_write(struct store *st, int64_t id, const void *buf, size_t len, uint64_t off)
+/* Up to LEN bytes at OFF into the window's buffer, fewer only at the end
+ * of the file; 0 or -errno. */
+static int scan_fill(struct store_scan *s, uint64_t off, size_t len)
+{
+	size_t got = 0;
+	s->off = off;
+	while (got < len) {
+		ssize_t n = pread(s->fd, s->buf + got, len - got, (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EINVAL && s->direct) {	/* not taken after all */
+			int fl = fcntl(s->fd, F_GETFL);
+			if (fl < 0 || fcntl(s->fd, F_SETFL, fl & ~O_DIRECT) != 0)
+				return -errno;
+			s->direct = false;
+			continue;
+		}
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	s->len = got;
+	return 0;
+}
+
+const char *store_scan_read(struct store_scan *s, uint64_t off, size_t len, int *err)
+{
+	*err = 0;
+	if (s->buf && off >= s->off && off + len <= s->off + s->len)
+		return s->buf + (off - s->off);
+	uint64_t start = off / STORE_ALIGN * STORE_ALIGN;
+	size_t want = (size_t)(off + len - start) > STORE_WINDOW ? (size_t)(off + len - start)
+								 : STORE_WINDOW;
+	want = (want + STORE_ALIGN - 1) / STORE_ALIGN * STORE_ALIGN;
+	if (want > s->cap) {
+		free(s->buf);
+		s->buf = NULL;
+		s->cap = 0;
+		if (posix_memalign((void **)&s->buf, STORE_ALIGN, want) != 0) {
+			s->buf = NULL;
+			*err = -ENOMEM;
+			return NULL;
+		}
+		s->cap = want;
+	}
+	s->len = 0;
+	*err = scan_fill(s, start, want);
+	if (!*err && off + len > s->off + s->len)
+		*err = -EIO;
+	return *err ? NULL : s->buf + (off - start);
+}
+
+void store_scan_close(struct store_scan *s)
+{
+	if (s)
+		free(s->buf);
+	free(s);
+}
+
+/* Whether ST's file system takes direct writes at STORE_ALIGN, asked once,
+ * of the first data file written (FD). */
+static bool direct_usable(struct store *st, int fd)
+{
+	int d = atomic_load(&st->direct);
+	if (d != DIRECT_UNKNOWN)
+		return d == DIRECT_ON;
+	struct statx sx;
+	bool ok = statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+		  (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align &&
+		  STORE_ALIGN % sx.stx_dio_offset_align == 0 && sx.stx_dio_mem_align &&
+		  STORE_ALIGN % sx.stx_dio_mem_align == 0;
+	atomic_store(&st->direct, ok ? DIRECT_ON : DIRECT_OFF);
+	return ok;
+}
+
+/* The file of slot S (busy for the caller) opened O_DIRECT for writing,
+ * kept in the slot; -1 if it cannot be, or is no longer the slot's file. */
+static int slot_direct_fd(struct store *st, struct fd_slot *s)
+{
+	pthread_mutex_lock(&st->lock);
+	int fd = s->direct_fd;
+	pthread_mutex_unlock(&st->lock);
+	if (fd >= 0)
+		return fd;
+	fd = open_object(st, s->object_id, false, O_WRONLY | O_DIRECT);
+	struct stat a, b;
+	if (fd >= 0 && (fstat(fd, &a) != 0 || fstat(s->fd, &b) != 0 || a.st_ino != b.st_ino ||
+			a.st_dev != b.st_dev)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		return -1;
+	pthread_mutex_lock(&st->lock);
+	if (s->direct_fd < 0)
+		s->direct_fd = fd;
+	else {
+		close(fd);
+		fd = s->direct_fd;
+	}
+	pthread_mutex_unlock(&st->lock);
+	return fd;
+}
+
+int store_write(struct store *st, int64_t id, const void *buf, size_t len, uint64_t off,
+		bool direct_ok)
 {
 	if (!st)
 		return -ENODEV;
@@ -287,7 +421,26 @@ int store_write(struct store *st, int64_t id, const void *buf, size_t len, uint6
 	struct fd_slot *s = slot_take(st, id, true, &own, &err);
 	if (err)
 		return err;
-	err = io_full(s ? s->fd : own, true, (char *)buf, len, off);
+	int fd = s ? s->fd : own;
+	const char *p = buf;
+	/* the whole pages of the buffer: straight to the disk where they can */
+	uint64_t a = (off + STORE_ALIGN - 1) / STORE_ALIGN * STORE_ALIGN;
+	uint64_t b = (off + len) / STORE_ALIGN * STORE_ALIGN;
+	int direct = -1;
+	if (direct_ok && s && b > a && b - a >= STORE_DIRECT_MIN &&
+	    (uintptr_t)(p + (a - off)) % STORE_ALIGN == 0 && direct_usable(st, fd))
+		direct = slot_direct_fd(st, s);
+	if (direct < 0) {
+		err = io_full(fd, true, (char *)p, len, off);
+	} else {
+		err = io_full(fd, true, (char *)p, a - off, off);
+		int middle = err ? err : io_full(direct, true, (char *)p + (a - off), b - a, a);
+		if (middle == -EINVAL) {	/* not taken after all: never again */
+			atomic_store(&st->direct, DIRECT_OFF);
+			middle = io_full(fd, true, (char *)p + (a - off), b - a, a);
+		}
+		err = middle ? middle : io_full(fd, true, (char *)p + (b - off), off + len - b, b);
+	}
 	slot_give(st, s, own);
 	return err;
 }

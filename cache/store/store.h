@@ -37,8 +37,20 @@ int store_open(const char *dir, const char *instance, struct store **out);
 void store_close(struct store *st);
 
 /* Whole-buffer write/read of object OBJECT_ID's file at OFF; 0 or -errno
- * (-EIO for a short read). Writing creates the file. */
-int store_write(struct store *st, int64_t object_id, const void *buf, size_t len, uint64_t off);
+ * (-EIO for a short read). Writing creates the file.
+ *
+ * DIRECT: nobody is expected to read these bytes back soon. A write of at
+ * least STORE_DIRECT_MIN whole pages whose buffer lies on the file's page
+ * grid (BUF and OFF equal modulo STORE_ALIGN) then
+ * writes those pages with O_DIRECT, where the file system takes it: they
+ * skip the page cache, whose copy costs more CPU per byte than the rest of
+ * a fetch (docs/BENCHMARKS.md). Its edges, and every other write, go
+ * through the page cache. A direct write and a buffered one never share a
+ * page. */
+#define STORE_ALIGN 4096u
+#define STORE_DIRECT_MIN (64u << 10)
+int store_write(struct store *st, int64_t object_id, const void *buf, size_t len, uint64_t off,
+		bool direct);
 int store_read(struct store *st, int64_t object_id, void *buf, size_t len, uint64_t off);
 /* Give back the disk space of [off, off+len) of OBJECT_ID's file. Counts
  * a punch first (store_punches()); if it cannot be counted, the bytes
@@ -75,9 +87,22 @@ int store_unlink(struct store *st, int64_t object_id);
  */
 int store_pin(struct store *st, int64_t object_id);
 int store_hold(struct store *st, int64_t object_id);
-/* All LEN bytes at OFF of the data file open on PIN (store_pin()) into
- * BUF: 0, or -errno (-EIO for a file that ends early). */
-int store_pin_read(int pin, char *buf, size_t len, uint64_t off);
+/*
+ * Reading the data file open on PIN (store_pin()) from its start to its
+ * end, as a seal checks it: store_scan_read() gives the LEN bytes at OFF
+ * (offsets rising), from a window of the file read STORE_WINDOW at a
+ * time, with O_DIRECT where the file system takes it, into one buffer for
+ * the whole file: no page cache page is filled for it, and bytes still in
+ * the page cache are written out first (the seal syncs them anyway). The
+ * pointer lasts until the next call; NULL with *ERR set (-EIO for a file
+ * that ends early, -ENOMEM, -errno). The scan sets O_DIRECT on
+ * PIN's open file: give it a pin of its own.
+ */
+#define STORE_WINDOW (4u << 20)
+struct store_scan;
+struct store_scan *store_scan_open(int pin);	/* NULL: no memory */
+const char *store_scan_read(struct store_scan *s, uint64_t off, size_t len, int *err);
+void store_scan_close(struct store_scan *s);
 /* What a data file is now, to tell later whether anything wrote it since
  * (any write or punch, by any process, moves its ctime): for seals
  * (index_seal()). store_stamp(): of the file open on FD; 0 or -errno. */

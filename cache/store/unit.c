@@ -33,7 +33,7 @@ static void record(struct index *ix, struct store *st, int64_t object_id,
 void unit_write(struct store *st, int64_t object_id, struct index_unit_new *v,
 		const void *bytes)
 {
-	v->err = store_write(st, object_id, bytes, v->len, v->off);
+	v->err = store_write(st, object_id, bytes, v->len, v->off, false);
 	if (!v->err)
 		v->crc = crc32c(0, bytes, v->len);
 }

@@ -73,7 +73,7 @@ int main(void)
 	      memcmp(got, bytes, UNIT_LEN) == 0, "verify: good, the bytes read back");
 
 	/* a damaged byte: -EBADMSG, evicted, its bytes punched out */
-	CHECK(store_write(st, obj.id, "\xff", 1, 100) == 0, "damage a byte in the data file");
+	CHECK(store_write(st, obj.id, "\xff", 1, 100, false) == 0, "damage a byte in the data file");
 	CHECK(unit_verify(ix, st, &u, got, &dropped) == -EBADMSG && dropped,
 	      "verify: checksum mismatch, dropped");
 	CHECK(index_unit_find(ix, obj.id, 0, &now) == -ENOENT, "the row is gone");
@@ -200,7 +200,7 @@ int main(void)
 	CHECK(store_stamp(pin, &seen) == 0 && seen.ctime_ns == stamp.ctime_ns,
 	      "and the file's stamp is the seal's");
 	CHECK(index_claim(ix, sealed.id, 3 * UNIT_LEN, 30, &holder) == 0, "claim past it");
-	CHECK(store_write(st, sealed.id, bytes, UNIT_LEN, 3 * UNIT_LEN) == 0 &&
+	CHECK(store_write(st, sealed.id, bytes, UNIT_LEN, 3 * UNIT_LEN, false) == 0 &&
 	      store_stamp(pin, &seen) == 0 && seen.ctime_ns != stamp.ctime_ns,
 	      "a write there moves the stamp");
 	unit_abandon(ix, st, sealed.id, 3 * UNIT_LEN, UNIT_LEN);
@@ -324,7 +324,7 @@ int main(void)
 	/* no index, no store (a mount that could not open its cache) */
 	p0 = store_punches(NULL);
 	CHECK(store_punches(NULL) != p0 && store_read(NULL, 1, got, 1, 0) == -ENODEV &&
-	      store_write(NULL, 1, got, 1, 0) == -ENODEV && store_pin(NULL, 1) == -ENOENT &&
+	      store_write(NULL, 1, got, 1, 0, false) == -ENODEV && store_pin(NULL, 1) == -ENOENT &&
 	      !store_reserve_release(NULL), "no store: a new count each time, no file");
 	CHECK(unit_put(NULL, NULL, 1, 0, UNIT_LEN, bytes) == -ENODEV,
 	      "no store: a put fails and records nothing");
