@@ -117,6 +117,10 @@ static const struct option_def defs[] = {
 	  "retries of a failed request before the read fails with EIO" },
 	{ "connections", M, 0, OPT_LONG, OFF(max_connections), "N", NUMBER(HTTP_CONNECTIONS_DEFAULT), 1, 256,
 	  "connections to the origin at most" },
+	{ "fetch-threads", M | W, 0, OPT_LONG, OFF(fetch_threads), "N", "0", 0, 64,
+	  "threads that receive, decrypt and store what is fetched, each\n"
+	  "with its share of the connections (0: one per core, at most one\n"
+	  "per 4 connections)" },
 	{ "log-level", M | W, 0, OPT_LEVEL, OFF(log_level), "LEVEL", "warn", 0, 0,
 	  "error, warn, info or debug" },
 	{ "log-file", M | W, 0, OPT_STRING, OFF(log_file), "FILE", NULL, 0, 0,
@@ -522,6 +526,7 @@ void options_http(const struct options *o, long connections, struct http_config 
 	out->ca_file = o->ca_file;
 	out->retries = (int)o->retries;
 	out->max_connections = (int)connections;
+	out->fetch_threads = (int)o->fetch_threads;
 }
 
 uint64_t options_default_cache_size(const char *dir)

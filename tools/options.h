@@ -38,6 +38,7 @@ struct options {
 	char *ca_file;
 	long retries;
 	long max_connections;
+	long fetch_threads;
 	enum log_level log_level;
 	char *log_file;
 	char *endpoint;

@@ -570,3 +570,29 @@ EOF2
 		tilefs_umount "$MNT"
 	done
 }
+
+# fetch_threads PID: the daemon's fetch threads, by name, one a line, sorted
+fetch_threads() {
+	cat /proc/"$1"/task/*/comm | grep '^tilefs-fetch' | sort
+}
+
+@test "--fetch-threads N: N named fetch threads share the connections, bytes identical" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --fetch-threads 3 --connections 6
+	local pid
+	pid=$(tilefs_pid "$MNT")
+	assert_eq "$(fetch_threads "$pid" | tr '\n' ' ')" "tilefs-fetch0 tilefs-fetch1 tilefs-fetch2 " \
+		"the daemon's fetch threads"
+	run_to 120 "$PY" "$TESTS_LIB/pread_check.py" --seed 9 --procs 3 --threads 4 \
+		--reads 100 "$MNT" "$SAMPLES"
+	cmp_tree "$SAMPLES" "$MNT"
+	tilefs_umount "$MNT"
+	# the default: one per core, at most one per 4 connections (32)
+	local want=$(($(nproc) < 8 ? $(nproc) : 8))
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	pid=$(tilefs_pid "$MNT")
+	assert_eq "$(fetch_threads "$pid" | wc -l)" "$want" "fetch threads by default"
+	tilefs_umount "$MNT"
+	tilefs_run mount --fetch-threads 65 "$ORIGIN_URL" "$MNT"
+	assert_eq "$status" 2 "exit status of --fetch-threads 65"
+	[[ $err1 == "tilefs: "*"--fetch-threads"* ]] || fail "message: $err1"
+}
