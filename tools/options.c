@@ -119,8 +119,7 @@ static const struct option_def defs[] = {
 	  "connections to the origin at most" },
 	{ "fetch-threads", M | W, 0, OPT_LONG, OFF(fetch_threads), "N", "0", 0, 64,
 	  "threads that receive, decrypt and store what is fetched, each\n"
-	  "with its share of the connections (0: one per core, at most one\n"
-	  "per 4 connections)" },
+	  "with its share of the connections (0: one per 4 connections)" },
 	{ "log-level", M | W, 0, OPT_LEVEL, OFF(log_level), "LEVEL", "warn", 0, 0,
 	  "error, warn, info or debug" },
 	{ "log-file", M | W, 0, OPT_STRING, OFF(log_file), "FILE", NULL, 0, 0,

@@ -65,9 +65,9 @@
  *   readers (FUSE workers [tilefs-fuse], warm's jobs, the hint thread
  *     [tilefs-hint]) make entries, claim units and submit GETs; they own
  *     nothing between calls.
- *   the fetch threads [tilefs-fetchN] (cache/origin/http.c: one a core, at
- *     most one per 4 connections) run the GETs: a run's sink writes its
- *     entries' buffers (theirs alone while UNIT_FETCHING), and the part
+ *   the fetch threads [tilefs-fetchN] (cache/origin/http.c: one per 4
+ *     connections) run the GETs: a run's sink writes its entries'
+ *     buffers (theirs alone while UNIT_FETCHING), and the part
  *     that ends a run last (parts_left) writes the claimed units' bytes
  *     to their data files (unit_write()), then settles its entries under
  *     c->lock and queues them; any fetch thread may end any run.

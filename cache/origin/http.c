@@ -2,10 +2,13 @@
  * http.c - see http.h: the fetch threads, their queues, retries and the
  * tier's fallback; one attempt of a request is http_attempt.c's.
  *
- * DESIGN: a client runs one or more fetch threads (struct fetcher), as
- * many as the machine has cores up to one per HTTP_FETCHER_CONNECTIONS
- * connections: TLS and curl cost a core per few hundred MB/s, so one
- * thread would cap a mount at one core's worth of bytes. Each fetcher owns
+ * DESIGN: a client runs one or more fetch threads (struct fetcher), one
+ * per HTTP_FETCHER_CONNECTIONS connections: TLS, curl and the store's
+ * writes cost a core per few hundred MB/s, so one thread would cap a mount
+ * at one core's worth of bytes, and a mount's busiest thread is its
+ * ceiling. Whatever the cores: on a machine of fewer, the threads share
+ * them at no cost measured (docs/BENCHMARKS.md), and each thread's share
+ * of the work stays small enough to grow with a machine of more. Each fetcher owns
  * a curl multi handle, its easy handles and its share of the connections;
  * nothing of one fetcher is touched by another. A submitter picks the
  * fetcher with the fewest requests in flight (for a background request,
@@ -488,17 +491,13 @@ static void curl_global_once(void)
 	curl_global_init(CURL_GLOBAL_ALL);
 }
 
-/* The fetch threads for CFG: fetch_threads, else one a core, at most one
- * per HTTP_FETCHER_CONNECTIONS connections. */
+/* The fetch threads for CFG: fetch_threads, else one per
+ * HTTP_FETCHER_CONNECTIONS connections. */
 static int fetchers_for(const struct http_config *cfg)
 {
 	long n = cfg->fetch_threads;
-	if (n <= 0) {
-		long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n <= 0)
 		n = cfg->max_connections / HTTP_FETCHER_CONNECTIONS;
-		if (cores > 0 && n > cores)
-			n = cores;
-	}
 	if (n > cfg->max_connections)
 		n = cfg->max_connections;
 	if (n > HTTP_FETCHERS_MAX)

@@ -62,8 +62,7 @@ struct http_config {
 					   0: 10 * stall_timeout_s */
 	int deadline_floor_ms;		/* a ranged GET or a HEAD must end within */
 	int min_rate;			/* this + its bytes / min_rate (bytes/s) */
-	int fetch_threads;		/* 0: one a core, at most one per 4
-					   connections (http.c) */
+	int fetch_threads;		/* 0: one per 4 connections (http.c) */
 };
 
 /* The defaults of http_config_defaults() that a command line may change

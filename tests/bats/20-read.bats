@@ -586,11 +586,14 @@ fetch_threads() {
 		--reads 100 "$MNT" "$SAMPLES"
 	cmp_tree "$SAMPLES" "$MNT"
 	tilefs_umount "$MNT"
-	# the default: one per core, at most one per 4 connections (32)
-	local want=$(($(nproc) < 8 ? $(nproc) : 8))
+	# the default: one per 4 connections, whatever the cores
 	tilefs_mount "$ORIGIN_URL" "$MNT"
 	pid=$(tilefs_pid "$MNT")
-	assert_eq "$(fetch_threads "$pid" | wc -l)" "$want" "fetch threads by default"
+	assert_eq "$(fetch_threads "$pid" | wc -l)" 8 "fetch threads by default (32 connections)"
+	tilefs_umount "$MNT"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --connections 2
+	pid=$(tilefs_pid "$MNT")
+	assert_eq "$(fetch_threads "$pid" | wc -l)" 1 "fetch threads for 2 connections"
 	tilefs_umount "$MNT"
 	tilefs_run mount --fetch-threads 65 "$ORIGIN_URL" "$MNT"
 	assert_eq "$status" 2 "exit status of --fetch-threads 65"

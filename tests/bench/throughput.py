@@ -24,9 +24,6 @@ back in, so that the origin's disk is not what is measured):
               kernel reads sealed files by passthrough where it can)
   warm-daemon the same cache after an unmount, mounted with
               --no-passthrough: every read goes through the daemon
-  cold-8      a cold mount as cold, with --fetch-threads 8: the threads
-              a VM of 8 cores or more runs by default (one per 4 of the
-              32 connections), to show what each costs there
 
 Then one large non-TIFF file (gen_data.py's large/: 1 GiB, 128 MiB in
 quick) from an origin with the run's profile (30 ms before the first byte,
@@ -412,37 +409,11 @@ def scheme_rows(ctx, scheme, root, files, state, where):
             elif note:
                 r["check"], r["note"] = "ERROR", (note + "; " + r["note"]).strip("; ")
         shutil.rmtree(cache, ignore_errors=True)
-
-        # the threads a VM of 8 cores or more runs by default (32
-        # connections, one fetch thread per 4): what each thread costs
-        # there, its busiest one being the mount's ceiling
-        m = Mount(ctx, origin, cache, m.mnt, logf, extra=["--fetch-threads", "8"])
-        fresh(state, local)
-        pid = m.start()
-        th = Threads(pid)
-        try:
-            s0 = snapshot(pid, origin, th)
-            run_cats(served, READERS)
-            s_end = snapshot(pid, origin, th)
-            waited, settled = settle(pid)
-            row = figures("cold-8", "a mount, cold, --fetch-threads 8 (a VM's default)",
-                          total, s0, s_end, snapshot(pid, origin, th))
-            row["note"] = settled_note(waited, settled)
-            wrong = sha_check(zip(served, local))
-        finally:
-            th.close()
-            note = m.stop()
-        if wrong or note:
-            row["check"], row["note"] = ("WRONG", wrong) if wrong else ("ERROR", note)
-        rows.append(row)
-        log("    %s" % brief(row))
-        shutil.rmtree(cache, ignore_errors=True)
     finally:
         origin.stop()
     base = next((r for r in rows if r["name"] == "curl-disk" and r["check"] == "ok"), None)
     for r in rows:
-        if base and r["name"] in ("curl-null", "curl-disk", "warm", "cold", "cold-8") and \
-                r["gb_per_s"]:
+        if base and r["name"] in ("curl-null", "curl-disk", "warm", "cold") and r["gb_per_s"]:
             r["x_base"] = r["gb_per_s"] / base["gb_per_s"]
     return rows
 
