@@ -119,6 +119,11 @@ static int warm_sink_take(void *arg, uint64_t at, const char *data, size_t len)
 		for (size_t i = 0; i < s->n; i++)
 			s->units[i].crc = 0;
 	}
+	/* bytes come in order, or from the first again: a stage is one run
+	   of the file, flushed before any other */
+	int err = s->staged && pos != s->stage_off + s->staged ? stage_flush(s) : 0;
+	if (err)
+		return err;
 	for (size_t done = 0; done < len;) {
 		if (!s->staged)
 			s->stage_off = pos + done;
@@ -127,7 +132,7 @@ static int warm_sink_take(void *arg, uint64_t at, const char *data, size_t len)
 		memcpy(stage_at(s) + s->staged, data + done, take);
 		s->staged += take;
 		done += take;
-		int err = s->staged == WARM_STAGE ? stage_flush(s) : 0;
+		err = s->staged == WARM_STAGE ? stage_flush(s) : 0;
 		if (err)
 			return err;
 	}
