@@ -268,22 +268,31 @@ static void slot_give(struct store *st, struct fd_slot *s, int own)
 	pthread_mutex_unlock(&st->lock);
 }
 
-/* All LEN bytes at OFF, or an error: a read that ends early is -EIO. */
-static int io_full(int fd, bool write, char *p, size_t len, uint64_t off)
+/* Up to LEN bytes at OFF, *DONE of them moved: fewer only where the file
+ * ends; 0 or -errno (*DONE then says how far it got). */
+static int io_upto(int fd, bool write, char *p, size_t len, uint64_t off, size_t *done)
 {
-	while (len > 0) {
-		ssize_t n = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
+	*done = 0;
+	while (*done < len) {
+		ssize_t n = write ? pwrite(fd, p + *done, len - *done, (off_t)(off + *done))
+				  : pread(fd, p + *done, len - *done, (off_t)(off + *done));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
 		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
+			break;
+		*done += (size_t)n;
 	}
 	return 0;
+}
+
+/* All LEN bytes at OFF, or an error: a read that ends early is -EIO. */
+static int io_full(int fd, bool write, char *p, size_t len, uint64_t off)
+{
+	size_t done;
+	int err = io_upto(fd, write, p, len, off, &done);
+	return err ? err : done < len ? -EIO : 0;
 }
 
 struct store_scan {
@@ -310,27 +319,18 @@ struct store_scan *store_scan_open(int pin)
  * of the file; 0 or -errno. */
 static int scan_fill(struct store_scan *s, uint64_t off, size_t len)
 {
-	size_t got = 0;
+	size_t got;
 	s->off = off;
-	while (got < len) {
-		ssize_t n = pread(s->fd, s->buf + got, len - got, (off_t)(off + got));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EINVAL && s->direct) {	/* not taken after all */
-			int fl = fcntl(s->fd, F_GETFL);
-			if (fl < 0 || fcntl(s->fd, F_SETFL, fl & ~O_DIRECT) != 0)
-				return -errno;
-			s->direct = false;
-			continue;
-		}
-		if (n < 0)
+	int err = io_upto(s->fd, false, s->buf, len, off, &got);
+	if (err == -EINVAL && s->direct) {	/* not taken after all: read it buffered */
+		int fl = fcntl(s->fd, F_GETFL);
+		if (fl < 0 || fcntl(s->fd, F_SETFL, fl & ~O_DIRECT) != 0)
 			return -errno;
-		if (n == 0)
-			break;
-		got += (size_t)n;
+		s->direct = false;
+		err = io_upto(s->fd, false, s->buf, len, off, &got);
 	}
-	s->len = got;
-	return 0;
+	s->len = err ? 0 : got;
+	return err;
 }
 
 const char *store_scan_read(struct store_scan *s, uint64_t off, size_t len, int *err)
@@ -344,7 +344,6 @@ const char *store_scan_read(struct store_scan *s, uint64_t off, size_t len, int 
 	want = (want + STORE_ALIGN - 1) / STORE_ALIGN * STORE_ALIGN;
 	if (want > s->cap) {
 		free(s->buf);
-		s->buf = NULL;
 		s->cap = 0;
 		if (posix_memalign((void **)&s->buf, STORE_ALIGN, want) != 0) {
 			s->buf = NULL;
@@ -353,7 +352,6 @@ const char *store_scan_read(struct store_scan *s, uint64_t off, size_t len, int 
 		}
 		s->cap = want;
 	}
-	s->len = 0;
 	*err = scan_fill(s, start, want);
 	if (!*err && off + len > s->off + s->len)
 		*err = -EIO;
