@@ -7,15 +7,16 @@
  * requests are answered here, from the input, instead of by a server: the
  * input is the credentials document, or "TOKEN\0ROLE\0DOCUMENT" to give the
  * first two answers as well, or "TOKEN\0ROLE\0DOCUMENT\0INFO" the fourth
- * too (a part left out is a sound answer). An s3:// source is opened with no other credentials, then a
- * request is signed (which renews credentials about to expire, asking
- * again; keys already expired and not renewed refuse to sign, EACCES). The
- * provider must ask for nothing but the four documented paths, the role's under the name it was given; the credentials it signs
- * with must come from the document, and every header it sends must be one
- * printable line (a CR or LF would add headers of the service's choosing).
- * Anything else (a crash, a sanitizer report, a leak) is a bug. Seeds:
- * tests/fuzz/seeds/fuzz_imds/ (documents as AWS shows them). Built and run
- * by tests/fuzz/run.
+ * too (a part left out is a sound answer). An s3:// source is opened with
+ * no other credentials, then a request is signed (which renews credentials
+ * about to expire, asking again; keys already expired and not renewed
+ * refuse to sign, EACCES). The provider must ask for nothing but the four
+ * documented paths, the role's under the name it was given; the credentials
+ * it signs with must come from the document, and every header it sends
+ * must be one printable line (a CR or LF would add headers of the
+ * service's choosing). Anything else (a crash, a sanitizer report, a leak)
+ * is a bug. Seeds: tests/fuzz/seeds/fuzz_imds/ (documents as AWS shows
+ * them). Built and run by tests/fuzz/run.
  */
 #include "cache/base/log.h"
 #include "cache/origin/json.h"
