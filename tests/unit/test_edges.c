@@ -104,8 +104,6 @@ int main(void)
 	      index_edge_get(ix, o.id, 400000, 100, got) == 0 && memcmp(got, bytes, 100) == 0,
 	      "two edges kept in one call, counted (%llu)", (unsigned long long)usage);
 	index_close(ix);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK(system(cmd) == 0, "clean up");
+	CHECK(check_rm_tree(dir) == 0, "clean up");
 	return check_done();
 }

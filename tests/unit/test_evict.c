@@ -124,10 +124,8 @@ static struct index *index_with_object(char *dir, struct index_object *o)
 /* Close IX and remove its DIR. */
 static void index_gone(struct index *ix, const char *dir)
 {
-	char cmd[600];
 	index_close(ix);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK(system(cmd) == 0, "cleanup");
+	CHECK(check_rm_tree(dir) == 0, "cleanup");
 }
 
 static void in_the_index(void)

@@ -13,7 +13,6 @@
 #include "check.h"
 #include "origin_server.h"
 
-#include <ftw.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -64,14 +63,6 @@ static void test_parse(void)
 	      !l.window, "four numbers alone are a path");
 	CHECK(parse("a.tif 99999999999999999999 0 1 1", &l, buf, sizeof(buf)) == 1 && !l.window,
 	      "a number past 64 bits is not a window's");
-}
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(path);
 }
 
 /* How many GETs of object I fetched its block (past its header)? */
@@ -449,6 +440,6 @@ int main(void)
 	mkdir(dir, 0700);
 	test_again(&s, dir);
 	origin_stop(&s);
-	nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	check_rm_tree(base);
 	return check_done();
 }

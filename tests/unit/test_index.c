@@ -280,8 +280,7 @@ int main(void)
 		      index_proof_get(old, mo.id, "id-a", &when) == 0,
 		      "it has a salt and no proofs, and records them");
 		index_close(old);
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", mdir);
-		CHECK(system(cmd) == 0, "cleanup");
+		CHECK(check_rm_tree(mdir) == 0, "cleanup");
 	}
 
 	/* no index (a cache that could not open one): nothing changes, -ENODEV */
@@ -298,7 +297,6 @@ int main(void)
 	CHECK(index_units_add(NULL, 1, nv, 2) == -ENODEV && nv[0].err == -ENODEV &&
 	      nv[1].err == -EIO, "no index: units added each get -ENODEV (or keep their error)");
 
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK(system(cmd) == 0, "cleanup");
+	CHECK(check_rm_tree(dir) == 0, "cleanup");
 	return check_done();
 }

@@ -106,9 +106,7 @@ int main(void)
 	chmod(dir, 0755);
 	CHECK(stat(dir, &st) == 0 && (st.st_mode & 07777) == 0755, "its mode kept");
 
-	char cmd[4200];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		perror("rm");
+	if (check_rm_tree(dir) != 0)
+		perror(dir);
 	return check_done();
 }

@@ -96,8 +96,6 @@ int main(void)
 	CHECK(mounts_recent(dir, r, 4, &n) == 0 && n == 2 && r[0].pid != dead && r[1].pid != dead,
 	      "prune removed only the dead mount's old file (%zu)", n);
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK(system(cmd) == 0, "cleanup");
+	CHECK(check_rm_tree(dir) == 0, "cleanup");
 	return check_done();
 }

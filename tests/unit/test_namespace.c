@@ -376,9 +376,7 @@ int main(void)
 	shutdown(server.fd, SHUT_RDWR);
 	close(server.fd);
 	pthread_join(t, NULL);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		perror(cmd);
+	if (check_rm_tree(dir) != 0)
+		perror(dir);
 	return check_done();
 }

@@ -118,8 +118,6 @@ int main(void)
 	store_close(st);
 	free(mem);
 	free(got);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK(system(cmd) == 0, "cleanup");
+	CHECK(check_rm_tree(dir) == 0, "cleanup");
 	return check_done();
 }

@@ -357,8 +357,6 @@ int main(void)
 	store_close(st);
 	index_close(ix);
 	unlink(victim);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK(system(cmd) == 0, "cleanup");
+	CHECK(check_rm_tree(dir) == 0, "cleanup");
 	return check_done();
 }
