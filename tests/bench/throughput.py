@@ -267,16 +267,23 @@ def settled_note(waited, settled):
 
 
 def by_thread(th0, th1, total):
-    """{thread name: CPU seconds} between two snapshots of a daemon's
-    threads; what the process's total has beyond them (threads that exited
-    between two samples) as '(exited threads)'."""
-    groups = {}
+    """({thread name: CPU seconds}, {thread name: threads}, (name, CPU
+    seconds) of the busiest single thread) between two snapshots of a
+    daemon's threads. Threads of one name (libfuse's workers) are added up;
+    what the process's total has beyond them (threads that exited between
+    two samples) is '(exited threads)'."""
+    groups, counts, busiest = {}, {}, ("", 0.0)
     for tid, (comm, cpu) in th1.items():
-        groups[comm] = groups.get(comm, 0.0) + cpu - th0.get(tid, (comm, 0.0))[1]
+        used = cpu - th0.get(tid, (comm, 0.0))[1]
+        groups[comm] = groups.get(comm, 0.0) + used
+        if used >= 0.01:
+            counts[comm] = counts.get(comm, 0) + 1
+        if tid != ("gone", comm) and used > busiest[1]:
+            busiest = (comm, used)
     gone = total - sum(groups.values())
     if gone > 0.05:
         groups["(exited threads)"] = gone
-    return groups
+    return groups, counts, busiest
 
 
 def figures(name, what, nbytes, s0, s_end, s_cpu=None):
@@ -296,8 +303,11 @@ def figures(name, what, nbytes, s0, s_end, s_cpu=None):
         d = s_cpu["daemon"] - s0["daemon"]
         row["daemon_cpu_s"] = d
         row["daemon_cs_per_gb"] = d / gb if gb else None
+        groups, counts, busiest = by_thread(s0["threads"], s_cpu["threads"], d)
         row["threads_cs_per_gb"] = {k: v / gb for k, v in sorted(
-            by_thread(s0["threads"], s_cpu["threads"], d).items(), key=lambda kv: -kv[1])}
+            groups.items(), key=lambda kv: -kv[1])}
+        row["thread_counts"] = counts
+        row["busiest_thread_cs_per_gb"] = [busiest[0], busiest[1] / gb if gb else None]
         if s_end["daemon"] is not None:
             ours += s_end["daemon"] - s0["daemon"]
     if wall > 0:
@@ -524,8 +534,13 @@ def table(res):
             busy = [kv for kv in (r.get("threads_cs_per_gb") or {}).items() if kv[1] >= 0.005]
             if busy:
                 # busiest first; threads that used no CPU are left out
+                counts = r.get("thread_counts") or {}
+                top = r.get("busiest_thread_cs_per_gb") or ["", None]
                 lines.append("%-56s %s" % ("", "daemon threads, core-s/GB: " + ", ".join(
-                    "%s %.2f" % kv for kv in busy)))
+                    ("%s (%d threads) %.2f" % (k, counts[k], v)) if counts.get(k, 1) > 1
+                    else "%s %.2f" % (k, v) for k, v in busy) + (
+                        "; busiest single thread: %s %.2f" % (top[0], top[1])
+                        if top[1] else "")))
     sc = res["schemes"]
     if len(sc) == 2:
         get = {(s, r["name"]): r for s in sc for r in res["rows"][s]}
