@@ -14,6 +14,7 @@
 
 #include <malloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define EXIT_USAGE 2
@@ -52,6 +53,15 @@ int main(int argc, char **argv)
 	   being mapped, faulted in and unmapped for every GET. */
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
+	/* One heap for every thread: the buffers of the units in flight are
+	   allocated by the reader that asks and freed by the thread that
+	   stores them, and each of glibc's per-thread arenas would keep its
+	   own high-water mark of them. A daemon's malloc calls come per unit
+	   and per read, not per byte (docs/BENCHMARKS.md). A user's own
+	   setting of the arenas stands. */
+	const char *tunables = getenv("GLIBC_TUNABLES");
+	if (!getenv("MALLOC_ARENA_MAX") && !(tunables && strstr(tunables, "arena_max")))
+		mallopt(M_ARENA_MAX, 1);
 	if (argc < 2) {
 		fprintf(stderr, "tilefs: no command given\n");
 		usage(stderr);
