@@ -14,6 +14,20 @@ import sys
 import threading
 
 
+def explain(lfd, got, want):
+    """What a wrong read of the same length got instead: where it first
+    differs, whether the rest is zeros (a hole), and whether its bytes are
+    the file's from elsewhere (a read at the wrong offset)."""
+    i = next(k for k in range(len(got)) if got[k] != want[k])
+    rest = got[i:i + 4096]
+    at = -1
+    if len(got) - i >= 16:
+        at = os.pread(lfd, os.fstat(lfd).st_size, 0).find(got[i:i + 64])
+    return "; first wrong byte at +%d, %s, %s" % (
+        i, "zeros from there" if rest.count(0) == len(rest) else "not zeros",
+        "the file's bytes at %d" % at if at >= 0 else "not the file's bytes elsewhere")
+
+
 def files_under(root):
     out = []
     for d, _, names in os.walk(root):
@@ -48,7 +62,8 @@ def worker(args, rel_files, seed, errors, lock):
                 with lock:
                     errors.append("%s off=%d len=%d: got %d bytes, want %d%s" % (
                         rel, off, n, len(got), len(want),
-                        " (same length, different bytes)" if len(got) == len(want) else ""))
+                        " (same length, different bytes" + explain(lfd, got, want) + ")"
+                        if len(got) == len(want) else ""))
     except OSError as e:
         with lock:
             errors.append("%s: %s" % (type(e).__name__, e))
