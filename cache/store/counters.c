@@ -91,11 +91,13 @@ static void random_words(uint64_t w[WORDS])
 		w[i] &= (UINT64_C(1) << 62) - 1;
 }
 
-/* Under the file's flock: raise the counts (by 1 each; unlinks only if
- * UNLINK) or, if RESTART, move both to random values; a file found short
- * starts at random values either way. Caller holds ct->lock exclusive. */
-static int write_words(struct counters *ct, bool restart, bool count, bool unlink)
+/* Under the file's flock: raise the counts (punches by 1 if PUNCH,
+ * unlinks by 1 if UNLINK) or, if RESTART, move both to random values; a
+ * file found short starts at random values either way. Caller holds
+ * ct->lock exclusive. */
+static int write_words(struct counters *ct, bool restart, bool punch, bool unlink)
 {
+	bool count = punch || unlink;
 	struct reading r;
 	if (flock(ct->fd, LOCK_EX) != 0)
 		return -errno;
@@ -106,7 +108,7 @@ static int write_words(struct counters *ct, bool restart, bool count, bool unlin
 		err = 0;
 	}
 	if (!err && count) {
-		r.w[COUNTER_PUNCHES]++;
+		r.w[COUNTER_PUNCHES] += punch;
 		r.w[COUNTER_UNLINKS] += unlink;
 	}
 	if (!err && (short_file || restart || count)) {
@@ -224,7 +226,7 @@ uint64_t counters_get(struct counters *ct, enum counter which)
 	return count;
 }
 
-int counters_add(struct counters *ct, bool unlink)
+int counters_add(struct counters *ct, bool punch, bool unlink)
 {
 	int err = -EBADF;
 	pthread_rwlock_wrlock(&ct->lock);
@@ -232,12 +234,12 @@ int counters_add(struct counters *ct, bool unlink)
 		if (err == -EBADF || err == -ESTALE)
 			err = ct->fd >= 0 && i == 0 ? 0 : reopen(ct);
 		if (!err)
-			err = write_words(ct, false, true, unlink);
+			err = write_words(ct, false, punch, unlink);
 		if (err && err != -ESTALE && err != -EBADF)
 			break;
 	}
 	pthread_rwlock_unlock(&ct->lock);
 	if (err)
-		note_failure(ct, "count a punch in", err);
+		note_failure(ct, punch ? "count a punch in" : "count an unlink in", err);
 	return err;
 }

@@ -47,9 +47,9 @@ void counters_close(struct counters *ct);
  * (unlink) was counted since, by any process. */
 uint64_t counters_get(struct counters *ct, enum counter which);
 
-/* Count a punch, and an unlink too if UNLINK. 0, or -errno if it could not
- * be counted (logged): then the caller must not punch the bytes out, as
- * other processes would not know. */
-int counters_add(struct counters *ct, bool unlink);
+/* Count a punch if PUNCH, an unlink if UNLINK. 0, or -errno if it could
+ * not be counted (logged): then the caller must not punch the bytes out,
+ * as other processes would not know. */
+int counters_add(struct counters *ct, bool punch, bool unlink);
 
 #endif

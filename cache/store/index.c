@@ -58,6 +58,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_UNIT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - " HIT_GAP "), "
 			  "last_access = " TOUCHED_AT ", ahead = 2 * (ahead = 2) WHERE id = ?2",
 	[ST_CLAIM_GET] = "SELECT pid, since FROM claims WHERE object_id = ?1 AND off = ?2",
+	[ST_CLAIM_WHOLE_GET] = "SELECT pid, since FROM claims WHERE object_id = ?1 AND off = -1",
 	[ST_CLAIM_PUT] = "INSERT OR REPLACE INTO claims(object_id, off, pid, since) "
 			 "VALUES (?1, ?2, ?3, ?4)",
 	[ST_CLAIM_DROP] = "DELETE FROM claims WHERE object_id = ?1 AND off = ?2",
@@ -136,7 +137,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 				  "(SELECT count(*) FROM claims WHERE object_id = ?1), "
 				  "(SELECT coalesce(sum(len), 0) FROM units WHERE object_id = ?1)",
 	[ST_OBJECT_CLAIM_ALL] = "INSERT INTO claims(object_id, off, pid, since) "
-				"SELECT object_id, off, ?2, ?3 FROM units WHERE object_id = ?1",
+				"SELECT object_id, off, ?2, ?3 FROM units WHERE object_id = ?1 "
+				"UNION ALL SELECT ?1, -1, ?2, ?3",
 	[ST_SEAL_DROP] = "DELETE FROM seals WHERE object_id = ?1",
 	[ST_OBJECT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - " HIT_GAP "), "
 			    "last_access = " TOUCHED_AT " WHERE object_id = ?2",

@@ -217,8 +217,10 @@ int index_unit_evict(struct index *ix, const struct index_unit *u);
  * not): claim every unit of it, delete their rows, its seal and its edges,
  * in one transaction, leaving the ghosts of its units (evict.h); *BYTES
  * gets the bytes of the units dropped. 0: the caller now removes its data
- * file (store_unlink()) and then calls index_object_unclaim(). -ENOENT: never sealed (evict it unit by unit).
- * -EBUSY: a unit of it is claimed. Or the index's error (nothing changed).
+ * file (store_unlink()) and then calls index_object_unclaim(); until then
+ * the object is claimed whole: no unit of it can be claimed (index_claim()).
+ * -ENOENT: never sealed (evict it unit by unit). -EBUSY: a unit of it is
+ * claimed. Or the index's error (nothing changed).
  */
 int index_object_evict(struct index *ix, int64_t object_id, uint64_t *bytes);
 int index_object_unclaim(struct index *ix, int64_t object_id);
@@ -262,10 +264,13 @@ int index_seal(struct index *ix, int64_t object_id, uint64_t size,
 int index_sealed(struct index *ix, int64_t object_id, struct store_stamp *stamp);
 
 /*
- * Claim the fetch of a unit for this process, so two processes do not fetch
- * the same bytes. 0: claimed. -EBUSY: a live process holds it (*holder set).
- * -EEXIST: the unit is cached by now (read it instead). A claim of a dead
- * process, or older than stale_s seconds, is taken over.
+ * Claim the fetch of a unit for the caller, so two fetches do not write the
+ * same bytes. 0: claimed. -EBUSY: a live process holds it (*holder set),
+ * this one too: a claim is one holder's, not one process's (the evictor
+ * of a process punches out what it claimed, so another thread of it must
+ * not write there meanwhile), or the object is claimed whole (being
+ * evicted whole). -EEXIST: the unit is cached by now (read it instead). A
+ * claim of a dead process, or older than stale_s seconds, is taken over.
  */
 int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, pid_t *holder);
 /* The same for the units at OFFS[0..n) of one object in one transaction:

@@ -88,6 +88,12 @@
  *   claims(object_id, off, pid, since)
  *       a process fetching a unit (others wait for it instead of fetching
  *       the same bytes), or evicting one (nobody writes it meanwhile).
+ *       off -1 claims the whole object: a process evicting it whole holds
+ *       it from the transaction that drops its rows until its data file is
+ *       unlinked (index_object_evict()), and no unit of the object is
+ *       claimed meanwhile, by any process, that one too; else a unit with
+ *       no row then could be written into the file about to go, and its
+ *       row would point at a hole in the next one.
  *
  * MIGRATIONS: 2 -> 3 adds tile_maps (objects of schema 2 keep their
  * blocks); 3 -> 4 adds edges; 4 -> 5 adds proofs and meta.proof_salt

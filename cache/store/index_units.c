@@ -573,14 +573,49 @@ int index_sealed(struct index *ix, int64_t object_id, struct store_stamp *stamp)
 	return err;
 }
 
+/* Is a claim of PID made at SINCE still held? Its holder is alive (this
+ * process too: a claim is one holder's, not one process's) and has held
+ * it less than STALE_S seconds. */
+static bool claim_held(pid_t pid, int64_t since, int stale_s)
+{
+	return proc_alive(pid) && index_now() - since < stale_s;
+}
+
+/* Inside a transaction: -EBUSY (*HOLDER set) if a process evicting
+ * OBJECT_ID whole holds its whole-object claim (index_open.c, claims),
+ * this process too: its file is about to be unlinked, so nothing may be
+ * written into it. A claim its holder left behind (dead, or held past
+ * STALE_S) is dropped. */
+static int whole_claimed(struct index_conn *c, int64_t object_id, int stale_s, pid_t *holder)
+{
+	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_WHOLE_GET);
+	if (!s)
+		return -EIO;
+	sqlite3_bind_int64(s, 1, object_id);
+	int rc = sqlite3_step(s);
+	pid_t pid = rc == SQLITE_ROW ? (pid_t)sqlite3_column_int64(s, 0) : 0;
+	int64_t since = rc == SQLITE_ROW ? sqlite3_column_int64(s, 1) : 0;
+	sqlite3_reset(s);
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW)
+		return index_sql_error(c->db, rc, "read a whole-object claim");
+	if (claim_held(pid, since, stale_s)) {
+		*holder = pid;
+		return -EBUSY;
+	}
+	return index_exec_keyed(c, ST_CLAIM_DROP, object_id, -1, "drop a stale claim");
+}
+
 /* Inside a transaction: claim the unit at OFF, as index_claim() says.
  * Nothing is written unless it returns 0. */
 static int claim_one(struct index_conn *c, int64_t object_id, uint64_t off, int stale_s,
 		     pid_t *holder)
 {
+	int err = whole_claimed(c, object_id, stale_s, holder);
+	if (err)
+		return err;
 	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_GET);
-	int err = 0;
-
 	if (!s)
 		return -EIO;
 	sqlite3_bind_int64(s, 1, object_id);
@@ -598,7 +633,7 @@ static int claim_one(struct index_conn *c, int64_t object_id, uint64_t off, int 
 	if (rc == SQLITE_ROW) {
 		pid_t pid = (pid_t)sqlite3_column_int64(s, 0);
 		int64_t since = sqlite3_column_int64(s, 1);
-		if (pid != getpid() && proc_alive(pid) && index_now() - since < stale_s) {
+		if (claim_held(pid, since, stale_s)) {
 			*holder = pid;
 			err = -EBUSY;
 		}

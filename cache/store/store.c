@@ -466,7 +466,7 @@ int store_punch(struct store *st, int64_t id, uint64_t off, uint64_t len)
 		return err == -ENOENT ? 0 : err;
 	int fd = s ? s->fd : own;
 	/* an uncounted punch could be missed by a reader: the bytes stay */
-	err = counters_add(st->counters, false);
+	err = counters_add(st->counters, true, false);
 	if (!err && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
 			      (off_t)len) != 0)
 		err = -errno;
@@ -483,8 +483,13 @@ int store_unlink(struct store *st, int64_t id)
 	/* counted first, as a punch and as an unlink; unlinked even if that
 	   fails (the kernel may map the file: unit.h, invariant 7), which is
 	   safe as a unit read first in a process is checked whole */
-	counters_add(st->counters, true);
-	return unlinkat(st->root_fd, path, 0) == 0 || errno == ENOENT ? 0 : -errno;
+	counters_add(st->counters, true, true);
+	int err = unlinkat(st->root_fd, path, 0) == 0 || errno == ENOENT ? 0 : -errno;
+	/* and counted as an unlink again after it: a slot opened between
+	   the first count and the unlink names the file gone, and a write
+	   through it would be lost (slot_take()) */
+	counters_add(st->counters, false, true);
+	return err;
 }
 
 /* OBJECT_ID's file, read-only, under flock(2) operation OP (see store.h). */

@@ -33,11 +33,12 @@
  *   (7) A data file once sealed is never punched, as the kernel may map
  *       it still (a passthrough file mmap()ed stays mapped after its
  *       close, and its pin goes with the close): such an object is
- *       evicted whole, its units claimed and their rows, seal and edges
- *       dropped in one transaction (index_object_evict()), then its file
- *       unlinked (counting a punch: store_unlink()), then the claims
- *       released. A mapping keeps the old file's bytes; later writes go to
- *       a new file.
+ *       evicted whole, claimed whole (its units with a row and without)
+ *       and its rows, seal and edges dropped in one transaction
+ *       (index_object_evict()), then its file unlinked (counting a punch:
+ *       store_unlink()), then the claims released. A mapping keeps the old
+ *       file's bytes; later writes, claimed after the unlink, go to a new
+ *       file.
  *
  * Layer: the store. Includes cache/base/ and its own folder only; never the
  * origin, the engine or FUSE (tests/check-layers).

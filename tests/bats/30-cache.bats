@@ -163,9 +163,9 @@ file_gets() {
 	local p1=$!
 	cmp_tree "$SAMPLES" "$M2" &
 	local p2=$!
-	run_to 120 "$PY" "$TESTS_LIB/pread_check.py" --seed 3 --procs 2 --threads 2 --reads 100 "$M1" "$SAMPLES" &
+	run_to 120 "$PY" "$TESTS_LIB/pread_check.py" --seed 3 --procs 2 --threads 2 --reads 300 "$M1" "$SAMPLES" &
 	local p3=$!
-	run_to 120 "$PY" "$TESTS_LIB/pread_check.py" --seed 3 --procs 2 --threads 2 --reads 100 "$M2" "$SAMPLES" &
+	run_to 120 "$PY" "$TESTS_LIB/pread_check.py" --seed 3 --procs 2 --threads 2 --reads 300 "$M2" "$SAMPLES" &
 	local p4=$!
 	wait "$p1" || fail "mount 1 read wrong bytes"
 	wait "$p2" || fail "mount 2 read wrong bytes"
@@ -457,10 +457,10 @@ PYEOF
 	tilefs_mount "$ORIGIN_URL" "$M1" --cache-dir "$CACHE" --cache-size 1M --block-size 64K
 	tilefs_mount "$ORIGIN_URL" "$M2" --cache-dir "$CACHE" --cache-size 1M --block-size 64K
 	run_to 180 "$PY" "$TESTS_LIB/pread_check.py" --seed 31 --procs 3 --threads 3 \
-		--reads 100 "$M1" "$SAMPLES" &
+		--reads 300 "$M1" "$SAMPLES" &
 	local p1=$!
 	run_to 180 "$PY" "$TESTS_LIB/pread_check.py" --seed 32 --procs 3 --threads 3 \
-		--reads 100 "$M2" "$SAMPLES" &
+		--reads 300 "$M2" "$SAMPLES" &
 	local p2=$!
 	wait "$p1" || fail "random reads on mount 1 failed"
 	wait "$p2" || fail "random reads on mount 2 failed"

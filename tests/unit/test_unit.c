@@ -1,6 +1,7 @@
 /* test_unit.c - the unit protocol (unit.h) against a real index and store
  * in a temp dir: put, verify, evict, and what another process sees. */
 #include "cache/store/unit.h"
+#include "cache/store/counters.h"
 #include "cache/store/crc32c.h"
 #include "cache/store/index.h"
 #include "cache/store/store.h"
@@ -63,6 +64,9 @@ int main(void)
 
 	/* put, then find and verify */
 	CHECK(index_claim(ix, obj.id, 0, 30, &holder) == 0, "claim a unit");
+	holder = 0;
+	CHECK(index_claim(ix, obj.id, 0, 30, &holder) == -EBUSY && holder == getpid(),
+	      "a claim is its holder's: this process cannot take it twice");
 	CHECK(unit_put(ix, st, obj.id, 0, UNIT_LEN, bytes) == 0, "put it");
 	CHECK(index_unit_find(ix, obj.id, 0, &u) == 0 && u.len == UNIT_LEN &&
 	      u.crc == crc32c(0, bytes, UNIT_LEN), "its row, with the bytes' checksum");
@@ -108,6 +112,44 @@ int main(void)
 	      "the new row stands");
 	CHECK(unit_verify(ix, st, &now, got, &dropped) == 0 && memcmp(got, other, UNIT_LEN) == 0,
 	      "and verifies");
+
+	/* from an eviction's transaction to its punch, the unit is the
+	   evictor's: no other thread of its process claims it and writes
+	   bytes there that the punch would take under a new row */
+	CHECK(index_unit_evict(ix, &now) == 0, "a unit's row dropped and the unit claimed");
+	CHECK(index_claim(ix, obj.id, 0, 30, &holder) == -EBUSY && holder == getpid(),
+	      "until its bytes are punched, the unit cannot be claimed, here either");
+	CHECK(store_punch(st, obj.id, 0, UNIT_LEN) == 0 && index_unclaim(ix, obj.id, 0) == 0 &&
+	      index_claim(ix, obj.id, 0, 30, &holder) == 0 &&
+	      unit_put(ix, st, obj.id, 0, UNIT_LEN, other) == 0, "punched and released: put again");
+
+	/* another process's store_unlink() as it goes (its count of the unlink
+	   before it, the unlink, its count after it), this store opening the
+	   file in between: the count after the unlink tells this store that
+	   the file it opened is gone, so its next write goes to the new file */
+	struct counters *ct;
+	int data_fd;
+	char ddir[400];
+	snprintf(ddir, sizeof(ddir), "%s/data-%s", dir, index_instance(ix));
+	CHECK((data_fd = open(ddir, O_RDONLY | O_DIRECTORY)) >= 0 &&
+	      counters_open(data_fd, ddir, &ct) == 0 && counters_add(ct, true, true) == 0,
+	      "another process counts the unlink it is about to make");
+	CHECK(store_read(st, obj.id, got, UNIT_LEN, 0) == 0, "this store reads the file (opens it)");
+	char gone[500];
+	snprintf(gone, sizeof(gone), "%s/%02x/%lld", ddir, (unsigned)(obj.id & 0xff),
+		 (long long)obj.id);
+	CHECK(unlink(gone) == 0 && counters_add(ct, false, true) == 0,
+	      "it unlinks the file, and counts the unlink again");
+	CHECK(store_write(st, obj.id, bytes, UNIT_LEN, 5 * UNIT_LEN, false) == 0,
+	      "this store writes a unit");
+	int fd = open(gone, O_RDONLY);
+	CHECK(fd >= 0 && pread(fd, got, UNIT_LEN, 5 * UNIT_LEN) == UNIT_LEN &&
+	      memcmp(got, bytes, UNIT_LEN) == 0, "into the file the path names now, not the one gone");
+	close(fd);
+	counters_close(ct);
+	close(data_fd);
+	CHECK(index_unit_find(ix, obj.id, 0, &now) == 0 && index_unit_drop(ix, now.id) == 0,
+	      "drop the row whose bytes went with that file");
 
 	/* a put while another process claims the unit: -EBUSY, nothing recorded */
 	int go[2], ready[2];
@@ -260,6 +302,39 @@ int main(void)
 	      unit_evict(ix, st, &u, &freed) == 0 && freed == 2 * UNIT_LEN &&
 	      index_object_usage(ix, sealed.id, &units_left, &bytes_left) == 0 && units_left == 0,
 	      "a broken seal still evicts the object whole");
+
+	/* evicted whole: from the transaction to the unlink, no unit of it is
+	   claimed, one with no row then included, by any process, this one
+	   too (else it could be written into the file about to go) */
+	for (uint64_t k = 0; k < 3; k++)
+		CHECK(index_claim(ix, sealed.id, k * UNIT_LEN, 30, &holder) == 0 &&
+		      unit_put(ix, st, sealed.id, k * UNIT_LEN, UNIT_LEN, bytes) == 0,
+		      "put unit %llu again", (unsigned long long)k);
+	CHECK(index_seal(ix, sealed.id, sealed.size, &stamp) == 0 &&
+	      index_object_evict(ix, sealed.id, &freed) == 0, "sealed, then evicted whole");
+	CHECK(index_claim(ix, sealed.id, 3 * UNIT_LEN, 30, &holder) == -EBUSY &&
+	      holder == getpid() && claim_elsewhere(sealed.id, 3 * UNIT_LEN) == -EBUSY &&
+	      claim_elsewhere(sealed.id, UNIT_LEN) == -EBUSY,
+	      "until its file is unlinked, no unit of it is claimed, here or elsewhere");
+	CHECK(store_unlink(st, sealed.id) == 0 && index_object_unclaim(ix, sealed.id) == 0 &&
+	      claim_elsewhere(sealed.id, 3 * UNIT_LEN) == 0, "unlinked and released: claimed");
+	pid_t evictor = fork();
+	if (evictor == 0) {	/* evicts it whole and dies before the unlink */
+		struct index *ix2;
+		bool r;
+		uint64_t b;
+		_exit(index_open(dir, &ix2, &r) || index_claim(ix2, sealed.id, 0, 30, &holder) ||
+		      index_units_add(ix2, sealed.id, &(struct index_unit_new){ .len = UNIT_LEN },
+				      1) ||
+		      index_seal(ix2, sealed.id, UNIT_LEN, &stamp) ||
+		      index_object_evict(ix2, sealed.id, &b));
+	}
+	int status;
+	CHECK(waitpid(evictor, &status, 0) == evictor && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0, "another process evicts it whole and dies");
+	CHECK(index_claim(ix, sealed.id, UNIT_LEN, 30, &holder) == 0,
+	      "the claim a dead process left is no longer in the way");
+	index_unclaim(ix, sealed.id, UNIT_LEN);
 	CHECK(store_pin(st, 999999) == -ENOENT, "no data file: nothing to pin");
 
 	store_close(st);
