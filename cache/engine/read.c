@@ -172,13 +172,26 @@ static int read_lookup(struct read_op *r)
 					  layout_is_tile(&obj->layout, p), goes_on, reading);
 		reading |= !sliver;
 		p = end;
-		if (read_cached(c, obj, unit, dst, part.off, (size_t)part.len) == 0 ||
-		    (sliver && edge_read(c, obj, part, dst) == 0))
+		struct inflight *e = NULL;
+		bool served = false;
+		/* the cache, then the table; and if the table has no entry, the
+		   cache once more: an entry leaves the table only once its unit
+		   is stored (E1), so one that did since the first look is found
+		   the second time, not fetched again */
+		for (int look = 0; look < 2; look++) {
+			served = read_cached(c, obj, unit, dst, part.off, (size_t)part.len) == 0 ||
+				 (sliver && edge_read(c, obj, part, dst) == 0);
+			if (served)
+				break;
+			pthread_mutex_lock(&c->lock);	/* held on past the loop */
+			while ((e = table_find(c, obj->id, unit.off)) && e->state == UNIT_FAILED)
+				pthread_cond_wait(&c->changed, &c->lock);	/* (E1) */
+			if (e || look == 1)
+				break;
+			pthread_mutex_unlock(&c->lock);
+		}
+		if (served)
 			continue;
-		pthread_mutex_lock(&c->lock);
-		struct inflight *e;
-		while ((e = table_find(c, obj->id, unit.off)) && e->state == UNIT_FAILED)
-			pthread_cond_wait(&c->changed, &c->lock);	/* (E1) */
 		if (!e && sliver)
 			e = sliver_find(c, obj, part);
 		if (e) {
