@@ -193,22 +193,18 @@ static bool edge_buffer(uint64_t len, char **buf)
 static size_t kept_head(struct cache *c, const struct cache_object *obj, uint64_t off, size_t max,
 			char *dst)
 {
+	char edge[INDEX_EDGE_MAX];
+	uint64_t at;
 	pthread_mutex_lock(&c->lock);
 	size_t have = edge_head(c, obj, off, max, dst);
 	pthread_mutex_unlock(&c->lock);
-	if (have || !max || obj->id <= 0 || index_edge_get(c->index, obj->id, off, 1, dst) != 0)
+	size_t held = have || !max || obj->id <= 0 ? 0 :
+		      index_edge_span(c->index, obj->id, off, &at, edge);
+	if (!held)
 		return have;
-	/* the index says whether an edge holds a length asked for: the
-	   longest, by halves (DST holds the bytes of the last one found) */
-	size_t lo = 1, hi = max;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo + 1) / 2;
-		if (index_edge_get(c->index, obj->id, off, mid, dst) == 0)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	return lo;
+	have = at + held - off < max ? (size_t)(at + held - off) : max;
+	memcpy(dst, edge + (off - at), have);
+	return have;
 }
 
 /* The most bytes of OBJ up to END (at most MAX) that a kept edge holds,
@@ -216,21 +212,18 @@ static size_t kept_head(struct cache *c, const struct cache_object *obj, uint64_
 static size_t kept_tail(struct cache *c, const struct cache_object *obj, uint64_t end, size_t max,
 			char *dst_end)
 {
+	char edge[INDEX_EDGE_MAX];
+	uint64_t at;
 	pthread_mutex_lock(&c->lock);
 	size_t have = edge_tail(c, obj, end, max, dst_end);
 	pthread_mutex_unlock(&c->lock);
-	if (have || !max || obj->id <= 0 ||
-	    index_edge_get(c->index, obj->id, end - 1, 1, dst_end - 1) != 0)
+	size_t held = have || !max || obj->id <= 0 ? 0 :
+		      index_edge_span(c->index, obj->id, end - 1, &at, edge);
+	if (!held)
 		return have;
-	size_t lo = 1, hi = max;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo + 1) / 2;
-		if (index_edge_get(c->index, obj->id, end - mid, mid, dst_end - mid) == 0)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	return lo;
+	have = end - at < max ? (size_t)(end - at) : max;
+	memcpy(dst_end - have, edge + (end - have - at), have);
+	return have;
 }
 
 /* Fill the ends of the run UNITS[0..n) (PU: as plan.h sees them) with

@@ -245,6 +245,12 @@ int index_edges_put(struct index *ix, const struct index_edge *v, size_t n);
  * edge holds it all, or if the one that does fails its checksum (it is
  * dropped). */
 int index_edge_get(struct index *ix, int64_t object_id, uint64_t off, size_t len, void *dst);
+/* The kept edge of OBJECT_ID holding byte AT (of those starting at or
+ * before it, the last) copied whole to EDGE (room for INDEX_EDGE_MAX
+ * bytes), *EDGE_OFF where it starts: its length, in one query. 0 if none
+ * holds AT, or the one that does fails its checksum (it is dropped). */
+size_t index_edge_span(struct index *ix, int64_t object_id, uint64_t at, uint64_t *edge_off,
+		       void *edge);
 
 /* Note that these units, or every unit of OBJECT_ID, were read now (for
  * eviction order). */

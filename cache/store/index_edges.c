@@ -48,43 +48,55 @@ int index_edges_put(struct index *ix, const struct index_edge *v, size_t n)
 	return err;
 }
 
-int index_edge_get(struct index *ix, int64_t object_id, uint64_t off, size_t len, void *dst)
+size_t index_edge_span(struct index *ix, int64_t object_id, uint64_t at, uint64_t *edge_off,
+		       void *edge)
 {
 	if (!ix)
-		return -ENODEV;	/* no index */
+		return 0;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	sqlite3_stmt *s = index_stmt(c, ST_EDGE_FIND);
-	int err = -EIO;
 	bool damaged = false;
-	uint64_t at = 0;
+	size_t held = 0;
 
 	if (s) {
 		sqlite3_bind_int64(s, 1, object_id);
-		sqlite3_bind_int64(s, 2, (int64_t)off);
+		sqlite3_bind_int64(s, 2, (int64_t)at);
 		int rc = sqlite3_step(s);
-		err = rc == SQLITE_DONE ? -ENOENT :
-		      rc == SQLITE_ROW ? 0 : index_sql_error(c->db, rc, "find edge");
-		if (!err) {
-			at = (uint64_t)sqlite3_column_int64(s, 0);
-			uint64_t have = (uint64_t)sqlite3_column_int64(s, 1);
+		if (rc == SQLITE_ROW) {
+			*edge_off = (uint64_t)sqlite3_column_int64(s, 0);
+			uint64_t len = (uint64_t)sqlite3_column_int64(s, 1);
 			uint32_t crc = (uint32_t)sqlite3_column_int64(s, 2);
 			const char *bytes = sqlite3_column_blob(s, 3);
 			size_t n = (size_t)sqlite3_column_bytes(s, 3);
-			if (off + len > at + have)
-				err = -ENOENT;
-			else if (!bytes || n != have || crc32c(0, bytes, n) != crc)
+			if (at >= *edge_off + len) {
+				/* ends before AT: none holds it */
+			} else if (!bytes || n != len || n > INDEX_EDGE_MAX || crc32c(0, bytes, n) != crc) {
 				damaged = true;
-			else
-				memcpy(dst, bytes + (off - at), len);
+			} else {
+				memcpy(edge, bytes, n);
+				held = n;
+			}
+		} else if (rc != SQLITE_DONE) {
+			index_sql_error(c->db, rc, "find edge");
 		}
 		sqlite3_reset(s);
 	}
 	if (damaged) {
 		log_warn("a kept edge of object %lld at %llu is damaged (checksum); dropping it",
-			 (long long)object_id, (unsigned long long)at);
-		index_edges_drop(c, object_id, at, at + 1);
-		err = -ENOENT;
+			 (long long)object_id, (unsigned long long)*edge_off);
+		index_edges_drop(c, object_id, *edge_off, *edge_off + 1);
 	}
 	index_conn_put(ix, c);
-	return err;
+	return held;
+}
+
+int index_edge_get(struct index *ix, int64_t object_id, uint64_t off, size_t len, void *dst)
+{
+	char edge[INDEX_EDGE_MAX];
+	uint64_t at;
+	size_t held = index_edge_span(ix, object_id, off, &at, edge);
+	if (!held || off + len > at + held)
+		return -ENOENT;
+	memcpy(dst, edge + (off - at), len);
+	return 0;
 }

@@ -41,6 +41,14 @@ int main(void)
 	CHECK(index_edge_get(ix, o.id, 99999, 10, got) == -ENOENT, "nor before its start");
 	CHECK(index_edge_get(ix, o.id + 1, 101000, 10, got) == -ENOENT,
 	      "nor for another object (version)");
+	uint64_t at = 0;
+	memset(got, 0, sizeof(got));
+	CHECK(index_edge_span(ix, o.id, 104999, &at, got) == 5000 && at == 100000 &&
+	      memcmp(got, bytes, 5000) == 0, "the edge holding a byte, whole, in one query");
+	CHECK(index_edge_span(ix, o.id, 105000, &at, got) == 0 &&
+	      index_edge_span(ix, o.id, 99999, &at, got) == 0 &&
+	      index_edge_span(ix, o.id + 1, 100000, &at, got) == 0,
+	      "none past its end, before its start, or of another object");
 	CHECK(index_usage(ix, &usage) == 0 && usage == 5000, "counted in the usage (%llu)",
 	      (unsigned long long)usage);
 	CHECK(edge_put(ix, o.id, 100000, bytes, 3000) == 0 &&
