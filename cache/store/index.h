@@ -148,8 +148,11 @@ int index_object_drop(struct index *ix, int64_t id);
 
 /* The unit of OBJECT at OFF; -ENOENT if not cached. */
 int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct index_unit *out);
-/* Record a unit whose bytes are already written; releases its claim.
- * -EBUSY (nothing recorded) while another process claims the unit. */
+/* Record a unit whose bytes are already written, whose claim the caller
+ * holds (index_claim()); releases the claim. -EBUSY (nothing recorded)
+ * unless this process holds it: another process does, or took it over
+ * (index_claim(): stale) and released it since, the unit recorded by it
+ * and perhaps evicted since, its bytes punched under the caller's. */
 int index_unit_add(struct index *ix, int64_t object_id, uint64_t off, uint64_t len, uint32_t crc);
 /* The same for V[0..n) of one object in one transaction (one commit, not
  * n), but for those whose err is set already (skipped): v[i].err becomes 0

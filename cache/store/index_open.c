@@ -104,7 +104,7 @@
  * schema is set aside and rebuilt.
  *
  * A row in `units` is written only after its bytes are in the data file,
- * and only while no other process claims the unit. Eviction deletes the
+ * and only by the process that claims the unit. Eviction deletes the
  * row and claims the unit in one transaction, then punches the hole, then
  * releases the claim; so no unit's bytes change while a row points at them.
  *

@@ -242,20 +242,23 @@ static int admission(struct index_conn *c, int64_t object_id, const struct index
 	return 0;
 }
 
-/* Inside a transaction: add unit V unless another process claims it, under
- * the admission rule against LIMIT. */
+/* Inside a transaction: add unit V if this process claims it, under the
+ * admission rule against LIMIT. -EBUSY if not: another process holds the
+ * claim (fetching or evicting the unit), or took it over from a fetch that
+ * held it past its stale age and released it since, having recorded the
+ * unit itself; that row may have been evicted and its bytes punched
+ * meanwhile, under the late fetch's write. */
 static int unit_add_one(struct index_conn *c, int64_t object_id, struct index_unit_new *v,
 			uint64_t limit)
 {
-	/* a claim of another process: it is fetching or evicting this unit */
 	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_GET);
 	if (!s)
 		return -EIO;
 	sqlite3_bind_int64(s, 1, object_id);
 	sqlite3_bind_int64(s, 2, (int64_t)v->off);
-	bool theirs = sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int64(s, 0) != getpid();
+	bool ours = sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int64(s, 0) == getpid();
 	sqlite3_reset(s);
-	if (theirs)
+	if (!ours)
 		return -EBUSY;
 	int64_t now = index_now(), hits;
 	bool admitted, ghosted;

@@ -7,11 +7,13 @@
  * in the object's data file (store.h), its row in the index (index.h). These
  * hold across every tilefs process sharing a cache dir:
  *
- *   (1) A unit's bytes are written only by the process holding its claim
- *       (index_claim(), unit_put()).
+ *   (1) A unit's bytes are written only by the holder of its claim
+ *       (index_claim(), unit_put()): one fetch, never two threads of one
+ *       process at once, nor a fetch while its own process evicts it.
  *   (2) A unit's row is added only after its bytes are in the data file,
- *       and adding it releases the claim (unit_put(), unit_put_many() or
- *       unit_record() -> index_units_add()).
+ *       only while its writer still holds the claim (one held too long may
+ *       have been taken over), and adding it releases the claim
+ *       (unit_put(), unit_put_many() or unit_record() -> index_units_add()).
  *   (3) Eviction deletes the row and claims the unit in one transaction,
  *       then punches the bytes out (counting the punch first:
  *       store_punches(); a punch that cannot be counted is not made),

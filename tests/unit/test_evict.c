@@ -74,12 +74,25 @@ static long long value(const char *dir, const char *q)
 	return v;
 }
 
-/* Add the unit at OFF (UNIT bytes) to object ID under admission; 0 or
- * the error. */
+/* Claim the units V[0..n) of object ID, as their fetch would; 0 or the
+ * first error. */
+static int claim(struct index *ix, int64_t id, const struct index_unit_new *v, size_t n)
+{
+	pid_t holder;
+	int err = 0;
+	for (size_t i = 0; i < n && !err; i++)
+		err = index_claim(ix, id, v[i].off, 30, &holder);
+	return err;
+}
+
+/* Claim and add the unit at OFF (UNIT bytes) to object ID under
+ * admission; 0 or the error. */
 static int put(struct index *ix, int64_t id, uint64_t off)
 {
 	struct index_unit_new v = { .off = off, .len = UNIT, .crc = 7 };
-	int err = index_units_admit(ix, id, &v, 1, LIMIT);
+	int err = claim(ix, id, &v, 1);
+	if (!err)
+		err = index_units_admit(ix, id, &v, 1, LIMIT);
 	return err ? err : v.err;
 }
 
@@ -194,7 +207,7 @@ static void in_the_index(void)
 	CHECK(kept[0] && !kept[1] && !kept[2],
 	      "it says which it admitted: not an absent one, nor one admitted already");
 	struct index_unit_new w = { .off = 32 * UNIT, .len = UNIT, .crc = 7 };
-	CHECK(index_units_add(ix, o.id, &w, 1) == 0 && w.err == 0 &&
+	CHECK(claim(ix, o.id, &w, 1) == 0 && index_units_add(ix, o.id, &w, 1) == 0 && w.err == 0 &&
 	      admitted(dir, o.id, 32 * UNIT) == 1, "index_units_add() admits, full or not");
 
 	/* ghosts are bounded: at most EVICT_GHOST_RATIO bytes per byte cached */
@@ -227,7 +240,8 @@ static void kept_ahead(void)
 
 	struct index_unit_new v[2] = { { .off = 40 * UNIT, .len = UNIT, .crc = 7, .ahead = true },
 				       { .off = 41 * UNIT, .len = UNIT, .crc = 7, .ahead = true } };
-	CHECK(index_units_admit(ix, o.id, v, 2, LIMIT) == 0 && !v[0].err && !v[1].err &&
+	CHECK(claim(ix, o.id, v, 2) == 0 && index_units_admit(ix, o.id, v, 2, LIMIT) == 0 &&
+	      !v[0].err && !v[1].err &&
 	      admitted(dir, o.id, 40 * UNIT) == 0 && admitted(dir, o.id, 41 * UNIT) == 0 &&
 	      value(dir, "SELECT count(*) FROM units WHERE ahead") == 2,
 	      "fetched ahead into a full cache: on probation, kept for its readers");

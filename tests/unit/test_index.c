@@ -11,6 +11,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Claim and record a unit, as its fetch would; 0 or the error. */
+static int add(struct index *ix, int64_t object_id, uint64_t off, uint64_t len, uint32_t crc)
+{
+	pid_t holder;
+	int err = index_claim(ix, object_id, off, 30, &holder);
+	return err ? err : index_unit_add(ix, object_id, off, len, crc);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/tilefs-test-index-XXXXXX";
@@ -43,8 +51,10 @@ int main(void)
 	      strcmp(latest.version, "\"e2\"") == 0, "latest version");
 	CHECK(index_object_latest(ix, "http://h/none", &latest) == -ENOENT, "unknown URL");
 
-	CHECK(index_unit_add(ix, a, 0, 256, 111) == 0 && index_unit_add(ix, a, 256, 256, 222) == 0 &&
-	      index_unit_add(ix, b, 0, 512, 333) == 0, "add units");
+	CHECK(add(ix, a, 0, 256, 111) == 0 && add(ix, a, 256, 256, 222) == 0 &&
+	      add(ix, b, 0, 512, 333) == 0, "add units");
+	CHECK(index_unit_add(ix, a, 512, 256, 444) == -EBUSY && index_usage(ix, &usage) == 0 &&
+	      usage == 1024, "a unit not claimed is not recorded");
 	CHECK(index_usage(ix, &usage) == 0 && usage == 1024, "usage sums units (%llu)",
 	      (unsigned long long)usage);
 	struct index_unit u;
@@ -53,7 +63,7 @@ int main(void)
 	int64_t first_id = 0;
 	index_unit_find(ix, a, 0, &u);
 	first_id = u.id;
-	CHECK(index_unit_drop(ix, first_id) == 0 && index_unit_add(ix, a, 0, 256, 111) == 0 &&
+	CHECK(index_unit_drop(ix, first_id) == 0 && add(ix, a, 0, 256, 111) == 0 &&
 	      index_unit_find(ix, a, 0, &u) == 0 && u.id != first_id,
 	      "a re-added unit gets a new id");
 
@@ -75,7 +85,7 @@ int main(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	      "another process cannot add the unit while it is being evicted (%d)",
 	      WEXITSTATUS(st));
-	CHECK(index_unclaim(ix, a, 256) == 0 && index_unit_add(ix, a, 256, 256, 222) == 0,
+	CHECK(index_unclaim(ix, a, 256) == 0 && add(ix, a, 256, 256, 222) == 0,
 	      "after the hole is punched, the unit can be added again");
 
 	/* eviction order: a unit read again later outranks one read once */
@@ -123,6 +133,30 @@ int main(void)
 	CHECK(index_unit_add(ix, b, 512, 100, 5) == 0, "adding the unit releases the claim");
 	CHECK(index_claim(ix, b, 1024, 30, &holder) == 0 && index_unclaim(ix, b, 1024) == 0,
 	      "claim and release a unit without adding it");
+
+	/* a claim held past its stale age is taken over; the fetch that held
+	   it no longer records the unit (the taker did, and its row may have
+	   been evicted since, its bytes punched under the late write) */
+	CHECK(index_claim(ix, b, 1536, 30, &holder) == 0, "claim a unit, and take long");
+	child = fork();
+	if (child == 0) {
+		struct index *other;
+		bool r;
+		pid_t h;
+		int rc = index_open(dir, &other, &r) ? 10 :
+			 index_claim(other, b, 1536, 0, &h) ? 11 :
+			 index_unit_add(other, b, 1536, 100, 6) ? 12 : 0;
+		index_close(other);
+		_exit(rc);
+	}
+	waitpid(child, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "another process takes the stale claim over and records the unit (%d)",
+	      WEXITSTATUS(st));
+	CHECK(index_unit_find(ix, b, 1536, &u) == 0 && index_unit_drop(ix, u.id) == 0,
+	      "its row, then evicted");
+	CHECK(index_unit_add(ix, b, 1536, 100, 6) == -EBUSY && index_unit_find(ix, b, 1536, &u) ==
+	      -ENOENT, "the late fetch's record is refused: its claim was taken");
 	child = fork();
 	if (child == 0) {
 		struct index *other;
@@ -171,8 +205,9 @@ int main(void)
 	      index_unit_find(ix, b, 8192, &found) == -ENOENT && add[2].id == 0 && add[3].id == 0,
 	      "the batch's rows, with the ids the batch was told");
 	struct index_unit_new readd = { .off = 2048, .len = 100, .crc = 7 };
-	CHECK(index_units_add(ix, b, &readd, 1) == 0 && readd.err == 0 && readd.id == 0,
-	      "a unit in already: no row added, no id");
+	CHECK(index_claim(ix, b, 2048, 30, &holder) == -EEXIST &&
+	      index_units_add(ix, b, &readd, 1) == 0 && readd.err == -EBUSY && readd.id == 0,
+	      "a unit in already: not claimed, so not added again, no id");
 	index_close(ix);
 
 	/* a corrupt database is set aside and rebuilt */

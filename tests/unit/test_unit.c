@@ -90,7 +90,8 @@ int main(void)
 	CHECK(unit_evict(ix, st, &u, NULL) == -ENOENT, "evicting it again: -ENOENT");
 
 	/* unreadable: a row whose bytes are not in the data file */
-	CHECK(index_unit_add(ix, obj.id, 8 * UNIT_LEN, UNIT_LEN, 1234) == 0 &&
+	CHECK(index_claim(ix, obj.id, 8 * UNIT_LEN, 30, &holder) == 0 &&
+	      index_unit_add(ix, obj.id, 8 * UNIT_LEN, UNIT_LEN, 1234) == 0 &&
 	      index_unit_find(ix, obj.id, 8 * UNIT_LEN, &u) == 0, "a row past the file's end");
 	CHECK(unit_verify(ix, st, &u, got, &dropped) == -EIO && dropped,
 	      "verify: unreadable (-EIO), dropped");
