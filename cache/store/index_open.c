@@ -236,14 +236,14 @@ static int conn_open(struct index *ix, struct index_conn *c)
 	   error at that open): a write transaction begun and rolled back
 	   does. Busy: another process writes, so writes are possible. */
 	rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE; ROLLBACK;", NULL, NULL, NULL);
-	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY) {
-		if (sqlite3_get_autocommit(c->db) == 0)
-			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-		if ((rc & 0xff) == SQLITE_READONLY)
-			log_warn("cache index %s: opened read-only; trying again", ix->path);
-		return (rc & 0xff) == SQLITE_READONLY ? -EIO : index_sql_error(c->db, rc, "try a write");
-	}
-	return 0;
+	if (rc == SQLITE_OK || (rc & 0xff) == SQLITE_BUSY)
+		return 0;
+	if (!sqlite3_get_autocommit(c->db))
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	if ((rc & 0xff) != SQLITE_READONLY)
+		return index_sql_error(c->db, rc, "try a write");
+	log_warn("cache index %s: opened read-only; trying again", ix->path);
+	return -EIO;
 }
 
 static void conn_close(struct index_conn *c)
