@@ -32,7 +32,7 @@
  *
  * INVARIANTS. The unit protocol across processes is numbered (1)-(7) in
  * cache/store/unit.h. Within one process the engine keeps these as well,
- * numbered apart (E1)-(E4):
+ * numbered apart (E1)-(E5):
  *
  *   (E1) A unit has at most one in-flight entry in a process: entries are
  *        made under c->lock after looking the table up (entry_new()), and
@@ -54,6 +54,17 @@
  *        cached units are keyed by its index id (one id per version), and
  *        every GET carries If-Match or If-Unmodified-Since and its answer
  *        is checked (version_pin(), version_verdict()).
+ *   (E5) An entry that its fetch thread stored, and that no reader
+ *        waits for when it settles, lets its buffer go (run_finish()):
+ *        the persist thread records it with the crc taken at the write,
+ *        and nobody reads the buffer of a written entry again. A read
+ *        that finds it in the table reads those bytes from the data file
+ *        and serves them only if no punch was counted since the fetch
+ *        thread wrote them, under the unit's claim (written_punches; so
+ *        nothing evicted them, unit.h invariant 3); else it waits for the
+ *        entry to leave the table and looks at the cache again
+ *        (read_written()). A reader that joined before it settled keeps
+ *        the buffer for itself.
  *
  * LOCKS: c->lock protects what is marked "c->lock" below. It is a leaf:
  * no other lock is taken under it, and it is never held across I/O, an
@@ -171,7 +182,8 @@ struct inflight {
 	struct cache_object *obj;	/* holds a ref */
 	struct extent unit;
 	char *buf;			/* unit.len bytes; written by the fetch
-					   thread before the state leaves FETCHING */
+					   thread before the state leaves FETCHING;
+					   NULL once it let them go (E5) */
 	enum unit_state state;		/* c->lock */
 	int err;			/* set with state */
 	int refs;			/* c->lock */
@@ -189,6 +201,8 @@ struct inflight {
 	bool written;
 	uint32_t crc;			/* of its bytes, when written */
 	int write_err;			/* the write's, when written */
+	uint64_t written_punches;	/* store_punches() after the write, when
+					   buf was let go */
 };
 
 /*

@@ -98,12 +98,21 @@ static void run_finish(struct fetch_run *run)
 		e->write_err = v.err;
 		e->written = true;
 	}
+	/* read after the writes, while their claims keep eviction off them */
+	uint64_t punches = store_punches(c->store);
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < run->n; i++) {
 		struct inflight *e = run->units[i];
 		if (!err && e->sliver)
 			edge_keep(c, obj, e->unit.off, e->unit.len, e->buf);
 		entry_settle(c, e, err, obj->id > 0);
+		/* stored, and no reader waits (the table's ref and the run's
+		   alone): its bytes are in the data file, the buffer can go (E5) */
+		if (!err && e->written && !e->write_err && e->refs == 2) {
+			free(e->buf);
+			e->buf = NULL;
+			e->written_punches = punches;
+		}
 		entry_unref(e);		/* the run's ref */
 	}
 	if (!err && run->lead_bytes)

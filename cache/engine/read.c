@@ -126,6 +126,30 @@ static int read_cached(struct cache *c, struct cache_object *obj, struct extent 
 	return 0;
 }
 
+/*
+ * PART of E's unit, whose bytes its fetch thread stored and whose buffer
+ * it let go, read from the data file into DST: served only if no punch
+ * was counted since they were written (E5). Else waits for E to leave the
+ * table: its unit is then cached, or given up. c->lock held (let go
+ * meanwhile); returns whether PART was served.
+ */
+static bool read_written(struct cache *c, struct inflight *e, struct extent part, char *dst)
+{
+	e->refs++;
+	pthread_mutex_unlock(&c->lock);
+	bool served = store_read(c->store, e->obj->id, dst, (size_t)part.len, part.off) == 0 &&
+		      store_punches(c->store) == e->written_punches;
+	pthread_mutex_lock(&c->lock);
+	if (served) {
+		e->ahead = false;	/* read now, as by a reader that joined it */
+		c->stats.bytes_served += part.len;
+	}
+	while (!served && table_find(c, e->obj->id, e->unit.off) == e)
+		pthread_cond_wait(&c->changed, &c->lock);
+	entry_unref(e);
+	return served;
+}
+
 /* One cache_read() on its way. */
 struct read_op {
 	struct cache *c;
@@ -186,6 +210,14 @@ static int read_lookup(struct read_op *r)
 			pthread_mutex_lock(&c->lock);	/* held on past the loop */
 			while ((e = table_find(c, obj->id, unit.off)) && e->state == UNIT_FAILED)
 				pthread_cond_wait(&c->changed, &c->lock);	/* (E1) */
+			if (e && !e->buf) {	/* stored, its buffer let go (E5) */
+				served = read_written(c, e, part, dst);
+				pthread_mutex_unlock(&c->lock);
+				if (served)
+					break;
+				look = -1;	/* it has left the table: look anew */
+				continue;
+			}
 			if (e || look == 1)
 				break;
 			pthread_mutex_unlock(&c->lock);
