@@ -81,7 +81,8 @@
  *     buffers (theirs alone while UNIT_FETCHING), and the part
  *     that ends a run last (parts_left) writes the claimed units' bytes
  *     to their data files (unit_write()), then settles its entries under
- *     c->lock and queues them; any fetch thread may end any run.
+ *     c->lock, frees the buffers no reader waits for (E5) and queues
+ *     them; any fetch thread may end any run.
  *   the persist thread [tilefs-persist] alone records stored units in the
  *     index, takes entries out of the table (E1, E2), evicts, writes edges
  *     and read times, and steps whole-object streams (stream.c).
