@@ -197,6 +197,26 @@ static const char schema_sql[] =
 	"INSERT OR IGNORE INTO meta VALUES ('instance', lower(hex(randomblob(8))));"
 	"INSERT OR IGNORE INTO meta VALUES ('proof_salt', lower(hex(randomblob(16))));";
 
+/*
+ * 0 if C can write, -EROFS if SQLite opened its file or its WAL file
+ * read-only without an error (as it does after a disk's passing I/O error
+ * at that open), else the error of the write tried. sqlite3_db_readonly()
+ * tells of the file, not of the WAL file: a write transaction begun and
+ * rolled back tells of both. Busy: another process writes, so writes are
+ * possible.
+ */
+static int conn_writable(struct index_conn *c)
+{
+	if (sqlite3_db_readonly(c->db, "main") == 1)
+		return -EROFS;
+	int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE; ROLLBACK;", NULL, NULL, NULL);
+	if (rc == SQLITE_OK || (rc & 0xff) == SQLITE_BUSY)
+		return 0;
+	if (!sqlite3_get_autocommit(c->db))
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	return (rc & 0xff) == SQLITE_READONLY ? -EROFS : index_sql_error(c->db, rc, "try a write");
+}
+
 static int conn_open(struct index *ix, struct index_conn *c)
 {
 	c->ix = ix;
@@ -224,26 +244,14 @@ static int conn_open(struct index *ix, struct index_conn *c)
 	}
 	if (rc != SQLITE_OK)
 		return index_sql_error(c->db, rc, "configure");
-	/* A file SQLite cannot open for writing (a disk's passing I/O error at
-	 * that open) it opens read-only, without an error: every write on the
-	 * connection would fail for as long as it lives. So that is an I/O
-	 * error here, and the open is tried again. */
-	if (sqlite3_db_readonly(c->db, "main") == 1) {
+	/* a connection that cannot write would fail every write for as long
+	   as it lives: an I/O error here, and the open is tried again */
+	rc = conn_writable(c);
+	if (rc == -EROFS) {
 		log_warn("cache index %s: opened read-only; trying again", ix->path);
 		return -EIO;
 	}
-	/* Nor does it say so of a WAL file it opened read-only (the same
-	   error at that open): a write transaction begun and rolled back
-	   does. Busy: another process writes, so writes are possible. */
-	rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE; ROLLBACK;", NULL, NULL, NULL);
-	if (rc == SQLITE_OK || (rc & 0xff) == SQLITE_BUSY)
-		return 0;
-	if (!sqlite3_get_autocommit(c->db))
-		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-	if ((rc & 0xff) != SQLITE_READONLY)
-		return index_sql_error(c->db, rc, "try a write");
-	log_warn("cache index %s: opened read-only; trying again", ix->path);
-	return -EIO;
+	return rc;
 }
 
 static void conn_close(struct index_conn *c)
