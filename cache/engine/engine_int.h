@@ -12,6 +12,8 @@
  *            state.c    settings, the prefetch policy now, counters
  *            known.c    the known map; load_unit(): a cached unit read whole
  *                       and checked
+ *            stage.c    a GET's bytes written to their data file as they
+ *                       come, each unit's crc taken as they pass
  *   level 1: object.c   cache objects: references, accessors, the stale
  *                       mark, object_cut(): the layout at first use
  *   level 2: inflight.c the in-flight table, slivers and kept edges
@@ -32,7 +34,7 @@
  *
  * INVARIANTS. The unit protocol across processes is numbered (1)-(7) in
  * cache/store/unit.h. Within one process the engine keeps these as well,
- * numbered apart (E1)-(E5):
+ * numbered apart (E1)-(E6):
  *
  *   (E1) A unit has at most one in-flight entry in a process: entries are
  *        made under c->lock after looking the table up (entry_new()), and
@@ -65,6 +67,18 @@
  *        entry to leave the table and looks at the cache again
  *        (read_written()). A reader that joined before it settled keeps
  *        the buffer for itself.
+ *   (E6) A run sent in the background (one GET that no reader waited for
+ *        when it was sent) of claimed, whole units writes their bytes to
+ *        their data file as they come, through a stage (stage.c), and
+ *        its entries have no buffer at all (run_stage()); each unit's crc
+ *        is taken as its bytes pass, and taken anew when an origin sends
+ *        them again from the first. A reader that joins such an entry
+ *        reads its part from the data file once it is ready, by E5's rule;
+ *        if a punch was counted since the write, it reads the part anew
+ *        once the entry has left the table (read_written_again()). If a
+ *        write fails, the entries stay UNIT_FETCHING and are fetched
+ *        again into buffers (run_again()), marked buffered so they are
+ *        never written so again.
  *
  * LOCKS: c->lock protects what is marked "c->lock" below. It is a leaf:
  * no other lock is taken under it, and it is never held across I/O, an
@@ -78,11 +92,12 @@
  *     nothing between calls.
  *   the fetch threads [tilefs-fetchN] (cache/origin/http.c: one per 4
  *     connections) run the GETs: a run's sink writes its entries'
- *     buffers (theirs alone while UNIT_FETCHING), and the part
- *     that ends a run last (parts_left) writes the claimed units' bytes
- *     to their data files (unit_write()), then settles its entries under
- *     c->lock, frees the buffers no reader waits for (E5) and queues
- *     them; any fetch thread may end any run.
+ *     buffers (theirs alone while UNIT_FETCHING), or its stage and
+ *     through it their data file (E6), and the part that ends a run last
+ *     (parts_left) writes the claimed units' bytes to their data files
+ *     (unit_write(); a stage's last bytes), then settles its entries
+ *     under c->lock, frees the buffers no reader waits for (E5) and
+ *     queues them; any fetch thread may end any run.
  *   the persist thread [tilefs-persist] alone records stored units in the
  *     index, takes entries out of the table (E1, E2), evicts, writes edges
  *     and read times, and steps whole-object streams (stream.c).
@@ -196,6 +211,8 @@ struct inflight {
 	bool wanted;			/* c->lock: read, and a hint's coming
 					   read wants it again (want_again()) */
 	bool sliver;			/* part of a unit, for one read only */
+	bool buffered;			/* its bytes are kept in memory: writing
+					   them as they came failed (E6) */
 	/* Written by the fetch thread that settled it, before it left
 	   FETCHING (run_finish()): its bytes are in the data file, under its
 	   claim (unit_write()); the persist thread records them. */
@@ -295,6 +312,35 @@ bool known_put(struct cache *c, const struct index_unit *u, uint64_t punches, bo
  * PUNCHES was read (takes c->lock). */
 int load_unit(struct cache *c, struct cache_object *obj, const struct index_unit *u,
 	      uint64_t punches, char *dst);
+
+/* stage.c */
+/* Where a GET's bytes go when they are written as they come: its units'
+ * bytes through a stage of SIZE bytes on the data file's page grid (whose
+ * whole pages go direct if DIRECT: store.h), the rest dropped. */
+struct stage {
+	struct store *store;
+	int64_t object_id;
+	uint64_t base;			/* the file offset of the GET's first byte */
+	size_t size;
+	bool direct;
+	char *buf;			/* size + STORE_ALIGN bytes */
+	uint64_t off;			/* file offset of its first staged byte */
+	size_t staged;
+	size_t at_unit;			/* the unit the next bytes reach first */
+	size_t n;
+	struct index_unit_new units[];	/* in order; crc: of their bytes so far */
+};
+/* A stage for a GET from file offset BASE of N units of OBJECT_ID (their
+ * claims the caller's), which the caller puts in units[] (off, len), in
+ * order; NULL: no memory. */
+struct stage *stage_new(struct store *st, int64_t object_id, uint64_t base, size_t n,
+			size_t size, bool direct);
+/* http_sink_fn: take LEN bytes of the GET, AT bytes past BASE. 0, or the
+ * error of a write. */
+int stage_take(void *arg, uint64_t at, const char *data, size_t len);
+/* Write out what is staged: after the GET's last byte. 0 or -errno. */
+int stage_flush(struct stage *s);
+void stage_free(struct stage *s);
 
 /* object.c */
 /* A new object (one ref, the caller's) of version V, last modified at

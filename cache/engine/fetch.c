@@ -13,6 +13,7 @@
  * call it.
  */
 #include "cache/engine/engine_int.h"
+#include "cache/base/log.h"
 #include "cache/origin/providers/provider.h"
 #include "cache/store/index.h"
 #include "cache/store/store.h"
@@ -34,6 +35,12 @@ struct fetch_run {
 	struct cache *cache;
 	struct cache_object *obj;	/* holds a ref */
 	bool background;
+	enum fetch_for why;
+	/* NULL: the bytes go to the entries' buffers; else to their data
+	   file as they come (E6), and write_err is the first write's error
+	   (c->lock until the run settles) */
+	struct stage *stage;
+	int write_err;
 	uint64_t off, len;		/* the range, lead and spill included */
 	uint64_t lead, spill;		/* bytes before the first unit and after
 					   the last, for edges */
@@ -75,6 +82,9 @@ int entry_claim(struct cache *c, struct cache_object *obj, struct inflight *e)
 	return 0;
 }
 
+static void run_again(struct cache *c, struct cache_object *obj, struct inflight **units,
+		      size_t n, enum fetch_for why, int err);
+
 /* Every part of RUN has come back: settle its entries. */
 static void run_finish(struct fetch_run *run)
 {
@@ -84,40 +94,54 @@ static void run_finish(struct fetch_run *run)
 
 	if (err == -ESTALE)
 		object_mark_stale(obj);
-	/* the bytes of the units kept go to their data file here, on the
-	   fetch thread that has them, under their claims (unit.h, invariant
-	   1): the per-byte work of storing spreads over the fetch threads,
-	   and the persist thread records rows only */
-	for (size_t i = 0; !err && obj->id > 0 && i < run->n; i++) {
+	if (!err && run->stage && !run->write_err)
+		run->write_err = stage_flush(run->stage);
+	/* written as they came, and a write failed: its readers get them
+	   from a GET into buffers instead (E6) */
+	bool again = run->stage && run->write_err;
+	if (again)
+		run_again(c, obj, run->units, run->n, run->why, run->write_err);
+	/* the bytes of the units kept go to their data file here (or went
+	   as they came), on the fetch thread that has them, under their
+	   claims (unit.h, invariant 1): the per-byte work of storing spreads
+	   over the fetch threads, and the persist thread records rows only */
+	for (size_t i = 0; !err && !again && obj->id > 0 && i < run->n; i++) {
 		struct inflight *e = run->units[i];
 		if (e->sliver || !e->claimed)
 			continue;
-		struct index_unit_new v = { .off = e->unit.off, .len = e->unit.len };
-		unit_write(c->store, obj->id, &v, e->buf);
-		e->crc = v.crc;
-		e->write_err = v.err;
+		if (run->stage) {
+			e->crc = run->stage->units[i].crc;
+		} else {
+			struct index_unit_new v = { .off = e->unit.off, .len = e->unit.len };
+			unit_write(c->store, obj->id, &v, e->buf);
+			e->crc = v.crc;
+			e->write_err = v.err;
+		}
 		e->written = true;
 	}
 	/* read after the writes, while their claims keep eviction off them */
 	uint64_t punches = store_punches(c->store);
+	bool whole = !err && !again;
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < run->n; i++) {
 		struct inflight *e = run->units[i];
-		if (!err && e->sliver)
+		if (whole && e->sliver)
 			edge_keep(c, obj, e->unit.off, e->unit.len, e->buf);
-		entry_settle(c, e, err, obj->id > 0);
+		if (!again)
+			entry_settle(c, e, err, obj->id > 0);
 		/* stored, and no reader waits (the table's ref and the run's
 		   alone): its bytes are in the data file, the buffer can go (E5) */
-		if (!err && e->written && !e->write_err && e->refs == 2) {
+		if (whole && e->written && !e->write_err && e->buf && e->refs == 2) {
 			free(e->buf);
 			e->buf = NULL;
-			e->written_punches = punches;
 		}
+		if (whole && !e->buf)
+			e->written_punches = punches;
 		entry_unref(e);		/* the run's ref */
 	}
-	if (!err && run->lead_bytes)
+	if (whole && run->lead_bytes)
 		edge_keep(c, obj, run->off, run->lead, run->lead_bytes);
-	if (!err && run->spill_bytes)
+	if (whole && run->spill_bytes)
 		edge_keep(c, obj, run->off + run->len - run->spill, run->spill, run->spill_bytes);
 	c->stats.bytes_fetched += run->fetched;
 	if (run->background) {
@@ -129,6 +153,7 @@ static void run_finish(struct fetch_run *run)
 	free(run->lead_bytes);
 	free(run->spill_bytes);
 	free(run->parts);
+	stage_free(run->stage);
 	cache_object_unref(obj);
 	free(run);
 }
@@ -154,7 +179,12 @@ static int part_take(void *arg, uint64_t at, const char *data, size_t len)
 	struct fetch_run *run = part->run;
 	uint64_t from = part->req.off + at, to = from + len;
 
-	for (size_t i = 0; i < run->n; i++) {
+	if (run->stage) {	/* the run's one part (E6) */
+		int err = stage_take(run->stage, at, data, len);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; !run->stage && i < run->n; i++) {
 		struct inflight *e = run->units[i];
 		copy_overlap(e->buf, e->unit.off, e->unit.len, data, from, to);
 	}
@@ -169,9 +199,12 @@ static void part_done(struct http_request *req, void *arg)
 {
 	struct fetch_run *run = ((struct fetch_part *)arg)->run;
 	struct cache *c = run->cache;
-	int err = version_verdict(&run->obj->version, req);
+	/* a write's error, from the stage (E6): not the GET's */
+	int err = req->sink_err ? 0 : version_verdict(&run->obj->version, req);
 
 	pthread_mutex_lock(&c->lock);
+	if (req->sink_err)
+		run->write_err = req->sink_err;
 	if (!err)
 		run->fetched += req->body_len;
 	if (err && (!run->err || err == -ESTALE))
@@ -279,6 +312,58 @@ static void run_kept(struct cache *c, struct cache_object *obj, struct inflight 
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* Run stages (stage.c) are on the page grid, written through the page
+ * cache: the readers that wait for a streamed unit read it from there. */
+#define RUN_STAGE (256u << 10)
+
+/* The stage of a run of UNITS[0..n) of OBJ that GETs [OFF, END), if its
+ * bytes are to go to their data file as they come (E6): in one GET
+ * (ONE_PART) that no reader waited for when it was sent, whole (no edge
+ * filled a unit's end), every unit claimed and ever written so. NULL: to
+ * the entries' buffers (also if the stage has no memory). */
+static struct stage *run_stage(struct cache *c, struct cache_object *obj,
+			       struct inflight **units, size_t n, bool one_part, uint64_t off,
+			       uint64_t end)
+{
+	struct inflight *last = units[n - 1];
+	bool to_file = one_part && obj->id > 0 && off <= units[0]->unit.off &&
+		       end >= last->unit.off + last->unit.len;
+	for (size_t i = 0; to_file && i < n; i++)
+		to_file = units[i]->claimed && !units[i]->sliver && !units[i]->buffered;
+	struct stage *s = to_file ? stage_new(c->store, obj->id, off, n, RUN_STAGE, false) : NULL;
+	for (size_t i = 0; s && i < n; i++)
+		s->units[i] = (struct index_unit_new){ .off = units[i]->unit.off,
+						       .len = units[i]->unit.len };
+	return s;
+}
+
+/* Writing the bytes of UNITS[0..n) of OBJ to their data file as they came
+ * failed with ERR (a full disk, say): GET them again into buffers, for the
+ * readers who wait (E6). They stay UNIT_FETCHING meanwhile. */
+static void run_again(struct cache *c, struct cache_object *obj, struct inflight **units,
+		      size_t n, enum fetch_for why, int err)
+{
+	log_info("%s: cannot write %zu units to the cache as they come (%s): "
+		 "fetching them again into memory", obj->log_name, n, strerror(-err));
+	char **bufs = calloc(n, sizeof(*bufs));
+	size_t got = 0;
+	while (bufs && got < n && (bufs[got] = malloc(units[got]->unit.len)))
+		got++;
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < n; i++) {
+		units[i]->buffered = true;
+		units[i]->buf = got == n ? bufs[i] : NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (got == n)
+		submit_runs(c, obj, units, n, why);
+	else
+		run_fail(c, units, n, -ENOMEM);
+	while (got < n && got > 0)
+		free(bufs[--got]);
+	free(bufs);
+}
+
 /* Fetch UNITS[0..n) (PU: the same, as plan.h sees them), in order in the
  * object, with one GET (of the gaps between them too), or with a few
  * parallel GETs of consecutive parts; what kept edges hold of the first
@@ -344,6 +429,8 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 	run->obj = cache_object_ref(obj);
 	run->n = n;
 	run->background = background;
+	run->why = why;
+	run->stage = run_stage(c, obj, units, n, background && nparts == 1, off, end);
 	run->off = off;
 	run->len = end - off;
 	run->lead = lead;
@@ -355,6 +442,10 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 	for (size_t i = 0; i < n; i++) {
 		run->units[i] = units[i];
 		units[i]->refs++;
+		if (run->stage) {	/* a reader that joins it reads the file (E6) */
+			free(units[i]->buf);
+			units[i]->buf = NULL;
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 	/* the run is the fetch threads' once its first part is submitted */

@@ -210,7 +210,8 @@ static int read_lookup(struct read_op *r)
 			pthread_mutex_lock(&c->lock);	/* held on past the loop */
 			while ((e = table_find(c, obj->id, unit.off)) && e->state == UNIT_FAILED)
 				pthread_cond_wait(&c->changed, &c->lock);	/* (E1) */
-			if (e && !e->buf) {	/* stored, its buffer let go (E5) */
+			if (e && !e->buf && e->state == UNIT_READY) {	/* stored, its
+								   buffer let go (E5, E6) */
 				served = read_written(c, e, part, dst);
 				pthread_mutex_unlock(&c->lock);
 				if (served)
@@ -359,6 +360,25 @@ static int entry_cmp(const void *a, const void *b)
 	return x->unit.off < y->unit.off ? -1 : x->unit.off > y->unit.off;
 }
 
+/*
+ * PART of R, in E's unit, whose bytes went to the data file as they came
+ * and are not in memory (E6): read from there (read_written()), or, if a
+ * punch was counted since, read anew once E has left the table. Returns
+ * RESULT, or the error of that read. c->lock held (let go meanwhile).
+ */
+static ssize_t read_written_again(struct read_op *r, struct inflight *e, struct extent part,
+				  ssize_t result)
+{
+	struct cache *c = r->c;
+	char *dst = r->buf + (part.off - r->off);
+	if (read_written(c, e, part, dst))
+		return result;
+	pthread_mutex_unlock(&c->lock);
+	ssize_t got = cache_read(c, r->obj, r->stream, dst, (size_t)part.len, part.off);
+	pthread_mutex_lock(&c->lock);
+	return got == (ssize_t)part.len ? result : got < 0 ? got : -EIO;
+}
+
 /* Wait for R's entries and copy their bytes; drops R's refs. Returns
  * RESULT, or the first entry's error when RESULT was not one. */
 static ssize_t read_collect(struct read_op *r, ssize_t result)
@@ -374,10 +394,14 @@ static ssize_t read_collect(struct read_op *r, ssize_t result)
 		if (e) {
 			while (e->state == UNIT_FETCHING)
 				pthread_cond_wait(&c->changed, &c->lock);
-			if (e->state == UNIT_READY && result >= 0) {
+			if (e->state == UNIT_READY && result >= 0 && e->buf) {
 				memcpy(r->buf + (p - r->off), e->buf + (p - e->unit.off),
 				       (size_t)(end - p));
 				c->stats.bytes_served += end - p;
+			} else if (e->state == UNIT_READY && result >= 0) {
+				/* written as its bytes came (E6) */
+				result = read_written_again(r, e, (struct extent){ p, end - p },
+							    result);
 			} else if (result >= 0) {
 				result = e->err ? e->err : -EIO;
 			}

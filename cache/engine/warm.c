@@ -2,7 +2,7 @@
  * warm.c - cache_warm() and cache_units_missing(), for tilefs warm: units
  * are claimed, fetched and stored from the calling thread (no in-flight
  * entries, no persist queue; a fetch thread stages the bytes on the data
- * file's page grid and writes them direct: warm_sink_take()), under the
+ * file's page grid and writes them direct: stage.c), under the
  * same claims as a mount's reads, so the two never fetch one unit twice.
  * Every unit warmed is admitted, even into a full cache: a user who warms
  * a file wants it kept (cache/store/evict.h), and so are those of it the
@@ -13,7 +13,6 @@
  * (pinned GETs) and what lies under them; no engine file calls it.
  */
 #include "cache/engine/engine_int.h"
-#include "cache/store/crc32c.h"
 #include "cache/store/index.h"
 #include "cache/store/store.h"
 #include "cache/store/unit.h"
@@ -77,78 +76,9 @@ int cache_units_missing(struct cache *c, struct cache_object *obj,
 	return 0;
 }
 
-/* Where a warm GET's bytes go: into the object's data file a stage at a
- * time, each unit's checksum taken as they pass. The stage lies on the
- * file's page grid, so its whole pages are written direct (store.h): one
- * copy in memory instead of one into the page cache. */
+/* A warm GET's stage (stage.c): its whole pages go direct, as nobody
+ * reads them back soon. */
 #define WARM_STAGE (1u << 20)
-
-struct warm_sink {
-	struct store *store;
-	int64_t object_id;
-	char *stage;			/* WARM_STAGE + STORE_ALIGN bytes */
-	uint64_t stage_off;		/* file offset of its first byte */
-	size_t staged;
-	size_t n;
-	size_t at_unit;			/* the unit the next bytes start in */
-	struct index_unit_new units[];	/* adjacent; crc: so far */
-};
-
-static char *stage_at(struct warm_sink *s)
-{
-	return s->stage + s->stage_off % STORE_ALIGN;
-}
-
-static int stage_flush(struct warm_sink *s)
-{
-	int err = s->staged ? store_write(s->store, s->object_id, stage_at(s), s->staged,
-					  s->stage_off, true) : 0;
-	s->staged = 0;
-	return err;
-}
-
-/* http_sink_fn */
-static int warm_sink_take(void *arg, uint64_t at, const char *data, size_t len)
-{
-	struct warm_sink *s = arg;
-	uint64_t pos = s->units[0].off + at;
-
-	if (at == 0) {		/* the first bytes, or all of them again */
-		s->staged = 0;
-		s->at_unit = 0;
-		for (size_t i = 0; i < s->n; i++)
-			s->units[i].crc = 0;
-	}
-	/* bytes come in order, or from the first again: a stage is one run
-	   of the file, flushed before any other */
-	int err = s->staged && pos != s->stage_off + s->staged ? stage_flush(s) : 0;
-	if (err)
-		return err;
-	for (size_t done = 0; done < len;) {
-		if (!s->staged)
-			s->stage_off = pos + done;
-		size_t take = len - done < WARM_STAGE - s->staged ? len - done
-								 : WARM_STAGE - s->staged;
-		memcpy(stage_at(s) + s->staged, data + done, take);
-		s->staged += take;
-		done += take;
-		err = s->staged == WARM_STAGE ? stage_flush(s) : 0;
-		if (err)
-			return err;
-	}
-	while (len > 0) {
-		struct index_unit_new *u = &s->units[s->at_unit];
-		uint64_t left = u->off + u->len - pos;
-		size_t take = left < len ? (size_t)left : len;
-		u->crc = crc32c(u->crc, data, take);
-		data += take;
-		pos += take;
-		len -= take;
-		if (take == left && s->at_unit + 1 < s->n)
-			s->at_unit++;
-	}
-	return 0;
-}
 
 /*
  * GET UNITS[0..n) of OBJ (adjacent, all claimed by us) into their data
@@ -159,24 +89,19 @@ static int warm_run(struct cache *c, struct cache_object *obj, const struct exte
 		    size_t n, struct cache_warm_counts *out)
 {
 	uint64_t off = units[0].off, end = units[n - 1].off + units[n - 1].len;
-	struct warm_sink *sink = calloc(1, sizeof(*sink) + n * sizeof(sink->units[0]));
+	struct stage *sink = stage_new(c->store, obj->id, off, n, WARM_STAGE, true);
 	struct http_request req;
 
-	if (!sink || posix_memalign((void **)&sink->stage, STORE_ALIGN,
-				    WARM_STAGE + STORE_ALIGN) != 0) {
-		free(sink);
+	if (!sink) {
 		for (size_t i = 0; i < n; i++)
 			index_unclaim(c->index, obj->id, units[i].off);
 		return -ENOMEM;
 	}
-	sink->store = c->store;
-	sink->object_id = obj->id;
-	sink->n = n;
 	for (size_t i = 0; i < n; i++)
 		sink->units[i] = (struct index_unit_new){ .off = units[i].off,
 							  .len = units[i].len };
 	pinned_get(c, obj->url, obj->log_name, &obj->version, off, end - off, &req);
-	req.sink = warm_sink_take;
+	req.sink = stage_take;
 	req.sink_arg = sink;
 	http_run(c->http, &req);
 	int err = version_verdict(&obj->version, &req);
@@ -199,8 +124,7 @@ static int warm_run(struct cache *c, struct cache_object *obj, const struct exte
 				err = sink->units[i].err;
 		}
 	}
-	free(sink->stage);
-	free(sink);
+	stage_free(sink);
 	return err;
 }
 

@@ -292,6 +292,23 @@ fault_shim() {
 	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
 }
 
+# faulty_reads SEED MATCH PERCENT: a mount on an empty cache whose I/O calls
+# on the files MATCH names fail, PERCENT of them (the shim's other settings
+# from the caller's environment); every sample read right through it, twice,
+# the second time on a dropped page cache.
+faulty_reads() {
+	local seed=$1
+	rm -rf "$T/cache"
+	LD_PRELOAD=$FAULT_SHIM TILEFS_FAULT_MATCH=$2 TILEFS_FAULT_PERCENT=$3 \
+		TILEFS_FAULT_SEED=$seed TILEFS_FAULT_LOG=$T/faults \
+		tilefs_mount "$ORIGIN_URL" "$MNT" --log-level info
+	cmp_tree "$SAMPLES" "$MNT" || fail "seed $seed: bytes differ from the origin's"
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp_tree "$SAMPLES" "$MNT" || fail "seed $seed: bytes differ the second time"
+	tilefs_alive "$MNT"
+	tilefs_umount "$MNT"
+}
+
 # origin_read_all: the 206 bodies the origin sent add up to every byte of
 # the sample set (each file read whole went to the origin).
 origin_read_all() {
@@ -305,15 +322,7 @@ origin_read_all() {
 	fault_shim
 	local seed
 	for seed in 1 2 3; do
-		rm -rf "$T/cache"
-		LD_PRELOAD=$FAULT_SHIM TILEFS_FAULT_MATCH=index.db TILEFS_FAULT_PERCENT=3 \
-			TILEFS_FAULT_SEED=$seed TILEFS_FAULT_LOG=$T/faults \
-			tilefs_mount "$ORIGIN_URL" "$MNT" --log-level info
-		cmp_tree "$SAMPLES" "$MNT" || fail "seed $seed: bytes differ from the origin's"
-		echo 3 >/proc/sys/vm/drop_caches
-		cmp_tree "$SAMPLES" "$MNT" || fail "seed $seed: bytes differ the second time"
-		tilefs_alive "$MNT"
-		tilefs_umount "$MNT"
+		faulty_reads "$seed" index.db 3
 		! grep "reading every file from the origin" "$TILEFS_LOG" ||
 			fail "seed $seed: the open was not tried again until it worked"
 		tilefs_run cache stat --cache-dir "$T/cache"
@@ -322,6 +331,23 @@ origin_read_all() {
 	done
 	[ -s "$T/faults" ] || fail "the shim made no call fail"
 	echo "calls failed: $(wc -l <"$T/faults")" >&2
+}
+
+@test "writes to the data files fail (EIO): reads right, the units fetched again into memory" {
+	fault_shim
+	# a file long enough that its stream runs ahead of its reader
+	head -c $((32 << 20)) /dev/urandom >"$SAMPLES/long.bin"
+	local seed
+	for seed in 1 2; do
+		# all (then 30%) of the pwrite()s to the data files fail: the
+		# units that stream to their files as they come are fetched
+		# again into memory
+		TILEFS_FAULT_CALLS=pwrite,pwrite64 \
+			faulty_reads "$seed" "$T/cache/data-" $((seed == 1 ? 100 : 30))
+		[ "$seed" != 1 ] ||
+			log_has "to the cache as they come (Input/output error): fetching them again into memory"
+	done
+	[ -s "$T/faults" ] || fail "the shim made no call fail"
 }
 
 # uncached_mount: the cache index cannot be opened (set up by the caller,

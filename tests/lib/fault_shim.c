@@ -2,9 +2,9 @@
  * fault_shim.c - an LD_PRELOAD library for the fault tests: makes a share
  * of the I/O calls on chosen files fail with EIO, as a failing disk would.
  *
- *   TILEFS_FAULT_MATCH    the files: those whose path, as opened, contains
- *                         this string (e.g. "/index.db": the index, its
- *                         -wal and -shm)
+ *   TILEFS_FAULT_MATCH    the files: those whose path, as opened or in
+ *                         full, contains this string (e.g. "/index.db":
+ *                         the index, its -wal and -shm)
  *   TILEFS_FAULT_PERCENT  the share of calls that fail, 0 to 100
  *   TILEFS_FAULT_SEED     makes the choice of calls repeatable (default 1)
  *   TILEFS_FAULT_LOG      a file: one line per failed call ("open PATH",
@@ -81,11 +81,18 @@ static bool matches(const char *path)
 	return m && *m && path && strstr(path, m);
 }
 
-/* After an open of PATH gave FD: remember whether its calls may fail. */
+/* After an open of PATH gave FD: remember whether its calls may fail (by
+ * PATH, or by the full path the kernel has for FD: a path opened relative
+ * to a directory's fd holds only the end of it). */
 static int opened(const char *path, int fd)
 {
-	if (fd >= 0 && fd < MAX_FDS)
-		atomic_store(&faulty[fd], matches(path));
+	if (fd >= 0 && fd < MAX_FDS) {
+		char link[64], full[4096];
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(link, full, sizeof(full) - 1);
+		full[n > 0 ? n : 0] = '\0';
+		atomic_store(&faulty[fd], matches(path) || (n > 0 && matches(full)));
+	}
 	return fd;
 }
 

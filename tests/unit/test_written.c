@@ -11,6 +11,10 @@
  *     not trust the data file: it waits for the record (the lock's
  *     release), then reads the right bytes, from the cache.
  *
+ * And units written as their bytes come (E6): a background run's entries
+ * have no buffer while they are fetched, and the readers who join them
+ * read the data file, with no other GET.
+ *
  * Every wait is for an event, bounded by ORIGIN_WAIT_S.
  */
 #include "cache/engine/cache.h"
@@ -55,11 +59,38 @@ static bool let_go(struct cache *c, const struct cache_object *obj, struct exten
 	return gone;
 }
 
+/* Prefetch UNITS[0..2) of OBJ, as readahead does, with their GET held
+ * at the origin until origin_release(), and drop the creator's refs. */
+static void prefetch_held(struct origin_server *s, struct cache *c, struct cache_object *obj,
+			  const struct extent *units)
+{
+	origin_hold(s, units[0].off);
+	struct inflight *made[2];
+	size_t n = prefetch_entries(c, obj, units, 2, false, made);
+	CHECK(n == 2, "both units claimed and made entries (%zu)", n);
+	submit_runs(c, obj, made, n, FETCH_FOR_READER);
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < n; i++)
+		entry_unref(made[i]);
+	pthread_mutex_unlock(&c->lock);
+	CHECK(origin_wait_held(s), "their GET reached the origin");
+}
+
+/* Hold the write lock of DIR's index (in *DB), so the persist thread
+ * cannot record units until ROLLBACK. */
+static void lock_index(const char *dir, sqlite3 **db)
+{
+	char path[300];
+	snprintf(path, sizeof(path), "%s/index.db", dir);
+	bool locked = sqlite3_open(path, db) == SQLITE_OK &&
+		      sqlite3_exec(*db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+	CHECK(locked, "the test holds the index's write lock");
+}
+
 static void test_written(struct origin_server *s, const char *dir)
 {
 	static char want[8 * BLOCK];
 	struct engine e;
-	char path[300];
 	sqlite3 *db = NULL;
 
 	origin_pattern(want, sizeof(want), 7);
@@ -76,23 +107,9 @@ static void test_written(struct origin_server *s, const char *dir)
 	struct extent units[2] = { unit_of(obj, 2 * BLOCK), unit_of(obj, 3 * BLOCK) };
 	struct extent elsewhere = unit_of(obj, 6 * BLOCK);
 
-	/* prefetch two units, as readahead does, and drop the creator's refs */
-	origin_hold(s, units[0].off);
-	struct inflight *made[2];
-	size_t n = prefetch_entries(c, obj, units, 2, false, made);
-	CHECK(n == 2, "both units claimed and made entries (%zu)", n);
-	submit_runs(c, obj, made, n, FETCH_FOR_READER);
-	pthread_mutex_lock(&c->lock);
-	for (size_t i = 0; i < n; i++)
-		entry_unref(made[i]);
-	pthread_mutex_unlock(&c->lock);
-	CHECK(origin_wait_held(s), "their GET reached the origin");
-
+	prefetch_held(s, c, obj, units);
 	/* the persist thread cannot record them from now on */
-	snprintf(path, sizeof(path), "%s/index.db", dir);
-	bool locked = sqlite3_open(path, &db) == SQLITE_OK &&
-		      sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
-	CHECK(locked, "the test holds the index's write lock");
+	lock_index(dir, &db);
 	origin_release(s);
 	bool gone = false;
 	for (time_t end = deadline(); !gone && time(NULL) < end; pause_briefly())
@@ -127,6 +144,71 @@ out:
 	engine_stop(&e);
 }
 
+/* UNIT of OBJ's entry, in the table, still fetching without a buffer
+ * (written as its bytes come, E6), with READERS refs beside the table's
+ * and the run's? */
+static bool streaming(struct cache *c, const struct cache_object *obj, struct extent unit,
+		      int readers)
+{
+	pthread_mutex_lock(&c->lock);
+	struct inflight *e = table_find(c, obj->id, unit.off);
+	bool yes = e && e->state == UNIT_FETCHING && !e->buf && e->refs == 2 + readers;
+	pthread_mutex_unlock(&c->lock);
+	return yes;
+}
+
+/* E6: a background run's units go to their data file as their bytes come,
+ * with no buffer; readers who joined them meanwhile read the data file. */
+static void test_streamed(struct origin_server *s, const char *dir)
+{
+	static char want[8 * BLOCK];
+	struct engine e;
+	sqlite3 *db = NULL;
+
+	origin_pattern(want, sizeof(want), 8);
+	origin_put(s, "/streamed.bin", sizeof(want), 8, "\"s1\"");
+	if (engine_start(&e, s, dir, 64u << 20, 5) != 0) {
+		CHECK(0, "the cache opens");
+		return;
+	}
+	struct cache *c = e.cache;
+	struct cache_object *obj = engine_object(&e, "/streamed.bin");
+	CHECK(obj != NULL, "the object opens");
+	if (!obj)
+		goto out;
+	struct extent units[2] = { unit_of(obj, 4 * BLOCK), unit_of(obj, 5 * BLOCK) };
+
+	prefetch_held(s, c, obj, units);
+	CHECK(streaming(c, obj, units[0], 0) && streaming(c, obj, units[1], 0),
+	      "no reader waits: both fetched with no buffer, to their data file");
+
+	/* the persist thread cannot record them: readers get the data file */
+	lock_index(dir, &db);
+	struct reader r[2] = { { &e, obj, units[0], want, false, false },
+			       { &e, obj, units[1], want, false, false } };
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, read_unit, &r[i]);
+	bool joined = false;
+	for (time_t end = deadline(); !joined && time(NULL) < end; pause_briefly())
+		joined = streaming(c, obj, units[0], 1) && streaming(c, obj, units[1], 1);
+	CHECK(joined, "two readers joined them, still without a buffer");
+	origin_release(s);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	CHECK(r[0].right && r[1].right, "each reader got the right bytes, from the data file");
+	CHECK(origin_count(s, "GET", "/streamed.bin", units[0].off) == 1 &&
+	      origin_count(s, "GET", "/streamed.bin", units[1].off) == 0,
+	      "with no other GET of them (%zu and %zu)",
+	      origin_count(s, "GET", "/streamed.bin", units[0].off),
+	      origin_count(s, "GET", "/streamed.bin", units[1].off));
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	cache_object_unref(obj);
+out:
+	sqlite3_close(db);
+	engine_stop(&e);
+}
+
 int main(void)
 {
 	char base[] = "/tmp/tilefs-written-XXXXXX", dir[256];
@@ -139,6 +221,7 @@ int main(void)
 		return 1;
 	}
 	test_written(&s, cache_dir_in(base, "written", dir, sizeof(dir)));
+	test_streamed(&s, cache_dir_in(base, "streamed", dir, sizeof(dir)));
 	origin_stop(&s);
 	remove_tree(base);
 	return check_done();
