@@ -317,10 +317,10 @@ static void run_kept(struct cache *c, struct cache_object *obj, struct inflight 
 #define RUN_STAGE (256u << 10)
 
 /* The stage of a run of UNITS[0..n) of OBJ that GETs [OFF, END), if its
- * bytes are to go to their data file as they come (E6): in one GET
- * (ONE_PART) that no reader waited for when it was sent, whole (no edge
- * filled a unit's end), every unit claimed and ever written so. NULL: to
- * the entries' buffers (also if the stage has no memory). */
+ * bytes are to go to their data file as they come (E6): one GET (ONE_PART)
+ * that no reader waited for when it was sent, of every unit whole (no
+ * kept edge filled an end), each claimed and not buffered (run_again()).
+ * NULL: to the entries' buffers (also if the stage has no memory). */
 static struct stage *run_stage(struct cache *c, struct cache_object *obj,
 			       struct inflight **units, size_t n, bool one_part, uint64_t off,
 			       uint64_t end)
@@ -343,8 +343,11 @@ static struct stage *run_stage(struct cache *c, struct cache_object *obj,
 static void run_again(struct cache *c, struct cache_object *obj, struct inflight **units,
 		      size_t n, enum fetch_for why, int err)
 {
-	log_info("%s: cannot write %zu units to the cache as they come (%s): "
-		 "fetching them again into memory", obj->log_name, n, strerror(-err));
+	/* once at info, then at debug: a full disk fails them all */
+	enum log_level level = atomic_exchange(&c->stage_failed_logged, true) ? LOG_DEBUG :
+										LOG_INFO;
+	log_at(level, "%s: cannot write %zu units to the cache as they come (%s): "
+	       "fetching them again into memory", obj->log_name, n, strerror(-err));
 	char **bufs = calloc(n, sizeof(*bufs));
 	size_t got = 0;
 	while (bufs && got < n && (bufs[got] = malloc(units[got]->unit.len)))
