@@ -1,8 +1,8 @@
 /*
  * test_written.c - entries that let their buffers go (engine_int.h, E5):
- * units prefetched with no reader waiting are written to their data file
- * by the fetch thread, and their buffers freed before the persist thread
- * records them. The test holds the index's write lock, so the persist
+ * units a read's GET brought with no reader waiting are written to their
+ * data file by the fetch thread, and their buffers freed before the
+ * persist thread records them. The test holds the index's write lock, so the persist
  * thread cannot record them while it looks:
  *
  *   - both entries are still in the table, ready, without a buffer;
@@ -59,15 +59,29 @@ static bool let_go(struct cache *c, const struct cache_object *obj, struct exten
 	return gone;
 }
 
+/* Is UNIT of OBJ in the table with a buffer? */
+static bool in_buffer(struct cache *c, const struct cache_object *obj, struct extent unit)
+{
+	pthread_mutex_lock(&c->lock);
+	struct inflight *e = table_find(c, obj->id, unit.off);
+	bool yes = e && e->buf;
+	pthread_mutex_unlock(&c->lock);
+	return yes;
+}
+
 /* Prefetch UNITS[0..2) of OBJ, as readahead does, with their GET held
- * at the origin until origin_release(), and drop the creator's refs. */
+ * at the origin until origin_release(), and drop the creator's refs.
+ * DEMAND: the first is a reader's miss, as when readahead joins a read's
+ * GET, so the GET is not a background one: its units go to buffers. */
 static void prefetch_held(struct origin_server *s, struct cache *c, struct cache_object *obj,
-			  const struct extent *units)
+			  const struct extent *units, bool demand)
 {
 	origin_hold(s, units[0].off);
 	struct inflight *made[2];
 	size_t n = prefetch_entries(c, obj, units, 2, false, made);
 	CHECK(n == 2, "both units claimed and made entries (%zu)", n);
+	if (n > 0)
+		made[0]->prefetch = !demand;
 	submit_runs(c, obj, made, n, FETCH_FOR_READER);
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < n; i++)
@@ -107,7 +121,8 @@ static void test_written(struct origin_server *s, const char *dir)
 	struct extent units[2] = { unit_of(obj, 2 * BLOCK), unit_of(obj, 3 * BLOCK) };
 	struct extent elsewhere = unit_of(obj, 6 * BLOCK);
 
-	prefetch_held(s, c, obj, units);
+	prefetch_held(s, c, obj, units, true);
+	CHECK(in_buffer(c, obj, units[1]), "a read's GET: its units are fetched into buffers");
 	/* the persist thread cannot record them from now on */
 	lock_index(dir, &db);
 	origin_release(s);
@@ -178,7 +193,7 @@ static void test_streamed(struct origin_server *s, const char *dir)
 		goto out;
 	struct extent units[2] = { unit_of(obj, 4 * BLOCK), unit_of(obj, 5 * BLOCK) };
 
-	prefetch_held(s, c, obj, units);
+	prefetch_held(s, c, obj, units, false);
 	CHECK(streaming(c, obj, units[0], 0) && streaming(c, obj, units[1], 0),
 	      "no reader waits: both fetched with no buffer, to their data file");
 
