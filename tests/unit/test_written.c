@@ -101,23 +101,35 @@ static void lock_index(const char *dir, sqlite3 **db)
 	CHECK(locked, "the test holds the index's write lock");
 }
 
+/* Serve PATH, LEN bytes of pattern SEED (copied to WANT), and open it in
+ * a cache started in DIR (E: the caller stops it, whatever this returns);
+ * NULL if the cache or the object does not open. */
+static struct cache_object *serve_and_open(struct origin_server *s, const char *dir,
+					   const char *path, int seed, const char *etag,
+					   char *want, size_t len, struct engine *e)
+{
+	origin_pattern(want, len, seed);
+	origin_put(s, path, len, seed, etag);
+	if (engine_start(e, s, dir, 64u << 20, 5) != 0) {
+		CHECK(0, "the cache opens");
+		return NULL;
+	}
+	struct cache_object *obj = engine_object(e, path);
+	CHECK(obj != NULL, "the object opens");
+	return obj;
+}
+
 static void test_written(struct origin_server *s, const char *dir)
 {
 	static char want[8 * BLOCK];
 	struct engine e;
 	sqlite3 *db = NULL;
 
-	origin_pattern(want, sizeof(want), 7);
-	origin_put(s, "/written.bin", sizeof(want), 7, "\"w1\"");
-	if (engine_start(&e, s, dir, 64u << 20, 5) != 0) {
-		CHECK(0, "the cache opens");
-		return;
-	}
-	struct cache *c = e.cache;
-	struct cache_object *obj = engine_object(&e, "/written.bin");
-	CHECK(obj != NULL, "the object opens");
+	struct cache_object *obj = serve_and_open(s, dir, "/written.bin", 7, "\"w1\"", want,
+						  sizeof(want), &e);
 	if (!obj)
 		goto out;
+	struct cache *c = e.cache;
 	struct extent units[2] = { unit_of(obj, 2 * BLOCK), unit_of(obj, 3 * BLOCK) };
 	struct extent elsewhere = unit_of(obj, 6 * BLOCK);
 
@@ -180,17 +192,11 @@ static void test_streamed(struct origin_server *s, const char *dir)
 	struct engine e;
 	sqlite3 *db = NULL;
 
-	origin_pattern(want, sizeof(want), 8);
-	origin_put(s, "/streamed.bin", sizeof(want), 8, "\"s1\"");
-	if (engine_start(&e, s, dir, 64u << 20, 5) != 0) {
-		CHECK(0, "the cache opens");
-		return;
-	}
-	struct cache *c = e.cache;
-	struct cache_object *obj = engine_object(&e, "/streamed.bin");
-	CHECK(obj != NULL, "the object opens");
+	struct cache_object *obj = serve_and_open(s, dir, "/streamed.bin", 8, "\"s1\"", want,
+						  sizeof(want), &e);
 	if (!obj)
 		goto out;
+	struct cache *c = e.cache;
 	struct extent units[2] = { unit_of(obj, 4 * BLOCK), unit_of(obj, 5 * BLOCK) };
 
 	prefetch_held(s, c, obj, units, false);
