@@ -171,8 +171,8 @@ static void copy_overlap(char *dst, uint64_t dst_off, uint64_t dst_len, const ch
 
 /* http_sink_fn of each part, on a fetch thread: its bytes go straight to
  * the entries they belong to (still fetching, so theirs alone: nobody
- * reads them yet) and to the lead and spill; those between units are
- * dropped. */
+ * reads them yet), or through the run's stage to their data file (E6),
+ * and to the lead and spill; those between units are dropped. */
 static int part_take(void *arg, uint64_t at, const char *data, size_t len)
 {
 	struct fetch_part *part = arg;
@@ -183,10 +183,11 @@ static int part_take(void *arg, uint64_t at, const char *data, size_t len)
 		int err = stage_take(run->stage, at, data, len);
 		if (err)
 			return err;
-	}
-	for (size_t i = 0; !run->stage && i < run->n; i++) {
-		struct inflight *e = run->units[i];
-		copy_overlap(e->buf, e->unit.off, e->unit.len, data, from, to);
+	} else {
+		for (size_t i = 0; i < run->n; i++) {
+			struct inflight *e = run->units[i];
+			copy_overlap(e->buf, e->unit.off, e->unit.len, data, from, to);
+		}
 	}
 	copy_overlap(run->lead_bytes, run->off, run->lead, data, from, to);
 	copy_overlap(run->spill_bytes, run->off + run->len - run->spill, run->spill, data, from, to);
