@@ -9,6 +9,15 @@
  * file may be gone): the shared counters of punches and unlinks are
  * counters.h's.
  *
+ * Buffered writes into one data file go one at a time: a slot's writing
+ * mutex, a leaf, is held across each (store_write()). The kernel lets them
+ * in one at a time anyway (ext4, XFS and btrfs take the inode lock
+ * exclusively for a buffered write), and a thread waiting for that lock
+ * spins on it while its holder copies; waiting for the mutex sleeps, so
+ * fetch threads that write one object's file at once (E6) leave the CPU
+ * to others. Direct writes are not kept apart here: a file system may run
+ * them side by side.
+ *
  * Every file is opened under a directory fd (the cache dir, the data
  * directory, its xx/ subdirectory), never following a link: data
  * directories and their subdirectories are 0700, data files and the
@@ -41,6 +50,7 @@ struct fd_slot {
 	int fd;
 	int direct_fd;		/* -1, or the same file opened O_DIRECT */
 	int busy;
+	pthread_mutex_t writing;	/* held by a buffered store_write() */
 	uint64_t used;		/* for least-recently-used */
 	uint64_t unlinks;	/* store_unlinks() when it was opened */
 };
@@ -126,6 +136,8 @@ int store_open(const char *dir, const char *instance, struct store **out)
 	}
 	snprintf(st->root, n, "%s/%s", dir, name);
 	pthread_mutex_init(&st->lock, NULL);
+	for (int i = 0; i < FD_SLOTS; i++)
+		pthread_mutex_init(&st->slots[i].writing, NULL);
 	remove_other_generations(dir, name);
 	st->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (st->dir_fd < 0 || (mkdirat(st->dir_fd, name, 0700) != 0 && errno != EEXIST) ||
@@ -162,8 +174,11 @@ void store_close(struct store *st)
 	for (int i = 0; i < FD_SLOTS; i++)
 		if (st->slots[i].object_id)
 			slot_close(&st->slots[i]);
-	if (st->root)
+	if (st->root) {
 		pthread_mutex_destroy(&st->lock);
+		for (int i = 0; i < FD_SLOTS; i++)
+			pthread_mutex_destroy(&st->slots[i].writing);
+	}
 	counters_close(st->counters);
 	if (st->root_fd >= 0)
 		close(st->root_fd);
@@ -429,7 +444,11 @@ int store_write(struct store *st, int64_t id, const void *buf, size_t len, uint6
 	    (uintptr_t)(p + (a - off)) % STORE_ALIGN == 0 && direct_usable(st, fd))
 		direct = slot_direct_fd(st, s);
 	if (direct < 0) {
+		if (s)		/* one at a time: see DESIGN */
+			pthread_mutex_lock(&s->writing);
 		err = io_full(fd, true, (char *)p, len, off);
+		if (s)
+			pthread_mutex_unlock(&s->writing);
 	} else {
 		err = io_full(fd, true, (char *)p, a - off, off);
 		int middle = err ? err : io_full(direct, true, (char *)p + (a - off), b - a, a);

@@ -46,7 +46,8 @@ void store_close(struct store *st);
  * skip the page cache, whose copy costs more CPU per byte than the rest of
  * a fetch (docs/BENCHMARKS.md). Its edges, and every other write, go
  * through the page cache. A direct write and a buffered one never share a
- * page. */
+ * page. Buffered writes into one file are made one at a time, as the
+ * kernel would (store.c). */
 #define STORE_ALIGN 4096u
 #define STORE_DIRECT_MIN (64u << 10)
 int store_write(struct store *st, int64_t object_id, const void *buf, size_t len, uint64_t off,
