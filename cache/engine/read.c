@@ -1,14 +1,15 @@
 /*
- * read.c - cache_read(): each unit a read touches is looked up first in
- * the known map (known.c), the units this process has found cached, each
- * kept with the count of punches (store_punches()) made in the cache dir
- * before its row was seen. While that count has not moved, no process can
- * have evicted the unit (eviction drops the row before it counts the punch
- * of its bytes, unit.h invariant 3), so a hit asks the index nothing. A
- * unit not in the map, or seen before a punch since counted, is looked up
- * in the index and kept in the map. A file cached before this process
- * opened it has its first units loaded into the map at its first read, in
- * one query (object_cut()).
+ * read.c - cache_read(): each unit a read touches that is on its way (in
+ * the table) is joined, asking the index nothing. Any other is looked up
+ * first in the known map (known.c), the units this process has found
+ * cached, each kept with the count of punches (store_punches()) made in
+ * the cache dir before its row was seen. While that count has not moved,
+ * no process can have evicted the unit (eviction drops the row before it
+ * counts the punch of its bytes, unit.h invariant 3), so a hit asks the
+ * index nothing. A unit not in the map, or seen before a punch since
+ * counted, is looked up in the index and kept in the map. A file cached
+ * before this process opened it has its first units loaded into the map
+ * at its first read, in one query (object_cut()).
  *
  * A hit is read from the object's data file. The first read of a unit in
  * this process reads all of it and checks its CRC32C (a crash or power cut
@@ -198,15 +199,11 @@ static int read_lookup(struct read_op *r)
 		p = end;
 		struct inflight *e = NULL;
 		bool served = false;
-		/* the cache, then the table; and if the table has no entry, the
-		   cache once more: an entry leaves the table only once its unit
-		   is stored (E1), so one that did since the first look is found
-		   the second time, not fetched again */
+		/* the table, then the cache; and if the cache misses, the
+		   table once more: a unit on its way is joined without asking
+		   the index, and one whose entry stored it and left the table
+		   since the first look (E1) is found in the cache */
 		for (int look = 0; look < 2; look++) {
-			served = read_cached(c, obj, unit, dst, part.off, (size_t)part.len) == 0 ||
-				 (sliver && edge_read(c, obj, part, dst) == 0);
-			if (served)
-				break;
 			pthread_mutex_lock(&c->lock);	/* held on past the loop */
 			while ((e = table_find(c, obj->id, unit.off)) && e->state == UNIT_FAILED)
 				pthread_cond_wait(&c->changed, &c->lock);	/* (E1) */
@@ -222,6 +219,10 @@ static int read_lookup(struct read_op *r)
 			if (e || look == 1)
 				break;
 			pthread_mutex_unlock(&c->lock);
+			served = read_cached(c, obj, unit, dst, part.off, (size_t)part.len) == 0 ||
+				 (sliver && edge_read(c, obj, part, dst) == 0);
+			if (served)
+				break;
 		}
 		if (served)
 			continue;
