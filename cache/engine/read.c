@@ -210,6 +210,7 @@ static int read_lookup(struct read_op *r)
 			if (e && !e->buf && e->state == UNIT_READY) {	/* stored, its
 								   buffer let go (E5, E6) */
 				served = read_written(c, e, part, dst);
+				c->stats.hits += served;	/* a stored unit */
 				pthread_mutex_unlock(&c->lock);
 				if (served)
 					break;
@@ -226,6 +227,8 @@ static int read_lookup(struct read_op *r)
 		}
 		if (served)
 			continue;
+		if (e && e->state == UNIT_READY)
+			c->stats.hits++;	/* stored, its bytes still in memory */
 		if (!e && sliver)
 			e = sliver_find(c, obj, part);
 		if (e) {

@@ -24,6 +24,7 @@
 #include "engine_fixture.h"
 #include "origin_server.h"
 
+#include <inttypes.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
@@ -144,12 +145,18 @@ static void test_written(struct origin_server *s, const char *dir)
 	CHECK(gone, "both stored with no reader waiting: in the table, ready, buffers let go");
 
 	size_t gets = origin_count(s, "GET", "/written.bin", UINT64_MAX);
+	struct cache_stats before, after;
+	cache_get_stats(c, &before);
 	struct reader first = { &e, obj, units[0], want, false, false };
 	read_unit(&first);
+	cache_get_stats(c, &after);
 	CHECK(first.right, "a read of one is served from the data file: right bytes");
 	CHECK(origin_count(s, "GET", "/written.bin", UINT64_MAX) == gets,
 	      "and no GET (%zu before, %zu after)", gets,
 	      origin_count(s, "GET", "/written.bin", UINT64_MAX));
+	CHECK(after.hits == before.hits + 1 && after.misses == before.misses,
+	      "and it counts as a hit (hits %" PRIu64 " -> %" PRIu64 ", misses %" PRIu64
+	      " -> %" PRIu64 ")", before.hits, after.hits, before.misses, after.misses);
 
 	/* a punch elsewhere in the object: the data file is no longer trusted
 	   unread against its row */
