@@ -10,7 +10,19 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* How long a read waits for another process's fetch of a unit before it
+ * fetches the unit for itself (unit.h, invariant 8): 30 s, or
+ * TILEFS_CLAIM_WAIT_S (1 to 3600), which the tests set short. */
+static int claim_wait_s(void)
+{
+	const char *v = getenv("TILEFS_CLAIM_WAIT_S");
+	char *end;
+	long s = v ? strtol(v, &end, 10) : 0;
+	return v && *v && !*end && s >= 1 && s <= 3600 ? (int)s : 30;
+}
 
 int stack_init(struct stack *s, const struct options *o, char *err, size_t err_size)
 {
@@ -40,7 +52,7 @@ int stack_start(struct stack *s, const struct options *o, const struct stack_tun
 		.merge_gap = t->merge_gap,
 		.readahead_max = t->readahead_max,
 		.prefetch = t->prefetch,
-		.claim_wait_s = 30,
+		.claim_wait_s = claim_wait_s(),
 		.tier_keys = o->tier != NULL,
 		.uncached_ok = t->uncached_ok,
 	};

@@ -61,12 +61,15 @@
  *        the persist thread records it with the crc taken at the write,
  *        and nobody reads the buffer of a written entry again. A read
  *        that finds it in the table reads those bytes from the data file
- *        and serves them only if no punch was counted since the fetch
- *        thread wrote them, under the unit's claim (written_punches; so
- *        nothing evicted them, unit.h invariant 3); else it waits for the
- *        entry to leave the table and looks at the cache again
- *        (read_written()). A reader that joined before it settled keeps
- *        the buffer for itself.
+ *        and serves them only if no punch was counted since before the
+ *        fetch thread wrote them (written_punches): every punch is
+ *        counted before it is made (store_punch()), and from the claim to
+ *        the record only the claim's holder, this process, could punch the
+ *        unit, as no live holder's claim is taken over (unit.h, invariant
+ *        8); after the record, only an eviction, which counts first
+ *        (invariant 3). Else it waits for the entry to leave the table and
+ *        looks at the cache again (read_written()). A reader that joined
+ *        before it settled keeps the buffer for itself.
  *   (E6) A run sent in the background (one GET that no reader waited for
  *        when it was sent) of claimed, whole units writes their bytes to
  *        their data file as they come, through a stage (stage.c), and
@@ -219,7 +222,7 @@ struct inflight {
 	bool written;
 	uint32_t crc;			/* of its bytes, when written */
 	int write_err;			/* the write's, when written */
-	uint64_t written_punches;	/* store_punches() after the write, when
+	uint64_t written_punches;	/* store_punches() before the write, when
 					   buf was let go */
 };
 

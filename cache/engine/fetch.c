@@ -41,6 +41,10 @@ struct fetch_run {
 	   (c->lock until the run settles) */
 	struct stage *stage;
 	int write_err;
+	/* store_punches() before the first byte of the run is written: its
+	   units' bytes are served from their data file only while the count
+	   has not moved since (E5, E6) */
+	uint64_t punches;
 	uint64_t off, len;		/* the range, lead and spill included */
 	uint64_t lead, spill;		/* bytes before the first unit and after
 					   the last, for edges */
@@ -75,7 +79,7 @@ int entry_claim(struct cache *c, struct cache_object *obj, struct inflight *e)
 {
 	pid_t holder;
 	int rc = obj->id < 0 ? -ENOENT :
-		 index_claim(c->index, obj->id, e->unit.off, c->cfg.claim_wait_s, &holder);
+		 index_claim(c->index, obj->id, e->unit.off, &holder);
 	if (rc == -EBUSY || rc == -EEXIST)
 		return rc;
 	e->claimed = rc == 0;	/* otherwise fetched for this read, not kept */
@@ -101,6 +105,8 @@ static void run_finish(struct fetch_run *run)
 	bool again = run->stage && run->write_err;
 	if (again)
 		run_again(c, obj, run->units, run->n, run->why, run->write_err);
+	if (!run->stage)
+		run->punches = store_punches(c->store);	/* written below */
 	/* the bytes of the units kept go to their data file here (or went
 	   as they came), on the fetch thread that has them, under their
 	   claims (unit.h, invariant 1): the per-byte work of storing spreads
@@ -119,8 +125,6 @@ static void run_finish(struct fetch_run *run)
 		}
 		e->written = true;
 	}
-	/* read after the writes, while their claims keep eviction off them */
-	uint64_t punches = store_punches(c->store);
 	bool whole = !err && !again;
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < run->n; i++) {
@@ -136,7 +140,7 @@ static void run_finish(struct fetch_run *run)
 			e->buf = NULL;
 		}
 		if (whole && !e->buf)
-			e->written_punches = punches;
+			e->written_punches = run->punches;
 		entry_unref(e);		/* the run's ref */
 	}
 	if (whole && run->lead_bytes)
@@ -434,6 +438,7 @@ static void run_submit(struct cache *c, struct cache_object *obj, struct infligh
 	run->n = n;
 	run->background = background;
 	run->why = why;
+	run->punches = store_punches(c->store);
 	run->stage = run_stage(c, obj, units, n, background && nparts == 1, off, end);
 	run->off = off;
 	run->len = end - off;
@@ -504,7 +509,7 @@ size_t prefetch_entries(struct cache *c, struct cache_object *obj, const struct 
 		}
 	pthread_mutex_unlock(&c->lock);
 	/* the rest in one transaction: cached (-EEXIST), held (-EBUSY), ours */
-	if (!npick || index_claims(c->index, obj->id, offs, npick, c->cfg.claim_wait_s, claim))
+	if (!npick || index_claims(c->index, obj->id, offs, npick, claim))
 		return 0;
 	pthread_mutex_lock(&c->lock);
 	for (size_t j = 0; j < npick; j++) {

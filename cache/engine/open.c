@@ -73,7 +73,7 @@ static bool probe_claim(struct cache *c, const char *url, struct index_object *l
 
 	for (int i = 0; i < c->cfg.claim_wait_s * 200; i++) {
 		pid_t holder;
-		int rc = index_claim(c->index, key, 0, c->cfg.claim_wait_s, &holder);
+		int rc = index_claim(c->index, key, 0, &holder);
 		if (rc == 0 && index_object_latest(c->index, url, latest) == 0) {
 			/* probed by another process just before our claim */
 			index_unclaim(c->index, key, 0);
@@ -201,7 +201,7 @@ static void store_fetched(struct cache *c, struct cache_object *obj, const struc
 			struct index_unit_new v = { .off = unit.off, .len = unit.len };
 			const void *put = bytes;
 			if (fetched_copy(f, bytes, unit.off, unit.len) &&
-			    index_claim(c->index, obj->id, unit.off, c->cfg.claim_wait_s, &holder) == 0)
+			    index_claim(c->index, obj->id, unit.off, &holder) == 0)
 				unit_put_many(c->index, c->store, obj->id, &v, &put, 1,
 					      c->cfg.size_limit);	/* or on probation */
 			free(bytes);

@@ -23,7 +23,10 @@
  * the prefetch policy and the readahead window add theirs, and fetch.c
  * sends them. The read then waits for its entries and copies their bytes.
  * A unit another process claimed is waited for here until it lands in the
- * index (or that process gives up, and this one fetches it).
+ * index, or that process gives up and this one claims and fetches it; past
+ * the claim wait, this one fetches it for its read alone and stores
+ * nothing, as a live process's claim is never taken over (unit.h,
+ * invariant 8).
  *
  * Level 5 of the engine (engine_int.h): calls stream.c (whole-object
  * prefetch), fetch.c and what lies under them.
@@ -130,7 +133,7 @@ static int read_cached(struct cache *c, struct cache_object *obj, struct extent 
 /*
  * PART of E's unit, whose bytes its fetch thread stored and whose buffer
  * it let go, read from the data file into DST: served only if no punch
- * was counted since they were written (E5). Else waits for E to leave the
+ * was counted since before they were written (E5). Else waits for E to leave the
  * table: its unit is then cached, or given up. c->lock held (let go
  * meanwhile); returns whether PART was served.
  */
@@ -330,7 +333,8 @@ static void read_prefetch(struct read_op *r)
 
 /*
  * Another process is fetching E's unit: wait for it to land in the index,
- * or take the claim over if that process dies or takes too long.
+ * or claim it if that process gives up or dies; past claim_wait_s, fetch
+ * it unclaimed, for this read alone (unit.h, invariant 8).
  */
 static void wait_for_other(struct cache *c, struct cache_object *obj, struct inflight *e)
 {

@@ -119,8 +119,8 @@ static int warm_run(struct cache *c, struct cache_object *obj, const struct exte
 		for (size_t i = 0; i < n; i++) {
 			if (!sink->units[i].err)
 				out->fetched += units[i].len;
-			else if (sink->units[i].err != -EBUSY)	/* -EBUSY: taken over as
-							   stale, another process's bytes now */
+			else if (sink->units[i].err != -EBUSY)	/* -EBUSY: its claim went
+							   with its object (dropped) */
 				err = sink->units[i].err;
 		}
 	}
@@ -158,9 +158,35 @@ static int fetch_claimed(struct cache *c, struct cache_object *obj, const struct
  * The units of OFFS[0..n) that another process held (claim[i] -EBUSY):
  * wait for it to store them or to let them go (a fetch that failed, the
  * claim an eviction takes), and claim them again, as a mount's read waits
- * (read.c); past claim_wait_s a claim is stale and taken over. CLAIM gets
- * the new results; still -EBUSY only if the index cannot tell.
+ * (read.c), for about claim_wait_s. CLAIM gets the new results; still
+ * -EBUSY if the other process holds them still (a live holder's claim is
+ * never taken over: unit.h, invariant 8), or the index cannot tell.
  */
+/*
+ * Claim the units of UNITS[0..n) (OFFS: their offsets) a run at a time,
+ * each run (adjacent units, up to max_request bytes) just before its GET,
+ * and fetch those claimed: a claim is held for its GET, not while the
+ * runs before it are fetched. CLAIM[i] gets each unit's claim result
+ * (-ENOENT: not claimed, after an error). The first error.
+ */
+static int claim_and_fetch(struct cache *c, struct cache_object *obj, const struct extent *units,
+			   const uint64_t *offs, size_t n, int *claim,
+			   struct cache_warm_counts *out)
+{
+	int err = 0;
+	for (size_t i = 0; i < n; i++)
+		claim[i] = -ENOENT;
+	for (size_t i = 0, j; i < n && !err; i = j) {
+		for (j = i + 1; j < n && units[j].off == units[j - 1].off + units[j - 1].len &&
+				units[j].off + units[j].len - units[i].off <= c->cfg.max_request;
+		     j++)
+			;
+		err = index_claims(c->index, obj->id, offs + i, j - i, claim + i);
+		err = fetch_claimed(c, obj, units + i, j - i, claim + i, out, err);
+	}
+	return err;
+}
+
 static size_t count_busy(const int *claim, size_t n)
 {
 	size_t nbusy = 0;
@@ -187,7 +213,7 @@ static void wait_for_others(struct cache *c, const struct cache_object *obj,
 			if (claim[i] == -EBUSY)
 				busy[k++] = offs[i];
 		nanosleep(&pause, NULL);
-		if (index_claims(c->index, obj->id, busy, nbusy, c->cfg.claim_wait_s, again) != 0)
+		if (index_claims(c->index, obj->id, busy, nbusy, again) != 0)
 			break;
 		k = 0;
 		for (size_t i = 0; i < n && k < nbusy; i++)
@@ -218,9 +244,8 @@ int cache_warm(struct cache *c, struct cache_object *obj, const struct extent *u
 	}
 	for (size_t i = 0; i < n; i++)
 		offs[i] = units[i].off;
-	err = index_claims(c->index, obj->id, offs, n, c->cfg.claim_wait_s, claim);
 	/* ours first, then those another process held, once it is done */
-	err = fetch_claimed(c, obj, units, n, claim, out, err);
+	err = claim_and_fetch(c, obj, units, offs, n, claim, out);
 	for (size_t i = 0; i < n; i++) {
 		if (claim[i] == -EEXIST && !err)
 			out->cached += units[i].len;

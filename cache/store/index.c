@@ -57,11 +57,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_UNIT_EVICT] = "DELETE FROM units WHERE id = ?1 AND admitted = ?2",
 	[ST_UNIT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - " HIT_GAP "), "
 			  "last_access = " TOUCHED_AT ", ahead = 2 * (ahead = 2) WHERE id = ?2",
-	[ST_CLAIM_GET] = "SELECT pid, since FROM claims WHERE object_id = ?1 AND off = ?2",
-	[ST_CLAIM_WHOLE_GET] = "SELECT pid, since FROM claims WHERE object_id = ?1 AND off = -1",
-	[ST_CLAIM_PUT] = "INSERT OR REPLACE INTO claims(object_id, off, pid, since) "
-			 "VALUES (?1, ?2, ?3, ?4)",
-	[ST_CLAIM_DROP] = "DELETE FROM claims WHERE object_id = ?1 AND off = ?2",
+	[ST_CLAIM_GET] = "SELECT pid, holder FROM claims WHERE object_id = ?1 AND off = ?2",
+	[ST_CLAIM_PUT] = "INSERT OR REPLACE INTO claims(object_id, off, pid, since, holder) "
+			 "VALUES (?1, ?2, ?3, ?4, ?5)",
+	/* one holder's claim: never another's (invariant 8) */
+	[ST_CLAIM_DROP] = "DELETE FROM claims WHERE object_id = ?1 AND off = ?2 AND holder = ?3",
 	[ST_CHANGES] = "SELECT changes()",	/* of the last row statement */
 	[ST_USAGE] = "SELECT value FROM meta WHERE key = 'usage'",
 	[ST_PROBATION] = "SELECT value FROM meta WHERE key = 'probation'",
@@ -136,9 +136,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_OBJECT_EVICT_CHECK] = "SELECT (SELECT count(*) FROM seals WHERE object_id = ?1), "
 				  "(SELECT count(*) FROM claims WHERE object_id = ?1), "
 				  "(SELECT coalesce(sum(len), 0) FROM units WHERE object_id = ?1)",
-	[ST_OBJECT_CLAIM_ALL] = "INSERT INTO claims(object_id, off, pid, since) "
-				"SELECT object_id, off, ?2, ?3 FROM units WHERE object_id = ?1 "
-				"UNION ALL SELECT ?1, -1, ?2, ?3",
+	[ST_OBJECT_CLAIM_ALL] = "INSERT INTO claims(object_id, off, pid, since, holder) "
+				"SELECT object_id, off, ?2, ?3, ?4 FROM units WHERE object_id = ?1 "
+				"UNION ALL SELECT ?1, -1, ?2, ?3, ?4",
+	[ST_OBJECT_UNCLAIM] = "DELETE FROM claims WHERE object_id = ?1 AND holder = ?2",
 	[ST_SEAL_DROP] = "DELETE FROM seals WHERE object_id = ?1",
 	[ST_OBJECT_TOUCH] = "UPDATE units SET hits = hits + (last_access < ?1 - " HIT_GAP "), "
 			    "last_access = " TOUCHED_AT " WHERE object_id = ?2",

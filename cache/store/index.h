@@ -150,9 +150,8 @@ int index_object_drop(struct index *ix, int64_t id);
 int index_unit_find(struct index *ix, int64_t object_id, uint64_t off, struct index_unit *out);
 /* Record a unit whose bytes are already written, whose claim the caller
  * holds (index_claim()); releases the claim. -EBUSY (nothing recorded)
- * unless this process holds it: another process does, or took it over
- * (index_claim(): stale) and released it since, the unit recorded by it
- * and perhaps evicted since, its bytes punched under the caller's. */
+ * unless this process holds it (it was dropped with its object:
+ * index_object_drop()). */
 int index_unit_add(struct index *ix, int64_t object_id, uint64_t off, uint64_t len, uint32_t crc);
 /* The same for V[0..n) of one object in one transaction (one commit, not
  * n), but for those whose err is set already (skipped): v[i].err becomes 0
@@ -226,6 +225,8 @@ int index_unit_evict(struct index *ix, const struct index_unit *u);
  * claimed. Or the index's error (nothing changed).
  */
 int index_object_evict(struct index *ix, int64_t object_id, uint64_t *bytes);
+/* Release the claims this process holds on OBJECT_ID's units and on it
+ * whole; another process's are left alone (unit.h, invariant 8). */
 int index_object_unclaim(struct index *ix, int64_t object_id);
 /*
  * Edges: the few bytes of a unit not cached whole that a reader's aligned
@@ -278,16 +279,23 @@ int index_sealed(struct index *ix, int64_t object_id, struct store_stamp *stamp)
  * this one too: a claim is one holder's, not one process's (the evictor
  * of a process punches out what it claimed, so another thread of it must
  * not write there meanwhile), or the object is claimed whole (being
- * evicted whole). -EEXIST: the unit is cached by now (read it instead). A
- * claim of a dead process, or older than stale_s seconds, is taken over.
+ * evicted whole). -EEXIST: the unit is cached by now (read it instead).
+ * The claim of a dead process is taken over; a live one's never is,
+ * however long it holds it (unit.h, invariant 8): a caller that will not
+ * wait fetches the bytes for itself without storing them.
  */
-int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, pid_t *holder);
+int index_claim(struct index *ix, int64_t object_id, uint64_t off, pid_t *holder);
 /* The same for the units at OFFS[0..n) of one object in one transaction:
  * result[i] is 0, -EBUSY or -EEXIST as above. Returns 0, or the index's
  * error; then nothing was claimed. */
 int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size_t n,
-		 int stale_s, int *result);
+		 int *result);
+/* Release the claim on the unit at OFF if this process holds it; one
+ * another process holds is left alone (invariant 8). */
 int index_unclaim(struct index *ix, int64_t object_id, uint64_t off);
+/* 0 if this process holds the claim on the unit at OFF, -EBUSY if it does
+ * not (another process does, or nobody), or the index's error. */
+int index_claim_ours(struct index *ix, int64_t object_id, uint64_t off);
 
 /*
  * Proofs: which identities have read an object at the origin (index_open.c

@@ -35,12 +35,12 @@ enum stmt_id {
 	ST_OBJECT_LATEST, ST_OBJECT_INSERT, ST_OBJECT_ID,
 	ST_OBJECT_DROP_UNITS, ST_OBJECT_DROP_CLAIMS, ST_OBJECT_DROP,
 	ST_UNIT_FIND, ST_UNIT_INSERT, ST_UNIT_DROP, ST_UNIT_EVICT, ST_UNIT_TOUCH,
-	ST_CLAIM_GET, ST_CLAIM_WHOLE_GET, ST_CLAIM_PUT, ST_CLAIM_DROP, ST_CHANGES,
+	ST_CLAIM_GET, ST_CLAIM_PUT, ST_CLAIM_DROP, ST_CHANGES,
 	ST_USAGE, ST_PROBATION, ST_EVICT_PROBATION, ST_EVICT_ADMITTED, ST_COUNTS, ST_MAP_INSERT, ST_MAP_GET, ST_OBJECT_DROP_MAP,
 	ST_OBJECT_GET, ST_OBJECT_USAGE, ST_OBJECTS_ALL, ST_UNITS_OF,
 	ST_EDGE_PUT, ST_EDGE_FIND, ST_EDGES_DROP_NEAR, ST_OBJECT_DROP_EDGES,
 	ST_SEAL_PUT, ST_SEAL_GET, ST_OBJECT_TOUCH, ST_OBJECT_EVICT_CHECK, ST_OBJECT_CLAIM_ALL,
-	ST_SEAL_DROP, ST_OBJECT_SEALED, ST_PROOF_GET, ST_PROOF_PUT,
+	ST_OBJECT_UNCLAIM, ST_SEAL_DROP, ST_OBJECT_SEALED, ST_PROOF_GET, ST_PROOF_PUT,
 	ST_VICTIM, ST_GHOST_GET, ST_GHOST_DROP, ST_GHOST_PUT_UNIT, ST_GHOST_PUT_OBJECT,
 	ST_GHOSTS_TRIM, ST_GHOSTS_OVER, ST_UNIT_ADMIT, ST_AHEAD_BYTES, ST_UNIT_WANTED, ST_UNIT_UNWANTED,
 	ST_WANTED_BYTES,
@@ -56,7 +56,11 @@ struct index_conn {
 
 struct index {
 	char *path;
-	int lock_fd;			/* index.lock, held shared */
+	int lock_fd;			/* index.lock, held shared; its
+					   holder byte locked (index_open.c) */
+	int probe_fd;			/* index.lock again, to ask for others'
+					   holder locks (index_holder_alive()) */
+	int64_t holder;			/* this index's claims.holder */
 	char instance[40];
 	char proof_salt[40];		/* meta.proof_salt (index_proof_salt()) */
 	pthread_mutex_t lock;
@@ -65,6 +69,11 @@ struct index {
 	struct index_conn conns[INDEX_POOL_SIZE];
 	struct index_conn *free_conns;	/* protected by lock */
 };
+
+/* Does the claim holder HOLDER (claims.holder) still have its index
+ * open, in any process on this machine (index_open.c, HOLDERS)? True too
+ * when the lock cannot be asked: a claim is never taken over on a guess. */
+bool index_holder_alive(struct index *ix, int64_t holder);
 
 /* Now, in seconds (Unix time): what last_access and claims.since hold. */
 int64_t index_now(void);

@@ -85,9 +85,16 @@
  *       token. Rows go with their object (trigger objects_drop_proofs,
  *       kept by any tilefs that deletes objects); a new version is a new
  *       object, so it starts with none.
- *   claims(object_id, off, pid, since)
+ *   claims(object_id, off, pid, since, holder)
  *       a process fetching a unit (others wait for it instead of fetching
  *       the same bytes), or evicting one (nobody writes it meanwhile).
+ *       holder names the index that holds it (HOLDERS below), so a
+ *       claim names one holder, not a pid a later process may get: it is
+ *       held while that holder's lock is, and released or recorded only
+ *       by that holder (unit.h, invariant 8); pid is its process's, for
+ *       messages. since is when it was taken. A column of schema 6 added
+ *       at open if missing (migrate()); a claim written without it (0) is
+ *       held while its pid lives.
  *       off -1 claims the whole object: a process evicting it whole holds
  *       it from the transaction that drops its rows until its data file is
  *       unlinked (index_object_evict()), and no unit of the object is
@@ -120,6 +127,15 @@
  * write-locked (an open file description lock, apart from the flock), is
  * held by the process that evicts (index_evictor_begin()).
  *
+ * HOLDERS: each open index is one claim holder, named in claims.holder
+ * by a random token, and holds a write lock (an open file description
+ * lock) on byte holder_byte(token) of index.lock from index_open() to
+ * index_close(). A claim is held while that lock is (index_holder_alive(),
+ * asked through a second description of the file, which sees this
+ * index's own lock too): the kernel drops the lock when its process dies,
+ * however it dies, and a lock tells a live holder from a dead one in any
+ * pid namespace, where a pid would not (unit.h, invariant 8).
+ *
  * This file is the one that creates and upgrades the schema below.
  */
 #include "cache/store/index.h"
@@ -134,6 +150,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,7 +171,8 @@ static const char schema_sql[] =
 	"  admitted INTEGER NOT NULL DEFAULT 1, ahead INTEGER NOT NULL DEFAULT 0,"
 	"  UNIQUE(object_id, off));"
 	"CREATE TABLE IF NOT EXISTS claims(object_id INTEGER, off INTEGER, pid INTEGER,"
-	"  since INTEGER, PRIMARY KEY(object_id, off)) WITHOUT ROWID;"
+	"  since INTEGER, holder INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(object_id, off))"
+	"  WITHOUT ROWID;"
 	"CREATE TRIGGER IF NOT EXISTS units_added AFTER INSERT ON units BEGIN"
 	"  UPDATE meta SET value = value + NEW.len WHERE key = 'usage'; END;"
 	"CREATE TRIGGER IF NOT EXISTS units_dropped AFTER DELETE ON units BEGIN"
@@ -352,7 +370,7 @@ static const char probation_sql[] =
  * processes opening an old cache at once migrate it once. tile_maps (3),
  * edges (4), proofs and meta.proof_salt (5), the ghosts and
  * meta.ghost_bytes (6) were created by schema_sql already; units.admitted
- * (6) and units.ahead are added here. Then the eviction indexes of this
+ * (6), units.ahead and claims.holder are added here. Then the eviction indexes of this
  * schema are made, if missing (a migrated database of a million units
  * takes a second or two, once).
  */
@@ -361,11 +379,13 @@ static int migrate(struct index *ix, struct index_conn *c, int64_t *schema)
 	int64_t was = 0, ready = 0;
 	/* the common case, read only: nothing to do, no write lock taken */
 	int err = *schema == SCHEMA_VERSION ?
-		  first_value(c, "SELECT count(*) FROM sqlite_master WHERE "
+		  first_value(c, "SELECT (SELECT count(*) FROM sqlite_master WHERE "
 			      "name IN ('units_victims', 'units_ahead', 'units_probation', "
 			      "'units_probation_added', 'units_probation_dropped', "
-			      "'units_probation_changed')", NULL, 0, &ready) : 0;
-	if (err || ready == 6)
+			      "'units_probation_changed')) + (SELECT count(*) FROM "
+			      "pragma_table_info('claims') WHERE name = 'holder')", NULL, 0,
+			      &ready) : 0;
+	if (err || ready == 7)
 		return err;
 	int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	err = rc == SQLITE_OK ? 0 : index_sql_error(c->db, rc, "begin the schema upgrade");
@@ -407,6 +427,18 @@ static int migrate(struct index *ix, struct index_conn *c, int64_t *schema)
 			rc = sqlite3_exec(c->db, probation_sql, NULL, NULL, NULL);
 		if (rc != SQLITE_OK)
 			err = index_sql_error(c->db, rc, "make the eviction indexes");
+	}
+	int64_t has_holder = 0;
+	if (!err && was >= 2 && was <= SCHEMA_VERSION)
+		err = first_value(c, "SELECT count(*) FROM pragma_table_info('claims') "
+				  "WHERE name = 'holder'", NULL, 0, &has_holder);
+	if (!err && was >= 2 && was <= SCHEMA_VERSION && !has_holder) {
+		/* claims.holder needs no new schema either: a claim without one
+		   (0) is held while its pid lives */
+		int rc2 = sqlite3_exec(c->db, "ALTER TABLE claims ADD COLUMN holder INTEGER "
+				       "NOT NULL DEFAULT 0", NULL, NULL, NULL);
+		if (rc2 != SQLITE_OK)
+			err = index_sql_error(c->db, rc2, "add claims.holder");
 	}
 	rc = sqlite3_exec(c->db, err ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL);
 	if (!err && rc != SQLITE_OK) {
@@ -522,6 +554,43 @@ static void set_aside(const char *path)
 	log_warn("cache index %s was unusable: moved to %s, starting an empty cache", path, aside);
 }
 
+/* The byte of index.lock that holder HOLDER locks: past the evictor's. */
+static off_t holder_byte(int64_t holder)
+{
+	return (off_t)(1 + ((uint64_t)holder & ((1ull << 62) - 1)));
+}
+
+/* Become a claim holder: a token of our own (one no live holder has) and
+ * its byte locked; and the description that asks for others' locks. */
+static int holder_take(struct index *ix, int dir_fd)
+{
+	ix->probe_fd = openat(dir_fd, "index.lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (ix->probe_fd < 0)
+		return -errno;
+	for (int tries = 0; tries < 8; tries++) {
+		uint64_t r;
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			return -EIO;
+		ix->holder = (int64_t)(r >> 1) | 1;	/* positive, never 0 */
+		struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+				   .l_start = holder_byte(ix->holder), .l_len = 1 };
+		if (fcntl(ix->lock_fd, F_OFD_SETLK, &l) == 0)
+			return 0;
+		if (errno != EAGAIN && errno != EACCES)
+			return -errno;
+	}
+	return -EBUSY;
+}
+
+bool index_holder_alive(struct index *ix, int64_t holder)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			   .l_start = holder_byte(holder), .l_len = 1 };
+	if (fcntl(ix->probe_fd, F_OFD_GETLK, &l) != 0)
+		return true;
+	return l.l_type != F_UNLCK;
+}
+
 int index_open(const char *dir, struct index **out, bool *rebuilt)
 {
 	struct index *ix = calloc(1, sizeof(*ix));
@@ -541,6 +610,7 @@ int index_open(const char *dir, struct index **out, bool *rebuilt)
 	pthread_mutex_init(&ix->writing, NULL);
 	pthread_cond_init(&ix->available, NULL);
 	ix->lock_fd = -1;
+	ix->probe_fd = -1;
 	char why[256];
 	int dir_fd = private_dir_open(dir, why, sizeof(why));
 	if (dir_fd < 0) {
@@ -554,6 +624,12 @@ int index_open(const char *dir, struct index **out, bool *rebuilt)
 	if (ix->lock_fd < 0 || flock(ix->lock_fd, LOCK_SH) != 0) {
 		err = -errno;
 		log_error("cannot lock %s: %s", lock_path, strerror(errno));
+		goto fail;
+	}
+	err = holder_take(ix, dir_fd);
+	if (err) {
+		log_error("cannot lock a claim holder's byte of %s: %s", lock_path,
+			  strerror(-err));
 		goto fail;
 	}
 
@@ -614,8 +690,10 @@ void index_close(struct index *ix)
 	for (int i = 0; i < INDEX_POOL_SIZE; i++)
 		if (ix->conns[i].db)
 			conn_close(&ix->conns[i]);
+	if (ix->probe_fd >= 0)
+		close(ix->probe_fd);
 	if (ix->lock_fd >= 0)
-		close(ix->lock_fd);	/* releases the shared lock */
+		close(ix->lock_fd);	/* releases the shared lock, and the holder's */
 	pthread_mutex_destroy(&ix->lock);
 	pthread_mutex_destroy(&ix->writing);
 	pthread_cond_destroy(&ix->available);

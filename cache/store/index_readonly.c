@@ -105,6 +105,7 @@ int index_open_readonly(const char *dir, struct index **out)
 	pthread_mutex_init(&ix->writing, NULL);
 	pthread_cond_init(&ix->available, NULL);
 	ix->lock_fd = -1;
+	ix->probe_fd = -1;	/* makes no claims */
 	size_t n = strlen(dir) + sizeof("/index.db");
 	ix->path = malloc(n);
 	if (!ix->path) {

@@ -242,30 +242,93 @@ static int admission(struct index_conn *c, int64_t object_id, const struct index
 	return 0;
 }
 
-/* Inside a transaction: add unit V if this process claims it, under the
- * admission rule against LIMIT. -EBUSY if not: another process holds the
- * claim (fetching or evicting the unit), or took it over from a fetch that
- * held it past its stale age and released it since, having recorded the
- * unit itself; that row may have been evicted and its bytes punched
- * meanwhile, under the late fetch's write. */
-static int unit_add_one(struct index_conn *c, int64_t object_id, struct index_unit_new *v,
-			uint64_t limit)
+/* Drop the claim on (OBJECT_ID, OFF) if HOLDER holds it, and no other's
+ * (invariant 8). */
+static int claim_drop(struct index_conn *c, int64_t object_id, int64_t off, int64_t holder)
+{
+	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_DROP);
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_int64(s, 2, off);
+		sqlite3_bind_int64(s, 3, holder);
+	}
+	return index_exec(c, s, "release claim");
+}
+
+/* Take the claim on (OBJECT_ID, OFF) for this process, in place of any
+ * other: the caller checked that none is held. */
+static int claim_put(struct index_conn *c, int64_t object_id, int64_t off)
+{
+	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_PUT);
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_int64(s, 2, off);
+		sqlite3_bind_int64(s, 3, getpid());
+		sqlite3_bind_int64(s, 4, index_now());
+		sqlite3_bind_int64(s, 5, c->ix->holder);
+	}
+	return index_exec(c, s, "claim unit");
+}
+
+/* Is a claim of HOLDER (pid PID) still held? While its holder has its
+ * index open (index_holder_alive()), whatever it does and however long
+ * it takes, this process's too: a claim is one holder's, not one
+ * thread's; a claim without a holder (0: an older tilefs's) while its pid
+ * lives. Never taken over from a live holder (invariant 8). */
+static bool claim_held(struct index_conn *c, pid_t pid, int64_t holder)
+{
+	return holder ? index_holder_alive(c->ix, holder) : proc_alive(pid);
+}
+
+/* Inside a transaction: read the claim on (OBJECT_ID, OFF): 0 with *PID
+ * and *HOLDER, -ENOENT if none, or the index's error. */
+static int claim_get(struct index_conn *c, int64_t object_id, int64_t off, pid_t *pid,
+		     int64_t *holder)
 {
 	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_GET);
 	if (!s)
 		return -EIO;
 	sqlite3_bind_int64(s, 1, object_id);
-	sqlite3_bind_int64(s, 2, (int64_t)v->off);
-	bool ours = sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int64(s, 0) == getpid();
+	sqlite3_bind_int64(s, 2, off);
+	int rc = sqlite3_step(s);
+	int err = rc == SQLITE_ROW ? 0 :
+		  rc == SQLITE_DONE ? -ENOENT : index_sql_error(c->db, rc, "read claim");
+	if (!err) {
+		*pid = (pid_t)sqlite3_column_int64(s, 0);
+		*holder = sqlite3_column_int64(s, 1);
+	}
 	sqlite3_reset(s);
-	if (!ours)
-		return -EBUSY;
-	int64_t now = index_now(), hits;
-	bool admitted, ghosted;
-	int err = admission(c, object_id, v, limit, now, &hits, &admitted, &ghosted);
+	return err;
+}
+
+/* 0 if this process holds the claim on (OBJECT_ID, OFF), -EBUSY if not
+ * (another does, or none), or the index's error. */
+static int claim_ours(struct index_conn *c, int64_t object_id, int64_t off)
+{
+	pid_t pid;
+	int64_t holder;
+	int err = claim_get(c, object_id, off, &pid, &holder);
+	if (!err && holder != c->ix->holder)
+		err = -EBUSY;
+	return err == -ENOENT ? -EBUSY : err;
+}
+
+/* Inside a transaction: add unit V if this process claims it, under the
+ * admission rule against LIMIT. -EBUSY if not: the claim is not this
+ * process's (it never took it, or it was dropped with its object:
+ * index_object_drop()). */
+static int unit_add_one(struct index_conn *c, int64_t object_id, struct index_unit_new *v,
+			uint64_t limit)
+{
+	int err = claim_ours(c, object_id, (int64_t)v->off);
 	if (err)
 		return err;
-	s = index_stmt(c, ST_UNIT_INSERT);
+	int64_t now = index_now(), hits;
+	bool admitted, ghosted;
+	err = admission(c, object_id, v, limit, now, &hits, &admitted, &ghosted);
+	if (err)
+		return err;
+	sqlite3_stmt *s = index_stmt(c, ST_UNIT_INSERT);
 	if (s) {
 		sqlite3_bind_int64(s, 1, object_id);
 		sqlite3_bind_int64(s, 2, (int64_t)v->off);
@@ -282,8 +345,7 @@ static int unit_add_one(struct index_conn *c, int64_t object_id, struct index_un
 		v->id = sqlite3_last_insert_rowid(c->db);
 	if (!err && ghosted)
 		err = index_exec_keyed(c, ST_GHOST_DROP, object_id, (int64_t)v->off, "drop ghost");
-	return err ? err : index_exec_keyed(c, ST_CLAIM_DROP, object_id, (int64_t)v->off,
-					    "release claim");
+	return err ? err : claim_drop(c, object_id, (int64_t)v->off, c->ix->holder);
 }
 
 int index_units_admit(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n,
@@ -421,14 +483,8 @@ int index_unit_evict(struct index *ix, const struct index_unit *u)
 					   it), or kept since it was read */
 		sqlite3_reset(s);
 	}
-	s = err ? NULL : index_stmt(c, ST_CLAIM_PUT);
-	if (s) {
-		sqlite3_bind_int64(s, 1, u->object_id);
-		sqlite3_bind_int64(s, 2, (int64_t)u->off);
-		sqlite3_bind_int64(s, 3, getpid());
-		sqlite3_bind_int64(s, 4, index_now());
-		err = index_exec(c, s, "claim evicted unit");
-	}
+	if (!err)
+		err = claim_put(c, u->object_id, (int64_t)u->off);
 	/* the edges read beside it go with it; those within it are the
 	   edges of the units beside it, kept while they are */
 	if (!err)
@@ -475,6 +531,7 @@ int index_object_evict(struct index *ix, int64_t object_id, uint64_t *bytes)
 		sqlite3_bind_int64(s, 1, object_id);
 		sqlite3_bind_int64(s, 2, getpid());
 		sqlite3_bind_int64(s, 3, index_now());
+		sqlite3_bind_int64(s, 4, c->ix->holder);
 		err = index_exec(c, s, "claim an evicted object");
 	}
 	int64_t ghosts = 0;
@@ -501,7 +558,12 @@ int index_object_unclaim(struct index *ix, int64_t object_id)
 	if (!ix)
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
-	int err = index_exec_keyed(c, ST_OBJECT_DROP_CLAIMS, object_id, 0, "release claims");
+	sqlite3_stmt *s = index_stmt(c, ST_OBJECT_UNCLAIM);
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_int64(s, 2, ix->holder);
+	}
+	int err = index_exec(c, s, "release claims");
 	index_conn_put(ix, c);
 	return err;
 }
@@ -576,88 +638,48 @@ int index_sealed(struct index *ix, int64_t object_id, struct store_stamp *stamp)
 	return err;
 }
 
-/* Is a claim of PID made at SINCE still held? Its holder is alive (this
- * process too: a claim is one holder's, not one process's) and has held
- * it less than STALE_S seconds. */
-static bool claim_held(pid_t pid, int64_t since, int stale_s)
+/* Inside a transaction: -EBUSY (*HOLDER_PID set) if the claim on
+ * (OBJECT_ID, OFF) is held (claim_held()), this process's too; a claim its
+ * holder left behind (dead) is dropped; 0 when none is held now. */
+static int claim_free(struct index_conn *c, int64_t object_id, int64_t off, pid_t *holder_pid)
 {
-	return proc_alive(pid) && index_now() - since < stale_s;
-}
-
-/* Inside a transaction: -EBUSY (*HOLDER set) if a process evicting
- * OBJECT_ID whole holds its whole-object claim (index_open.c, claims),
- * this process too: its file is about to be unlinked, so nothing may be
- * written into it. A claim its holder left behind (dead, or held past
- * STALE_S) is dropped. */
-static int whole_claimed(struct index_conn *c, int64_t object_id, int stale_s, pid_t *holder)
-{
-	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_WHOLE_GET);
-	if (!s)
-		return -EIO;
-	sqlite3_bind_int64(s, 1, object_id);
-	int rc = sqlite3_step(s);
-	pid_t pid = rc == SQLITE_ROW ? (pid_t)sqlite3_column_int64(s, 0) : 0;
-	int64_t since = rc == SQLITE_ROW ? sqlite3_column_int64(s, 1) : 0;
-	sqlite3_reset(s);
-	if (rc == SQLITE_DONE)
-		return 0;
-	if (rc != SQLITE_ROW)
-		return index_sql_error(c->db, rc, "read a whole-object claim");
-	if (claim_held(pid, since, stale_s)) {
-		*holder = pid;
+	pid_t pid;
+	int64_t holder;
+	int err = claim_get(c, object_id, off, &pid, &holder);
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	if (claim_held(c, pid, holder)) {
+		*holder_pid = pid;
 		return -EBUSY;
 	}
-	return index_exec_keyed(c, ST_CLAIM_DROP, object_id, -1, "drop a stale claim");
+	return claim_drop(c, object_id, off, holder);	/* a dead holder's */
 }
 
 /* Inside a transaction: claim the unit at OFF, as index_claim() says.
- * Nothing is written unless it returns 0. */
-static int claim_one(struct index_conn *c, int64_t object_id, uint64_t off, int stale_s,
-		     pid_t *holder)
+ * Nothing is written unless it returns 0. A process evicting OBJECT_ID
+ * whole holds its whole-object claim (off -1: index_open.c, claims), and
+ * then no unit of it is claimed, by this process either: its file is
+ * about to be unlinked, so nothing may be written into it. */
+static int claim_one(struct index_conn *c, int64_t object_id, uint64_t off, pid_t *holder)
 {
-	int err = whole_claimed(c, object_id, stale_s, holder);
-	if (err)
-		return err;
-	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_GET);
-	if (!s)
-		return -EIO;
-	sqlite3_bind_int64(s, 1, object_id);
-	sqlite3_bind_int64(s, 2, (int64_t)off);
-	int rc = sqlite3_step(s);
-	sqlite3_stmt *cached = index_stmt(c, ST_UNIT_FIND);
-	if (rc == SQLITE_DONE && cached) {
+	int err = claim_free(c, object_id, -1, holder);
+	if (!err)
+		err = claim_free(c, object_id, (int64_t)off, holder);
+	sqlite3_stmt *cached = err ? NULL : index_stmt(c, ST_UNIT_FIND);
+	if (cached) {
 		/* landed between the caller's lookup and this claim? */
 		sqlite3_bind_int64(cached, 1, object_id);
 		sqlite3_bind_int64(cached, 2, (int64_t)off);
-		if (sqlite3_step(cached) == SQLITE_ROW)
-			err = -EEXIST;
+		int rc = sqlite3_step(cached);
+		err = rc == SQLITE_ROW ? -EEXIST :
+		      rc == SQLITE_DONE ? 0 : index_sql_error(c->db, rc, "find a unit to claim");
 		sqlite3_reset(cached);
 	}
-	if (rc == SQLITE_ROW) {
-		pid_t pid = (pid_t)sqlite3_column_int64(s, 0);
-		int64_t since = sqlite3_column_int64(s, 1);
-		if (claim_held(pid, since, stale_s)) {
-			*holder = pid;
-			err = -EBUSY;
-		}
-	} else if (rc != SQLITE_DONE) {
-		err = index_sql_error(c->db, rc, "read claim");
-	}
-	sqlite3_reset(s);
-	if (err)
-		return err;
-	s = index_stmt(c, ST_CLAIM_PUT);
-	if (s) {
-		sqlite3_bind_int64(s, 1, object_id);
-		sqlite3_bind_int64(s, 2, (int64_t)off);
-		sqlite3_bind_int64(s, 3, getpid());
-		sqlite3_bind_int64(s, 4, index_now());
-	}
-	return index_exec(c, s, "claim unit");
+	return err ? err : claim_put(c, object_id, (int64_t)off);
 }
 
 int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size_t n,
-		 int stale_s, int *result)
+		 int *result)
 {
 	if (!ix)
 		return -ENODEV;	/* no index */
@@ -667,7 +689,7 @@ int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size
 
 	if (!err) {
 		for (size_t i = 0; i < n && !err; i++) {
-			result[i] = claim_one(c, object_id, offs[i], stale_s, &holder);
+			result[i] = claim_one(c, object_id, offs[i], &holder);
 			if (result[i] != -EBUSY && result[i] != -EEXIST)
 				err = result[i];
 		}
@@ -679,7 +701,7 @@ int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size
 	return err;
 }
 
-int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, pid_t *holder)
+int index_claim(struct index *ix, int64_t object_id, uint64_t off, pid_t *holder)
 {
 	if (!ix)
 		return -ENODEV;	/* no index */
@@ -687,7 +709,7 @@ int index_claim(struct index *ix, int64_t object_id, uint64_t off, int stale_s, 
 	int err = index_begin(c);
 
 	if (!err) {
-		err = claim_one(c, object_id, off, stale_s, holder);
+		err = claim_one(c, object_id, off, holder);
 		if (err == -EBUSY || err == -EEXIST)
 			index_commit(c, err);		/* rolls back: nothing written */
 		else
@@ -702,7 +724,17 @@ int index_unclaim(struct index *ix, int64_t object_id, uint64_t off)
 	if (!ix)
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
-	int err = index_exec_keyed(c, ST_CLAIM_DROP, object_id, (int64_t)off, "release claim");
+	int err = claim_drop(c, object_id, (int64_t)off, ix->holder);
+	index_conn_put(ix, c);
+	return err;
+}
+
+int index_claim_ours(struct index *ix, int64_t object_id, uint64_t off)
+{
+	if (!ix)
+		return -ENODEV;	/* no index */
+	struct index_conn *c = index_conn_get(ix);
+	int err = claim_ours(c, object_id, (int64_t)off);
 	index_conn_put(ix, c);
 	return err;
 }

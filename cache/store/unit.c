@@ -56,6 +56,11 @@ void unit_record(struct index *ix, struct store *st, int64_t object_id,
 void unit_abandon(struct index *ix, struct store *st, int64_t object_id, uint64_t off,
 		  uint64_t len)
 {
+	/* not ours (never taken, or dropped with its object): whatever is
+	   there is another's to keep or punch (invariant 8); ours, it stays
+	   ours until the unclaim below, as no live holder's claim is taken */
+	if (index_claim_ours(ix, object_id, off) != 0)
+		return;
 	/* a pinned file keeps them: they are this version's own bytes anyway */
 	int hold = store_hold(st, object_id);
 	if (hold >= 0) {

@@ -41,6 +41,21 @@
  *       store_unlink()), then the claims released. A mapping keeps the old
  *       file's bytes; later writes, claimed after the unlink, go to a new
  *       file.
+ *   (8) A claim names one holder (an open index: claims.holder, whose
+ *       lock on index.lock its process holds while it has the index open)
+ *       and is never taken over while that holder lives, however long it
+ *       holds the claim; a dead holder's is taken over (index_claim(),
+ *       index_holder_alive()). Only its holder records the unit
+ *       (index_units_add()), releases the claim (index_unclaim(),
+ *       index_object_unclaim()) or, giving the unit up, punches it
+ *       (unit_abandon(), which checks index_claim_ours() first). So from a
+ *       claim to its release nothing but its holder writes, records or
+ *       punches the unit, and the claim is a proof that lasts: the bytes
+ *       its holder wrote are still there until it records the unit
+ *       (read.c's read_written()), and no late write, record, punch or
+ *       release of a holder can land under another's claim or row. A
+ *       reader that will not wait for another process's claim any longer
+ *       (its claim wait) fetches the unit for itself and stores nothing.
  *
  * Layer: the store. Includes cache/base/ and its own folder only; never the
  * origin, the engine or FUSE (tests/check-layers).
@@ -95,7 +110,8 @@ void unit_record(struct index *ix, struct store *st, int64_t object_id,
 		 struct index_unit_new *v, size_t n, uint64_t admit_limit);
 
 /* Give up the claimed unit at OFF (LEN bytes): punch out whatever of it was
- * written (unless its file is pinned), release the claim. */
+ * written (unless its file is pinned), release the claim; nothing at all
+ * if this process does not hold the claim (invariant 8). */
 void unit_abandon(struct index *ix, struct store *st, int64_t object_id, uint64_t off,
 		  uint64_t len);
 

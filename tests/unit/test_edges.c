@@ -81,7 +81,7 @@ int main(void)
 	CHECK(edge_put(ix, o.id, 200000, bytes, 2000) == 0 &&
 	      edge_put(ix, o.id, 300000 - 1000, bytes, 1000) == 0,
 	      "and two within the unit below, read beside the units next to it");
-	CHECK(index_claim(ix, o.id, 200000, 30, &holder) == 0 &&
+	CHECK(index_claim(ix, o.id, 200000, &holder) == 0 &&
 	      index_unit_add(ix, o.id, 200000, 100000, 0) == 0, "a unit between the first two");
 	struct index_unit u;
 	CHECK(index_unit_find(ix, o.id, 200000, &u) == 0 && index_unit_evict(ix, &u) == 0,

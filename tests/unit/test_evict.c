@@ -81,7 +81,7 @@ static int claim(struct index *ix, int64_t id, const struct index_unit_new *v, s
 	pid_t holder;
 	int err = 0;
 	for (size_t i = 0; i < n && !err; i++)
-		err = index_claim(ix, id, v[i].off, 30, &holder);
+		err = index_claim(ix, id, v[i].off, &holder);
 	return err;
 }
 

@@ -3,6 +3,8 @@
 #include "cache/store/index.h"
 #include "check.h"
 
+#include <sqlite3.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +17,7 @@
 static int add(struct index *ix, int64_t object_id, uint64_t off, uint64_t len, uint32_t crc)
 {
 	pid_t holder;
-	int err = index_claim(ix, object_id, off, 30, &holder);
+	int err = index_claim(ix, object_id, off, &holder);
 	return err ? err : index_unit_add(ix, object_id, off, len, crc);
 }
 
@@ -116,14 +118,14 @@ int main(void)
 	CHECK(index_proof_get(ix, a, "id-a", &proved) == -ENOENT, "and its proofs");
 
 	pid_t holder = 0;
-	CHECK(index_claim(ix, b, 512, 30, &holder) == 0, "claim a unit");
+	CHECK(index_claim(ix, b, 512, &holder) == 0, "claim a unit");
 	child = fork();
 	if (child == 0) {
 		struct index *other;
 		bool r;
 		pid_t h = 0;
 		int rc = index_open(dir, &other, &r);
-		rc = rc ? 10 : index_claim(other, b, 512, 30, &h) == -EBUSY && h == getppid() ? 0 : 11;
+		rc = rc ? 10 : index_claim(other, b, 512, &h) == -EBUSY && h == getppid() ? 0 : 11;
 		index_close(other);
 		_exit(rc);
 	}
@@ -131,39 +133,63 @@ int main(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another process sees the claim held (%d)",
 	      WEXITSTATUS(st));
 	CHECK(index_unit_add(ix, b, 512, 100, 5) == 0, "adding the unit releases the claim");
-	CHECK(index_claim(ix, b, 1024, 30, &holder) == 0 && index_unclaim(ix, b, 1024) == 0,
+	CHECK(index_claim(ix, b, 1024, &holder) == 0 && index_unclaim(ix, b, 1024) == 0,
 	      "claim and release a unit without adding it");
 
-	/* a claim held past its stale age is taken over; the fetch that held
-	   it no longer records the unit (the taker did, and its row may have
-	   been evicted since, its bytes punched under the late write) */
-	CHECK(index_claim(ix, b, 1536, 30, &holder) == 0, "claim a unit, and take long");
+	/* a live holder's claim is never taken over, however long it holds
+	   it, nor released or recorded by another process (unit.h,
+	   invariant 8): its late record still lands, and no one else's */
+	CHECK(index_claim(ix, b, 1536, &holder) == 0, "claim a unit, and take long");
 	child = fork();
 	if (child == 0) {
 		struct index *other;
 		bool r;
 		pid_t h;
+		struct index_unit mine;
 		int rc = index_open(dir, &other, &r) ? 10 :
-			 index_claim(other, b, 1536, 0, &h) ? 11 :
-			 index_unit_add(other, b, 1536, 100, 6) ? 12 : 0;
+			 index_claim(other, b, 1536, &h) != -EBUSY || h != getppid() ? 11 :
+			 index_claim_ours(other, b, 1536) != -EBUSY ? 12 :
+			 index_unclaim(other, b, 1536) != 0 ? 13 :
+			 index_unit_add(other, b, 1536, 100, 6) != -EBUSY ? 14 :
+			 index_unit_find(other, b, 1536, &mine) != -ENOENT ? 15 :
+			 index_claim(other, b, 1536, &h) != -EBUSY ? 16 : 0;
 		index_close(other);
 		_exit(rc);
 	}
 	waitpid(child, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-	      "another process takes the stale claim over and records the unit (%d)",
+	      "another process can neither take, release nor record a live holder's claim (%d)",
 	      WEXITSTATUS(st));
-	CHECK(index_unit_find(ix, b, 1536, &u) == 0 && index_unit_drop(ix, u.id) == 0,
-	      "its row, then evicted");
-	CHECK(index_unit_add(ix, b, 1536, 100, 6) == -EBUSY && index_unit_find(ix, b, 1536, &u) ==
-	      -ENOENT, "the late fetch's record is refused: its claim was taken");
+	CHECK(index_claim_ours(ix, b, 1536) == 0 && index_unit_add(ix, b, 1536, 100, 6) == 0 &&
+	      index_unit_find(ix, b, 1536, &u) == 0 && u.crc == 6 && index_unit_drop(ix, u.id) == 0,
+	      "the holder still holds it and records the unit");
+	CHECK(index_claim_ours(ix, b, 1536) == -EBUSY, "recording released the claim");
+
+	/* a claim naming this live pid but a holder whose lock is gone (its
+	   process died, and the pid was given to this one since): neither
+	   ours nor held, so taken over */
+	{
+		char db_path[300], sql[200];
+		sqlite3 *db;
+		snprintf(db_path, sizeof(db_path), "%s/index.db", dir);
+		snprintf(sql, sizeof(sql),
+			 "INSERT INTO claims(object_id, off, pid, since, holder) "
+			 "VALUES (%lld, 1792, %d, 0, 12345)", (long long)b, (int)getpid());
+		CHECK(sqlite3_open(db_path, &db) == SQLITE_OK &&
+		      sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "a claim of a reused pid");
+		sqlite3_close(db);
+	}
+	CHECK(index_claim_ours(ix, b, 1792) == -EBUSY && index_unclaim(ix, b, 1792) == 0 &&
+	      index_claim(ix, b, 1792, &holder) == 0 && index_claim_ours(ix, b, 1792) == 0 &&
+	      index_unclaim(ix, b, 1792) == 0 && index_claim_ours(ix, b, 1792) == -EBUSY,
+	      "a dead holder's claim under a live pid: not ours, taken over, ours released");
 	child = fork();
 	if (child == 0) {
 		struct index *other;
 		bool r;
 		pid_t h;
-		int rc = index_open(dir, &other, &r) ? 10 : index_claim(other, b, 512, 30, &h);
-		int rc2 = index_claim(other, b, 1024, 30, &h);
+		int rc = index_open(dir, &other, &r) ? 10 : index_claim(other, b, 512, &h);
+		int rc2 = index_claim(other, b, 1024, &h);
 		index_close(other);
 		_exit(rc != -EEXIST ? 12 : rc2 != 0 ? 13 : 0);
 	}
@@ -175,14 +201,14 @@ int main(void)
 	/* batches: one transaction, each unit its own answer */
 	uint64_t offs[3] = { 512, 2048, 4096 };
 	int got[3];
-	CHECK(index_claims(ix, b, offs, 3, 30, got) == 0 && got[0] == -EEXIST && got[1] == 0 &&
+	CHECK(index_claims(ix, b, offs, 3, got) == 0 && got[0] == -EEXIST && got[1] == 0 &&
 	      got[2] == 0, "a batch of claims: the cached unit EEXIST, the others claimed");
 	child = fork();
 	if (child == 0) {
 		struct index *other;
 		bool r;
 		int g[2] = { 1, 1 };
-		int rc = index_open(dir, &other, &r) ? 10 : index_claims(other, b, offs + 1, 2, 30, g);
+		int rc = index_open(dir, &other, &r) ? 10 : index_claims(other, b, offs + 1, 2, g);
 		index_close(other);
 		_exit(rc ? 11 : g[0] != -EBUSY || g[1] != -EBUSY ? 12 : 0);
 	}
@@ -198,6 +224,8 @@ int main(void)
 	CHECK(index_units_add(ix, b, add, 4) == 0 && add[0].err == 0 && add[1].err == 0 &&
 	      add[2].err == -EBUSY && add[3].err == -EIO,
 	      "a batch of units: added, but not under another's claim, nor one failed before");
+	CHECK(index_claim(ix, b, 1024, &holder) == 0 && index_unclaim(ix, b, 1024) == 0,
+	      "a dead process's claim is taken over");
 	CHECK(index_unit_find(ix, b, 2048, &found) == 0 && found.crc == 7 && found.id == add[0].id &&
 	      index_unit_find(ix, b, 4096, &found) == 0 && found.crc == 8 && found.id == add[1].id &&
 	      add[0].id > 0 && add[0].id != add[1].id &&
@@ -205,7 +233,7 @@ int main(void)
 	      index_unit_find(ix, b, 8192, &found) == -ENOENT && add[2].id == 0 && add[3].id == 0,
 	      "the batch's rows, with the ids the batch was told");
 	struct index_unit_new readd = { .off = 2048, .len = 100, .crc = 7 };
-	CHECK(index_claim(ix, b, 2048, 30, &holder) == -EEXIST &&
+	CHECK(index_claim(ix, b, 2048, &holder) == -EEXIST &&
 	      index_units_add(ix, b, &readd, 1) == 0 && readd.err == -EBUSY && readd.id == 0,
 	      "a unit in already: not claimed, so not added again, no id");
 	index_close(ix);
@@ -327,7 +355,7 @@ int main(void)
 	CHECK(index_object_latest(NULL, "http://h/a", &none) == -ENODEV &&
 	      index_object_add(NULL, "http://h/a", &none, NULL, 0, &created) == -ENODEV &&
 	      index_unit_find(NULL, 1, 0, &nu) == -ENODEV &&
-	      index_claim(NULL, 1, 0, 30, &nh) == -ENODEV && index_unclaim(NULL, 1, 0) == -ENODEV &&
+	      index_claim(NULL, 1, 0, &nh) == -ENODEV && index_unclaim(NULL, 1, 0) == -ENODEV &&
 	      index_usage(NULL, &usage) == -ENODEV, "no index: lookups, adds, claims: -ENODEV");
 	CHECK(index_units_add(NULL, 1, nv, 2) == -ENODEV && nv[0].err == -ENODEV &&
 	      nv[1].err == -EIO, "no index: units added each get -ENODEV (or keep their error)");

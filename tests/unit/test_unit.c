@@ -30,7 +30,7 @@ static int claim_elsewhere(int64_t object_id, uint64_t off)
 		struct index *other;
 		bool r;
 		pid_t h;
-		int rc = index_open(dir, &other, &r) ? -EIO : index_claim(other, object_id, off, 30, &h);
+		int rc = index_open(dir, &other, &r) ? -EIO : index_claim(other, object_id, off, &h);
 		if (rc == 0)
 			index_unclaim(other, object_id, off);
 		index_close(other);
@@ -63,9 +63,9 @@ int main(void)
 	      "add an object");
 
 	/* put, then find and verify */
-	CHECK(index_claim(ix, obj.id, 0, 30, &holder) == 0, "claim a unit");
+	CHECK(index_claim(ix, obj.id, 0, &holder) == 0, "claim a unit");
 	holder = 0;
-	CHECK(index_claim(ix, obj.id, 0, 30, &holder) == -EBUSY && holder == getpid(),
+	CHECK(index_claim(ix, obj.id, 0, &holder) == -EBUSY && holder == getpid(),
 	      "a claim is its holder's: this process cannot take it twice");
 	CHECK(unit_put(ix, st, obj.id, 0, UNIT_LEN, bytes) == 0, "put it");
 	CHECK(index_unit_find(ix, obj.id, 0, &u) == 0 && u.len == UNIT_LEN &&
@@ -90,7 +90,7 @@ int main(void)
 	CHECK(unit_evict(ix, st, &u, NULL) == -ENOENT, "evicting it again: -ENOENT");
 
 	/* unreadable: a row whose bytes are not in the data file */
-	CHECK(index_claim(ix, obj.id, 8 * UNIT_LEN, 30, &holder) == 0 &&
+	CHECK(index_claim(ix, obj.id, 8 * UNIT_LEN, &holder) == 0 &&
 	      index_unit_add(ix, obj.id, 8 * UNIT_LEN, UNIT_LEN, 1234) == 0 &&
 	      index_unit_find(ix, obj.id, 8 * UNIT_LEN, &u) == 0, "a row past the file's end");
 	CHECK(unit_verify(ix, st, &u, got, &dropped) == -EIO && dropped,
@@ -99,11 +99,11 @@ int main(void)
 
 	/* evicted while being verified, and put again with other bytes: not
 	   ours to drop, the new row stays */
-	CHECK(index_claim(ix, obj.id, 0, 30, &holder) == 0 &&
+	CHECK(index_claim(ix, obj.id, 0, &holder) == 0 &&
 	      unit_put(ix, st, obj.id, 0, UNIT_LEN, bytes) == 0 &&
 	      index_unit_find(ix, obj.id, 0, &u) == 0, "put the unit again");
 	CHECK(unit_evict(ix, st, &u, NULL) == 0, "evict it (as a mount would)");
-	CHECK(index_claim(ix, obj.id, 0, 30, &holder) == 0 &&
+	CHECK(index_claim(ix, obj.id, 0, &holder) == 0 &&
 	      unit_put(ix, st, obj.id, 0, UNIT_LEN, other) == 0 &&
 	      index_unit_find(ix, obj.id, 0, &now) == 0 && now.id != u.id,
 	      "and put again with other bytes: a new row");
@@ -114,14 +114,40 @@ int main(void)
 	CHECK(unit_verify(ix, st, &now, got, &dropped) == 0 && memcmp(got, other, UNIT_LEN) == 0,
 	      "and verifies");
 
+	/* a holder that gives up a unit it no longer holds punches nothing:
+	   another process stored the unit (its claim ours no more, as a
+	   dropped object's), and this one's late abandon leaves the bytes and
+	   row alone (invariant 8) */
+	CHECK(index_claim(ix, obj.id, 5 * UNIT_LEN, &holder) == 0 &&
+	      index_unclaim(ix, obj.id, 5 * UNIT_LEN) == 0, "claim a unit, then lose the claim");
+	pid_t storer = fork();
+	if (storer == 0) {
+		struct index *oix;
+		struct store *ost;
+		bool r;
+		pid_t h;
+		int rc = index_open(dir, &oix, &r) || store_open(dir, index_instance(oix), &ost) ||
+			 index_claim(oix, obj.id, 5 * UNIT_LEN, &h) ||
+			 unit_put(oix, ost, obj.id, 5 * UNIT_LEN, UNIT_LEN, other);
+		_exit(rc ? 1 : 0);
+	}
+	int cst;
+	waitpid(storer, &cst, 0);
+	CHECK(WIFEXITED(cst) && WEXITSTATUS(cst) == 0, "another process stores the unit");
+	unit_abandon(ix, st, obj.id, 5 * UNIT_LEN, UNIT_LEN);
+	struct index_unit stored;
+	CHECK(index_unit_find(ix, obj.id, 5 * UNIT_LEN, &stored) == 0 &&
+	      unit_verify(ix, st, &stored, got, &dropped) == 0 && memcmp(got, other, UNIT_LEN) == 0,
+	      "the late abandon left the other process's unit whole: row and bytes");
+
 	/* from an eviction's transaction to its punch, the unit is the
 	   evictor's: no other thread of its process claims it and writes
 	   bytes there that the punch would take under a new row */
 	CHECK(index_unit_evict(ix, &now) == 0, "a unit's row dropped and the unit claimed");
-	CHECK(index_claim(ix, obj.id, 0, 30, &holder) == -EBUSY && holder == getpid(),
+	CHECK(index_claim(ix, obj.id, 0, &holder) == -EBUSY && holder == getpid(),
 	      "until its bytes are punched, the unit cannot be claimed, here either");
 	CHECK(store_punch(st, obj.id, 0, UNIT_LEN) == 0 && index_unclaim(ix, obj.id, 0) == 0 &&
-	      index_claim(ix, obj.id, 0, 30, &holder) == 0 &&
+	      index_claim(ix, obj.id, 0, &holder) == 0 &&
 	      unit_put(ix, st, obj.id, 0, UNIT_LEN, other) == 0, "punched and released: put again");
 
 	/* another process's store_unlink() as it goes (its count of the unlink
@@ -161,7 +187,7 @@ int main(void)
 		bool r;
 		pid_t h;
 		char c = index_open(dir, &oix, &r) == 0 &&
-			 index_claim(oix, obj.id, 2 * UNIT_LEN, 30, &h) == 0;
+			 index_claim(oix, obj.id, 2 * UNIT_LEN, &h) == 0;
 		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
 			_exit(2);
 		index_close(oix);
@@ -173,12 +199,12 @@ int main(void)
 	      "put without its claim: -EBUSY");
 	CHECK(index_unit_find(ix, obj.id, 2 * UNIT_LEN, &now) == -ENOENT, "no row recorded");
 	holder = 0;
-	CHECK(index_claim(ix, obj.id, 2 * UNIT_LEN, 30, &holder) == -EBUSY && holder == child,
+	CHECK(index_claim(ix, obj.id, 2 * UNIT_LEN, &holder) == -EBUSY && holder == child,
 	      "the claim is still the other process's");
 	int wst;
 	CHECK(write(go[1], &c, 1) == 1 && waitpid(child, &wst, 0) == child && WIFEXITED(wst) &&
 	      WEXITSTATUS(wst) == 0, "it exits");
-	CHECK(index_claim(ix, obj.id, 2 * UNIT_LEN, 30, &holder) == 0 &&
+	CHECK(index_claim(ix, obj.id, 2 * UNIT_LEN, &holder) == 0 &&
 	      unit_put(ix, st, obj.id, 2 * UNIT_LEN, UNIT_LEN, bytes) == 0,
 	      "a dead process's claim is taken over, and the put goes in");
 
@@ -200,7 +226,7 @@ int main(void)
 	      "another process evicts a unit");
 	CHECK(store_punches(st) == p0 + 1, "its punch is counted here (%llu after %llu)",
 	      (unsigned long long)store_punches(st), (unsigned long long)p0);
-	CHECK(index_claim(ix, obj.id, 3 * UNIT_LEN, 30, &holder) == 0, "claim a unit");
+	CHECK(index_claim(ix, obj.id, 3 * UNIT_LEN, &holder) == 0, "claim a unit");
 	unit_abandon(ix, st, obj.id, 3 * UNIT_LEN, UNIT_LEN);
 	CHECK(store_punches(st) == p0 + 2, "giving a claimed unit up punches, and counts");
 
@@ -210,7 +236,7 @@ int main(void)
 	CHECK(index_object_add(ix, "http://h/sealed.tif", &sealed, NULL, 0, &created) == 0,
 	      "add an object of three units");
 	for (uint64_t k = 0; k < 2; k++)
-		CHECK(index_claim(ix, sealed.id, k * UNIT_LEN, 30, &holder) == 0 &&
+		CHECK(index_claim(ix, sealed.id, k * UNIT_LEN, &holder) == 0 &&
 		      unit_put(ix, st, sealed.id, k * UNIT_LEN, UNIT_LEN, bytes) == 0,
 		      "put unit %llu", (unsigned long long)k);
 	struct store_stamp stamp, seen;
@@ -218,7 +244,7 @@ int main(void)
 	CHECK(pin >= 0 && store_stamp(pin, &stamp) == 0, "pin its data file (%d), stamp it", pin);
 	CHECK(index_seal(ix, sealed.id, sealed.size, &stamp) == -ENOENT &&
 	      index_sealed(ix, sealed.id, &seen) == -ENOENT, "two units of three: no seal");
-	CHECK(index_claim(ix, sealed.id, 2 * UNIT_LEN, 30, &holder) == 0 &&
+	CHECK(index_claim(ix, sealed.id, 2 * UNIT_LEN, &holder) == 0 &&
 	      unit_put(ix, st, sealed.id, 2 * UNIT_LEN, UNIT_LEN, other) == 0 &&
 	      store_stamp(pin, &stamp) == 0, "put the third, stamp the file");
 	CHECK(index_seal(ix, sealed.id, sealed.size, &stamp) == 0 &&
@@ -242,7 +268,7 @@ int main(void)
 	      index_sealed(ix, sealed.id, &seen) == 0, "its row and the seal stand");
 	CHECK(store_stamp(pin, &seen) == 0 && seen.ctime_ns == stamp.ctime_ns,
 	      "and the file's stamp is the seal's");
-	CHECK(index_claim(ix, sealed.id, 3 * UNIT_LEN, 30, &holder) == 0, "claim past it");
+	CHECK(index_claim(ix, sealed.id, 3 * UNIT_LEN, &holder) == 0, "claim past it");
 	CHECK(store_write(st, sealed.id, bytes, UNIT_LEN, 3 * UNIT_LEN, false) == 0 &&
 	      store_stamp(pin, &seen) == 0 && seen.ctime_ns != stamp.ctime_ns,
 	      "a write there moves the stamp");
@@ -283,7 +309,7 @@ int main(void)
 	      memcmp(map + 2 * UNIT_LEN, other, UNIT_LEN) == 0,
 	      "the map still reads the object's bytes (no hole punched)");
 	CHECK(store_read(st, sealed.id, got, UNIT_LEN, 0) == -EIO, "the data file is gone");
-	CHECK(index_claim(ix, sealed.id, UNIT_LEN, 30, &holder) == 0 &&
+	CHECK(index_claim(ix, sealed.id, UNIT_LEN, &holder) == 0 &&
 	      unit_put(ix, st2, sealed.id, UNIT_LEN, UNIT_LEN, other) == 0,
 	      "the other store puts a unit again");
 	CHECK(store_read(st, sealed.id, got, UNIT_LEN, UNIT_LEN) == 0 &&
@@ -292,7 +318,7 @@ int main(void)
 	munmap(map, 3 * UNIT_LEN);
 	store_close(st2);
 	for (uint64_t k = 0; k < 3; k += 2)
-		CHECK(index_claim(ix, sealed.id, k * UNIT_LEN, 30, &holder) == 0 &&
+		CHECK(index_claim(ix, sealed.id, k * UNIT_LEN, &holder) == 0 &&
 		      unit_put(ix, st, sealed.id, k * UNIT_LEN, UNIT_LEN, bytes) == 0,
 		      "put unit %llu back", (unsigned long long)k);
 	CHECK(index_seal(ix, sealed.id, sealed.size, &stamp) == 0 &&
@@ -308,12 +334,12 @@ int main(void)
 	   claimed, one with no row then included, by any process, this one
 	   too (else it could be written into the file about to go) */
 	for (uint64_t k = 0; k < 3; k++)
-		CHECK(index_claim(ix, sealed.id, k * UNIT_LEN, 30, &holder) == 0 &&
+		CHECK(index_claim(ix, sealed.id, k * UNIT_LEN, &holder) == 0 &&
 		      unit_put(ix, st, sealed.id, k * UNIT_LEN, UNIT_LEN, bytes) == 0,
 		      "put unit %llu again", (unsigned long long)k);
 	CHECK(index_seal(ix, sealed.id, sealed.size, &stamp) == 0 &&
 	      index_object_evict(ix, sealed.id, &freed) == 0, "sealed, then evicted whole");
-	CHECK(index_claim(ix, sealed.id, 3 * UNIT_LEN, 30, &holder) == -EBUSY &&
+	CHECK(index_claim(ix, sealed.id, 3 * UNIT_LEN, &holder) == -EBUSY &&
 	      holder == getpid() && claim_elsewhere(sealed.id, 3 * UNIT_LEN) == -EBUSY &&
 	      claim_elsewhere(sealed.id, UNIT_LEN) == -EBUSY,
 	      "until its file is unlinked, no unit of it is claimed, here or elsewhere");
@@ -324,7 +350,7 @@ int main(void)
 		struct index *ix2;
 		bool r;
 		uint64_t b;
-		_exit(index_open(dir, &ix2, &r) || index_claim(ix2, sealed.id, 0, 30, &holder) ||
+		_exit(index_open(dir, &ix2, &r) || index_claim(ix2, sealed.id, 0, &holder) ||
 		      index_units_add(ix2, sealed.id, &(struct index_unit_new){ .len = UNIT_LEN },
 				      1) ||
 		      index_seal(ix2, sealed.id, UNIT_LEN, &stamp) ||
@@ -333,7 +359,7 @@ int main(void)
 	int status;
 	CHECK(waitpid(evictor, &status, 0) == evictor && WIFEXITED(status) &&
 	      WEXITSTATUS(status) == 0, "another process evicts it whole and dies");
-	CHECK(index_claim(ix, sealed.id, UNIT_LEN, 30, &holder) == 0,
+	CHECK(index_claim(ix, sealed.id, UNIT_LEN, &holder) == 0,
 	      "the claim a dead process left is no longer in the way");
 	index_unclaim(ix, sealed.id, UNIT_LEN);
 	CHECK(store_pin(st, 999999) == -ENOENT, "no data file: nothing to pin");
