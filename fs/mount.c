@@ -18,6 +18,7 @@
 #include "cache/namespace/namespace.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -753,7 +754,9 @@ int mount_run(struct mount *m)
 	int rc = fuse_session_loop_mt(m->se, loop);
 	pthread_setname_np(m->loop_thread, m->loop_name);
 	fuse_loop_cfg_destroy(loop);
-	return rc == 0 ? 0 : -EIO;
+	/* stopped by SIGTERM, SIGINT or SIGHUP (libfuse's handlers return
+	   the signal's number): a clean stop, as an unmount is */
+	return rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP ? 0 : -EIO;
 }
 
 void mount_free(struct mount *m)

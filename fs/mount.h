@@ -50,7 +50,8 @@ int mount_check_allowed(const char *fuse_opts, const char *fuse_conf, char *why,
 			size_t why_size);
 int mount_new(const struct mount_config *cfg, struct namespace *ns, struct cache *cache,
 	      struct mount **out);
-/* Serve requests until unmounted or signalled; 0 or -errno. */
+/* Serve requests until unmounted or stopped by SIGTERM, SIGINT or SIGHUP
+ * (then 0: a clean stop), or a real error (-errno). */
 int mount_run(struct mount *m);
 void mount_free(struct mount *m);
 

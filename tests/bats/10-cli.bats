@@ -193,6 +193,37 @@ $usage"
 		fail "no log line on stderr with -f: $(head -c 500 "$T/fg.err")"
 }
 
+# fg_stop_by SIG: a `mount -f` stopped by SIG unmounts and exits 0.
+fg_stop_by() {
+	local sig=$1
+	# (a shell starts a background job with SIGINT ignored; a service
+	# manager does not)
+	env --default-signal="$sig" "$TILEFS" mount -f --cache-dir "$T/cache" "$ORIGIN_URL" \
+		"$MNT" </dev/null >"$T/fg.out" 2>"$T/fg.err" 3>&- &
+	local pid=$!
+	TILEFS_MNTS+=("$MNT")
+	TILEFS_STATES+=("$T/fg-state")
+	TILEFS_EXTRA_PIDS+=("$pid")
+	mounted_or_gone() { is_mounted "$MNT" || ! kill -0 "$pid" 2>/dev/null; }
+	wait_until "the -f mount" mounted_or_gone
+	is_mounted "$MNT" || { cat "$T/fg.err"; fail "-f mount never appeared"; }
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	kill -"$sig" "$pid"
+	local rc=0
+	run_to 30 tail --pid="$pid" -f /dev/null || fail "foreground tilefs still running after SIG$sig"
+	wait "$pid" || rc=$?
+	assert_eq "$rc" 0 "exit status of tilefs mount -f stopped by SIG$sig (stderr: $(tail -c 300 "$T/fg.err"))"
+	! is_mounted "$MNT" || fail "$MNT still mounted after SIG$sig"
+}
+
+@test "mount -f stopped by SIGTERM unmounts and exits 0" {
+	fg_stop_by TERM
+}
+
+@test "mount -f stopped by SIGINT unmounts and exits 0" {
+	fg_stop_by INT
+}
+
 @test "log lines have the contract's format" {
 	tilefs_mount "$ORIGIN_URL" "$MNT" --log-level debug
 	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
