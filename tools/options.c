@@ -16,7 +16,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-enum opt_type { OPT_FLAG, OPT_STRING, OPT_SIZE, OPT_LONG, OPT_LEVEL, OPT_PREFETCH };
+/* OPT_TTL: seconds, or "indefinite" (-1 too, as gcsfuse spells it):
+ * OPTIONS_TTL_INDEFINITE */
+enum opt_type { OPT_FLAG, OPT_STRING, OPT_SIZE, OPT_LONG, OPT_TTL, OPT_LEVEL, OPT_PREFETCH };
 
 struct option_def {
 	const char *name;
@@ -74,9 +76,10 @@ static const struct option_def defs[] = {
 	  "read every file through the daemon, never by FUSE passthrough (by\n"
 	  "default the kernel reads files cached whole straight from the\n"
 	  "cache, where it can: Linux 6.9+, mounted by root)" },
-	{ "ttl", M, 0, OPT_LONG, OFF(ttl), "SECONDS", "60", 0, 86400 * 365,
+	{ "ttl", M, 0, OPT_TTL, OFF(ttl), "SECONDS", "60", 0, 86400 * 365,
 	  "trust directory listings and object versions this long; 0 checks\n"
-	  "the origin on every open" },
+	  "the origin on every open; \"indefinite\" (or -1) never checks again\n"
+	  "what was listed or opened once, for data known never to change" },
 	{ "max-names", M | W, 0, OPT_LONG, OFF(max_names), "N", NULL, 1000, 1L << 40,
 	  "hold at most N names of files and directories in memory; past\n"
 	  "it, directories used least recently are listed again when used\n"
@@ -221,6 +224,13 @@ static int set_value(struct options *o, const struct option_def *d, const char *
 		}
 		*(uint64_t *)field = size;
 		return 0;
+	case OPT_TTL:
+		if (strcmp(value, "indefinite") == 0 || strcmp(value, "-1") == 0) {
+			*(long *)field = OPTIONS_TTL_INDEFINITE;
+			return 0;
+		}
+		/* a number of seconds: */
+		__attribute__((fallthrough));
 	case OPT_LONG:
 		errno = 0;
 		long v = strtol(value, &end, 10);

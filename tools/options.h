@@ -19,6 +19,10 @@
 #define OPTIONS_MOUNT 1u		/* which command an option belongs to */
 #define OPTIONS_WARM 2u
 
+/* --ttl indefinite: what was listed or opened once is never checked
+ * again (an int, as the mount and the namespace hold it). */
+#define OPTIONS_TTL_INDEFINITE 2147483647L
+
 struct options {
 	bool foreground;
 	bool help;
@@ -32,7 +36,7 @@ struct options {
 	uint64_t hint_budget;		/* 0: the default (mount_cmd.c) */
 	char *record_file;		/* --record */
 	bool no_passthrough;
-	long ttl;
+	long ttl;			/* seconds, or OPTIONS_TTL_INDEFINITE */
 	long max_names;			/* 0: the default (ns_set_max_names()) */
 	char *list_file;
 	char *ca_file;
