@@ -145,9 +145,12 @@ static void dirs_free(char **dirs, size_t n)
 	free(dirs);
 }
 
-/* Move K's subdirectories to the next level (V->lock held). */
+/* Move K's subdirectories to the next level (V->lock held). A directory
+ * without any has no array of them (K->subdirs NULL): nothing to move. */
 static int level_take(struct level *v, struct walk *k)
 {
+	if (!k->nsubdirs)
+		return 0;
 	char **grown = realloc(v->sub, (v->nsub + k->nsubdirs + 1) * sizeof(*grown));
 	if (!grown)
 		return -ENOMEM;

@@ -21,6 +21,10 @@
  * half of the fetcher's connections, or on all those demand requests have
  * left idle lately (background_cap()), and never on the last free one, so
  * a demand read finds a connection when it comes, on every fetcher.
+ * Stopping, each fetcher fails what it holds with -ECANCELED; a done() run
+ * then may submit again (a retry) to a fetcher already ended, so once all
+ * are joined http_client_free() fails what was submitted since, on its
+ * own thread (fetchers_cancel_late()): every request gets its done().
  *
  * LOCKS: each fetcher's lock guards its `submitted`, `stopping` and
  * `background_room`; the client's stats_lock guards the counters. Both
@@ -465,7 +469,8 @@ static void *fetch_thread(void *arg)
 		curl_multi_poll(c->multi, NULL, 0, (int)poll_wait(c, wait), NULL);
 	}
 
-	/* stopping: fail whatever is in flight or waiting */
+	/* stopping: fail whatever is in flight or waiting; what their done()
+	   submits now is fetchers_cancel_late()'s */
 	while (c->background) {
 		struct http_request *req = c->background;
 		c->background = req->next;
@@ -532,8 +537,36 @@ fail_multi:
 	return -1;
 }
 
+/*
+ * Finish with -ECANCELED, on this thread, the requests submitted to the
+ * fetchers F[0..n) once their threads ended: those a done() submitted
+ * while they stopped (an engine's run GETting its units again into
+ * memory, say), which landed on a fetcher past its last look at
+ * `submitted`. Their done() may submit more: until none is left.
+ */
+static void fetchers_cancel_late(struct fetcher *f, int n)
+{
+	for (bool any = true; any;) {
+		any = false;
+		for (int i = 0; i < n; i++) {
+			pthread_mutex_lock(&f[i].lock);
+			struct http_request *late = f[i].submitted;
+			f[i].submitted = NULL;
+			pthread_mutex_unlock(&f[i].lock);
+			while (late) {
+				struct http_request *req = late;
+				late = req->next;
+				req->next = NULL;
+				finish(&f[i], req, -ECANCELED);
+				any = true;
+			}
+		}
+	}
+}
+
 /* Stop the fetchers F[0..n): every one told and joined before any is
- * freed, as a done() on one may submit to another until it ends. */
+ * freed, as a done() on one may submit to another until it ends; then
+ * what was submitted too late for them is cancelled here. */
 static void fetchers_stop(struct fetcher *f, int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -544,6 +577,7 @@ static void fetchers_stop(struct fetcher *f, int n)
 	}
 	for (int i = 0; i < n; i++)
 		pthread_join(f[i].thread, NULL);
+	fetchers_cancel_late(f, n);
 	for (int i = 0; i < n; i++) {
 		curl_multi_cleanup(f[i].multi);
 		pthread_mutex_destroy(&f[i].lock);

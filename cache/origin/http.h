@@ -128,7 +128,8 @@ typedef int (*http_sink_fn)(void *sink_arg, uint64_t at, const char *data, size_
 
 /*
  * One request. The caller owns it and keeps it alive until done() runs (on
- * the fetch thread that ran it: done() must be quick and must not
+ * the fetch thread that ran it, or in http_client_free() for one submitted
+ * while the client stopped: done() must be quick and must not
  * submit-and-wait; done() of different requests may run at once).
  */
 struct http_request {
@@ -202,11 +203,16 @@ struct http_request {
 
 /* Start the fetch threads. Returns NULL on failure (logged). */
 struct http_client *http_client_new(const struct http_config *cfg);
-/* Stop the fetch threads; requests still queued complete with
- * -ECANCELED. Nothing may be submitted once this is called. */
+/* Stop the fetch threads; requests still queued or in flight complete
+ * with -ECANCELED, and so does every request their done() submits
+ * meanwhile (a retry), whose done() runs on the calling thread once the
+ * fetch threads have ended. No other thread may submit once this is
+ * called. */
 void http_client_free(struct http_client *client);
 
-/* Queue req; done() is always called exactly once, later, on a fetch thread. */
+/* Queue req; done() is always called exactly once, later, on a fetch
+ * thread (or in http_client_free(), for a request a done() submitted while
+ * the client stopped). */
 void http_submit(struct http_client *client, struct http_request *req);
 /* How many more background requests would start at once now: the
  * connections demand requests have left idle lately, less those background

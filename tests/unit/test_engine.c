@@ -143,6 +143,8 @@ static void start_child(struct origin_server *s, const char *dir, int go)
 static void test_start_together(struct origin_server *s, const char *base)
 {
 	int opened = 0;
+	if (check_skip_forks("processes at once on a new cache dir"))
+		return;
 	origin_put(s, "/start.bin", 100000, 8, "\"s1\"");
 	for (int round = 0; round < START_ROUNDS; round++) {
 		char dir[300];
@@ -213,6 +215,8 @@ static void test_claims(struct origin_server *s, const char *dir)
 {
 	static char want[1u << 20];
 	const uint64_t off = 500000;
+	if (check_skip_forks("claims across two processes"))
+		return;
 	origin_pattern(want, sizeof(want), 2);
 	origin_put(s, "/claims.bin", sizeof(want), 2, "\"c1\"");
 	uint64_t unit_off = off - off % BLOCK;	/* plain bytes: blocks past the header */

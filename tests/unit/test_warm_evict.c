@@ -121,6 +121,8 @@ static void test_warm_together(struct origin_server *s, const char *dir, int pro
 {
 	static char fill[4u << 20];
 	struct engine e;
+	if (procs > 1 && check_skip_forks("warm from two processes at once"))
+		return;
 	origin_pattern(fill, sizeof(fill), 9);
 	origin_put(s, "/fill.bin", sizeof(fill), 9, "\"f9\"");
 	for (int i = 0; i < WARMERS; i++) {
