@@ -127,6 +127,13 @@ static void format(struct metrics *m, FILE *f, bool up)
 	counter(f, "tilefs_tier_fallbacks_total", "counter",
 		"Request attempts sent to the store directly: the tier could not be reached.",
 		hs.tier_fallbacks);
+	counter(f, "tilefs_origin_up", "gauge",
+		"0 while the origin is unreachable (no connection, timeouts, 5xx or 429 "
+		"after retries): what is cached is served, the rest fails at once.",
+		hs.origin_up);
+	counter(f, "tilefs_stale_answers_total", "counter",
+		"Opens and listings answered from the cache because the origin was down.",
+		hs.stale_answers);
 	counter(f, "tilefs_fetched_bytes_total", "counter", "Bytes received from the origin.",
 		hs.bytes);
 	counter(f, "tilefs_cache_hits_total", "counter", "Units read from the cache.", cs.hits);

@@ -34,6 +34,7 @@
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"
 #include "cache/origin/providers/provider.h"
+#include "cache/origin/reach.h"
 #include "cache/store/index.h"
 #include "cache/store/store.h"
 #include "cache/store/unit.h"
@@ -210,15 +211,17 @@ static void store_fetched(struct cache *c, struct cache_object *obj, const struc
 }
 
 /* Run REQ (reset) against URL: a HEAD, or a GET of its first LEN bytes
- * into a buffer the caller frees (req->body). */
+ * into a buffer the caller frees (req->body). STALE_OK: the caller can
+ * open the version it knows if no origin answers (http_request). */
 static int probe_run(struct cache *c, const char *url, const char *log_name, uint64_t len,
-		     struct http_request *req)
+		     bool stale_ok, struct http_request *req)
 {
 	memset(req, 0, sizeof(*req));
 	req->url = url;
 	req->log_name = log_name;
 	req->head = len == 0;
 	req->len = len;
+	req->stale_ok = stale_ok;
 	if (len && !(req->body = malloc(len)))
 		return -ENOMEM;
 	source_prepare(c->src, req);
@@ -237,10 +240,10 @@ static int fetch_first(struct cache *c, const char *url, const char *log_name,
 	uint64_t len = c->cfg.header_len;
 	if (listed && listed->size > (int64_t)len && (uint64_t)listed->size <= WHOLE_HEADERS * len)
 		len = (uint64_t)listed->size;
-	int err = probe_run(c, url, log_name, len, req);
+	int err = probe_run(c, url, log_name, len, false, req);
 	if (err == -ERANGE) {
 		free(req->body);
-		err = probe_run(c, url, log_name, 0, req);
+		err = probe_run(c, url, log_name, 0, false, req);
 	}
 	if (!err && req->body_len > 0) {
 		f->range[0].off = 0;
@@ -374,34 +377,52 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	size_t etag_len = strlen(latest.version);
 	bool current = known && listed_names(listed, latest.version, latest.size) &&
 		       etag_len < sizeof(f.version.etag) && proved(c, latest.id, identity);
-	bool asked = !current;
-	if (current) {
-		/* the listing vouches for it, and we have read it: no request */
-		memcpy(f.version.etag, latest.version, etag_len + 1);
-		f.version.size = latest.size;
-		mtime = listed->mtime;
-	} else {
+	/* with the origin down, this identity may read the version it proved
+	   (docs/SEMANTICS.md, "When the origin is down") */
+	bool stale_ok = known && !current && etag_len < sizeof(f.version.etag) &&
+			proved(c, latest.id, identity);
+	if (stale_ok && cache_answer_stale(c, url))
+		current = true;
+	bool asked = false;	/* the origin told us the version */
+	if (!current) {
 		if (known)
-			err = probe_run(c, url, log_name, 0, &req);	/* just check it is current */
+			err = probe_run(c, url, log_name, 0, stale_ok, &req);	/* just check it is current */
 		else
 			err = fetch_first(c, url, log_name, listed, &req, &f);
-		if (!err)
-			err = answer_version(&req, log_name, version, sizeof(version));
-		if (err)
-			goto fail;
-		current = known && strcmp(latest.version, version) == 0 &&
-			  latest.size == req.object_size;
-		if (known && !current) {
-			/* changed on the origin: read the new version's header */
-			log_info("%s changed on the origin", log_name);
-			err = fetch_first(c, url, log_name, listed, &req, &f);
+		if (err && stale_ok && reach_classify(req.status, err) < 0) {
+			/* the check found the origin down: the version we know */
+			log_debug("%s: origin down; opening the version cached", log_name);
+			cache_count_stale(c);
+			current = true;
+			err = 0;
+		} else {
 			if (!err)
 				err = answer_version(&req, log_name, version, sizeof(version));
 			if (err)
 				goto fail;
+			asked = true;
+			current = known && strcmp(latest.version, version) == 0 &&
+				  latest.size == req.object_size;
+			if (known && !current) {
+				/* changed on the origin: read the new version's header */
+				log_info("%s changed on the origin", log_name);
+				err = fetch_first(c, url, log_name, listed, &req, &f);
+				if (!err)
+					err = answer_version(&req, log_name, version,
+							     sizeof(version));
+				if (err)
+					goto fail;
+			}
+			version_of_answer(&f.version, &req);
+			mtime = http_date_parse(req.last_modified);
 		}
-		version_of_answer(&f.version, &req);
-		mtime = http_date_parse(req.last_modified);
+	}
+	if (!asked) {
+		/* the listing vouches for it, or the origin is down, and we
+		   have read it: no request */
+		memcpy(f.version.etag, latest.version, etag_len + 1);
+		f.version.size = latest.size;
+		mtime = listed ? listed->mtime : 0;
 	}
 
 	if (current) {

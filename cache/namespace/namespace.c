@@ -16,6 +16,7 @@
 #include "cache/namespace/namespace_int.h"
 #include "cache/engine/cache.h"
 #include "cache/origin/http.h"
+#include "cache/origin/reach.h"
 #include "cache/base/log.h"
 #include "cache/origin/providers/provider.h"
 
@@ -109,7 +110,10 @@ static int by_name(const void *a, const void *b)
 }
 
 /* Fetch and parse the listing of DIR_PATH, all pages. */
-static int fetch_listing(struct namespace *ns, const char *dir_path, struct listing *out)
+/* List DIR_PATH into OUT, page by page. STALE_OK: the last listing can
+ * stand in, so an origin found down is not retried (http.h). */
+static int fetch_listing(struct namespace *ns, const char *dir_path, struct listing *out,
+			 bool stale_ok)
 {
 	char *cursor = NULL;
 	int err = 0;
@@ -132,6 +136,7 @@ static int fetch_listing(struct namespace *ns, const char *dir_path, struct list
 		snprintf(log_name, sizeof(log_name), "listing of /%s", dir_path);
 		req.url = url;
 		req.log_name = log_name;
+		req.stale_ok = stale_ok;
 		source_prepare(ns->src, &req);
 		err = http_run(ns->http, &req);
 		if (!err)
@@ -186,6 +191,17 @@ static void count_bytes(struct namespace *ns, struct ns_node *dir)
 	ns_tell_cache_bytes(ns);
 }
 
+/* The origin is down and DIR_PATH was listed before: answer with that
+ * listing, unasked (cache_answer_stale(), which probes the origin with the
+ * listing's URL when a probe is due). */
+static bool answer_stale(struct namespace *ns, const char *dir_path)
+{
+	char *url = source_listing_url(ns->src, dir_path, NULL);
+	bool stale = url && cache_answer_stale(ns->cache, url);
+	free(url);
+	return stale;
+}
+
 /* dir_refresh() with DIR held. */
 static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 {
@@ -200,10 +216,12 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 	}
 	dir->busy = true;
 	char *path = ns_node_path(dir);
+	bool listed = dir->listed;	/* the last listing can stand in */
 	pthread_mutex_unlock(&ns->lock);
 
 	struct listing l = { .ns = ns };
-	int err = path ? fetch_listing(ns, path, &l) : -ENOMEM;
+	int err = !path ? -ENOMEM : listed && answer_stale(ns, path) ? -ENETDOWN :
+		  fetch_listing(ns, path, &l, listed);
 	if (!err && l.n > 0)
 		qsort(l.nodes, l.n, sizeof(*l.nodes), by_name);
 
@@ -260,11 +278,17 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 		for (size_t i = 0; i < l.n; i++)
 			ns_node_free(ns, l.nodes[i]);
 		free(l.nodes);
-		if (dir->listed) {
-			log_warn("cannot list /%s again (%s); keeping the last listing",
-				 path ? path : "?", strerror(-err));
-			err = 0;
+		if (dir->listed && err != -ENETDOWN) {
+			/* said once for all when the origin is down (http.c) */
+			bool down = reach_down(http_reach(ns->http));
+			log_at(down ? LOG_DEBUG : LOG_WARN,
+			       "cannot list /%s again (%s); keeping the last listing",
+			       path ? path : "?", strerror(-err));
+			if (down)
+				cache_count_stale(ns->cache);
 		}
+		if (dir->listed)
+			err = 0;
 	}
 	free(path);
 	dir->busy = false;

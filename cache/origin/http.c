@@ -33,6 +33,7 @@
  */
 #include "cache/origin/http.h"
 #include "cache/origin/http_int.h"
+#include "cache/origin/reach.h"
 #include "cache/origin/tier.h"
 #include "cache/base/log.h"
 #include "cache/base/monotonic.h"
@@ -88,6 +89,7 @@ struct http_client {
 	atomic_uint next;		/* round robin among equally loaded */
 	pthread_mutex_t stats_lock;
 	struct http_stats stats;	/* protected by stats_lock */
+	struct reach reach;		/* does the origin answer? (atomics) */
 };
 
 void http_config_defaults(struct http_config *cfg)
@@ -199,6 +201,16 @@ static uint64_t retry_delay_ms(struct fetcher *c, struct http_request *req)
 
 static void start_or_fail(struct fetcher *c, struct http_request *req);
 
+/* Did REQ's attempt, ended with CODE, find no origin to speak to: not
+ * resolved, not connected, or timed out before it connected? */
+static bool no_origin(struct http_request *req, CURLcode code)
+{
+	curl_off_t connect_ok = 0;
+	curl_easy_getinfo(req->easy, CURLINFO_CONNECT_TIME_T, &connect_ok);
+	return code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST ||
+	       (code == CURLE_OPERATION_TIMEDOUT && connect_ok == 0);
+}
+
 /*
  * Did an attempt through the tier fail to reach it? Then the tier is down:
  * say so once, and start the attempt again at the store (not counted as
@@ -208,11 +220,7 @@ static bool tier_unreachable(struct fetcher *c, struct http_request *req, CURLco
 {
 	if (!req->via_tier)
 		return false;
-	curl_off_t connect_ok = 0;
-	curl_easy_getinfo(req->easy, CURLINFO_CONNECT_TIME_T, &connect_ok);
-	bool down = code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST ||
-		    (code == CURLE_OPERATION_TIMEDOUT && connect_ok == 0);
-	if (!down) {
+	if (!no_origin(req, code)) {
 		if (tier_mark_up(req->tier))
 			log_warn("tier %s answers again; reading through it", tier_url(req->tier));
 		return false;
@@ -248,11 +256,40 @@ static bool tier_redirected(struct fetcher *c, struct http_request *req, CURLcod
 	return true;
 }
 
+/*
+ * Tell the origin's outage state (reach.h) how an attempt of REQ ended:
+ * GONE (no_origin()) is an outage at once; any other failure (a 5xx, a
+ * 429, a connection reset) only once REQ gives up after its retries
+ * (FINAL, VERDICT its errno), as such an origin may recover within them;
+ * an answer ends an outage. A change is logged once.
+ */
+static void note_reach(struct fetcher *c, const struct http_request *req, int verdict, bool gone,
+		       bool final)
+{
+	int kind = gone ? -1 : reach_classify(req->status, verdict);
+	if (kind < 0 && !gone && !final)
+		return;
+	uint64_t down_for = 0;
+	if (!reach_note(&c->client->reach, kind, monotonic_ms(), &down_for))
+		return;
+	if (kind < 0)
+		log_warn("origin unreachable (%s: %s): serving what is cached, failing the rest "
+			 "at once, asking again every %d s", req->log_name, req->error,
+			 REACH_PROBE_MS / 1000);
+	else
+		log_warn("origin answers again, after %" PRIu64 " s down", down_for / 1000);
+}
+
 static void on_attempt_done(struct fetcher *c, struct http_request *req, CURLcode code)
 {
 	if (tier_unreachable(c, req, code) || tier_redirected(c, req, code))
 		return;
 	int verdict = attempt_verdict(req, code);
+	bool gone = verdict != 0 && no_origin(req, code);
+	/* no origin, and it was known down or the caller has a cached
+	   answer: fail now, not after backoffs */
+	bool fail_now = gone && (req->stale_ok || reach_down(&c->client->reach));
+	note_reach(c, req, verdict, gone, false);
 
 	if (verdict == 0 && !req->first_etag[0] && req->etag[0])
 		memcpy(req->first_etag, req->etag, sizeof(req->etag));
@@ -275,9 +312,15 @@ static void on_attempt_done(struct fetcher *c, struct http_request *req, CURLcod
 		finish(c, req, verdict);
 		return;
 	}
-	if (req->attempt >= c->client->cfg.retries) {
-		log_error("giving up on %s after %d attempts: %s", req->log_name,
-			  req->attempt + 1, req->error);
+	if (req->attempt >= c->client->cfg.retries || fail_now) {
+		if (fail_now && req->attempt == 0)	/* said once for the outage
+							   (note_reach()) */
+			log_debug("not retrying %s: the origin is down (%s)", req->log_name,
+				  req->error);
+		else
+			log_error("giving up on %s after %d attempts: %s", req->log_name,
+				  req->attempt + 1, req->error);
+		note_reach(c, req, verdict, gone, true);
 		finish(c, req, -EIO);
 		return;
 	}
@@ -731,6 +774,13 @@ void http_client_stats(struct http_client *c, struct http_stats *out)
 	pthread_mutex_lock(&c->stats_lock);
 	*out = c->stats;
 	pthread_mutex_unlock(&c->stats_lock);
+	out->origin_up = !reach_down(&c->reach);
+	out->stale_answers = atomic_load(&c->reach.stale_answers);
+}
+
+struct reach *http_reach(struct http_client *client)
+{
+	return &client->reach;
 }
 
 time_t http_date_parse(const char *text)

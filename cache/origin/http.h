@@ -13,7 +13,9 @@
  * This is the one place where curl codes and HTTP statuses become errno.
  * A trickle ends too: each attempt of a ranged GET has a deadline of
  * config.deadline_floor_ms plus its bytes at config.min_rate, and is then
- * retried (resuming) like any timeout.
+ * retried (resuming) like any timeout. An attempt that finds no origin is
+ * not retried while the origin is known down, nor when its caller has a
+ * cached answer (stale_ok): reach.h keeps that state.
  *
  * Schemes and redirects: curl speaks http and https only. A request whose
  * signer added headers (credentials), or that carries a form (a token
@@ -143,6 +145,9 @@ struct http_request {
 					   token request, www-form-urlencoded);
 					   http_fetch_once() only */
 	bool background;		/* prefetch: yields to other requests */
+	bool stale_ok;			/* the caller has a cached answer to give
+					   if no origin answers: not retried
+					   then (reach.h) */
 	uint64_t off, len;		/* len > 0: GET bytes off..off+len-1 into
 					   body, which holds len bytes (caller's);
 					   len == 0: the whole body, malloc'ed into
@@ -253,7 +258,15 @@ struct http_stats {
 	uint64_t latency[HTTP_LATENCY_BUCKETS];	/* requests by submit-to-done
 						   time (retries included) */
 	double latency_sum;		/* seconds */
+	bool origin_up;			/* reach.h: the origin answers */
+	uint64_t stale_answers;		/* given from the cache unasked, the
+					   origin being down (reach.h) */
 };
 void http_client_stats(struct http_client *client, struct http_stats *out);
+
+/* The origin's outage state (reach.h) that CLIENT's fetch threads keep:
+ * while it is down, a request that finds no origin is not retried, and
+ * callers with a cached answer give it (borrowed with CLIENT). */
+struct reach *http_reach(struct http_client *client);
 
 #endif

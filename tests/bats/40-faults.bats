@@ -140,6 +140,64 @@ transient() {
 	tilefs_umount "$MNT"
 }
 
+# took_ms START_NS: milliseconds since START_NS (date +%s%N)
+took_ms() {
+	echo $((($(date +%s%N) - $1) / 1000000))
+}
+
+@test "origin down: what was read is served at once (files, listings), the rest fails fast; back: a changed file reads new" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --ttl 2 --log-level info --metrics-file "$T/m.prom"
+	ls -R "$MNT" >/dev/null
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	local port=$ORIGIN_PORT
+	origin_stop
+	sleep 3	# past --ttl: every open and listing would ask the origin
+	local t0
+	# the first open meets the outage: one attempt, then the version cached
+	t0=$(date +%s%N)
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	[ "$(took_ms "$t0")" -lt 5000 ] || fail "the first cached open took $(took_ms "$t0") ms"
+	sleep 3
+	for f in t256.tif notes.txt; do
+		t0=$(date +%s%N)
+		cmp "$SAMPLES/$f" "$MNT/$f"
+		[ "$(took_ms "$t0")" -lt 5000 ] || fail "$f took $(took_ms "$t0") ms with the origin down"
+	done
+	t0=$(date +%s%N)
+	ls -R "$MNT" >"$T/ls.out" || fail "ls -R failed with the origin down"
+	[ "$(took_ms "$t0")" -lt 5000 ] || fail "ls -R took $(took_ms "$t0") ms with the origin down"
+	grep -q t512.tif "$T/ls.out" || fail "the last listing is not shown: $(cat "$T/ls.out")"
+	# never cached: EIO, fast (no retries while the origin is known down)
+	t0=$(date +%s%N)
+	! cat "$MNT/t512.tif" >/dev/null 2>"$T/cat.err" || fail "an uncached file read with the origin down"
+	grep -q "Input/output error" "$T/cat.err" || fail "cat said: $(cat "$T/cat.err")"
+	[ "$(took_ms "$t0")" -lt 15000 ] || fail "the uncached file took $(took_ms "$t0") ms to fail"
+	assert_eq "$(grep -c 'origin unreachable' "$TILEFS_LOG")" 1 "'origin unreachable' lines"
+	wait_until "tilefs_origin_up 0" metric_is "$T/m.prom" tilefs_origin_up 0
+	wait_until "stale answers counted" metric_ge "$T/m.prom" tilefs_stale_answers_total 2
+	tilefs_alive "$MNT"
+	# back, with t256.tif changed meanwhile: read as its new version
+	same_size_rewrite "$SAMPLES/t256.tif" "$T/t256.new"
+	cp "$T/t256.new" "$SAMPLES/t256.tif"
+	ORIGIN_WANT_PORT=$port origin_start "$SAMPLES"
+	wait_until "the changed file read as its new version" cmp -s "$T/t256.new" "$MNT/t256.tif"
+	grep -q 'origin answers again' "$TILEFS_LOG" || fail "the log does not say the origin is back"
+	wait_until "tilefs_origin_up 1" metric_is "$T/m.prom" tilefs_origin_up 1
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	tilefs_umount "$MNT"
+}
+
+@test "a 404 is an answer, not an outage: a file deleted at the origin is not served from the cache" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --ttl 1 --log-level info
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	mv "$SAMPLES/notes.txt" "$T/notes.gone"
+	sleep 2
+	! cat "$MNT/notes.txt" >/dev/null 2>"$T/cat.err" || fail "a file deleted at the origin was served"
+	! grep -q 'origin unreachable' "$TILEFS_LOG" || fail "a 404 was taken for an outage"
+	tilefs_umount "$MNT"
+}
+
 @test "a burst of concurrent reads during intermittent 503s gets the right bytes" {
 	tilefs_mount "$ORIGIN_URL" "$MNT" --block-size 64K --log-level info
 	ls -R "$MNT" >/dev/null
