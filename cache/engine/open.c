@@ -19,8 +19,11 @@
  * version is current saves the HEAD only when this cache's identity has a
  * proof of that version in the index younger than --ttl; otherwise the
  * HEAD (or first GET) is sent with our own credentials, and its 2xx
- * records the proof (a 401 or 403 fails the open: -EACCES). Proofs are per
- * version (index object id), so a changed object is proved again.
+ * records the proof (a 401 or 403 fails the open: -EACCES), for the
+ * principal whose credentials signed the attempt that got the 2xx, which
+ * a renewal between two attempts can make another than the one named
+ * before the request (prove()). Proofs are per version (index object id),
+ * so a changed object is proved again.
  *
  * The index keys an object by its URL without the query (index.h), so the
  * full URL (a SAS, a token) is passed to it and used for every request,
@@ -348,6 +351,28 @@ static bool proved(struct cache *c, int64_t id, const char *identity)
 	return identity[0] && index_proof_get(c->index, id, identity, &at) == 0;
 }
 
+/*
+ * Record that the principal whose request REQ (a 2xx) was has read version
+ * ID: the one its signer signed that attempt as, which need not be the one
+ * named before the request (a renewal between two attempts can hand other
+ * keys, of another principal, to the retry). When it cannot be named (its
+ * credential renewed since, or expired), nothing is recorded: the next
+ * open asks again.
+ */
+static void prove(struct cache *c, int64_t id, const struct http_request *req,
+		  const char *log_name)
+{
+	char signed_as[SOURCE_IDENTITY_LEN + 1];
+	int err = source_identity_signed(c->src, index_proof_salt(c->index), req, signed_as);
+
+	if (err)
+		log_debug("%s: no proof recorded (%s): the next open asks again", log_name,
+			  err == -ESTALE ? "its credentials were renewed meanwhile" :
+			  strerror(-err));
+	else
+		index_proof_put(c->index, id, signed_as);
+}
+
 bool cache_object_known(struct cache *c, const char *url)
 {
 	struct index_object latest;
@@ -367,8 +392,9 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	time_t mtime;
 	int err = 0;
 
-	/* who asks: the principal of the credentials in use now, which the
-	   proof checked and the proof written both name */
+	/* who asks: the principal of the credentials in use now, whose proof
+	   saves the request; the proof a request writes names whoever signed
+	   the attempt that succeeded (prove()) */
 	char identity[SOURCE_IDENTITY_LEN + 1] = "";
 	if (source_identity_hash(c->src, index_proof_salt(c->index), identity) != 0)
 		identity[0] = '\0';
@@ -454,8 +480,8 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		   this or another process may still read them */
 	}
 
-	if (asked && found.id >= 0 && identity[0])
-		index_proof_put(c->index, found.id, identity);	/* else: asked again */
+	if (asked && found.id >= 0)
+		prove(c, found.id, &req, log_name);
 	struct cache_object *obj = object_new(c, found.id, url, log_name, &f.version, mtime);
 	err = -ENOMEM;
 	if (!obj)

@@ -84,6 +84,11 @@ struct http_attempt {
 	uint64_t first, last;
 	const char *if_match;		/* the If-Match value sent, or NULL */
 	const char *if_unmodified_since; /* likewise If-Unmodified-Since */
+	uint64_t *credential;		/* the signer stores here which of its
+					   credentials signed the attempt (its
+					   renewal's serial), or leaves 0 for
+					   credentials that never change: see
+					   http_request.credential */
 };
 
 /*
@@ -179,6 +184,10 @@ struct http_request {
 	char etag[128];
 	char last_modified[64];
 	char challenge[160];		/* a 401's WWW-Authenticate, "" if none */
+	uint64_t credential;		/* which credential the signer signed
+					   the last attempt with (http_attempt):
+					   when err is 0, the one whose request
+					   succeeded, which a proof must name */
 	char error[160];		/* why it failed, for messages */
 
 	/* private to http.c */

@@ -3,7 +3,9 @@
  * handle set up and signed, its headers and body taken as they come (into
  * the body, or a sink, once they are known to be the range asked for), and
  * the answer judged. The fetch thread (http.c) and http_fetch_once() run
- * attempts; only here do curl codes and HTTP statuses become errno.
+ * attempts; only here do curl codes and HTTP statuses become errno. The
+ * signer says which credential signed each attempt (req->credential), so
+ * the request that succeeds names the principal that read the object.
  */
 #include "cache/origin/http.h"
 #include "cache/origin/http_int.h"
@@ -242,7 +244,11 @@ int attempt_prepare(const struct http_config *cfg, struct http_request *req)
 	const char *ca_file = req->via_tier ? tier_ca_file(req->tier) : cfg->ca_file;
 	if (ca_file)
 		curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file);
-	struct http_attempt a = { .method = req->head ? "HEAD" : "GET", .url = req->url };
+	/* each attempt says afresh whom it is signed as: the last one's is
+	   the answer's */
+	req->credential = 0;
+	struct http_attempt a = { .method = req->head ? "HEAD" : "GET", .url = req->url,
+				  .credential = &req->credential };
 	if (req->method) {
 		a.method = req->method;
 		curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, req->method);

@@ -2,12 +2,15 @@
  * fake clock with a fake endpoint: when it renews, how it backs off while
  * the credential holds, EACCES once expired, recovery and forced
  * renewals; an endpoint answering credentials already expired (or within
- * RENEWAL_MIN_LIFE_S of it), counted in fetches and in log lines. */
+ * RENEWAL_MIN_LIFE_S of it), counted in fetches and in log lines; and an
+ * endpoint that holds its answer, which no signer with a credential in
+ * hand may wait for (asserted by the order of events, not by a clock). */
 #include "cache/origin/providers/renewal.h"
 #include "cache/base/log.h"
 #include "check.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +48,9 @@ static int fake_fetch(void *arg, void *out, time_t *expires, char *from, size_t 
 	return 0;
 }
 
-/* The credential R hands out at the fake clock into OUT: renewal_get(). */
+/* The credential R hands out at the fake clock into OUT: renewal_get(),
+ * and then the end of the renewal it started, if any, so that each step
+ * of the fake clock sees the one before it whole. */
 static int token_at(struct renewal *r, struct fake_endpoint *e, time_t at, char *out, size_t size)
 {
 	struct fake_credential t;
@@ -53,6 +58,7 @@ static int token_at(struct renewal *r, struct fake_endpoint *e, time_t at, char 
 	e->clock = at;
 	int rc = renewal_get(r, at, &t);
 	snprintf(out, size, "%.31s", rc ? "" : t.text);
+	renewal_settle(r);
 	return rc;
 }
 
@@ -162,6 +168,184 @@ static void stale_answers(void)
 	unlink(log_path);
 }
 
+/* An endpoint that holds every answer after the first until the test
+ * opens its gate: a credential_process or a token endpoint taking its
+ * time. Every wait is bounded (GATE_WAIT_S), so that a test failing on a
+ * renewal that blocks its signers ends. */
+#define GATE_WAIT_S 30
+
+struct gated_endpoint {
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	time_t clock;		/* lock */
+	int calls;		/* lock */
+	bool open;		/* lock: answers go */
+};
+
+static void gate_wait(struct gated_endpoint *g, const bool *flag, bool want)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += GATE_WAIT_S;
+	while (*flag != want && pthread_cond_timedwait(&g->changed, &g->lock, &until) == 0)
+		;
+}
+
+static int gated_fetch(void *arg, void *out, time_t *expires, char *from, size_t from_size)
+{
+	struct gated_endpoint *g = arg;
+	struct fake_credential *t = out;
+
+	pthread_mutex_lock(&g->lock);
+	int call = ++g->calls;
+	pthread_cond_broadcast(&g->changed);
+	if (call > 1)
+		gate_wait(g, &g->open, true);
+	snprintf(t->text, sizeof(t->text), "tok-%d", call);
+	*expires = g->clock + 60;
+	pthread_mutex_unlock(&g->lock);
+	snprintf(from, from_size, "the gated endpoint");
+	return 0;
+}
+
+/* A signer on a thread of its own: renewal_get() at AT, then says so. */
+struct signer {
+	struct renewal *r;
+	struct gated_endpoint *g;
+	time_t at;
+	int rc;
+	char text[32];
+	bool returned;		/* g->lock */
+	bool gate_open;		/* g->open when it returned */
+};
+
+static void *sign_once(void *arg)
+{
+	struct signer *s = arg;
+	struct fake_credential t;
+
+	s->rc = renewal_get(s->r, s->at, &t);
+	pthread_mutex_lock(&s->g->lock);
+	snprintf(s->text, sizeof(s->text), "%.31s", s->rc ? "" : t.text);
+	s->returned = true;
+	s->gate_open = s->g->open;
+	pthread_cond_broadcast(&s->g->changed);
+	pthread_mutex_unlock(&s->g->lock);
+	return NULL;
+}
+
+/* Open or shut the gate. */
+static void gate_set(struct gated_endpoint *g, bool open, time_t clock)
+{
+	pthread_mutex_lock(&g->lock);
+	g->open = open;
+	g->clock = clock;
+	pthread_cond_broadcast(&g->changed);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* Wait until the endpoint was asked N times (bounded); its calls. */
+static int gate_calls(struct gated_endpoint *g, int n)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += GATE_WAIT_S;
+	pthread_mutex_lock(&g->lock);
+	while (g->calls < n && pthread_cond_timedwait(&g->changed, &g->lock, &until) == 0)
+		;
+	int calls = g->calls;
+	pthread_mutex_unlock(&g->lock);
+	return calls;
+}
+
+static void *release_renewal(void *arg)
+{
+	renewal_release(arg);
+	return NULL;
+}
+
+/*
+ * A renewal falls due while the credential in hand still holds, and the
+ * endpoint takes its time: signers get the credential in hand at once,
+ * before the endpoint answers (the gate is still shut when they return),
+ * one fetch runs, not one a signer, and its answer is swapped in once it
+ * comes. An expired credential waits for the renewal. A renewal under way
+ * at release is joined.
+ */
+static void background_renewal(void)
+{
+	struct gated_endpoint g = { .clock = 1000 };
+	struct renewal r;
+	struct fake_credential t;
+	pthread_t thread;
+
+	pthread_mutex_init(&g.lock, NULL);
+	pthread_cond_init(&g.changed, NULL);
+	CHECK(renewal_init(&r, "test", sizeof(struct fake_credential), gated_fetch, &g, 1000) == 0,
+	      "the first token, from a gate open for it");
+
+	/* due at 1030, valid until 1060: the gate shut */
+	struct signer first = { .r = &r, .g = &g, .at = 1030 };
+	CHECK(pthread_create(&thread, NULL, sign_once, &first) == 0, "a signer at 30 s");
+	pthread_mutex_lock(&g.lock);
+	gate_wait(&g, &first.returned, true);
+	bool returned = first.returned, open = g.open;
+	pthread_mutex_unlock(&g.lock);
+	CHECK(returned && !first.gate_open && !open,
+	      "a signer whose credential holds is not held by the renewal's fetch: it returned "
+	      "(%d) while the endpoint's answer was held", returned);
+	CHECK(returned && first.rc == 0 && strcmp(first.text, "tok-1") == 0,
+	      "it signs with the token in hand: '%s'", first.text);
+	int calls = gate_calls(&g, 2);
+	CHECK(calls == 2, "the renewal runs in the background: %d fetches", calls);
+	if (returned) {
+		/* more signers while the fetch is held: each at once, no second
+		   fetch (on this thread: a signer held here would hang the test) */
+		bool all = true;
+		for (time_t at = 1031; at < 1040; at++)
+			all = all && renewal_get(&r, at, &t) == 0 && strcmp(t.text, "tok-1") == 0;
+		pthread_mutex_lock(&g.lock);
+		calls = g.calls;
+		open = g.open;
+		pthread_mutex_unlock(&g.lock);
+		CHECK(all && !open && calls == 2,
+		      "nine more signers get tok-1 while the answer is held, with no fetch of "
+		      "their own: %d fetches", calls);
+	}
+	gate_set(&g, true, 1000);
+	pthread_join(thread, NULL);
+	/* the answer is swapped in when it comes (polled, bounded) */
+	bool renewed = false;
+	for (int i = 0; i < GATE_WAIT_S * 100 && !renewed; i++) {
+		renewed = renewal_get(&r, 1040, &t) == 0 && strcmp(t.text, "tok-2") == 0;
+		if (!renewed)
+			nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+	CHECK(renewed, "once the endpoint answers, signers get the renewed token: '%s'", t.text);
+
+	/* expired (tok-2 holds until 1060): the signer waits for the
+	   renewal, and gets its answer */
+	gate_set(&g, false, 2000);
+	struct signer late = { .r = &r, .g = &g, .at = 2000 };
+	CHECK(pthread_create(&thread, NULL, sign_once, &late) == 0, "a signer once it expired");
+	gate_calls(&g, 3);
+	gate_set(&g, true, 2000);
+	pthread_join(thread, NULL);
+	CHECK(late.rc == 0 && strcmp(late.text, "tok-3") == 0 && late.gate_open,
+	      "an expired token waits for the renewal: %d, '%s'", late.rc, late.text);
+
+	/* a renewal under way at release (tok-3 due at 2030): joined */
+	gate_set(&g, false, 2000);
+	CHECK(renewal_get(&r, 2040, &t) == 0 && strcmp(t.text, "tok-3") == 0 &&
+	      gate_calls(&g, 4) == 4, "a renewal held at the endpoint: '%s'", t.text);
+	CHECK(pthread_create(&thread, NULL, release_renewal, &r) == 0, "released meanwhile");
+	gate_set(&g, true, 2000);
+	pthread_join(thread, NULL);
+	CHECK(g.calls == 4, "the renewal under way ended, and no other: %d fetches", g.calls);
+	pthread_cond_destroy(&g.changed);
+	pthread_mutex_destroy(&g.lock);
+}
+
 int main(void)
 {
 	struct fake_endpoint e = { .clock = 1000, .life = 60 };
@@ -179,8 +363,11 @@ int main(void)
 	      "the first token is fetched at init");
 	CHECK(token_at(&r, &e, 1029, tok, sizeof(tok)) == 0 && strcmp(tok, "tok-1") == 0 && e.calls == 1,
 	      "before 30 s the same token, no request: %s after %d calls", tok, e.calls);
-	CHECK(token_at(&r, &e, 1030, tok, sizeof(tok)) == 0 && strcmp(tok, "tok-2") == 0 && e.calls == 2,
-	      "at 30 s one renewal: %s after %d calls", tok, e.calls);
+	CHECK(token_at(&r, &e, 1030, tok, sizeof(tok)) == 0 && strcmp(tok, "tok-1") == 0 && e.calls == 2,
+	      "at 30 s one renewal, in the background: the token in hand, %s, after %d calls", tok,
+	      e.calls);
+	CHECK(token_at(&r, &e, 1031, tok, sizeof(tok)) == 0 && strcmp(tok, "tok-2") == 0 && e.calls == 2,
+	      "then the renewed one: %s after %d calls", tok, e.calls);
 	CHECK(token_at(&r, &e, 1059, tok, sizeof(tok)) == 0 && strcmp(tok, "tok-2") == 0 && e.calls == 2,
 	      "the new token's own schedule starts over: %s", tok);
 
@@ -237,5 +424,6 @@ int main(void)
 	      -ECONNREFUSED, "init returns the fetch's error");
 
 	stale_answers();
+	background_renewal();
 	return check_done();
 }

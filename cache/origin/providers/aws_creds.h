@@ -6,8 +6,8 @@
  *
  * Each source fills a struct aws_keys from its endpoint's JSON answer
  * (parsed by cache/origin/json.h) through http_fetch_once(): one attempt
- * on the calling thread, the opening thread or a signing one (under the
- * renewal's lock: one renewal at a time for a whole mount).
+ * on the calling thread, the opening thread or a renewal's own (one
+ * renewal at a time for a whole mount, with no lock held: renewal.c).
  *
  * Layer: the origin's providers (cache/origin/providers/), private to the
  * S3 provider; over cache/origin/ and cache/base/.

@@ -11,8 +11,9 @@
  * One deadline, AWS_PROCESS_TIMEOUT_S from the start, covers the whole
  * run: its output up to end of file, then its exit. Past it, or on output
  * over the bound, its process group is killed and the command reaped; its
- * answer is void. A renewal runs this under the renewal's lock, so the
- * deadline bounds how long signers can wait.
+ * answer is void. A renewal runs this on its own thread, with no lock
+ * held (renewal.c): the deadline bounds how long a signer whose keys have
+ * expired can wait, and when a mount can stop.
  */
 #include "cache/origin/providers/aws_process.h"
 #include "cache/base/log.h"

@@ -197,6 +197,26 @@ int source_identity_hash(struct source *src, const char *salt,
 	return err;
 }
 
+int source_identity_signed(struct source *src, const char *salt, const struct http_request *req,
+			   char out[SOURCE_IDENTITY_LEN + 1])
+{
+	struct renewal *r = src->provider->renewal ? src->provider->renewal(src) : NULL;
+	char named[SOURCE_IDENTITY_LEN + 1];
+
+	if (!r || !req->sign)
+		return source_identity_hash(src, salt, out);
+	/* serials only grow (renewal.h): the same one before and after the
+	   naming means the credential named is the one that signed */
+	if (renewal_serial(r) != req->credential)
+		return -ESTALE;
+	int err = source_identity_hash(src, salt, named);
+	if (!err && renewal_serial(r) != req->credential)
+		err = -ESTALE;
+	if (!err)
+		memcpy(out, named, sizeof(named));
+	return err;
+}
+
 void source_renewals(struct source *src, struct source_renewals *out)
 {
 	struct renewal *r = src->provider->renewal ? src->provider->renewal(src) : NULL;

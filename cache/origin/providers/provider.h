@@ -136,6 +136,21 @@ void source_prepare(struct source *src, struct http_request *req);
 int source_identity_hash(struct source *src, const char *salt,
 			 char out[SOURCE_IDENTITY_LEN + 1]);
 
+/*
+ * The identity, as source_identity_hash() names it, of the principal
+ * whose credentials signed REQ (prepared by source_prepare(), run, err 0):
+ * the one whose request succeeded, which a proof names. Short-lived
+ * credentials change under a request (a renewal between two attempts):
+ * the signer said which credential signed the attempt that succeeded
+ * (http_request.credential), and it is named only while that credential
+ * is still the one in place. An unsigned request (a URL not SRC's own)
+ * names SRC's identity now, as anyone may read what it read. 0; -ESTALE
+ * when the credential that signed has been renewed since (nothing may be
+ * proved then: the next open asks again); else as source_identity_hash().
+ */
+int source_identity_signed(struct source *src, const char *salt, const struct http_request *req,
+			   char out[SOURCE_IDENTITY_LEN + 1]);
+
 /* What the renewal of SRC's short-lived credentials has done, for the
  * metrics; all zero for credentials that do not expire. Nothing secret. */
 struct source_renewals {

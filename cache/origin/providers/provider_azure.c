@@ -660,9 +660,11 @@ static int append_header(struct curl_slist **headers, const char *line)
 	return 0;
 }
 
-/* "Authorization: Bearer" with the managed identity's current token,
- * renewed first when due. */
-static int sign_bearer(const struct azure_source *az, time_t now, struct curl_slist **headers)
+/* "Authorization: Bearer" with the managed identity's current token (one
+ * due is renewed in the background); which token signed goes to
+ * *CREDENTIAL (http_attempt.credential). */
+static int sign_bearer(const struct azure_source *az, time_t now, struct curl_slist **headers,
+		       uint64_t *credential)
 {
 	struct oauth_token *token = malloc(sizeof(*token));
 	char *line = malloc(OAUTH_TOKEN_MAX + 32);
@@ -671,7 +673,7 @@ static int sign_bearer(const struct azure_source *az, time_t now, struct curl_sl
 	if (!token || !line)
 		goto out;
 	/* the renewal has its own lock: the source is otherwise read-only */
-	err = renewal_get((struct renewal *)&az->renewal, now, token);
+	err = renewal_get_serial((struct renewal *)&az->renewal, now, token, credential);
 	if (err)
 		goto out;
 	snprintf(line, OAUTH_TOKEN_MAX + 32, "Authorization: Bearer %s", token->access_token);
@@ -701,7 +703,7 @@ static int sign_at(const struct azure_source *az, const struct http_attempt *a, 
 	if (!err)
 		err = append_header(headers, "x-ms-version: " AZURE_VERSION);
 	if (!err && az->bearer)
-		return sign_bearer(az, now, headers);
+		return sign_bearer(az, now, headers, a->credential);
 	if (err || !az->shared_key)
 		return err;
 

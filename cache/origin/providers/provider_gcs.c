@@ -226,9 +226,10 @@ static int gcs_parse_listing(struct source *src, const char *dir, const char *bo
 	return bucket_listing_parse(prefix, body, len, add, arg, next_cursor);
 }
 
-/* "Authorization: Bearer" with the metadata server's current token,
- * renewed first when due. */
-static int sign_metadata(struct gcs_source *g, struct curl_slist **headers)
+/* "Authorization: Bearer" with the metadata server's current token (one
+ * due is renewed in the background); which token signed goes to
+ * *CREDENTIAL (http_attempt.credential). */
+static int sign_metadata(struct gcs_source *g, struct curl_slist **headers, uint64_t *credential)
 {
 	struct oauth_token *token = malloc(sizeof(*token));
 	char *line = malloc(OAUTH_TOKEN_MAX + 32);
@@ -236,7 +237,7 @@ static int sign_metadata(struct gcs_source *g, struct curl_slist **headers)
 
 	if (!token || !line)
 		goto out;
-	err = renewal_get(&g->renewal, time(NULL), token);
+	err = renewal_get_serial(&g->renewal, time(NULL), token, credential);
 	if (err)
 		goto out;
 	snprintf(line, OAUTH_TOKEN_MAX + 32, "Authorization: Bearer %s", token->access_token);
@@ -284,7 +285,7 @@ static int gcs_sign(void *signer, const struct http_attempt *a, struct curl_slis
 		return 0;
 	}
 	if (g->auth == GCS_ADC)
-		return sign_metadata(g, headers);
+		return sign_metadata(g, headers, a->credential);
 	struct sigv4_credentials cred = { g->access_id, g->secret, NULL };
 	return bucket_sign(&sigv4_goog, &cred, g->host, "auto", "storage", a, NULL, 0, headers);
 }

@@ -16,7 +16,8 @@
  * metadata service (IMDSv2) unless AWS_EC2_METADATA_DISABLED=true. All
  * but keys are short-lived (aws_creds.c, aws_sts.c, aws_process.c) and
  * renewed before they expire by renewal.h, as the other clouds'
- * tokens are: S3 signs with a copy of the keys taken under its lock.
+ * tokens are: S3 signs with a copy of the keys taken under its lock, and
+ * says which keys signed (http_attempt.credential).
  */
 #include "cache/origin/providers/provider_int.h"
 #include "cache/origin/providers/aws_creds.h"
@@ -486,11 +487,13 @@ static int s3_sign(void *signer, const struct http_attempt *a, struct curl_slist
 	if (s->anonymous)
 		return 0;
 	if (s->renewable) {
-		/* a copy taken under the renewal's lock, renewed first when due */
+		/* a copy taken under the renewal's lock (one due is renewed in
+		   the background), and which keys they are: a proof names
+		   whom they belong to (http_attempt.credential) */
 		keys = malloc(sizeof(*keys));
 		if (!keys)
 			return -ENOMEM;
-		err = renewal_get(&s->renewal, time(NULL), keys);
+		err = renewal_get_serial(&s->renewal, time(NULL), keys, a->credential);
 		if (err)
 			goto wipe_keys;
 	}

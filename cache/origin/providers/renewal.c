@@ -4,13 +4,31 @@
  * DESIGN: a renewal owns two buffers of the credential's size. A renewal
  * fetches into the scratch one and swaps the two only on success, so a
  * failed renewal leaves the current credential signing until it expires.
- * Every field is under r->lock, held across the fetch: a second thread
- * that finds the credential due waits for the first one's renewal instead
- * of starting its own, and then finds it fresh. Both buffers are zeroed
- * before they are freed, and the scratch one after every fetch. An answer
- * is checked before the swap: a stale one (renewal.h) takes the failure's
- * path, so it neither replaces the current credential nor resets the
- * backoff, and a signer never finds a credential due the moment it came.
+ *
+ * Renewals run on a thread of their own (renew_thread()), one at a time,
+ * started by whichever signer finds the credential due (start_locked());
+ * no lock is held across the fetch, which may take as long as its
+ * endpoint's bound (a credential_process: 30 s). Under r->lock:
+ *   (R1) renewing is set by start_locked() and cleared by renew_thread()
+ *        once it has swapped or failed, broadcasting settled; while it is
+ *        set, scratch is the renewal thread's alone, and no second
+ *        renewal starts.
+ *   (R2) current, obtained, expires and serial change together, only in
+ *        finish_locked(), on a good answer: a signer copies a credential
+ *        and its serial in one critical section, so a serial always names
+ *        the credential that was copied with it.
+ *   (R3) while the credential in hand holds, a signer never waits: it
+ *        copies it and goes (renewal_get()); once it has expired (or the
+ *        origin refused it: renewal_force()) the signer waits on settled
+ *        for the renewal under way, at most RENEWAL_WAIT_MAX_S.
+ *   (R4) every renewal thread is joined once: by the next start_locked()
+ *        (it has ended: renewing is clear, it only returns) or by
+ *        renewal_release(), which waits for renewing to clear first.
+ * Both buffers are zeroed before they are freed, and the scratch one after
+ * every fetch. An answer is checked before the swap: a stale one
+ * (renewal.h) takes the failure's path, so it neither replaces the current
+ * credential nor resets the backoff, and a signer never finds a
+ * credential due the moment it came.
  */
 #include "cache/origin/providers/renewal.h"
 #include "cache/base/log.h"
@@ -69,10 +87,22 @@ int renewal_init(struct renewal *r, const char *subject, size_t size, renewal_fe
 		goto free_buffers;
 	}
 	r->obtained = now;
+	r->serial = 1;
 	err = -pthread_mutex_init(&r->lock, NULL);
 	if (err)
 		goto free_buffers;
+	pthread_condattr_t attr;
+	err = -pthread_condattr_init(&attr);
+	if (!err) {
+		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+		err = -pthread_cond_init(&r->settled, &attr);
+		pthread_condattr_destroy(&attr);
+	}
+	if (err)
+		goto destroy_lock;
 	return 0;
+destroy_lock:
+	pthread_mutex_destroy(&r->lock);
 free_buffers:
 	if (r->current)
 		explicit_bzero(r->current, size);
@@ -80,18 +110,6 @@ free_buffers:
 	free(r->scratch);
 	memset(r, 0, sizeof(*r));
 	return err;
-}
-
-void renewal_release(struct renewal *r)
-{
-	if (!r->current)
-		return;
-	explicit_bzero(r->current, r->size);
-	explicit_bzero(r->scratch, r->size);
-	free(r->current);
-	free(r->scratch);
-	pthread_mutex_destroy(&r->lock);
-	memset(r, 0, sizeof(*r));
 }
 
 time_t renew_at(time_t obtained, time_t expires)
@@ -105,16 +123,12 @@ time_t renew_at(time_t obtained, time_t expires)
 	return sooner > half ? sooner : half;
 }
 
-/* Fetch a fresh credential now and swap it in; on failure schedule the
- * next try. Called with r->lock held. 0 or the fetch's -errno. */
-static int renew_locked(struct renewal *r, time_t now)
+/* The answer of a renewal started at NOW: EXPIRES and FROM, in scratch
+ * when ERR is 0; swap it in, or schedule the next try. Called with
+ * r->lock held, by the renewal thread. 0 or the fetch's -errno. */
+static int finish_locked(struct renewal *r, time_t now, int err, time_t expires,
+			 const char *from)
 {
-	char from[sizeof(r->from)];
-	time_t expires = 0;
-	int err;
-
-	memset(r->scratch, 0, r->size);
-	err = r->fetch(r->fetch_arg, r->scratch, &expires, from, sizeof(from));
 	bool stale_answer = !err && stale(expires, now);
 	if (stale_answer)
 		err = -EKEYEXPIRED;
@@ -145,7 +159,7 @@ static int renew_locked(struct renewal *r, time_t now)
 		return err;
 	}
 	void *old = r->current;
-	r->current = r->scratch;
+	r->current = r->scratch;	/* (R2) */
 	r->scratch = old;
 	explicit_bzero(r->scratch, r->size);
 	if (r->expired)
@@ -153,6 +167,7 @@ static int renew_locked(struct renewal *r, time_t now)
 	snprintf(r->from, sizeof(r->from), "%s", from);
 	r->obtained = now;
 	r->expires = expires;
+	r->serial++;
 	r->failures = 0;
 	r->next_try = 0;
 	r->expired = false;
@@ -162,13 +177,104 @@ static int renew_locked(struct renewal *r, time_t now)
 	return 0;
 }
 
-int renewal_get(struct renewal *r, time_t now, void *out)
+/* A renewal's thread: fetch into scratch with no lock held, then finish
+ * under it and say so (R1). */
+static void *renew_thread(void *arg)
+{
+	struct renewal *r = arg;
+	char from[sizeof(r->from)] = "";
+	time_t expires = 0;
+
+	pthread_mutex_lock(&r->lock);
+	time_t now = r->renew_now;
+	pthread_mutex_unlock(&r->lock);
+	memset(r->scratch, 0, r->size);		/* ours while renewing (R1) */
+	int err = r->fetch(r->fetch_arg, r->scratch, &expires, from, sizeof(from));
+	pthread_mutex_lock(&r->lock);
+	r->last_err = finish_locked(r, now, err, expires, from);
+	r->renewing = false;
+	pthread_cond_broadcast(&r->settled);
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+/* Start a renewal at NOW on a thread of its own. Called with r->lock held
+ * and no renewal under way. A thread that cannot start is a failed
+ * renewal (backed off). */
+static void start_locked(struct renewal *r, time_t now)
+{
+	if (r->joinable) {
+		/* the last renewal has ended (R1): it only returns (R4) */
+		pthread_join(r->thread, NULL);
+		r->joinable = false;
+	}
+	r->renewing = true;
+	r->renew_now = now;
+	/* the signal mask is the signer's, as the fetch had on its thread
+	   before: a credential_process inherits it */
+	int err = -pthread_create(&r->thread, NULL, renew_thread, r);
+	if (!err) {
+		r->joinable = true;
+		return;
+	}
+	r->renewing = false;
+	r->last_err = finish_locked(r, now, err, 0, r->from);
+}
+
+/* Wait (r->lock held) until no renewal is under way, at most BOUND_S
+ * seconds (0: no bound). False if one still is. */
+static bool settle_locked(struct renewal *r, int bound_s)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += bound_s;
+	while (r->renewing) {
+		if (!bound_s)
+			pthread_cond_wait(&r->settled, &r->lock);
+		else if (pthread_cond_timedwait(&r->settled, &r->lock, &until) == ETIMEDOUT)
+			break;
+	}
+	return !r->renewing;
+}
+
+void renewal_settle(struct renewal *r)
+{
+	pthread_mutex_lock(&r->lock);
+	settle_locked(r, 0);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void renewal_release(struct renewal *r)
+{
+	if (!r->fetch)		/* never set up (fetch stays put until here) */
+		return;
+	pthread_mutex_lock(&r->lock);
+	settle_locked(r, 0);
+	bool joinable = r->joinable;
+	pthread_mutex_unlock(&r->lock);
+	if (joinable)
+		pthread_join(r->thread, NULL);	/* (R4): it has ended */
+	pthread_cond_destroy(&r->settled);
+	explicit_bzero(r->current, r->size);
+	explicit_bzero(r->scratch, r->size);
+	free(r->current);
+	free(r->scratch);
+	pthread_mutex_destroy(&r->lock);
+	memset(r, 0, sizeof(*r));
+}
+
+int renewal_get_serial(struct renewal *r, time_t now, void *out, uint64_t *serial)
 {
 	int err = 0;
 
 	pthread_mutex_lock(&r->lock);
-	if (r->expires && now >= renew_at(r->obtained, r->expires) && now >= r->next_try)
-		renew_locked(r, now);
+	if (r->expires && now >= renew_at(r->obtained, r->expires) && now >= r->next_try &&
+	    !r->renewing)
+		start_locked(r, now);
+	/* (R3): the credential in hand while it holds; else the renewal */
+	if (r->expires && now >= r->expires)
+		settle_locked(r, RENEWAL_WAIT_MAX_S);
 	if (r->expires && now >= r->expires) {
 		if (!r->expired)
 			log_error("%s: the credentials from %s have expired and cannot be "
@@ -178,9 +284,24 @@ int renewal_get(struct renewal *r, time_t now, void *out)
 		err = -EACCES;
 	} else {
 		memcpy(out, r->current, r->size);
+		if (serial)
+			*serial = r->serial;	/* (R2) */
 	}
 	pthread_mutex_unlock(&r->lock);
 	return err;
+}
+
+int renewal_get(struct renewal *r, time_t now, void *out)
+{
+	return renewal_get_serial(r, now, out, NULL);
+}
+
+uint64_t renewal_serial(struct renewal *r)
+{
+	pthread_mutex_lock(&r->lock);
+	uint64_t serial = r->serial;
+	pthread_mutex_unlock(&r->lock);
+	return serial;
 }
 
 int renewal_force(struct renewal *r, time_t now, time_t seen_obtained)
@@ -188,10 +309,15 @@ int renewal_force(struct renewal *r, time_t now, time_t seen_obtained)
 	int err = 0;
 
 	pthread_mutex_lock(&r->lock);
-	if (r->obtained <= seen_obtained && now >= r->next_try)
-		err = renew_locked(r, now);
-	else if (r->obtained <= seen_obtained)
+	/* a renewal under way may be the one asked for */
+	if (r->obtained <= seen_obtained && !settle_locked(r, RENEWAL_WAIT_MAX_S))
+		err = -EACCES;
+	else if (r->obtained <= seen_obtained && now >= r->next_try) {
+		start_locked(r, now);
+		err = settle_locked(r, RENEWAL_WAIT_MAX_S) ? r->last_err : -EACCES;
+	} else if (r->obtained <= seen_obtained) {
 		err = -EACCES;	/* backing off: the endpoint failed just now */
+	}
 	pthread_mutex_unlock(&r->lock);
 	return err;
 }

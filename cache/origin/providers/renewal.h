@@ -6,13 +6,15 @@
  *
  * A struct renewal holds one mount's current credential and the function
  * that fetches a fresh one. renewal_get() hands a copy of the current
- * credential to the signer, renewing it first when due: at 80% of its
- * lifetime or 5 minutes before it expires, whichever comes first, never
- * before half of it (a 60-second token is renewed after 30 s). A failed
- * renewal is retried with backoff (1 s doubling to 60 s) while the current
- * credential still holds, and the signer goes on using it; once it has
- * expired, the signer gets -EACCES (logged once per outage, naming the
- * endpoint) until a renewal succeeds again.
+ * credential to the signer; when one is due, at 80% of its lifetime or 5
+ * minutes before it expires, whichever comes first, never before half of
+ * it (a 60-second token is renewed after 30 s), it starts a renewal in the
+ * background and hands out the credential in hand, which still holds. A
+ * failed renewal is retried with backoff (1 s doubling to 60 s) while the
+ * current credential still holds, and the signer goes on using it; once
+ * it has expired, the signer waits for a renewal (at most
+ * RENEWAL_WAIT_MAX_S; the fetch itself is bounded) and gets -EACCES
+ * (logged once per outage, naming the endpoint) until one succeeds.
  *
  * A stale answer is a failed renewal: one that has expired already, or
  * expires within RENEWAL_MIN_LIFE_S, the margin under which renew_at()
@@ -21,9 +23,14 @@
  * as any failure and logged once per outage. At renewal_init() it fails
  * the start with -EKEYEXPIRED, logged saying when it expired.
  *
- * Threads: the renewal's lock makes renewals one at a time for all the
- * threads that share it; the fetch runs under it (a few seconds at most:
- * the endpoint request is bounded).
+ * Every credential in place has a serial (1 the first, one more at each
+ * renewal): a signer says with it which credential signed a request
+ * (http_attempt.credential), so that a proof names the principal whose
+ * request succeeded, not whoever holds the renewal by then.
+ *
+ * Threads (renewal.c, DESIGN): renewals run one at a time, on a thread of
+ * their own, and no lock is held across a fetch: signers never wait for a
+ * renewal while the credential in hand holds.
  *
  * Layer: the origin's providers (cache/origin/providers/), at the bottom:
  * calls no file of its folder; over cache/base/ only.
@@ -40,6 +47,9 @@
 /* An answer must hold this long from now to be used: renew_at() of one
  * that holds less is now. */
 #define RENEWAL_MIN_LIFE_S 2
+/* A signer whose credential has expired waits this long at most for the
+ * renewal under way (its fetch is bounded too: aws_process.h, oauth.h). */
+#define RENEWAL_WAIT_MAX_S 60
 
 /*
  * Fetch a fresh credential into OUT (the renewal's size, zeroed before and
@@ -50,14 +60,18 @@ typedef int (*renewal_fetch_fn)(void *arg, void *out, time_t *expires, char *fro
 				size_t from_size);
 
 struct renewal {
-	pthread_mutex_t lock;		/* guards every field below */
+	pthread_mutex_t lock;		/* guards every field below but those
+					   the fetch owns, said so */
+	pthread_cond_t settled;		/* a renewal ended (CLOCK_MONOTONIC) */
 	const char *subject;		/* what log lines start with ("azure") */
 	renewal_fetch_fn fetch;
 	void *fetch_arg;
 	size_t size;			/* bytes of a credential */
 	void *current;			/* the credential signing now */
-	void *scratch;			/* a renewal's, swapped in on success */
+	void *scratch;			/* the renewal thread's alone while
+					   renewing; swapped in on success */
 	time_t obtained, expires;	/* of current; expires 0: never */
+	uint64_t serial;		/* of current: 1, then one more a renewal */
 	char from[160];			/* what current came from, for messages */
 	time_t next_try;		/* a failed renewal waits until then */
 	int failures;			/* renewals failed in a row */
@@ -66,6 +80,11 @@ struct renewal {
 					   is logged once per outage) */
 	bool stale_told;		/* a stale answer was logged, and no
 					   renewal succeeded since */
+	bool renewing;			/* a renewal thread is fetching */
+	bool joinable;			/* thread was started and not joined */
+	pthread_t thread;		/* the last renewal's */
+	time_t renew_now;		/* the clock when the renewal started */
+	int last_err;			/* the last renewal's: 0 or -errno */
 	uint64_t renewed, failed;	/* renewals so far, for metrics */
 };
 
@@ -79,9 +98,11 @@ struct renewal_counts {
 
 /*
  * Set R up for credentials of SIZE bytes fetched by FETCH(ARG) and fetch
- * the first at NOW. 0; the fetch's -errno (nothing to release then);
- * -EKEYEXPIRED (a stale first answer); -ENOMEM. SUBJECT is borrowed for
- * R's life. Release with renewal_release().
+ * the first at NOW, on the calling thread. 0; the fetch's -errno (nothing
+ * to release then); -EKEYEXPIRED (a stale first answer); -ENOMEM. SUBJECT
+ * is borrowed for R's life. FETCH runs on a renewal thread afterwards,
+ * never two at once. Release with renewal_release(), which waits for a
+ * renewal under way to end and joins its thread.
  */
 int renewal_init(struct renewal *r, const char *subject, size_t size, renewal_fetch_fn fetch,
 		 void *arg, time_t now);
@@ -93,15 +114,26 @@ time_t renew_at(time_t obtained, time_t expires);
 
 /*
  * Copy R's credential into OUT (R's size; the caller zeroes it after use),
- * renewing it first when due at NOW. 0; -EACCES when it has expired and no
- * renewal succeeded.
+ * and its serial into *SERIAL (when not NULL). When one is due at NOW, a
+ * renewal starts in the background and the credential in hand is copied
+ * while it holds; only an expired one waits for the renewal (bounded). 0;
+ * -EACCES when it has expired and no renewal succeeded.
  */
 int renewal_get(struct renewal *r, time_t now, void *out);
+int renewal_get_serial(struct renewal *r, time_t now, void *out, uint64_t *serial);
+
+/* The serial of R's credential in place now (see the head of this file). */
+uint64_t renewal_serial(struct renewal *r);
+
+/* Wait until no renewal of R is under way (a renewal started by
+ * renewal_get() has swapped its credential in, or failed). */
+void renewal_settle(struct renewal *r);
 
 /*
  * The origin refused the credential (expired, revoked): renew now, once,
  * unless another thread renewed it since the credential SEEN_OBTAINED was
- * obtained. 0 when a credential newer than that one is in place.
+ * obtained; waits for that renewal (a renewal under way first), as for an
+ * expired credential. 0 when a credential newer than that one is in place.
  */
 int renewal_force(struct renewal *r, time_t now, time_t seen_obtained);
 
