@@ -251,7 +251,8 @@ int mount_cmd_main(int argc, char **argv)
 		if (!err)
 			err = ns_readdir(stack.ns, "", 0, NULL, NULL);
 		if (err) {
-			ns_list_error(stack.src, err, err_text, sizeof(err_text));
+			ns_list_error(stack.ns, err, o.foreground && !o.log_file ? NULL : log_path,
+				      err_text, sizeof(err_text));
 			fprintf(stderr, "tilefs: %s\n", err_text);
 			goto out;
 		}

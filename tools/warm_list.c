@@ -271,7 +271,7 @@ int warm_list_files(struct warm_list *l, struct namespace *ns, const struct sour
 			return 1;
 		}
 		if (err) {
-			ns_list_error(src, err, msg, sizeof(msg));
+			ns_list_error(ns, err, NULL, msg, sizeof(msg));
 			fprintf(stderr, "tilefs: %s\n", msg);
 			return 1;
 		}

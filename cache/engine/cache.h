@@ -119,18 +119,6 @@ void cache_objects_free(struct cache_objects *s);
  * costs at most a HEAD, no data)? No request. */
 bool cache_object_known(struct cache *c, const char *url);
 
-/*
- * The origin is down (cache/origin/reach.h): a caller that has a cached
- * answer about URL (a directory listed before, a version this identity
- * proved) gives it unasked, and this counts it and, when one is due, sends
- * a probe of URL in the background. False while the origin answers: ask
- * it (with http_request.stale_ok, so that an outage found now is not
- * retried either).
- */
-bool cache_answer_stale(struct cache *c, const char *url);
-/* Count an answer given from the cache after the origin failed to give
- * one (an outage found by the request itself). */
-void cache_count_stale(struct cache *c);
 struct cache_object *cache_object_ref(struct cache_object *obj);
 void cache_object_unref(struct cache_object *obj);
 uint64_t cache_object_size(const struct cache_object *obj);

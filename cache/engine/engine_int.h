@@ -14,8 +14,6 @@
  *                       and checked
  *            stage.c    a GET's bytes written to their data file as they
  *                       come, each unit's crc taken as they pass
- *            stale.c    cache_answer_stale(): cached answers while the
- *                       origin is down, and the probes that tell it is back
  *   level 1: object.c   cache objects: references, accessors, the stale
  *                       mark, object_cut(): the layout at first use
  *   level 2: inflight.c the in-flight table, slivers and kept edges

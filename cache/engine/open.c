@@ -407,7 +407,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	   (docs/SEMANTICS.md, "When the origin is down") */
 	bool stale_ok = known && !current && etag_len < sizeof(f.version.etag) &&
 			proved(c, latest.id, identity);
-	if (stale_ok && cache_answer_stale(c, url))
+	if (stale_ok && source_answer_stale(c->src, c->http, url))
 		current = true;
 	bool asked = false;	/* the origin told us the version */
 	if (!current) {
@@ -418,7 +418,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		if (err && stale_ok && reach_classify(req.status, err) < 0) {
 			/* the check found the origin down: the version we know */
 			log_debug("%s: origin down; opening the version cached", log_name);
-			cache_count_stale(c);
+			reach_count_stale(http_reach(c->http));
 			current = true;
 			err = 0;
 		} else {

@@ -72,6 +72,8 @@ struct listing {
 	struct namespace *ns;
 	struct ns_node **nodes;
 	size_t n, cap;
+	char error[160];		/* a failed request's (http_request) */
+	long status;
 };
 
 static int listing_add(void *arg, const struct listing_entry *e)
@@ -139,6 +141,10 @@ static int fetch_listing(struct namespace *ns, const char *dir_path, struct list
 		req.stale_ok = stale_ok;
 		source_prepare(ns->src, &req);
 		err = http_run(ns->http, &req);
+		if (err) {
+			snprintf(out->error, sizeof(out->error), "%s", req.error);
+			out->status = req.status;
+		}
 		if (!err)
 			err = source_parse_listing(ns->src, dir_path, req.body, req.body_len,
 						   listing_add, out, &next);
@@ -192,12 +198,12 @@ static void count_bytes(struct namespace *ns, struct ns_node *dir)
 }
 
 /* The origin is down and DIR_PATH was listed before: answer with that
- * listing, unasked (cache_answer_stale(), which probes the origin with the
+ * listing, unasked (source_answer_stale(), which probes the origin with the
  * listing's URL when a probe is due). */
 static bool answer_stale(struct namespace *ns, const char *dir_path)
 {
 	char *url = source_listing_url(ns->src, dir_path, NULL);
-	bool stale = url && cache_answer_stale(ns->cache, url);
+	bool stale = url && source_answer_stale(ns->src, ns->http, url);
 	free(url);
 	return stale;
 }
@@ -278,6 +284,10 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 		for (size_t i = 0; i < l.n; i++)
 			ns_node_free(ns, l.nodes[i]);
 		free(l.nodes);
+		if (l.error[0]) {
+			memcpy(ns->list_error, l.error, sizeof(l.error));
+			ns->list_status = l.status;
+		}
 		if (dir->listed && err != -ENETDOWN) {
 			/* said once for all when the origin is down (http.c) */
 			bool down = reach_down(http_reach(ns->http));
@@ -285,7 +295,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir)
 			       "cannot list /%s again (%s); keeping the last listing",
 			       path ? path : "?", strerror(-err));
 			if (down)
-				cache_count_stale(ns->cache);
+				reach_count_stale(http_reach(ns->http));
 		}
 		if (dir->listed)
 			err = 0;
@@ -485,11 +495,19 @@ char *ns_url(struct namespace *ns, const char *path, struct cache_listed *listed
 	return url;
 }
 
-void ns_list_error(const struct source *src, int err, char *buf, size_t len)
+void ns_list_error(struct namespace *ns, int err, const char *log_path, char *buf, size_t len)
 {
-	const char *why = err == -EPERM ? "TLS certificate not trusted" :
-			  err == -EACCES ? "access denied" : strerror(-err);
-	char hint[512];
+	const struct source *src = ns->src;
+	char cause[160], hint[512], log[300];
+	pthread_mutex_lock(&ns->lock);
+	memcpy(cause, ns->list_error, sizeof(cause));
+	long status = ns->list_status;
+	pthread_mutex_unlock(&ns->lock);
+	if (!cause[0])
+		snprintf(cause, sizeof(cause), "%s", err == -EPERM ? "TLS certificate not trusted" :
+			 err == -EACCES ? "access denied" : strerror(-err));
+	snprintf(log, sizeof(log), "%s%s", log_path ? "the log has each attempt: " : "see the log",
+		 log_path ? log_path : "");
 
 	if (err == -EPERM)
 		snprintf(hint, sizeof(hint), "give the CA with --ca-file FILE%s",
@@ -499,7 +517,12 @@ void ns_list_error(const struct source *src, int err, char *buf, size_t len)
 			 src->credentials[0] ? " from " : "", src->credentials);
 	else if (err == -ENOENT)
 		snprintf(hint, sizeof(hint), "check the URL");
+	else if (status == 0 && err == -EIO)
+		snprintf(hint, sizeof(hint), "is the origin up? %s", log);
+	else if (status >= 500 || status == 429)
+		snprintf(hint, sizeof(hint), "the origin answers but fails; try again later, %s",
+			 log);
 	else
-		snprintf(hint, sizeof(hint), "is the origin up? see the log for details");
-	snprintf(buf, len, "cannot list %s: %s (%s)", src->display, why, hint);
+		snprintf(hint, sizeof(hint), "%s", log);
+	snprintf(buf, len, "cannot list %s: %s (%s)", src->display, cause, hint);
 }

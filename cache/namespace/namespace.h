@@ -99,7 +99,10 @@ int ns_open(struct namespace *ns, const char *path, struct cache_object **out, b
  * *LISTED gets what a listing younger than the ttl said of it (for
  * cache_object_open(); its etag is in ETAG, 128 bytes), or an empty etag. */
 char *ns_url(struct namespace *ns, const char *path, struct cache_listed *listed, char *etag);
-/* What to tell the user when listing SRC failed with ERR, and what to try. */
-void ns_list_error(const struct source *src, int err, char *buf, size_t len);
+/* What to tell the user when a listing of NS failed with ERR: the last
+ * failed request's cause (a connection refused, a timeout, TLS, an HTTP
+ * status with the store's code and message), what to try, and LOG_PATH
+ * (NULL: the log is on stderr) for each attempt. */
+void ns_list_error(struct namespace *ns, int err, const char *log_path, char *buf, size_t len);
 
 #endif

@@ -88,6 +88,10 @@ struct namespace {
 	struct cache *cache;
 	int ttl_s;
 	struct timespec started;
+	/* why the last listing that failed did (http_request.error): for the
+	   message ns_list_error() makes; protected by lock */
+	char list_error[160];
+	long list_status;		/* its HTTP status, 0 if none */
 	size_t max_names;		/* the bound on names (ns_set_max_names()) */
 
 	pthread_mutex_t lock;

@@ -11,7 +11,7 @@
  * finds no origin is not retried, so that bytes never cached fail fast;
  * nor is one whose caller has a cached answer to give
  * (http_request.stale_ok); and such a caller does not even ask, but for
- * one probe every REACH_PROBE_MS (reach_probe_due(), cache_answer_stale()).
+ * one probe every REACH_PROBE_MS (reach_probe_due(), source_answer_stale()).
  *
  * Atomics only: any thread may ask and any fetch thread tell. The first
  * outage after an answer and the first answer after an outage are

@@ -129,6 +129,19 @@ $usage"
 	startup_error
 	grep -q "127.0.0.1" <<<"$err" || fail "message does not name the origin"
 	[ "$SECONDS" -lt 30 ] || fail "took ${SECONDS}s to give up with --retries 1"
+	# the cause, the question and the log, in one line
+	[[ $err1 == *"Couldn't connect to server"* ]] || fail "the cause is not named: $err1"
+	[[ $err1 == *"is the origin up?"* ]] || fail "no question: $err1"
+	[[ $err1 == *"$T/cache/tilefs.log"* ]] || fail "the log is not named: $err1"
+}
+
+@test "an origin answering HTTP 500 at start: the message names the status and the log, not 'is the origin up?'" {
+	origin_fault 'status?code=500&count=-1&path=/'
+	tilefs_run mount --cache-dir "$T/cache" --retries 1 "$ORIGIN_URL" "$MNT"
+	startup_error
+	[[ $err1 == *"HTTP 500"* ]] || fail "the status is not named: $err1"
+	[[ $err1 != *"is the origin up?"* ]] || fail "asks whether an answering origin is up: $err1"
+	[[ $err1 == *"$T/cache/tilefs.log"* ]] || fail "the log is not named: $err1"
 }
 
 @test "cache dir on a read-only file system: exit 1 naming the cache dir" {

@@ -105,6 +105,17 @@ int source_parse_listing(struct source *src, const char *dir, const char *body, 
 void source_prepare(struct source *src, struct http_request *req);
 
 /*
+ * The origin is down (cache/origin/reach.h, as HTTP's fetch threads see
+ * it): a caller that has a cached answer about URL (a directory listed
+ * before, a version this identity proved) gives it unasked; this counts
+ * it and, when one is due, sends a probe of URL (a HEAD, prepared as
+ * above) in the background, whose answer ends the outage (stale.c).
+ * False while the origin answers: ask it, with http_request.stale_ok, so
+ * that an outage found then is not retried either.
+ */
+bool source_answer_stale(struct source *src, struct http_client *http, const char *url);
+
+/*
  * The identity SRC's own requests carry now, as an opaque name for the
  * cache index (cache/store/index.h, proofs): 32 lowercase hex digits of
  * SHA-256 over SALT (the index's proof salt), a newline and the name of
