@@ -839,3 +839,15 @@ SH
 		grep -qxF "$v" "$T/process.env" || fail "the credential_process lacks $v"
 	done
 }
+
+@test "s3: a store at --endpoint whose bucket is in another region: signed again for the region its 400 names, said once" {
+	SIGV4_REGION=eu-west-1 sigv4_store_start "$SAMPLES"
+	unset AWS_REGION AWS_DEFAULT_REGION
+	tilefs_mount s3://eo "$MNT" --endpoint "$SIGV4_ENDPOINT" --log-level info
+	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	assert_eq "$(grep -c 'expects region eu-west-1' "$TILEFS_LOG")" 1 "lines saying the region"
+	[ "$(awk '$4 == 400' "$SIGV4_LOG" | wc -l)" -ge 1 ] || fail "the store answered no 400"
+	assert_eq "$(tail -n 5 "$SIGV4_LOG" | awk '$4 == 400' | wc -l)" 0 "400s after the region was followed"
+	tilefs_umount "$MNT"
+}

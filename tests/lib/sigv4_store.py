@@ -26,6 +26,11 @@ them with its session token, or it gets 403 InvalidAccessKeyId or
 InvalidToken; it may take the "Actions" listed with it (GET and LIST when
 none are); one whose keys are past ExpiresEpoch gets 400 ExpiredToken,
 as S3 answers.
+
+With SIGV4_REGION=R, the bucket is in region R (us-east-1 otherwise): a
+request signed for another region gets, as S3 answers it, 400
+AuthorizationHeaderMalformed naming the region expected in its message
+and in <Region>.
 """
 import datetime
 import hashlib
@@ -81,7 +86,16 @@ def key_secret(key, token):
 def expected_authorization(method, host, raw_path, amz_date, token, key, secret):
     creds = botocore.credentials.Credentials(key, secret, token)
     req = botocore.awsrequest.AWSRequest(method=method, url=f"http://{host}{raw_path}")
-    return authorization_at(botocore.auth.S3SigV4Auth(creds, "s3", "us-east-1"), req, amz_date)
+    return authorization_at(botocore.auth.S3SigV4Auth(creds, "s3", REGION), req, amz_date)
+
+
+REGION = os.environ.get("SIGV4_REGION", "us-east-1")
+
+
+def signed_region(authorization):
+    """The region of an Authorization header's credential scope, or None."""
+    m = re.search(r"Credential=[^/,]+/\d{8}/([^/,]+)/s3/aws4_request", authorization)
+    return m.group(1) if m else None
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -111,6 +125,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def serve(self):
         ours = self.headers.get("Authorization", "")
         key = access_key(ours)
+        region = signed_region(ours)
+        if region and region != REGION:
+            return self.answer(400, {"Content-Type": "application/xml"}, (
+                "<Error><Code>AuthorizationHeaderMalformed</Code><Message>The authorization "
+                f"header is malformed; the region '{region}' is wrong; expecting '{REGION}'"
+                f"</Message><Region>{REGION}</Region></Error>").encode())
         try:
             token = self.headers.get("x-amz-security-token")
             secret, actions, refused = key_secret(key, token)

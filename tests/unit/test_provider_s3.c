@@ -277,5 +277,24 @@ int main(int argc, char **argv)
 		"\"Expiration\": \"soon\"}";
 	CHECK(aws_keys_from_json(bad_time, strlen(bad_time), 5, &keys) == -EIO,
 	      "an Expiration that is no time is refused");
+	/* a bucket in another region, at AWS's endpoints: the answer says what
+	   to add to the command line */
+	static const char moved[] =
+		"<Error><Code>PermanentRedirect</Code><Message>The bucket you are attempting to "
+		"access must be addressed using the specified endpoint.</Message><Endpoint>"
+		"eo.s3.eu-west-1.amazonaws.com</Endpoint><Bucket>eo</Bucket></Error>";
+	static const char malformed[] =
+		"<Error><Code>AuthorizationHeaderMalformed</Code><Message>the region 'us-east-1' is "
+		"wrong; expecting 'ap-south-1'</Message><Region>ap-south-1</Region></Error>";
+	static const char hostile[] =
+		"<Error><Code>PermanentRedirect</Code><Region>eu west; rm</Region></Error>";
+	char why[256];
+	CHECK(provider_s3.describe_error(moved, sizeof(moved) - 1, why, sizeof(why)) &&
+	      strstr(why, "PermanentRedirect") && strstr(why, "add --region eu-west-1"),
+	      "a 301's endpoint names the region to add: %s", why);
+	CHECK(provider_s3.describe_error(malformed, sizeof(malformed) - 1, why, sizeof(why)) &&
+	      strstr(why, "add --region ap-south-1"), "a 400's <Region> too: %s", why);
+	CHECK(provider_s3.describe_error(hostile, sizeof(hostile) - 1, why, sizeof(why)) &&
+	      !strstr(why, "--region"), "a region that is not one is not repeated: %s", why);
 	return check_done();
 }

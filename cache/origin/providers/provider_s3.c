@@ -33,6 +33,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,9 @@ struct s3_source {
 	char *prefix;		/* "" or "a/b/" */
 	char *base_url;		/* scheme://host[:port][/bucket], no trailing '/' */
 	char *host;		/* host[:port], as signed */
-	char region[64];
+	bool endpoint;		/* --endpoint: host names no region */
+	pthread_mutex_t region_lock;	/* a leaf */
+	char region[64];		/* protected by region_lock: signs */
 	bool anonymous, requester_pays;
 	long page_size;
 	/* credentials: keys that never change, or a renewal of short-lived ones */
@@ -362,6 +365,7 @@ static void s3_free(struct source *src)
 	free(s->base_url);
 	free(s->host);
 	free(s->base.display);
+	pthread_mutex_destroy(&s->region_lock);
 	if (s->renewable)
 		renewal_release(&s->renewal);
 	explicit_bzero(&s->keys, sizeof(s->keys));
@@ -375,6 +379,8 @@ static int s3_open(const char *text, const struct source_options *opts, struct s
 	struct s3_source *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	pthread_mutex_init(&s->region_lock, NULL);
+	s->endpoint = opts->endpoint != NULL;
 	s->base.provider = &provider_s3;
 	s->requester_pays = opts->requester_pays;
 	s->page_size = opts->page_size;
@@ -499,7 +505,11 @@ static int s3_sign(void *signer, const struct http_attempt *a, struct curl_slist
 	}
 	struct sigv4_credentials cred = { keys->access_key, keys->secret_key,
 					  keys->session_token[0] ? keys->session_token : NULL };
-	err = bucket_sign(&sigv4_aws, &cred, s->host, s->region, "s3", a, &payer,
+	char region[sizeof(s->region)];
+	pthread_mutex_lock(&s->region_lock);
+	memcpy(region, s->region, sizeof(region));
+	pthread_mutex_unlock(&s->region_lock);
+	err = bucket_sign(&sigv4_aws, &cred, s->host, region, "s3", a, &payer,
 			  s->requester_pays ? 1 : 0, headers);
 wipe_keys:
 	if (keys != &s->keys) {
@@ -541,9 +551,86 @@ static int s3_identity(struct source *src, char *out, size_t size)
 	return 0;
 }
 
+/* The region an S3 error BODY says the bucket is in, into REGION: its
+ * <Region> (400 AuthorizationHeaderMalformed: "expecting 'eu-west-1'"), or
+ * the region in its <Endpoint> (301 PermanentRedirect:
+ * bucket.s3.eu-west-1.amazonaws.com). False if it names none. */
+static bool error_region(const char *body, size_t len, char *region, size_t size)
+{
+	struct xml_span doc = { body, len };
+	char endpoint[256];
+	const char *at = NULL;
+	if (xml_text(doc, "Region", region, size)) {
+		at = region;
+	} else if (xml_text(doc, "Endpoint", endpoint, sizeof(endpoint))) {
+		char *s3 = strstr(endpoint, "s3.");
+		char *end = s3 ? strstr(s3 + 3, ".amazonaws.com") : NULL;
+		if (!s3)
+			s3 = strstr(endpoint, "s3-");
+		if (s3 && !end)
+			end = strstr(s3 + 3, ".amazonaws.com");
+		if (s3 && end && end > s3 + 3 && (size_t)(end - s3 - 3) < size) {
+			memcpy(region, s3 + 3, (size_t)(end - s3 - 3));
+			region[end - s3 - 3] = '\0';
+			at = region;
+		}
+	}
+	if (!at || !*at || strlen(at) >= 32)
+		return false;
+	for (const char *p = at; *p; p++)
+		if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p) && *p != '-')
+			return false;
+	return true;
+}
+
+/* An S3 error, as provider_xml_error() tells it, and, when it names the
+ * region the bucket is in, what to add to the command line. */
+static bool s3_describe_error(const char *body, size_t len, char *reason, size_t size)
+{
+	char region[32], code[64];
+	if (!provider_xml_error(body, len, reason, size))
+		return false;
+	/* the hint in place of the store's message, which it would not fit
+	   beside in http_request.error */
+	if (error_region(body, len, region, sizeof(region)) &&
+	    xml_text((struct xml_span){ body, len }, "Code", code, sizeof(code)))
+		snprintf(reason, size, "%s: the bucket is in %s: add --region %s", code, region,
+			 region);
+	for (char *p = reason; *p; p++)	/* one printable line, as above */
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+	return true;
+}
+
+/*
+ * A store at --endpoint that answers 400 naming the region it expects
+ * (AuthorizationHeaderMalformed): sign for that region from now on, and
+ * send the request again (said once, at warn), as the AWS SDKs do. At
+ * AWS's own endpoints the host names the region too, and a 301 sends the
+ * request elsewhere: that is told to the user (s3_describe_error()).
+ */
+static bool follow_region(struct s3_source *s, long status, const char *body, size_t len)
+{
+	char region[32];
+	if (status != 400 || !s->endpoint || !error_region(body, len, region, sizeof(region)))
+		return false;
+	pthread_mutex_lock(&s->region_lock);
+	bool changed = strcmp(s->region, region) != 0;
+	char was[sizeof(s->region)];
+	memcpy(was, s->region, sizeof(was));
+	if (changed)
+		snprintf(s->region, sizeof(s->region), "%s", region);
+	pthread_mutex_unlock(&s->region_lock);
+	if (changed)
+		log_warn("s3: the store expects region %s, not %s: signing for %s (--region %s "
+			 "says so at start)", region, was, region, region);
+	return changed;
+}
+
 /* S3 refuses expired or revoked temporary credentials with 400
  * ExpiredToken, InvalidToken or TokenRefreshRequired (403 for some
- * compatible servers). */
+ * compatible servers); and a signature for another region with 400 naming
+ * the region (follow_region()). */
 static bool s3_credentials_rejected(void *signer, long status, const char *body, size_t len)
 {
 	struct s3_source *s = signer;
@@ -551,6 +638,8 @@ static bool s3_credentials_rejected(void *signer, long status, const char *body,
 	char code[64];
 	time_t now = time(NULL);
 
+	if (follow_region(s, status, body, len))
+		return true;
 	if ((status != 400 && status != 403) || !xml_text(doc, "Code", code, sizeof(code)))
 		return false;
 	if (strcmp(code, "ExpiredToken") != 0 && strcmp(code, "InvalidToken") != 0 &&
@@ -580,7 +669,7 @@ const struct provider provider_s3 = {
 	.listing_url = s3_listing_url,
 	.parse_listing = s3_parse_listing,
 	.sign = s3_sign,
-	.describe_error = provider_xml_error,
+	.describe_error = s3_describe_error,
 	.identity = s3_identity,
 	.credentials_rejected = s3_credentials_rejected,
 	.renewal = s3_renewal,
