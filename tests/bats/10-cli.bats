@@ -184,23 +184,37 @@ $usage"
 	! pid_alive "$pid" || fail "daemon $pid still alive"
 }
 
-@test "-f runs in the foreground, logs to stderr, exits 0 on unmount" {
-	"$TILEFS" mount -f --cache-dir "$T/cache" --log-level debug "$ORIGIN_URL" "$MNT" \
-		</dev/null >"$T/fg.out" 2>"$T/fg.err" 3>&- &
-	local pid=$!
+# fg_start [OPTS...]: `tilefs mount -f OPTS ORIGIN MNT` in the background,
+# with SIGINT and SIGTERM at their defaults (a shell starts a background
+# job with SIGINT ignored; a service manager does not); waits until it
+# serves. FG_PID: its pid.
+fg_start() {
+	env --default-signal=INT,TERM "$TILEFS" mount -f --cache-dir "$T/cache" "$@" \
+		"$ORIGIN_URL" "$MNT" </dev/null >"$T/fg.out" 2>"$T/fg.err" 3>&- &
+	FG_PID=$!
 	TILEFS_MNTS+=("$MNT")
 	TILEFS_STATES+=("$T/fg-state")
-	TILEFS_EXTRA_PIDS+=("$pid")
-	mounted_or_gone() { is_mounted "$MNT" || ! kill -0 "$pid" 2>/dev/null; }
+	TILEFS_EXTRA_PIDS+=("$FG_PID")
+	mounted_or_gone() { is_mounted "$MNT" || ! kill -0 "$FG_PID" 2>/dev/null; }
 	wait_until "the -f mount" mounted_or_gone
 	is_mounted "$MNT" || { cat "$T/fg.err"; fail "-f mount never appeared"; }
-	pid_alive "$pid" || fail "foreground tilefs exited"
+	pid_alive "$FG_PID" || fail "foreground tilefs exited"
+}
+
+# fg_exited_0 AFTER: FG_PID ends, with status 0, not mounted any more.
+fg_exited_0() {
+	local rc=0
+	run_to 30 tail --pid="$FG_PID" -f /dev/null || fail "foreground tilefs still running after $1"
+	wait "$FG_PID" || rc=$?
+	assert_eq "$rc" 0 "exit status of tilefs mount -f after $1 (stderr: $(tail -c 300 "$T/fg.err"))"
+	! is_mounted "$MNT" || fail "$MNT still mounted after $1"
+}
+
+@test "-f runs in the foreground, logs to stderr, exits 0 on unmount" {
+	fg_start --log-level debug
 	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
 	fusermount3 -u "$MNT"
-	local rc=0
-	run_to 20 tail --pid="$pid" -f /dev/null || fail "foreground tilefs still running after unmount"
-	wait "$pid" || rc=$?
-	assert_eq "$rc" 0 "exit status of tilefs -f after fusermount3 -u"
+	fg_exited_0 "fusermount3 -u"
 	# (the exact line format is checked by the next test)
 	grep -Eq 'tilefs\[[0-9]+\]: (error|warn|info|debug): ' "$T/fg.err" ||
 		fail "no log line on stderr with -f: $(head -c 500 "$T/fg.err")"
@@ -208,25 +222,10 @@ $usage"
 
 # fg_stop_by SIG: a `mount -f` stopped by SIG unmounts and exits 0.
 fg_stop_by() {
-	local sig=$1
-	# (a shell starts a background job with SIGINT ignored; a service
-	# manager does not)
-	env --default-signal="$sig" "$TILEFS" mount -f --cache-dir "$T/cache" "$ORIGIN_URL" \
-		"$MNT" </dev/null >"$T/fg.out" 2>"$T/fg.err" 3>&- &
-	local pid=$!
-	TILEFS_MNTS+=("$MNT")
-	TILEFS_STATES+=("$T/fg-state")
-	TILEFS_EXTRA_PIDS+=("$pid")
-	mounted_or_gone() { is_mounted "$MNT" || ! kill -0 "$pid" 2>/dev/null; }
-	wait_until "the -f mount" mounted_or_gone
-	is_mounted "$MNT" || { cat "$T/fg.err"; fail "-f mount never appeared"; }
+	fg_start
 	cmp "$SAMPLES/t512.tif" "$MNT/t512.tif"
-	kill -"$sig" "$pid"
-	local rc=0
-	run_to 30 tail --pid="$pid" -f /dev/null || fail "foreground tilefs still running after SIG$sig"
-	wait "$pid" || rc=$?
-	assert_eq "$rc" 0 "exit status of tilefs mount -f stopped by SIG$sig (stderr: $(tail -c 300 "$T/fg.err"))"
-	! is_mounted "$MNT" || fail "$MNT still mounted after SIG$sig"
+	kill -"$1" "$FG_PID"
+	fg_exited_0 "SIG$1"
 }
 
 @test "mount -f stopped by SIGTERM unmounts and exits 0" {
