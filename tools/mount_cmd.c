@@ -231,6 +231,9 @@ int mount_cmd_main(int argc, char **argv)
 		.ahead_threads = (int)(o.max_connections + 1) / 2,
 		/* a mount serves reads even when its cache cannot (logged) */
 		.uncached_ok = true,
+		/* a cache larger than its disk would fill it: every unit
+		   stored then fails, and is fetched again */
+		.fit_disk = true,
 	};
 	int err = stack_start(&stack, &o, &tuning, err_text, sizeof(err_text));
 	if (err) {

@@ -55,6 +55,8 @@ int stack_start(struct stack *s, const struct options *o, const struct stack_tun
 		.claim_wait_s = claim_wait_s(),
 		.tier_keys = o->tier != NULL,
 		.uncached_ok = t->uncached_ok,
+		.fit_disk = t->fit_disk,
+		.size_given = o->cache_size != 0,
 	};
 	int rc = cache_open(&cc, s->src, s->http, &s->cache);
 	if (rc) {
@@ -62,6 +64,7 @@ int stack_start(struct stack *s, const struct options *o, const struct stack_tun
 			 strerror(-rc));
 		return rc;
 	}
+	s->cache_size = cache_size_limit(s->cache);
 	rc = ns_new(s->src, s->http, s->cache, t->listing_ttl_s, &s->ns);
 	if (!rc)
 		ns_set_max_names(s->ns, (size_t)o->max_names);

@@ -23,7 +23,8 @@ struct stack {
 	struct cache *cache;
 	struct namespace *ns;
 	uint64_t cache_size;		/* --cache-size, or the default for
-					   --cache-dir once it exists */
+					   --cache-dir once it exists; less
+					   if the disk holds less (fit_disk) */
 };
 
 /* What differs between the commands. */
@@ -37,6 +38,9 @@ struct stack_tuning {
 	int ahead_threads;		/* ns_revalidate_ahead(); 0: off */
 	bool uncached_ok;		/* a cache index that cannot be opened:
 					   read uncached (mount), not fail */
+	bool fit_disk;			/* a cache size the disk cannot hold:
+					   warn and keep what it holds (mount),
+					   not fill the disk */
 };
 
 /*

@@ -20,6 +20,7 @@
 #include "cache/engine/cache.h"
 #include "cache/tiff/layout.h"
 #include "cache/tiff/select.h"
+#include "cache/base/human.h"
 #include "cache/base/log.h"
 #include "cache/namespace/namespace.h"
 #include "cache/origin/providers/provider.h"
@@ -125,21 +126,6 @@ static void on_signal(int sig)
 
 /* ---- sizes and times for people ---- */
 
-static const char *human(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double v = (double)bytes;
-	size_t u = 0;
-	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", bytes);
-	else
-		snprintf(buf, len, "%.1f %s", v, units[u]);
-	return buf;
-}
 
 static double seconds_since(const struct timespec *t0)
 {
@@ -468,9 +454,9 @@ static void progress_line(struct warm *w, bool tty)
 			snprintf(eta, sizeof(eta), "%lu:%02lu:%02lu", e / 3600, e / 60 % 60, e % 60);
 		}
 		fprintf(stderr, "%swarming: %zu of %zu files, %s of %s, %s/s, ETA %s%s",
-			tty ? "\r\033[K" : "", w->files_done, w->n, human(w->done, a, sizeof(a)),
-			human(w->total, b, sizeof(b)), human((uint64_t)rate, r, sizeof(r)), eta,
-			tty ? "" : "\n");
+			tty ? "\r\033[K" : "", w->files_done, w->n,
+			human_bytes(w->done, a, sizeof(a)), human_bytes(w->total, b, sizeof(b)),
+			human_bytes((uint64_t)rate, r, sizeof(r)), eta, tty ? "" : "\n");
 	}
 	pthread_mutex_unlock(&w->lock);
 	fflush(stderr);
@@ -514,7 +500,8 @@ static int check_size(struct warm *w, uint64_t limit)
 	if (!w->o->partial) {
 		fprintf(stderr, "tilefs: warm: the selection is %s but the cache may hold %s; "
 			"give a larger --cache-size, select less, or add --partial to warm "
-			"the files that fit\n", human(total, a, sizeof(a)), human(limit, b, sizeof(b)));
+			"the files that fit\n", human_bytes(total, a, sizeof(a)),
+			human_bytes(limit, b, sizeof(b)));
 		return 1;
 	}
 	uint64_t kept = 0;
@@ -531,8 +518,8 @@ static int check_size(struct warm *w, uint64_t limit)
 		}
 	}
 	fprintf(stderr, "tilefs: warm: the selection is %s but the cache may hold %s: "
-		"warming %s, leaving out %zu files (--partial)\n", human(total, a, sizeof(a)),
-		human(limit, b, sizeof(b)), human(kept, c, sizeof(c)), left_out);
+		"warming %s, leaving out %zu files (--partial)\n", human_bytes(total, a, sizeof(a)),
+		human_bytes(limit, b, sizeof(b)), human_bytes(kept, c, sizeof(c)), left_out);
 	return 0;
 }
 
@@ -553,8 +540,8 @@ static void print_dry_run(struct warm *w)
 	}
 	char a[32], b[32];
 	printf("dry run: %zu files, %" PRIu64 " bytes to fetch (%s), %" PRIu64
-	       " bytes cached (%s)\n", files, fetch, human(fetch, a, sizeof(a)), cached,
-	       human(cached, b, sizeof(b)));
+	       " bytes cached (%s)\n", files, fetch, human_bytes(fetch, a, sizeof(a)), cached,
+	       human_bytes(cached, b, sizeof(b)));
 }
 
 static void print_summary(struct warm *w)
@@ -570,12 +557,12 @@ static void print_summary(struct warm *w)
 		fetched += w->items[i].opened;
 	}
 	printf("warmed %zu of %zu files: %s fetched, %s already cached, %zu failed",
-	       w->files_done, files, human(fetched, a, sizeof(a)), human(cached, b, sizeof(b)),
-	       w->failures);
+	       w->files_done, files, human_bytes(fetched, a, sizeof(a)),
+	       human_bytes(cached, b, sizeof(b)), w->failures);
 	if (left_out)
 		printf(", %zu left out (--partial)", left_out);
-	printf(", in %.1f s (%s/s)\n", s, human(s > 0 ? (uint64_t)((double)fetched / s) : 0, r,
-						 sizeof(r)));
+	printf(", in %.1f s (%s/s)\n", s,
+	       human_bytes(s > 0 ? (uint64_t)((double)fetched / s) : 0, r, sizeof(r)));
 	if (atomic_load(&interrupted))
 		printf("interrupted: run the same command again to fetch the rest\n");
 }

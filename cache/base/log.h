@@ -1,7 +1,14 @@
 /*
  * log.h - leveled log lines for the daemon and the tools.
  *
- * Lines look like "tilefs[123]: warn: message". The level is checked before
+ * Lines look like "2026-01-02T03:04:05.678Z tilefs[123]: warn: message",
+ * one line each (a newline in a message becomes a blank; a message longer
+ * than LOG_LINE_MAX is cut, ending "..."). A log file is never left with
+ * a line cut short: each line is appended whole with one write, into
+ * blocks the file keeps allocated past its end (LOG_RESERVE), so that a
+ * log on the full disk of the cache it reports on still takes lines; a
+ * line with no room even so is dropped, and counted in a line written
+ * once there is room again. The level is checked before
  * the arguments are formatted (log_enabled() is inlined into the macros), so
  * a debug line on a hot path costs one comparison when debug is off.
  * Never pass a credential or a URL with its query string to these calls.
@@ -14,6 +21,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#define LOG_LINE_MAX 8192		/* bytes of a line, its newline included */
+#define LOG_RESERVE (64 << 10)		/* kept allocated past a log file's end */
 
 enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
@@ -45,6 +56,26 @@ void log_hold_end(bool write, char *why, size_t why_size);
 
 void log_write(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), nonnull(2)));
+
+/*
+ * A line for a condition that may recur many times a second (a full
+ * disk): said at most once a period, with how many times it was not.
+ * Caller-owned, zeroed (LOG_EVERY_INIT); the log's lock guards it.
+ */
+struct log_every {
+	bool said;
+	uint64_t next_ms;
+	unsigned long skipped;
+};
+#define LOG_EVERY_INIT { false, 0, 0 }
+/* Is a line for L due at NOW_MS (monotonic_ms())? Then *SKIPPED is the
+ * times it was not since the last one, and the next is due PERIOD_MS on;
+ * else this time is counted. */
+bool log_every_due(struct log_every *l, uint64_t now_ms, uint64_t period_ms,
+		   unsigned long *skipped);
+/* The times L was not said since its last line, now counted as said (for
+ * a last line at the end). */
+unsigned long log_every_take(struct log_every *l);
 
 #define log_at(level, ...) \
 	do { if ((level) <= log_current_level) log_write((level), __VA_ARGS__); } while (0)

@@ -8,6 +8,7 @@
  * The read path starts in read.c.
  */
 #include "cache/engine/engine_int.h"
+#include "cache/base/human.h"
 #include "cache/base/log.h"
 #include "cache/origin/providers/provider.h"
 #include "cache/store/index.h"
@@ -16,6 +17,44 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* the least size_limit fit_disk() leaves: the least --cache-size */
+#define FIT_MIN (1u << 20)
+
+
+/*
+ * Size the cache against its disk, before its threads start: if the size
+ * limit, the reserve and the index are more than the file system holds
+ * for the cache (store_room()), warn, naming them, and keep at most what
+ * it holds for units (at least FIT_MIN), so that eviction, not a full
+ * disk, bounds the cache. Units are written before eviction makes room
+ * for them: the readahead window and the background GETs in flight are
+ * cut to a quarter of that, or they alone would fill the disk.
+ */
+static void fit_disk(struct cache *c)
+{
+	struct store_room room;
+	uint64_t data = 0;
+	if (index_usage(c->index, &data) != 0 || store_room(c->store, data, &room) != 0)
+		return;
+	uint64_t over = room.reserve + room.index + LOG_RESERVE;	/* a log there */
+	if (c->cfg.size_limit <= room.disk && room.disk - c->cfg.size_limit >= over)
+		return;
+	uint64_t fit = room.disk > over + FIT_MIN ? room.disk - over : FIT_MIN;
+	char want[32], reserve[32], index[32], disk[32], used[32];
+	log_warn("%s %s, with the cache's reserve (%s) and index (%s), is more than the "
+		 "cache disk holds for it (%s): using %s", c->cfg.size_given ? "--cache-size" :
+		 "the default cache size", human_bytes(c->cfg.size_limit, want, sizeof(want)),
+		 human_bytes(room.reserve, reserve, sizeof(reserve)),
+		 human_bytes(room.index, index, sizeof(index)),
+		 human_bytes(room.disk, disk, sizeof(disk)), human_bytes(fit, used, sizeof(used)));
+	c->cfg.size_limit = fit;
+	if (c->cfg.readahead_max > fit / 4)
+		c->cfg.readahead_max = fit / 4;
+	uint64_t budget = fit / 4 > STREAM_GET_MAX ? fit / 4 : STREAM_GET_MAX;
+	if (c->background_budget > budget)
+		c->background_budget = budget;
+}
 
 int cache_open(const struct cache_config *cfg, struct source *src, struct http_client *http,
 	       struct cache **out)
@@ -60,6 +99,8 @@ int cache_open(const struct cache_config *cfg, struct source *src, struct http_c
 	}
 	if (err)
 		goto fail_index;
+	if (c->index && cfg->fit_disk && cfg->size_limit)
+		fit_disk(c);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->evict_lock, NULL);
 	pthread_cond_init(&c->changed, NULL);
@@ -98,6 +139,11 @@ fail_index:
 fail_known:
 	free(c);
 	return err;
+}
+
+uint64_t cache_size_limit(const struct cache *c)
+{
+	return c->cfg.size_limit;
 }
 
 void cache_close(struct cache *c)

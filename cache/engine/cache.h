@@ -61,6 +61,10 @@ struct cache_config {
 	bool tier_keys;			/* --tier: GETs by plan_tier_run() */
 	bool uncached_ok;		/* an index that cannot be opened: read
 					   uncached (cache_uncached()), not fail */
+	bool fit_disk;			/* lower size_limit to what the cache
+					   disk holds, with a warning */
+	bool size_given;		/* size_limit is --cache-size (for that
+					   warning), not the default */
 };
 
 /* Open the cache in cfg->dir, fetching through HTTP with SRC's credentials
@@ -69,9 +73,14 @@ struct cache_config {
  * cfg->uncached_ok, the cache opens without index or store, logged at
  * error: every read then goes to the origin and nothing is kept. (Not
  * when another process holds it busy or locked, nor for a cache dir that
- * is not private: those fail.) */
+ * is not private: those fail.) With cfg->fit_disk, a size_limit that,
+ * with the reserve and the index, is more than the file system holds for
+ * the cache is lowered to what it holds (cache_size_limit()). */
 int cache_open(const struct cache_config *cfg, struct source *src, struct http_client *http,
 	       struct cache **out);
+/* The bound the cache keeps: cfg->size_limit, or less if cfg->fit_disk
+ * found the disk too small for it (cache_open() said so, at warn). */
+uint64_t cache_size_limit(const struct cache *c);
 /* Start no more whole-object prefetch GETs; returns once none will be
  * (call it before freeing the HTTP client). */
 void cache_stop_prefetch(struct cache *c);

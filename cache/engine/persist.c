@@ -22,6 +22,7 @@
  */
 #include "cache/engine/engine_int.h"
 #include "cache/base/log.h"
+#include "cache/base/monotonic.h"
 #include "cache/store/evict.h"
 #include "cache/store/index.h"
 #include "cache/store/store.h"
@@ -35,6 +36,11 @@
 #define EVICT_BATCH 64
 #define EVICT_SKIP 64	/* pinned files passed over in one round */
 #define PERSIST_BATCH 64	/* settled entries stored at once */
+#define DISK_FULL_EVERY_MS 60000	/* "cache disk is full" at most this often */
+
+/* The log's "cache disk is full" lines, of every cache of the process (one
+ * log); the log's lock guards it. */
+static struct log_every disk_full_said = LOG_EVERY_INIT;
 
 /* Write the read times of the units read since the last time (the hits
  * of read.c, batched here off the read path), which also ends what was
@@ -177,12 +183,21 @@ void evict(struct cache *c)
 	evict_to(c, limit);
 }
 
-/* The disk is full: give back the reserve, then evict a tenth. */
+/* The disk is full: give back the reserve, then evict a tenth. Said once
+ * a minute at most, with how many times it was full in between. */
 static void make_room(struct cache *c)
 {
-	if (!c->disk_full_logged)
-		log_warn("cache disk is full: evicting, serving from the network meanwhile");
-	c->disk_full_logged = true;
+	unsigned long again;
+	if (log_every_due(&disk_full_said, monotonic_ms(), DISK_FULL_EVERY_MS, &again)) {
+		if (again)
+			log_warn("cache disk is full (and %lu more time%s in the last %d s): "
+				 "evicting, serving from the network meanwhile", again,
+				 again == 1 ? "" : "s", DISK_FULL_EVERY_MS / 1000);
+		else
+			log_warn("cache disk is full: evicting, serving from the network "
+				 "meanwhile");
+	}
+	c->disk_full_logged = true;	/* until a unit is stored again */
 	store_reserve_release(c->store);
 	uint64_t usage;
 	if (index_usage(c->index, &usage) == 0 && usage > 0)
@@ -364,5 +379,9 @@ void *persist_thread(void *arg)
 	pthread_mutex_unlock(&c->lock);
 	keep_edges(c);
 	flush_touched(c);
+	unsigned long again = log_every_take(&disk_full_said);
+	if (again)
+		log_warn("cache disk was full %lu more time%s since it was last said", again,
+			 again == 1 ? "" : "s");
 	return NULL;
 }

@@ -306,9 +306,13 @@ static void on_attempt_done(struct fetcher *c, struct http_request *req, CURLcod
 		return;
 	}
 	if (verdict != -EAGAIN) {
-		if (verdict < 0 && verdict != -ENOENT)
+		/* a sink that refused the bytes (the cache disk full) is the
+		   caller's to tell: it gets them again into memory */
+		if (verdict < 0 && verdict != -ENOENT && !req->sink_err)
 			log_error("giving up on %s after %d attempt%s: %s", req->log_name,
 				  req->attempt + 1, req->attempt ? "s" : "", req->error);
+		else if (req->sink_err)
+			log_debug("%s: stopped: %s", req->log_name, req->error);
 		finish(c, req, verdict);
 		return;
 	}

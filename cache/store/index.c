@@ -168,8 +168,10 @@ int index_sql_error(sqlite3 *db, int rc, const char *what)
 	static atomic_llong last_logged;	/* at most one line a second */
 	int primary = rc & 0xff;
 	long long now = (long long)time(NULL);
+	/* a full disk is the engine's to say (persist.c): once a minute */
 	if (atomic_exchange(&last_logged, now) != now)
-		log_error("cache index: %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		log_at(primary == SQLITE_FULL ? LOG_DEBUG : LOG_ERROR, "cache index: %s: %s", what,
+		       db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 	switch (primary) {
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:
@@ -249,7 +251,8 @@ int index_commit(struct index_conn *c, int err)
 		index_exec(c, index_stmt(c, ST_ROLLBACK), "rollback");
 	} else {
 		err = index_exec(c, index_stmt(c, ST_COMMIT), "commit");
-		if (err)
+		/* a commit that failed may have rolled back already */
+		if (err && !sqlite3_get_autocommit(c->db))
 			index_exec(c, index_stmt(c, ST_ROLLBACK), "rollback");
 	}
 	pthread_mutex_unlock(&c->ix->writing);

@@ -40,10 +40,16 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define FD_SLOTS 64
-#define RESERVE_BYTES (4u << 20)
+/* the reserve: 1/16 of the file system, at most this */
+#define RESERVE_MAX (4u << 20)
+/* the WAL of the index as the room counts it: SQLite checkpoints it at
+   1000 pages (index_open.c keeps the default), 4 KiB each, and a
+   transaction may pass that by a few pages */
+#define INDEX_WAL_BOUND ((4u << 20) + (256u << 10))
 
 struct fd_slot {
 	int64_t object_id;	/* 0: empty */
@@ -63,6 +69,7 @@ struct store {
 	struct fd_slot slots[FD_SLOTS];	/* protected by lock */
 	uint64_t clock;		/* protected by lock */
 	bool reserve_held;	/* protected by lock */
+	uint64_t reserve_bytes;	/* reserve_size(), at store_open() */
 	struct counters *counters;	/* punches and unlinks, of every process */
 	_Atomic int direct;	/* DIRECT_UNKNOWN, DIRECT_OFF or DIRECT_ON */
 };
@@ -119,6 +126,18 @@ static uint64_t store_unlinks(struct store *st)
 	return counters_get(st->counters, COUNTER_UNLINKS);
 }
 
+/* The reserve on the file system of DIR_FD: 1/16 of it, at most
+ * RESERVE_MAX (on a small disk, 4 MiB would be much of what the cache
+ * has). */
+static uint64_t reserve_size(int dir_fd)
+{
+	struct statvfs v;
+	if (fstatvfs(dir_fd, &v) != 0)
+		return RESERVE_MAX;
+	uint64_t sixteenth = (uint64_t)v.f_blocks * v.f_frsize / 16;
+	return sixteenth < RESERVE_MAX ? sixteenth : RESERVE_MAX;
+}
+
 int store_open(const char *dir, const char *instance, struct store **out)
 {
 	struct store *st = calloc(1, sizeof(*st));
@@ -153,6 +172,7 @@ int store_open(const char *dir, const char *instance, struct store **out)
 		store_close(st);
 		return err;
 	}
+	st->reserve_bytes = reserve_size(st->dir_fd);
 	store_reserve_restore(st);
 	*out = st;
 	return 0;
@@ -579,7 +599,8 @@ void store_reserve_restore(struct store *st)
 	   never grown; removing the name leaves that file alone */
 	struct stat sb;
 	bool ok = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_nlink == 1 &&
-		  fallocate(fd, 0, 0, RESERVE_BYTES) == 0;
+		  ftruncate(fd, (off_t)st->reserve_bytes) == 0 &&
+		  fallocate(fd, 0, 0, (off_t)st->reserve_bytes) == 0;
 	close(fd);
 	if (!ok) {
 		unlinkat(st->dir_fd, "reserve", 0);
@@ -588,4 +609,31 @@ void store_reserve_restore(struct store *st)
 	pthread_mutex_lock(&st->lock);
 	st->reserve_held = true;
 	pthread_mutex_unlock(&st->lock);
+}
+
+/* Bytes the file NAME under DIR_FD takes on disk (0 if there is none). */
+static uint64_t allocated(int dir_fd, const char *name)
+{
+	struct stat sb;
+	return fstatat(dir_fd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode) ?
+	       (uint64_t)sb.st_blocks * 512 : 0;
+}
+
+int store_room(struct store *st, uint64_t data_bytes, struct store_room *out)
+{
+	struct statvfs v;
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return -ENODEV;
+	if (fstatvfs(st->dir_fd, &v) != 0)
+		return -errno;
+	uint64_t wal = allocated(st->dir_fd, "index.db-wal");
+	out->reserve = st->reserve_bytes;
+	out->index = allocated(st->dir_fd, "index.db") + allocated(st->dir_fd, "index.db-shm") +
+		     (wal > INDEX_WAL_BOUND ? wal : INDEX_WAL_BOUND);
+	/* free now, and what the cache holds already (its to reuse) */
+	out->disk = (uint64_t)v.f_bavail * v.f_frsize + data_bytes +
+		    allocated(st->dir_fd, "reserve") + allocated(st->dir_fd, "index.db") +
+		    allocated(st->dir_fd, "index.db-shm") + wal;
+	return 0;
 }

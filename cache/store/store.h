@@ -7,9 +7,9 @@
  * Nothing here decides what is valid: the index does (a unit is valid only
  * while its row exists and its bytes match the row's checksum).
  *
- * CACHE_DIR/reserve is a few MiB set aside while the disk has room; on a
- * full disk it is given back so that the index can still commit the
- * evictions that make room.
+ * CACHE_DIR/reserve is set aside while the disk has room (1/16 of the
+ * file system, at most 4 MiB); on a full disk it is given back so that the
+ * index can still commit the evictions that make room.
  *
  * Thread-safe. Open files are kept in a small table (closed least recently
  * used first), so any number of objects costs a bounded number of fds.
@@ -116,5 +116,21 @@ int store_stamp(int fd, struct store_stamp *out);
 /* Free the reserve (true if there was one) / make it again if it is gone. */
 bool store_reserve_release(struct store *st);
 void store_reserve_restore(struct store *st);
+
+/*
+ * The room the file system under the cache dir gives the cache, for
+ * sizing it against its disk (cache_open()): DISK, what it could hold at
+ * most (the free space, and what the cache takes already: DATA_BYTES of
+ * units, the reserve, the index); RESERVE, the reserve's size; INDEX,
+ * index.db and its -shm as they are, its WAL at its bound (SQLite's
+ * checkpoint, about 4 MiB) or as it is if larger. Units get what DISK
+ * holds beyond the other two. 0 or -errno.
+ */
+struct store_room {
+	uint64_t disk;
+	uint64_t reserve;
+	uint64_t index;
+};
+int store_room(struct store *st, uint64_t data_bytes, struct store_room *out);
 
 #endif

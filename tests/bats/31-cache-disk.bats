@@ -1,0 +1,91 @@
+#!/usr/bin/env bats
+# A cache dir on a filesystem smaller than --cache-size (an 8 MiB tmpfs):
+# the mount warns at start, naming the sizes, and caches within what the
+# disk holds; a disk filled by someone else is said once a minute, with a
+# count; reads that succeed log no error; the log, in the cache dir on the
+# same disk, never holds a line cut short.
+
+bats_require_minimum_version 1.5.0
+load ../lib/tilefs
+
+setup() {
+	tilefs_setup
+	# a 12 MiB file: more than the disk holds
+	"$PY" -c 'import random, sys; r = random.Random(31)
+sys.stdout.buffer.write(r.randbytes(12 << 20))' >"$SAMPLES/big.bin"
+	origin_start "$SAMPLES"
+	MNT=$T/mnt
+	DISK=$T/disk
+	mkdir -p "$DISK"
+	mount -t tmpfs -o size=8m tmpfs "$DISK" && TILEFS_EXTRA_MOUNTS+=("$DISK") ||
+		fail "cannot mount an 8 MiB tmpfs" || return 1
+	CACHE=$DISK/cache
+	LOG=$CACHE/tilefs.log
+}
+
+teardown() {
+	tilefs_teardown
+}
+
+# LINE_RE: a whole log line: time, process, level, message.
+LINE_RE='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z tilefs\[[0-9]+\]: (error|warn|info|debug): [^ ]'
+
+# log_whole FILE: every line of FILE has the log line format, and the file
+# ends with a newline.
+log_whole() {
+	local bad
+	bad=$(grep -cvE "$LINE_RE" "$1" || true)
+	[ "$bad" = 0 ] || fail "$bad log lines cut or garbled:" "$(grep -vE "$LINE_RE" "$1" | head -5)" ||
+		return 1
+	[ ! -s "$1" ] || [ "$(tail -c 1 "$1" | od -An -c | tr -d ' ')" = '\n' ] ||
+		fail "the log ends mid-line: $(tail -c 200 "$1")"
+}
+
+# no_errors FILE: no error line (every read of the test succeeded)
+no_errors() {
+	! grep -E ': error: ' "$1" || fail "error lines for reads that succeeded"
+}
+
+# read_all: every file of the origin read through the mount, twice, bytes
+# identical to the origin's
+read_all() {
+	cmp_tree "$SAMPLES" "$MNT" || return 1
+	cmp_tree "$SAMPLES" "$MNT"
+}
+
+@test "--cache-size 1G on an 8 MiB disk: one start warning naming the sizes and the size used; at most one disk-full warning, no error, whole log lines" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$CACHE" --cache-size 1G --log-file "$LOG"
+	origin_log_reset
+	read_all || return 1
+	tilefs_umount "$MNT"
+	cat "$LOG" >&2
+	grep -E 'warn: --cache-size 1\.0 GiB, .*reserve \([0-9.]+ KiB\).* index \([0-9.]+ MiB\).* holds for it \((8\.0|7\.[0-9]) MiB\): using [0-9.]+ MiB$' "$LOG" ||
+		fail "no start warning naming --cache-size, the disk and the size used" || return 1
+	assert_eq "$(grep -c 'cache-size' "$LOG")" 1 "start warnings"
+	# units written ahead of their eviction may still fill it for a moment
+	[ "$(grep -c 'cache disk is full' "$LOG")" -le 1 ] ||
+		fail "more than one disk-full warning within a minute" || return 1
+	no_errors "$LOG"
+	log_whole "$LOG"
+	# read twice through a cache smaller than it: big.bin comes twice, not
+	# more (each unit once a read, none GET again for want of room)
+	local got
+	got=$(origin_range_bytes /big.bin)
+	[ "$got" -le $((2 * (12 << 20) + (1 << 20))) ] || fail "big.bin fetched as $got bytes"
+}
+
+@test "a cache disk filled by another program: one disk-full warning with a count, no error, reads right, whole log lines" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$CACHE" --log-file "$LOG"
+	cmp_tree "$SAMPLES" "$MNT" || return 1
+	# another program takes every free byte of the disk
+	dd if=/dev/zero of="$DISK/filler" bs=64k 2>/dev/null || true
+	read_all || return 1
+	rm -f "$DISK/filler"
+	tilefs_umount "$MNT"
+	cat "$LOG" >&2
+	assert_eq "$(grep -c 'cache disk is full' "$LOG")" 1 "disk-full warnings within a minute"
+	grep -qE 'warn: cache disk was full [0-9]+ more times? since it was last said$' "$LOG" ||
+		fail "no count of the times the disk was full and not said"
+	no_errors "$LOG"
+	log_whole "$LOG"
+}
