@@ -47,8 +47,15 @@ int main(void)
 	CHECK(parse(&o, err, 1, a4) != 0 && strstr(err, "MOUNTPOINT"), "missing mountpoint: %s",
 	      err);
 	options_release(&o);
-	char *a5[] = { "--ttl", "-1", "s", "m" };
+	char *a5[] = { "--ttl", "-2", "s", "m" };
 	CHECK(parse(&o, err, 4, a5) != 0 && strstr(err, "--ttl"), "out of range: %s", err);
+	options_release(&o);
+	/* "indefinite", and -1 as gcsfuse spells it */
+	char *a5i[] = { "--ttl", "indefinite", "s", "m" };
+	CHECK(parse(&o, err, 4, a5i) == 0 && o.ttl == OPTIONS_TTL_INDEFINITE, "--ttl indefinite");
+	options_release(&o);
+	char *a5m[] = { "--ttl", "-1", "s", "m" };
+	CHECK(parse(&o, err, 4, a5m) == 0 && o.ttl == OPTIONS_TTL_INDEFINITE, "--ttl -1");
 	options_release(&o);
 	char *a6[] = { "-o", "rw", "s", "m" };
 	CHECK(parse(&o, err, 4, a6) != 0 && strstr(err, "read-only"), "rw refused: %s", err);
