@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,17 +378,35 @@ static void *metrics_thread(void *arg)
 	}
 }
 
-static int listen_on(int port, char *err, size_t err_size)
+/* A socket listening on ADDRESS (an IPv4 or IPv6 literal; NULL:
+ * 127.0.0.1) and PORT, or -errno with why in ERR. */
+static int listen_on(const char *address, int port, char *err, size_t err_size)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	struct sockaddr_in v4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct sockaddr_in6 v6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
+	struct sockaddr *sa = (struct sockaddr *)&v4;
+	socklen_t sa_len = sizeof(v4);
+	const char *addr = address ? address : "127.0.0.1";
+	bool is_v6 = strchr(addr, ':') != NULL;
+
+	if (is_v6) {
+		sa = (struct sockaddr *)&v6;
+		sa_len = sizeof(v6);
+	}
+	if (inet_pton(is_v6 ? AF_INET6 : AF_INET, addr,
+		      is_v6 ? (void *)&v6.sin6_addr : (void *)&v4.sin_addr) != 1) {
+		snprintf(err, err_size, "--metrics-address %s is not an IP address", addr);
+		return -EINVAL;
+	}
+	int one = 1, fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 16) != 0) {
+	    bind(fd, sa, sa_len) != 0 || listen(fd, 16) != 0) {
 		int e = errno;
-		snprintf(err, err_size, "--metrics-port %d: cannot listen on 127.0.0.1:%d: %s%s",
-			 port, port, strerror(e),
-			 e == EADDRINUSE ? " (choose another port)" : "");
+		snprintf(err, err_size, "--metrics-port %d: cannot listen on %s%s%s:%d: %s%s",
+			 port, is_v6 ? "[" : "", addr, is_v6 ? "]" : "", port, strerror(e),
+			 e == EADDRINUSE ? " (choose another port)" :
+			 e == EADDRNOTAVAIL ? " (not an address of this machine: see "
+					      "--metrics-address)" : "");
 		if (fd >= 0)
 			close(fd);
 		return -e;
@@ -419,7 +438,7 @@ int metrics_start(const struct metrics_config *cfg, struct cache *cache, struct 
 		goto fail;
 	}
 	mounts_prune(cfg->cache_dir);
-	if (cfg->port && (m->listen_fd = listen_on(cfg->port, err, err_size)) < 0) {
+	if (cfg->port && (m->listen_fd = listen_on(cfg->address, cfg->port, err, err_size)) < 0) {
 		rc = m->listen_fd;
 		goto fail;
 	}

@@ -5,7 +5,9 @@
  * CACHE_DIR/mounts/PID.prom (a part of the cache dir's format, described
  * and read back in cache/store/mounts.h, for `tilefs cache stat`), and
  * into --metrics-file; with
- * --metrics-port it also answers GET /metrics on 127.0.0.1.
+ * --metrics-port it also answers GET /metrics, on 127.0.0.1 or the
+ * --metrics-address (any other than a loopback address serves the
+ * network).
  */
 #ifndef TILEFS_METRICS_H
 #define TILEFS_METRICS_H
@@ -23,6 +25,8 @@ struct metrics_config {
 	const char *cache_dir;
 	const char *file;		/* --metrics-file, or NULL */
 	int port;			/* --metrics-port, 0: none */
+	const char *address;		/* --metrics-address, an IP literal;
+					   NULL: 127.0.0.1 */
 	const char *source;		/* for the tilefs_mount_info labels */
 	struct source *src;		/* its credentials' renewals; borrowed
 					   until metrics_stop() */

@@ -116,8 +116,9 @@ static const char tail[] =
 	"forks the daemon and returns once the mount is ready: \\fBType=forking\\fR.\n"
 	".SH NON-ROOT USE\n"
 	"Any user may mount on a directory they own; the cache then defaults to\n"
-	"\\fI$XDG_CACHE_HOME/tilefs\\fR. \\fB\\-o allow_other\\fR (other users may read\n"
-	"the mount) needs a line \\fBuser_allow_other\\fR in \\fI/etc/fuse.conf\\fR.\n"
+	"\\fI$XDG_CACHE_HOME/tilefs\\fR. \\fB\\-\\-allow\\-other\\fR (\\fB\\-o allow_other\\fR:\n"
+	"other users may read the mount) needs a line \\fBuser_allow_other\\fR in\n"
+	"\\fI/etc/fuse.conf\\fR.\n"
 	".SH ENVIRONMENT\n"
 	"Credentials, tried in this order after \\fB\\-\\-no\\-sign\\-request\\fR:\n"
 	"S3: \\fBAWS_ACCESS_KEY_ID\\fR, \\fBAWS_SECRET_ACCESS_KEY\\fR, \\fBAWS_SESSION_TOKEN\\fR,\n"
@@ -172,7 +173,8 @@ void manpage_print_markdown(FILE *out)
 	      "\n"
 	      "Every option is also accepted as `-o name=value` (`cache_dir=` or\n"
 	      "`cache-dir=`), a flag by its name; that is how `mount -t tilefs` and\n"
-	      "fstab pass them.\n"
+	      "fstab pass them. `--allow-other` and `--debug` are the exceptions:\n"
+	      "as `-o` words, `allow_other` and `debug` are FUSE's.\n"
 	      "\n", out);
 	options_markdown(out, OPTIONS_MOUNT);
 	fputs("\n"

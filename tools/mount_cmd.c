@@ -265,6 +265,7 @@ int mount_cmd_main(int argc, char **argv)
 		.cache_dir = o.cache_dir,
 		.file = o.metrics_file,
 		.port = (int)o.metrics_port,
+		.address = o.metrics_address,
 		.source = stack.src->display,
 		.src = stack.src,
 		.mountpoint = o.mountpoint,

@@ -1,12 +1,13 @@
 /*
  * options.c - see options.h.
  */
-#include "tools/options.h"
+#include "tools/options_int.h"
 #include "cache/engine/cache.h"
 #include "cache/base/log.h"
 #include "cache/base/private_dir.h"
 #include "cache/store/index.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,151 +17,165 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-/* OPT_TTL: seconds, or "indefinite" (-1 too, as gcsfuse spells it):
- * OPTIONS_TTL_INDEFINITE */
-enum opt_type { OPT_FLAG, OPT_STRING, OPT_SIZE, OPT_LONG, OPT_TTL, OPT_LEVEL, OPT_PREFETCH };
-
-struct option_def {
-	const char *name;
-	unsigned cmds;			/* OPTIONS_MOUNT | OPTIONS_WARM */
-	char short_name;
-	enum opt_type type;
-	size_t offset;
-	const char *arg;
-	const char *def;		/* default, as text; NULL: computed */
-	int64_t min, max;
-	const char *help;
-};
-
 #define OFF(field) offsetof(struct options, field)
 #define TEXT(x) #x
 #define NUMBER(x) TEXT(x)		/* a macro's value as a default's text */
 #define M OPTIONS_MOUNT
 #define W OPTIONS_WARM
 
-static const struct option_def defs[] = {
+const char *const options_group_names[GROUP_COUNT] = {
+	[GROUP_WARM] = "What to warm",
+	[GROUP_SOURCE] = "Source",
+	[GROUP_CACHE] = "Cache",
+	[GROUP_PREFETCH] = "Prefetch",
+	[GROUP_CREDENTIALS] = "Credentials",
+	[GROUP_MOUNT] = "Mount",
+	[GROUP_LOG] = "Logging and metrics",
+};
+
+/* Printed group by group, in table order within a group. The help is
+ * one paragraph: --help wraps it to 80 columns, so its newlines only keep
+ * this file readable. */
+const struct option_def options_defs[] = {
 	{ "foreground", M, 'f', OPT_FLAG, OFF(foreground), NULL, NULL, 0, 0,
-	  "stay in the foreground and log to stderr" },
+	  "stay in the foreground and log to stderr", GROUP_MOUNT },
+	{ "allow-other", M, 0, OPT_ALIAS, 0, NULL, "allow_other", 0, 0,
+	  "let users other than the one who mounted read the mount (as\n"
+	  "-o allow_other; unless root, /etc/fuse.conf needs user_allow_other)",
+	  GROUP_MOUNT },
 	{ "cache-dir", M | W, 0, OPT_STRING, OFF(cache_dir), "DIR", NULL, 0, 0,
 	  "where cached data and its index live (default /var/cache/tilefs for root,\n"
-	  "$XDG_CACHE_HOME/tilefs otherwise); shared by every tilefs using it" },
+	  "$XDG_CACHE_HOME/tilefs otherwise); shared by every tilefs using it", GROUP_CACHE },
 	{ "cache-size", M | W, 0, OPT_SIZE, OFF(cache_size), "SIZE", NULL, 1 << 20, INT64_MAX,
-	  "most data to keep, e.g. 500M, 200G (default: half the free space)" },
+	  "most data to keep, e.g. 500M, 200G (default: half the free space)", GROUP_CACHE },
 	{ "block-size", M | W, 0, OPT_SIZE, OFF(block_size), "SIZE", "256K",
 	  INDEX_BLOCK_SIZE_MIN, INDEX_BLOCK_SIZE_MAX,
-	  "unit of caching and fetching" },
+	  "unit of caching and fetching", GROUP_CACHE },
 	{ "header-size", M | W, 0, OPT_SIZE, OFF(header_size), "SIZE", "64K",
 	  INDEX_HEADER_LEN_MIN, INDEX_HEADER_LEN_MAX,
 	  "bytes fetched when a file is first opened: a COG's IFDs and tile\n"
 	  "index usually fit, so opening costs one request (a file listed no\n"
-	  "larger than 4 times this is fetched whole)" },
+	  "larger than 4 times this is fetched whole)", GROUP_CACHE },
 	{ "prefetch", M, 0, OPT_PREFETCH, OFF(prefetch), "POLICY", "auto", 0, 0,
 	  "what a tile read also fetches: none, neighbors (the tiles around\n"
 	  "it), row (the rest of its tile row), object (the whole file, in the\n"
 	  "background), auto (object while the listed files fit in\n"
-	  "--cache-size and no --tier is given, none otherwise)" },
+	  "--cache-size and no --tier is given, none otherwise)", GROUP_PREFETCH },
 	{ "merge-gap", M, 0, OPT_SIZE, OFF(merge_gap), "SIZE", "32K", 0, 16 << 20,
-	  "fetch units this close together with one request" },
+	  "fetch units this close together with one request", GROUP_PREFETCH },
 	{ "readahead", M, 0, OPT_SIZE, OFF(readahead), "SIZE", "16M", 0, 256 << 20,
-	  "largest readahead window of a sequential read (0: none)" },
+	  "largest readahead window of a sequential read (0: none)", GROUP_PREFETCH },
 	{ "hint-budget", M, 0, OPT_SIZE, OFF(hint_budget), "SIZE", NULL, 0, INT64_MAX,
 	  "bytes a hint (tilefs hint) has fetched ahead of the readers at most\n"
-	  "(default: 1/32 of --cache-size, at most 1G)" },
+	  "(default: 1/32 of --cache-size, at most 1G)", GROUP_PREFETCH },
 	{ "record", M, 0, OPT_STRING, OFF(record_file), "FILE", NULL, 0, 0,
 	  "write what the readers read, in order, to FILE (mode 0600): one\n"
 	  "line per open, the file's path and the full-resolution window its\n"
 	  "reads touched, for tilefs hint or warm --from-file; files are then\n"
 	  "read through the daemon, not by passthrough, and tiled TIFFs with\n"
-	  "direct I/O, so that the kernel's readahead adds no tile" },
+	  "direct I/O, so that the kernel's readahead adds no tile", GROUP_MOUNT },
 	{ "no-passthrough", M, 0, OPT_FLAG, OFF(no_passthrough), NULL, NULL, 0, 0,
 	  "read every file through the daemon, never by FUSE passthrough (by\n"
 	  "default the kernel reads files cached whole straight from the\n"
-	  "cache, where it can: Linux 6.9+, mounted by root)" },
+	  "cache, where it can: Linux 6.9+, mounted by root)", GROUP_MOUNT },
 	{ "ttl", M, 0, OPT_TTL, OFF(ttl), "SECONDS", "60", 0, 86400 * 365,
 	  "trust directory listings and object versions this long; 0 checks\n"
 	  "the origin on every open; \"indefinite\" (or -1) never checks again\n"
-	  "what was listed or opened once, for data known never to change" },
+	  "what was listed or opened once, for data known never to change", GROUP_CACHE },
 	{ "max-names", M | W, 0, OPT_LONG, OFF(max_names), "N", NULL, 1000, 1L << 40,
 	  "hold at most N names of files and directories in memory; past\n"
 	  "it, directories used least recently are listed again when used\n"
-	  "(default: 1/16 of the memory at 512 B a name, 100k to 4M)" },
+	  "(default: 1/16 of the memory at 512 B a name, 100k to 4M)", GROUP_CACHE },
 	{ "list", M, 0, OPT_STRING, OFF(list_file), "FILE", NULL, 0, 0,
 	  "take the file tree from FILE (relative paths or URLs, one per line)\n"
-	  "instead of directory listings" },
+	  "instead of directory listings", GROUP_SOURCE },
 	{ "endpoint", M | W, 0, OPT_STRING, OFF(endpoint), "URL", NULL, 0, 0,
 	  "S3, Azure or GCS endpoint (S3-compatible servers, emulators);\n"
-	  "for S3 it implies path-style addressing" },
+	  "for S3 it implies path-style addressing", GROUP_SOURCE },
 	{ "region", M | W, 0, OPT_STRING, OFF(region), "REGION", NULL, 0, 0,
-	  "S3 region (default: AWS_REGION, the profile's, us-east-1)" },
+	  "S3 region (default: AWS_REGION, the profile's, us-east-1)", GROUP_SOURCE },
 	{ "virtual-hosted", M | W, 0, OPT_FLAG, OFF(virtual_hosted), NULL, NULL, 0, 0,
-	  "S3: put the bucket in the host name even with --endpoint" },
+	  "S3: put the bucket in the host name even with --endpoint", GROUP_SOURCE },
+	{ "profile", M | W, 0, OPT_STRING, OFF(profile), "NAME", NULL, 0, 0,
+	  "S3: take credentials (and region) from the profile NAME of\n"
+	  "~/.aws/credentials and ~/.aws/config, as AWS_PROFILE=NAME does,\n"
+	  "even when AWS_ACCESS_KEY_ID or AWS_WEB_IDENTITY_TOKEN_FILE is set\n"
+	  "(as the AWS CLI's --profile)", GROUP_CREDENTIALS },
 	{ "no-sign-request", M | W, 0, OPT_FLAG, OFF(no_sign_request), NULL, NULL, 0, 0,
-	  "read public data anonymously (S3, Azure, GCS)" },
+	  "read public data anonymously (S3, Azure, GCS)", GROUP_CREDENTIALS },
 	{ "requester-pays", M | W, 0, OPT_FLAG, OFF(requester_pays), NULL, NULL, 0, 0,
-	  "S3: agree to pay for requests to a requester-pays bucket" },
+	  "S3: agree to pay for requests to a requester-pays bucket", GROUP_SOURCE },
 	{ "page-size", M | W, 0, OPT_LONG, OFF(page_size), "N", "0", 0, 5000,
-	  "objects per listing page for S3, Azure, GCS (0: the server's)" },
+	  "objects per listing page for S3, Azure, GCS (0: the server's)", GROUP_SOURCE },
 	{ "ca-file", M | W, 0, OPT_STRING, OFF(ca_file), "FILE", NULL, 0, 0,
-	  "trust the CA certificates in FILE (PEM) for https origins" },
+	  "trust the CA certificates in FILE (PEM) for https origins", GROUP_SOURCE },
 	{ "tier", M | W, 0, OPT_STRING, OFF(tier), "URL", NULL, 0, 0,
 	  "send every request for SOURCE through the shared cache tier at URL\n"
 	  "(nginx from 'tilefs tier-config'), signed as for the store; the\n"
-	  "store directly while the tier cannot be reached" },
+	  "store directly while the tier cannot be reached", GROUP_SOURCE },
 	{ "tier-secret", M | W, 0, OPT_STRING, OFF(tier_secret), "SECRET", NULL, 0, 0,
 	  "send SECRET to the tier in X-Tilefs-Tier-Secret (default:\n"
-	  "TILEFS_TIER_SECRET); the tier-config --secret it was made with" },
+	  "TILEFS_TIER_SECRET); the tier-config --secret it was made with",
+	  GROUP_CREDENTIALS },
 	{ "tier-ca-file", M | W, 0, OPT_STRING, OFF(tier_ca_file), "FILE", NULL, 0, 0,
 	  "trust the CA certificates in FILE (PEM) for an https:// --tier\n"
-	  "(default: the system's; --ca-file is the store's)" },
+	  "(default: the system's; --ca-file is the store's)", GROUP_SOURCE },
 	{ "tier-allow-http", M | W, 0, OPT_FLAG, OFF(tier_allow_http), NULL, NULL, 0, 0,
 	  "let an http:// --tier carry a bearer token, a SAS or a token in\n"
 	  "SOURCE's query in clear to an https store (refused without it):\n"
-	  "only where the network to the tier is trusted" },
+	  "only where the network to the tier is trusted", GROUP_CREDENTIALS },
 	{ "retries", M | W, 0, OPT_LONG, OFF(retries), "N", NUMBER(HTTP_RETRIES_DEFAULT), 0, 100,
-	  "retries of a failed request before the read fails with EIO" },
+	  "retries of a failed request before the read fails with EIO", GROUP_SOURCE },
 	{ "connections", M, 0, OPT_LONG, OFF(max_connections), "N", NUMBER(HTTP_CONNECTIONS_DEFAULT), 1, 256,
-	  "connections to the origin at most" },
+	  "connections to the origin at most", GROUP_SOURCE },
 	{ "fetch-threads", M | W, 0, OPT_LONG, OFF(fetch_threads), "N", "0", 0, 64,
 	  "threads that receive, decrypt and store what is fetched, each\n"
-	  "with its share of the connections (0: one per 4 connections)" },
+	  "with its share of the connections (0: one per 4 connections)", GROUP_SOURCE },
 	{ "log-level", M | W, 0, OPT_LEVEL, OFF(log_level), "LEVEL", "warn", 0, 0,
-	  "error, warn, info or debug" },
+	  "error, warn, info or debug", GROUP_LOG },
+	{ "debug", M | W, 0, OPT_ALIAS, 0, NULL, "log-level=debug", 0, 0,
+	  "log debug lines too (as --log-level debug)", GROUP_LOG },
 	{ "log-file", M | W, 0, OPT_STRING, OFF(log_file), "FILE", NULL, 0, 0,
 	  "append log lines to FILE (default: CACHE_DIR/tilefs.log for a\n"
-	  "mount, stderr with -f and for warm)" },
+	  "mount, stderr with -f and for warm)", GROUP_LOG },
 	{ "metrics-file", M, 0, OPT_STRING, OFF(metrics_file), "FILE", NULL, 0, 0,
 	  "rewrite FILE every 5 seconds with the mount's counters, in\n"
-	  "Prometheus text format" },
+	  "Prometheus text format", GROUP_LOG },
 	{ "metrics-port", M, 0, OPT_LONG, OFF(metrics_port), "PORT", "0", 0, 65535,
-	  "serve the same counters at http://127.0.0.1:PORT/metrics (0: off)" },
+	  "serve the same counters at http://ADDR:PORT/metrics (ADDR:\n"
+	  "--metrics-address; 0: off)", GROUP_LOG },
+	{ "metrics-address", M, 0, OPT_ADDRESS, OFF(metrics_address), "ADDR", "127.0.0.1", 0, 0,
+	  "the IP address --metrics-port listens on (IPv4 or IPv6, e.g. ::1);\n"
+	  "any other than a loopback address lets the network read the\n"
+	  "counters, the source and the mountpoint: firewall it", GROUP_LOG },
 	{ "from-file", W, 0, OPT_STRING, OFF(from_file), "LIST", NULL, 0, 0,
 	  "warm the files LIST names (paths under SOURCE or URLs, one per\n"
 	  "line) instead of listing SOURCE; a line may add a window X Y W H\n"
 	  "of that file (tilefs hint's order format, as mount --record\n"
-	  "writes it): just its tiles are warmed" },
+	  "writes it): just its tiles are warmed", GROUP_WARM },
 	{ "header-only", W, 0, OPT_FLAG, OFF(header_only), NULL, NULL, 0, 0,
-	  "just each file's header (IFDs and tile index): opens cost nothing" },
+	  "just each file's header (IFDs and tile index): opens cost nothing", GROUP_WARM },
 	{ "overviews", W, 0, OPT_FLAG, OFF(overviews), NULL, NULL, 0, 0,
-	  "the header and every overview (reduced-resolution) IFD" },
+	  "the header and every overview (reduced-resolution) IFD", GROUP_WARM },
 	{ "ifd", W, 0, OPT_LONG, OFF(ifd), "N", NULL, 0, 1023,
-	  "the header and IFD N (numbered as 'tilefs inspect' shows them)" },
+	  "the header and IFD N (numbered as 'tilefs inspect' shows them)", GROUP_WARM },
 	{ "window", W, 0, OPT_STRING, OFF(window), "X,Y,W,H", NULL, 0, 0,
 	  "the header and the tiles under this pixel window of the\n"
-	  "full-resolution image (and of its mask)" },
+	  "full-resolution image (and of its mask)", GROUP_WARM },
 	{ "jobs", W, 'j', OPT_LONG, OFF(jobs), "N", "16", 1, 256,
-	  "transfers at once" },
+	  "transfers at once", GROUP_WARM },
 	{ "shard", W, 0, OPT_STRING, OFF(shard), "I/N", NULL, 0, 0,
 	  "take only shard I of N (1 <= I <= N): N machines given 1/N .. N/N\n"
-	  "warm disjoint parts that together cover every file" },
+	  "warm disjoint parts that together cover every file", GROUP_WARM },
 	{ "dry-run", W, 'n', OPT_FLAG, OFF(dry_run), NULL, NULL, 0, 0,
 	  "print what would be fetched and how many bytes; reads each\n"
-	  "file's header (as opening it does) but nothing more" },
+	  "file's header (as opening it does) but nothing more", GROUP_WARM },
 	{ "partial", W, 0, OPT_FLAG, OFF(partial), NULL, NULL, 0, 0,
 	  "when the selection exceeds --cache-size, warm the files that fit\n"
-	  "instead of refusing" },
+	  "instead of refusing", GROUP_WARM },
 };
 
-#define NDEFS (sizeof(defs) / sizeof(defs[0]))
+const size_t options_ndefs = sizeof(options_defs) / sizeof(options_defs[0]);
 
 int parse_size(const char *text, uint64_t *out)
 {
@@ -189,6 +204,16 @@ int parse_size(const char *text, uint64_t *out)
 	return 0;
 }
 
+/* An IPv4 or IPv6 address in numbers, what a socket binds to (no host
+ * name: the metrics must not listen wherever a resolver says). */
+static bool is_ip_literal(const char *text)
+{
+	unsigned char addr[sizeof(struct in6_addr)];
+	return inet_pton(AF_INET, text, addr) == 1 || inet_pton(AF_INET6, text, addr) == 1;
+}
+
+static int parse_o(struct options *o, const char *list, char *err, size_t err_size);
+
 static int set_value(struct options *o, const struct option_def *d, const char *value,
 		     char *err, size_t err_size)
 {
@@ -207,6 +232,15 @@ static int set_value(struct options *o, const struct option_def *d, const char *
 			return -EINVAL;
 		}
 		return 0;
+	case OPT_ALIAS:
+		return parse_o(o, d->def, err, err_size);
+	case OPT_ADDRESS:
+		if (!is_ip_literal(value)) {
+			snprintf(err, err_size, "--%s: '%s' is not an IP address (such as "
+				 "127.0.0.1 or ::1)", d->name, value);
+			return -EINVAL;
+		}
+		__attribute__((fallthrough));
 	case OPT_STRING:
 		free(*(char **)field);
 		*(char **)field = strdup(value);
@@ -255,15 +289,16 @@ static int set_value(struct options *o, const struct option_def *d, const char *
 
 static const struct option_def *find_long(unsigned cmd, const char *name, size_t len)
 {
-	for (size_t i = 0; i < NDEFS; i++)
-		if ((defs[i].cmds & cmd) && strlen(defs[i].name) == len &&
-		    strncmp(defs[i].name, name, len) == 0)
-			return &defs[i];
+	for (size_t i = 0; i < options_ndefs; i++)
+		if ((options_defs[i].cmds & cmd) && strlen(options_defs[i].name) == len &&
+		    strncmp(options_defs[i].name, name, len) == 0)
+			return &options_defs[i];
 	return NULL;
 }
 
 /* A -o name: as in the table, or with '_' for '-' (cache_dir=, as fstab
- * lines usually spell it). */
+ * lines usually spell it). Not an alias: -o allow_other and -o debug are
+ * FUSE's words (--allow-other stands for the first). */
 static const struct option_def *find_mount_option(const char *name, size_t len)
 {
 	char spelled[64];
@@ -271,7 +306,8 @@ static const struct option_def *find_mount_option(const char *name, size_t len)
 		return NULL;
 	for (size_t i = 0; i < len; i++)
 		spelled[i] = name[i] == '_' ? '-' : name[i];
-	return find_long(OPTIONS_MOUNT, spelled, len);
+	const struct option_def *d = find_long(OPTIONS_MOUNT, spelled, len);
+	return d && d->type != OPT_ALIAS ? d : NULL;
 }
 
 static int append_fuse_opt(struct options *o, const char *word, size_t len)
@@ -288,7 +324,8 @@ static int append_fuse_opt(struct options *o, const char *word, size_t len)
 	return 0;
 }
 
-/* -o a,b=c: tilefs options by name (a_b or a-b), the rest for FUSE. */
+/* -o a,b=c: tilefs options by name (a_b or a-b), the rest for FUSE; an
+ * alias (-o debug) as the words it stands for. */
 static int parse_o(struct options *o, const char *list, char *err, size_t err_size)
 {
 	for (const char *p = list; *p;) {
@@ -325,9 +362,11 @@ static int set_defaults(struct options *o, char *err, size_t err_size)
 {
 	memset(o, 0, sizeof(*o));
 	o->ifd = -1;
-	for (size_t i = 0; i < NDEFS; i++)
-		if (defs[i].def && set_value(o, &defs[i], defs[i].def, err, err_size) != 0)
+	for (size_t i = 0; i < options_ndefs; i++) {
+		const struct option_def *d = &options_defs[i];
+		if (d->def && d->type != OPT_ALIAS && set_value(o, d, d->def, err, err_size) != 0)
 			return -EINVAL;
+	}
 	return 0;
 }
 
@@ -468,9 +507,9 @@ static int parse_args(struct options *o, unsigned cmd, int argc, char **argv, ch
 			if (a[2 + len] == '=')
 				value = a + 3 + len;
 		} else if (a[0] == '-' && a[1] && !a[2]) {
-			for (size_t k = 0; k < NDEFS; k++)
-				if ((defs[k].cmds & cmd) && defs[k].short_name == a[1])
-					d = &defs[k];
+			for (size_t k = 0; k < options_ndefs; k++)
+				if ((options_defs[k].cmds & cmd) && options_defs[k].short_name == a[1])
+					d = &options_defs[k];
 		} else {
 			rc = add_positional(o, cmd, a, err, err_size);
 			if (rc)
@@ -481,7 +520,7 @@ static int parse_args(struct options *o, unsigned cmd, int argc, char **argv, ch
 			snprintf(err, err_size, "unknown option '%s'", a);
 			return -EINVAL;
 		}
-		if (d->type == OPT_FLAG) {
+		if (d->type == OPT_FLAG || d->type == OPT_ALIAS) {
 			if (value) {
 				snprintf(err, err_size, "--%s takes no value", d->name);
 				return -EINVAL;
@@ -517,6 +556,7 @@ struct source_options options_source(const struct options *o)
 	return (struct source_options){
 		.endpoint = o->endpoint,
 		.region = o->region,
+		.profile = o->profile && *o->profile ? o->profile : NULL,
 		.virtual_hosted = o->virtual_hosted,
 		.no_sign_request = o->no_sign_request,
 		.requester_pays = o->requester_pays,
@@ -624,9 +664,9 @@ char *options_default_cache_dir(void)
 
 void options_release(struct options *o)
 {
-	for (size_t i = 0; i < NDEFS; i++)
-		if (defs[i].type == OPT_STRING)
-			free(*(char **)((char *)o + defs[i].offset));
+	for (size_t i = 0; i < options_ndefs; i++)
+		if (options_defs[i].type == OPT_STRING || options_defs[i].type == OPT_ADDRESS)
+			free(*(char **)((char *)o + options_defs[i].offset));
 	free(o->fuse_opts);
 	free(o->source);
 	free(o->mountpoint);
@@ -634,141 +674,4 @@ void options_release(struct options *o)
 		free(o->paths[i]);
 	free(o->paths);
 	memset(o, 0, sizeof(*o));
-}
-
-/* What -o takes, in --help and in the man page. */
-static const char o_help[] =
-	"mount options: any option above as name=value (cache_dir= or\n"
-	"cache-dir=), or FUSE's (allow_other, ...); ro is implied";
-
-/* HELP, its continuation lines indented under the first. */
-static void usage_text(FILE *out, const char *help)
-{
-	for (const char *p = help; *p; p++) {
-		fputc(*p, out);
-		if (*p == '\n')
-			fprintf(out, "  %-26s ", "");
-	}
-}
-
-void options_usage(FILE *out, unsigned cmd)
-{
-	for (size_t i = 0; i < NDEFS; i++) {
-		const struct option_def *d = &defs[i];
-		char head[64];
-		if (!(d->cmds & cmd))
-			continue;
-		if (d->short_name)
-			snprintf(head, sizeof(head), "-%c, --%s%s%s", d->short_name, d->name,
-				 d->arg ? " " : "", d->arg ? d->arg : "");
-		else
-			snprintf(head, sizeof(head), "    --%s%s%s", d->name, d->arg ? " " : "",
-				 d->arg ? d->arg : "");
-		fprintf(out, "  %-26s ", head);
-		usage_text(out, d->help);
-		if (d->def && d->type != OPT_FLAG)
-			fprintf(out, " [%s]", d->def);
-		fputc('\n', out);
-	}
-	if (cmd == OPTIONS_MOUNT) {
-		fprintf(out, "  %-26s ", "-o OPT[,OPT...]");
-		usage_text(out, o_help);
-		fputc('\n', out);
-	}
-	fprintf(out, "  %-26s %s\n", "-h, --help", "show this help");
-}
-
-/* Text for roff: a backslash doubled, '-' as "\-" (a minus, so the
- * options can be searched and copied), a line never starting with '.' or
- * '\''; each newline of the table's help becomes a space. */
-static void man_text(FILE *out, const char *text)
-{
-	bool line_start = true;
-	for (const char *p = text; *p; p++) {
-		if (line_start && (*p == '.' || *p == '\''))
-			fputs("\\&", out);
-		line_start = false;
-		if (*p == '\\')
-			fputs("\\e", out);
-		else if (*p == '-')
-			fputs("\\-", out);
-		else if (*p == '\n')
-			fputc(' ', out);
-		else
-			fputc(*p, out);
-	}
-}
-
-void options_man(FILE *out, unsigned cmd)
-{
-	for (size_t i = 0; i < NDEFS; i++) {
-		const struct option_def *d = &defs[i];
-		if (!(d->cmds & cmd))
-			continue;
-		fputs(".TP\n", out);
-		if (d->short_name)
-			fprintf(out, "\\fB\\-%c\\fR, ", d->short_name);
-		fputs("\\fB\\-\\-", out);
-		man_text(out, d->name);
-		fputs("\\fR", out);
-		if (d->arg) {
-			fputs(" \\fI", out);
-			man_text(out, d->arg);
-			fputs("\\fR", out);
-		}
-		fputc('\n', out);
-		man_text(out, d->help);
-		if (d->def && d->type != OPT_FLAG) {
-			fputs(" [default: ", out);
-			man_text(out, d->def);
-			fputc(']', out);
-		}
-		fputc('\n', out);
-	}
-	if (cmd == OPTIONS_MOUNT) {
-		fputs(".TP\n\\fB\\-o\\fR \\fIOPT\\fR[,\\fIOPT\\fR...]\n", out);
-		man_text(out, o_help);
-		fputc('\n', out);
-	}
-	fputs(".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nshow this help\n", out);
-}
-
-/* Text for a Markdown table cell: each newline of the table's help becomes
- * a space, '|' is escaped. */
-static void markdown_text(FILE *out, const char *text)
-{
-	for (const char *p = text; *p; p++) {
-		if (*p == '\n')
-			fputc(' ', out);
-		else if (*p == '|')
-			fputs("\\|", out);
-		else
-			fputc(*p, out);
-	}
-}
-
-void options_markdown(FILE *out, unsigned cmd)
-{
-	fputs("| option | default | meaning |\n|---|---|---|\n", out);
-	for (size_t i = 0; i < NDEFS; i++) {
-		const struct option_def *d = &defs[i];
-		if (!(d->cmds & cmd))
-			continue;
-		fputs("| `", out);
-		if (d->short_name)
-			fprintf(out, "-%c`, `", d->short_name);
-		fprintf(out, "--%s%s%s` | ", d->name, d->arg ? " " : "", d->arg ? d->arg : "");
-		if (d->type == OPT_FLAG)
-			fputs("off", out);
-		else if (d->def)
-			fprintf(out, "`%s`", d->def);
-		fputs(" | ", out);
-		markdown_text(out, d->help);
-		fputs(" |\n", out);
-	}
-	if (cmd == OPTIONS_MOUNT) {
-		fputs("| `-o OPT[,OPT...]` | | ", out);
-		markdown_text(out, o_help);
-		fputs(" |\n", out);
-	}
 }

@@ -1,7 +1,9 @@
 /*
  * options.h - every tilefs option, in one table read by the command line
  * (--name VALUE, --name=VALUE) and by -o name=value; -o words that are not
- * tilefs options go to FUSE. options_usage() prints the table.
+ * tilefs options go to FUSE. options.c parses with the table,
+ * options_help.c prints it (options_usage() and the two below); the table
+ * itself is in options_int.h, theirs alone.
  */
 #ifndef TILEFS_OPTIONS_H
 #define TILEFS_OPTIONS_H
@@ -50,12 +52,14 @@ struct options {
 	char *tier_ca_file;		/* verifies an https:// tier */
 	bool tier_allow_http;		/* an http:// tier may see credentials */
 	char *region;
+	char *profile;			/* --profile: the AWS profile, or NULL */
 	bool virtual_hosted;
 	bool no_sign_request;
 	bool requester_pays;
 	long page_size;
 	char *metrics_file;
 	long metrics_port;		/* 0: none */
+	char *metrics_address;		/* an IP literal, checked */
 	/* tilefs warm */
 	char *from_file;
 	bool header_only, overviews, dry_run, partial;
@@ -77,7 +81,7 @@ struct options {
 int options_parse(struct options *o, unsigned cmd, int argc, char **argv, char *err,
 		  size_t err_size);
 void options_release(struct options *o);
-/* The options of CMD, one or more lines each. */
+/* The options of CMD under their headings, within 80 columns. */
 void options_usage(FILE *out, unsigned cmd);
 /* The same options as a roff list (.TP entries), for the man page. */
 void options_man(FILE *out, unsigned cmd);

@@ -366,3 +366,81 @@ $(head -n 40 "$T/options.diff")"
 	[ -z "$missing" ] || fail "names that lead nowhere:$missing"
 	[ "$n" -ge 20 ] || fail "only $n links and paths found: is the check reading the pages?"
 }
+
+# The peers' option names (issue 57): Mountpoint's --allow-other, --profile
+# and --debug, an exporter's listen address; and --help by group.
+
+@test "--allow-other mounts with allow_other, as -o allow_other does" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --allow-other
+	local opts
+	opts=$(awk -v m="$MNT" '$2 == m { print $4 }' /proc/mounts)
+	[[ ,$opts, == *,allow_other,* ]] || fail "mount options in /proc/mounts: '$opts'"
+	cmp "$SAMPLES/notes.txt" "$MNT/notes.txt"
+	tilefs_umount "$MNT"
+}
+
+@test "--debug logs debug lines, as --log-level debug does" {
+	tilefs_mount "$ORIGIN_URL" "$MNT" --debug
+	cmp "$SAMPLES/t256.tif" "$MNT/t256.tif"
+	tilefs_umount "$MNT"
+	grep -q 'tilefs\[[0-9]*\]: debug: ' "$TILEFS_LOG" ||
+		fail "no debug line in the log: $(head -n 5 "$TILEFS_LOG")"
+}
+
+@test "--metrics-address: the metrics port listens there alone; not an IP address: exit 2" {
+	local port addr
+	port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	tilefs_mount "$ORIGIN_URL" "$MNT" --metrics-port "$port" --metrics-address 127.0.0.2
+	cat "$MNT/notes.txt" >/dev/null
+	curl -fsS "http://127.0.0.2:$port/metrics" | grep -q '^tilefs_requests_total ' ||
+		fail "no counters at 127.0.0.2:$port"
+	ss -ltn | grep -q " 127.0.0.2:$port " || fail "not listening on 127.0.0.2:$port"
+	! ss -ltn | grep -q " 127.0.0.1:$port " || fail "listening on 127.0.0.1 too"
+	tilefs_umount "$MNT"
+	if [ -e /proc/net/if_inet6 ] && grep -q '^0*1 ' /proc/net/if_inet6; then
+		tilefs_mount "$ORIGIN_URL" "$MNT" --metrics-port "$port" --metrics-address ::1
+		curl -fsS "http://[::1]:$port/metrics" | grep -q '^tilefs_requests_total ' ||
+			fail "no counters at [::1]:$port"
+		tilefs_umount "$MNT"
+	fi
+	for addr in localhost 127.0.0.1:9100 300.1.1.1; do
+		tilefs_run mount --cache-dir "$T/cache" --metrics-port "$port" \
+			--metrics-address "$addr" "$ORIGIN_URL" "$MNT"
+		usage_error || fail "for --metrics-address $addr" || return 1
+		[[ $err == *"--metrics-address"*"$addr"* ]] || fail "message: $err" || return 1
+		! is_mounted "$MNT" || fail "mounted with --metrics-address $addr" || return 1
+	done
+}
+
+@test "--profile NAME: a name no profile has fails the mount, naming --profile, whatever AWS_PROFILE says" {
+	printf '[default]\naws_access_key_id = AKDEFAULT\naws_secret_access_key = s\n' >"$T/creds"
+	export AWS_SHARED_CREDENTIALS_FILE=$T/creds AWS_CONFIG_FILE=$T/none AWS_PROFILE=default
+	export AWS_EC2_METADATA_DISABLED=true
+	tilefs_run mount --cache-dir "$T/cache" --profile nosuch --endpoint "$ORIGIN_URL" \
+		s3://bucket/ "$MNT"
+	startup_error || return 1
+	[[ $err == *"--profile nosuch names no profile"* ]] || fail "message: $err"
+}
+
+@test "mount --help: every line within 80 columns, the options under their headings" {
+	local cmd wide
+	for cmd in mount warm; do
+		tilefs_run "$cmd" --help
+		assert_eq "$status" 0 "$cmd --help exit status" || return 1
+		wide=$(awk 'length > 80' <<<"$out")
+		[ -z "$wide" ] || fail "$cmd --help lines over 80 columns:
+$wide" || return 1
+	done
+	tilefs_run mount --help
+	local heading last=0 at
+	for heading in Source Cache Prefetch Credentials Mount "Logging and metrics"; do
+		at=$(grep -n -x -- "$heading:" <<<"$out" | cut -d: -f1)
+		[ -n "$at" ] || fail "no heading '$heading:'" || return 1
+		[ "$at" -gt "$last" ] || fail "'$heading:' out of order" || return 1
+		last=$at
+	done
+	local o
+	for o in --allow-other --profile --debug --metrics-address; do
+		grep -q -- "^ *$o\b" <<<"$out" || fail "mount --help lacks $o" || return 1
+	done
+}

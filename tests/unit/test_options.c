@@ -2,7 +2,9 @@
 #include "check.h"
 #include "tools/options.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int parse(struct options *o, char *err, int argc, char **argv)
 {
@@ -91,6 +93,94 @@ int main(void)
 	CHECK(o.fuse_opts && strcmp(o.fuse_opts, "allow_other") == 0,
 	      "FUSE's allow_other is still FUSE's: %s", o.fuse_opts ? o.fuse_opts : "(none)");
 	options_release(&o);
+
+	/* the peers' spellings (issue 57): each the same as an older one */
+	char *b1[] = { "--allow-other", "--debug", "s", "m", "-o", "ro" };
+	CHECK(parse(&o, err, 6, b1) == 0 && o.log_level == LOG_DEBUG,
+	      "--debug is --log-level debug");
+	CHECK(o.fuse_opts && strcmp(o.fuse_opts, "allow_other,ro") == 0,
+	      "--allow-other is -o allow_other: %s", o.fuse_opts ? o.fuse_opts : "(none)");
+	options_release(&o);
+	char *b2[] = { "--debug=yes", "s", "m" };
+	CHECK(parse(&o, err, 3, b2) != 0 && strstr(err, "--debug takes no value"),
+	      "--debug=yes: %s", err);
+	options_release(&o);
+	char *b3[] = { "-o", "debug", "s", "m" };
+	CHECK(parse(&o, err, 4, b3) == 0 && o.log_level == LOG_WARN && o.fuse_opts &&
+	      strcmp(o.fuse_opts, "debug") == 0, "-o debug is still FUSE's");
+	options_release(&o);
+
+	/* --metrics-address: an IP literal, 127.0.0.1 unless given */
+	char *b4[] = { "s", "m" };
+	CHECK(parse(&o, err, 2, b4) == 0 && o.metrics_address &&
+	      strcmp(o.metrics_address, "127.0.0.1") == 0, "--metrics-address default");
+	CHECK(options_source(&o).profile == NULL, "no profile named: AWS_PROFILE decides");
+	options_release(&o);
+	const char *good[] = { "127.0.0.2", "::1", "0.0.0.0", "fe80::1" };
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		char *b5[] = { "--metrics-address", (char *)good[i], "s", "m" };
+		CHECK(parse(&o, err, 4, b5) == 0 && strcmp(o.metrics_address, good[i]) == 0,
+		      "--metrics-address %s", good[i]);
+		options_release(&o);
+	}
+	const char *bad[] = { "localhost", "127.0.0", "127.0.0.1:9100", "[::1]", "" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *b6[] = { "--metrics-address", (char *)bad[i], "s", "m" };
+		CHECK(parse(&o, err, 4, b6) != 0 && strstr(err, "--metrics-address") &&
+		      strstr(err, "not an IP address"), "--metrics-address '%s': %s", bad[i], err);
+		options_release(&o);
+	}
+
+	/* --profile reaches the S3 provider, over AWS_PROFILE and the
+	 * environment's keys, as the AWS CLI's --profile does */
+	char creds[] = "/tmp/test_options_creds_XXXXXX";
+	int fd = mkstemp(creds);
+	static const char ini[] = "[default]\naws_access_key_id = AKDEFAULT\n"
+		"aws_secret_access_key = sdefault\n[named]\naws_access_key_id = AKNAMED\n"
+		"aws_secret_access_key = snamed\n";
+	CHECK(fd >= 0 && write(fd, ini, sizeof(ini) - 1) == (ssize_t)sizeof(ini) - 1,
+	      "credentials file written");
+	close(fd);
+	setenv("AWS_SHARED_CREDENTIALS_FILE", creds, 1);
+	setenv("AWS_CONFIG_FILE", "/nonexistent/config", 1);
+	setenv("AWS_PROFILE", "default", 1);
+	setenv("AWS_ACCESS_KEY_ID", "AKENV", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "senv", 1);
+	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+	char *b7[] = { "--profile", "named", "--endpoint", "http://127.0.0.1:9", "s3://b/p", "m" };
+	CHECK(parse(&o, err, 6, b7) == 0 && strcmp(o.profile, "named") == 0, "--profile NAME");
+	struct source_options so = options_source(&o);
+	struct source *source = NULL;
+	char why[512] = "";
+	CHECK(so.profile && strcmp(so.profile, "named") == 0, "--profile is a source option");
+	CHECK(source_open(o.source, &so, &source, why, sizeof(why)) == 0 && source->credentials &&
+	      strstr(source->credentials, "profile named"),
+	      "--profile named signs with that profile: %s", source ? source->credentials : why);
+	if (source)
+		source_free(source);
+	options_release(&o);
+	char *b8[] = { "--profile", "nosuch", "--endpoint", "http://127.0.0.1:9", "s3://b/p", "m" };
+	source = NULL;
+	CHECK(parse(&o, err, 6, b8) == 0, "--profile nosuch parses");
+	so = options_source(&o);
+	CHECK(source_open(o.source, &so, &source, why, sizeof(why)) != 0 &&
+	      strstr(why, "--profile nosuch names no profile"),
+	      "a --profile naming no profile fails, naming it: %s", why);
+	if (source)
+		source_free(source);
+	options_release(&o);
+	/* without it, the environment's keys come first, as before */
+	char *b9[] = { "--endpoint", "http://127.0.0.1:9", "s3://b/p", "m" };
+	source = NULL;
+	CHECK(parse(&o, err, 4, b9) == 0, "no --profile parses");
+	so = options_source(&o);
+	CHECK(source_open(o.source, &so, &source, why, sizeof(why)) == 0 && source->credentials &&
+	      strstr(source->credentials, "AWS_ACCESS_KEY_ID"),
+	      "without --profile the environment's keys sign: %s", source ? source->credentials : why);
+	if (source)
+		source_free(source);
+	options_release(&o);
+	unlink(creds);
 
 	return check_done();
 }

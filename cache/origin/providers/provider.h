@@ -34,6 +34,9 @@ struct source;
 struct source_options {
 	const char *endpoint;		/* S3-compatible or emulator endpoint URL */
 	const char *region;		/* S3 region (default: AWS_REGION, us-east-1) */
+	const char *profile;		/* S3: the AWS profile to use, over
+					   AWS_PROFILE and the environment's
+					   keys; NULL: none named */
 	bool virtual_hosted;		/* S3: bucket in the host name with --endpoint */
 	bool no_sign_request;		/* anonymous access to public data */
 	bool requester_pays;		/* S3: x-amz-request-payer */

@@ -8,7 +8,8 @@
  * Credentials, in the SDKs' order (docs/CONFIGURATION.md): --no-sign-request
  * (anonymous); AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN;
  * web identity from AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN; the
- * profile AWS_PROFILE (or "default") in AWS_SHARED_CREDENTIALS_FILE
+ * profile AWS_PROFILE (or "default"; --profile NAME: that one, and the
+ * environment's keys and web identity unread) in AWS_SHARED_CREDENTIALS_FILE
  * (~/.aws/credentials) or AWS_CONFIG_FILE (~/.aws/config): its role_arn
  * (with web_identity_token_file, or with source_profile: AssumeRole
  * signed by that profile's keys), else its keys, else its
@@ -293,18 +294,20 @@ static int from_renewable(struct s3_source *s, char *err, size_t err_size)
 	return -EACCES;
 }
 
-static int find_credentials(struct s3_source *s, bool no_sign, bool *region_found,
-			    char *err, size_t err_size)
+/* NAMED: the profile --profile names, or NULL; as the AWS CLI's, it is
+ * used whatever keys or web identity the environment has. */
+static int find_credentials(struct s3_source *s, bool no_sign, const char *named,
+			    bool *region_found, char *err, size_t err_size)
 {
 	const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");
-	const char *profile = getenv("AWS_PROFILE");
+	const char *profile = named ? named : getenv("AWS_PROFILE");
 
 	*region_found = false;
 	if (no_sign) {
 		s->anonymous = true;
 		return 0;
 	}
-	if ((ak && *ak) || (sk && *sk)) {
+	if (!named && ((ak && *ak) || (sk && *sk))) {
 		if (!ak || !*ak || !sk || !*sk) {
 			snprintf(err, err_size, "%s is set but %s is not: set both, or neither",
 				 ak && *ak ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
@@ -320,7 +323,7 @@ static int find_credentials(struct s3_source *s, bool no_sign, bool *region_foun
 			 "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY%s", token ? "/AWS_SESSION_TOKEN" : "");
 		return 0;
 	}
-	int rc = aws_web_identity_from_env(&s->web, err, err_size);
+	int rc = named ? 0 : aws_web_identity_from_env(&s->web, err, err_size);
 	if (rc < 0)
 		return -EACCES;
 	if (rc > 0)
@@ -343,8 +346,9 @@ static int find_credentials(struct s3_source *s, bool no_sign, bool *region_foun
 	if (rc == -EINVAL)
 		return -EACCES;
 	if (profile && *profile) {
-		snprintf(err, err_size, "AWS_PROFILE=%s names no profile with credentials in "
-			 "~/.aws/credentials or ~/.aws/config", profile);
+		snprintf(err, err_size, "%s%s names no profile with credentials in "
+			 "~/.aws/credentials or ~/.aws/config", named ? "--profile " : "AWS_PROFILE=",
+			 profile);
 		return -EACCES;
 	}
 	return from_renewable(s, err, err_size);
@@ -395,7 +399,8 @@ static int s3_open(const char *text, const struct source_options *opts, struct s
 		goto nomem;
 
 	bool region_found;
-	rc = find_credentials(s, opts->no_sign_request, &region_found, err, err_size);
+	rc = find_credentials(s, opts->no_sign_request, opts->profile, &region_found, err,
+			      err_size);
 	if (rc) {
 		s3_free(&s->base);
 		return rc;
