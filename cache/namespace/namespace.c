@@ -503,9 +503,14 @@ void ns_list_error(struct namespace *ns, int err, const char *log_path, char *bu
 	memcpy(cause, ns->list_error, sizeof(cause));
 	long status = ns->list_status;
 	pthread_mutex_unlock(&ns->lock);
-	if (!cause[0])
-		snprintf(cause, sizeof(cause), "%s", err == -EPERM ? "TLS certificate not trusted" :
-			 err == -EACCES ? "access denied" : strerror(-err));
+	/* what the error is, then the request's own words for it */
+	const char *what = err == -EPERM ? "TLS certificate not trusted" :
+			   err == -EACCES ? "access denied" : NULL;
+	char why[sizeof(cause) + 40];
+	if (what && cause[0])
+		snprintf(why, sizeof(why), "%s: %s", what, cause);
+	else
+		snprintf(why, sizeof(why), "%s", cause[0] ? cause : what ? what : strerror(-err));
 	snprintf(log, sizeof(log), "%s%s", log_path ? "the log has each attempt: " : "see the log",
 		 log_path ? log_path : "");
 
@@ -524,5 +529,5 @@ void ns_list_error(struct namespace *ns, int err, const char *log_path, char *bu
 			 log);
 	else
 		snprintf(hint, sizeof(hint), "%s", log);
-	snprintf(buf, len, "cannot list %s: %s (%s)", src->display, cause, hint);
+	snprintf(buf, len, "cannot list %s: %s (%s)", src->display, why, hint);
 }

@@ -231,11 +231,13 @@ PY
 	local port key imds before
 	port=$(_free_port)	# one address, as the instance's metadata service has
 	for key in ROLEKEY1 ROLEKEY2; do
-		/usr/bin/python3 "$BATS_TEST_DIRNAME/../lib/imds_fake.py" "$port" "$key" >"$T/imds.log" \
-			2>&1 3>&- &
+		# (a log of its own: the last one's "ready" must not be read
+		# before this one truncates it)
+		/usr/bin/python3 "$BATS_TEST_DIRNAME/../lib/imds_fake.py" "$port" "$key" \
+			>"$T/imds-$key.log" 2>&1 3>&- &
 		imds=$!
 		TILEFS_EXTRA_PIDS+=("$imds")	# killed by the teardown if the test fails
-		wait_until "the fake metadata service's start" grep -q ready "$T/imds.log"
+		wait_until "the fake metadata service's start" grep -q ready "$T/imds-$key.log"
 		AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:$port \
 			tilefs_mount s3://eo "$MNT" --endpoint "$SIGV4_ENDPOINT"
 		kill "$imds"
