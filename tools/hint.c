@@ -6,6 +6,7 @@
  */
 #include "tools/hint.h"
 #include "cache/engine/cache.h"
+#include "tools/mount_lookup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +18,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/vfs.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #define EXIT_USAGE 2
@@ -122,10 +122,10 @@ static int find_socket(const char *mountpoint, char *path, size_t size)
 			errno == EACCES ? ": only the mount's owner or root may hint" : "");
 		return 1;
 	}
-	ssize_t n = (unsigned long)sfs.f_type == FUSE_MAGIC && st.st_ino == 1 ?
-		getxattr(mountpoint, HINT_XATTR_SOCKET, path, size - 1) : -1;
-	if (n <= 0) {
-		if (n < 0 && errno == EACCES)
+	int err = (unsigned long)sfs.f_type == FUSE_MAGIC && st.st_ino == 1 ?
+		mount_lookup_socket(mountpoint, path, size) : -ENODATA;
+	if (err) {
+		if (err == -EACCES)
 			fprintf(stderr, "tilefs: hint: %s: permission denied: only the mount's "
 				"owner or root may hint\n", mountpoint);
 		else
@@ -133,7 +133,6 @@ static int find_socket(const char *mountpoint, char *path, size_t size)
 				"tilefs mount\n", mountpoint);
 		return 1;
 	}
-	path[n] = '\0';
 	return 0;
 }
 

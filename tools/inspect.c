@@ -19,9 +19,9 @@
 #include "cache/store/store.h"
 #include "cache/tiff/layout.h"
 #include "cache/tiff/tiff.h"
+#include "tools/mount_lookup.h"
 #include "tools/options.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -30,13 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #define EXIT_USAGE 2
-#define FUSE_SUPER_MAGIC 0x65735546
 
 static void usage(FILE *out)
 {
@@ -225,67 +222,6 @@ out:
 	return status;
 }
 
-/*
- * LINE of /proc/self/mountinfo, "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS
- * [TAGS...] - TYPE SOURCE SUPER_OPTIONS" (the kernel escapes blanks in
- * fields): if it is the mount of device DEV and of type fuse.tilefs, set
- * *OWNER to its user_id= (the user who mounted it) and return 0; else
- * -ENOENT.
- */
-static int mountinfo_owner(const char *line, dev_t dev, uid_t *owner)
-{
-	unsigned maj, min;
-	int n = 0;
-
-	if (sscanf(line, "%*u %*u %u:%u %n", &maj, &min, &n) != 2 || n == 0 ||
-	    makedev(maj, min) != dev)
-		return -ENOENT;
-	const char *type = strstr(line + n, " - ");
-	if (!type || strncmp(type + 3, "fuse.tilefs ", 12) != 0)
-		return -ENOENT;
-	const char *opts = strchr(type + 15, ' ');	/* after SOURCE */
-	for (const char *p = opts ? opts + 1 : NULL; p; p = strchr(p, ',')) {
-		p += *p == ',';
-		if (strncmp(p, "user_id=", 8) != 0 || !isdigit((unsigned char)p[8]))
-			continue;
-		char *end;
-		errno = 0;
-		unsigned long uid = strtoul(p + 8, &end, 10);
-		if (errno || uid > UINT32_MAX || (*end && *end != ',' && *end != '\n'))
-			return -ENOENT;
-		*owner = (uid_t)uid;
-		return 0;
-	}
-	return -ENOENT;
-}
-
-/*
- * Is FD (a file opened O_PATH) on a tilefs mount: FUSE, and its line of
- * /proc/self/mountinfo (found by device number) says fuse.tilefs? Then
- * *OWNER is the user who mounted it, and 0 is returned; else -ENOENT.
- */
-static int tilefs_mount_owner(int fd, uid_t *owner)
-{
-	struct statfs fs;
-	struct stat st;
-	char *line = NULL;
-	size_t cap = 0;
-	int err = -ENOENT;
-
-	if (fstatfs(fd, &fs) != 0 || fs.f_type != FUSE_SUPER_MAGIC || fstat(fd, &st) != 0)
-		return -ENOENT;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return -ENOENT;
-	/* getline: a line is as long as the kernel makes it (a few escaped
-	 * paths of PATH_MAX at most), never cut in two */
-	while (err == -ENOENT && getline(&line, &cap, f) > 0)
-		err = mountinfo_owner(line, st.st_dev, owner);
-	free(line);
-	fclose(f);
-	return err;
-}
-
 static int inspect_mounted(const char *path, const char *xattr, bool blocks)
 {
 	char dir[4200];
@@ -339,7 +275,7 @@ int inspect_main(int argc, char **argv)
 	 * asks a mount nothing */
 	int fd = open(path, O_PATH | O_CLOEXEC);
 	uid_t owner;
-	if (fd >= 0 && tilefs_mount_owner(fd, &owner) == 0) {
+	if (fd >= 0 && mount_lookup_fd(fd, &owner, NULL, 0) == 0) {
 		if (owner != geteuid() && owner != 0) {
 			fprintf(stderr, "tilefs: %s is on a tilefs mount of uid %ld: only a mount "
 				"of yours or root's names its cache; reading the file itself\n",

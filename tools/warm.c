@@ -1,6 +1,7 @@
 /*
- * warm.c - `tilefs warm [OPTIONS] SOURCE [PATH_OR_GLOB...]`: fill the cache
- * dir a mount uses, without a mount.
+ * warm.c - `tilefs warm [OPTIONS] SOURCE|MOUNTPOINT [PATH_OR_GLOB...]`:
+ * fill the cache dir a mount uses, without a mount (a MOUNTPOINT names the
+ * source and cache dir of a running mount: tools/mount_lookup.h).
  *
  * Three steps. List (tools/warm_list.c): SOURCE's listings (or
  * --from-file) give the files, the patterns and --shard keep some. Plan:
@@ -25,6 +26,7 @@
 #include "cache/namespace/namespace.h"
 #include "cache/origin/providers/provider.h"
 #include "cache/tiff/tiff.h"
+#include "tools/mount_lookup.h"
 #include "tools/options.h"
 #include "tools/stack.h"
 #include "tools/warm_list.h"
@@ -51,6 +53,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tilefs warm [OPTIONS] SOURCE [PATH_OR_GLOB...]\n"
+		"       tilefs warm [OPTIONS] MOUNTPOINT [PATH_OR_GLOB...]\n"
 		"\n"
 		"Fetch files of SOURCE into the cache dir, without mounting, so that a\n"
 		"mount of SOURCE using that cache dir reads them without a request (after\n"
@@ -59,9 +62,17 @@ static void usage(FILE *out)
 		"twice. What is cached already is skipped, so a warm that was interrupted\n"
 		"resumes when run again.\n"
 		"\n"
+		"MOUNTPOINT, a running tilefs mount of yours or root's (or a path in it):\n"
+		"warm its SOURCE into its cache dir. Credentials come from your\n"
+		"environment, as for a mount; give again the options that say how to\n"
+		"reach SOURCE (--endpoint, --region, ...; --from-file for a mount's\n"
+		"--list), and the whole SOURCE if a token in its query string is needed\n"
+		"(the mount keeps none).\n"
+		"\n"
 		"PATH_OR_GLOB is a path under SOURCE ('a/b.tif'), a directory (all files\n"
 		"under it) or a glob ('2024/*/B04.tif'; '*' does not cross '/'). None:\n"
-		"every file under SOURCE.\n"
+		"every file under SOURCE. Under a MOUNTPOINT: relative to the path\n"
+		"given, or absolute under the mountpoint.\n"
 		"\n"
 		"What to fetch of each file (default: all of it; the options add up):\n"
 		"  --header-only, --overviews, --ifd N, --window X,Y,W,H\n"
@@ -76,7 +87,8 @@ static void usage(FILE *out)
 		"Example:\n"
 		"  tilefs warm s3://bucket/scenes/ '2024/*.tif' --cache-dir /nvme/tilefs \\\n"
 		"      --cache-size 200G --jobs 32\n"
-		"  tilefs mount s3://bucket/scenes/ /mnt/scenes --cache-dir /nvme/tilefs\n");
+		"  tilefs mount s3://bucket/scenes/ /mnt/scenes --cache-dir /nvme/tilefs\n"
+		"  tilefs warm /mnt/scenes '2025/*.tif' --overviews\n");
 }
 
 /* One file to warm. */
@@ -599,6 +611,11 @@ int warm_main(int argc, char **argv)
 		options_release(&o);
 		return 0;
 	}
+	if ((status = mount_lookup_options(&o, "warm")) != 0) {
+		options_release(&o);
+		return status;
+	}
+	status = 1;
 	log_set_level(o.log_level);
 	if (o.log_file && log_set_file(o.log_file) != 0) {
 		fprintf(stderr, "tilefs: cannot write the log %s\n", o.log_file);

@@ -113,8 +113,9 @@ settled() {
 # cached_bytes NAME: BYTES_CACHED of the object whose URL ends in /NAME
 # (`tilefs cache ls`), 0 if none.
 cached_bytes() {
-	"$TILEFS" cache ls --cache-dir "$CACHE" | awk -F'\t' -v f="/$1" \
-		'substr($5, length($5) - length(f) + 1) == f { b = $1 } END { print b + 0 }'
+	"$TILEFS" cache ls --json --cache-dir "$CACHE" | "$PY" -c 'import json, sys
+f = "/" + sys.argv[1]
+print(sum(o["cached_bytes"] for o in json.load(sys.stdin) if o["url"].endswith(f)))' "$1"
 }
 
 @test "tilefs warm into a full cache keeps every file it warms whole, and a mount then reads them with no request" {

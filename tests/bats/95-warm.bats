@@ -108,10 +108,18 @@ data_gets() {
 	origin_select 'm == "GET" && u !~ /\/$/'
 }
 
+# ls_tsv CACHEDIR [PATTERN]: `tilefs cache ls --json` as lines of
+# "CACHED_BYTES<TAB>SIZE<TAB>UNITS<TAB>VERSION<TAB>URL"
+ls_tsv() {
+	"$TILEFS" cache ls --json --cache-dir "$@" | "$PY" -c 'import json, sys
+for o in json.load(sys.stdin):
+    print("%d\t%d\t%d\t%s\t%s" % (o["cached_bytes"], o["size"], o["units"], o["version"], o["url"]))'
+}
+
 # ls_cached URL_SUFFIX: "BYTES_CACHED SIZE" of the object whose URL ends in
 # URL_SUFFIX (as `cache ls` prints it, percent-encoded), per `cache ls`
 ls_cached() {
-	"$TILEFS" cache ls --cache-dir "${2:-$CACHE}" | awk -F'\t' -v f="$1" \
+	ls_tsv "${2:-$CACHE}" | awk -F'\t' -v f="$1" \
 		'substr($5, length($5) - length(f) + 1) == f { print $1, $2 }'
 }
 
@@ -530,7 +538,7 @@ dry_files() {
 	origin_log_reset
 	tilefs_run warm --shard 2/3 --cache-dir "$T/w2" "$ORIGIN_URL" many
 	warm_ok "the warm of shard 2/3"
-	assert_eq "$("$TILEFS" cache ls --cache-dir "$T/w2" | awk -F'\t' '$1 == $2' | wc -l)" \
+	assert_eq "$(ls_tsv "$T/w2" | awk -F'\t' '$1 == $2' | wc -l)" \
 		"$(wc -l <"$T/shard2")" "files fully cached by the warm of shard 2/3"
 	for s in 0/3 4/3 1/0 -1/3 x/3 2/3x 3; do
 		tilefs_run warm -n --shard "$s" --cache-dir "$T/c" "$ORIGIN_URL" many
@@ -667,8 +675,8 @@ dry_bytes() {
 	[ "$left" -gt 0 ] && [ "$k" -gt 0 ] || fail "--partial: $k warmed, $left left out"
 	# the warmed ones are complete, and fit
 	local complete total
-	complete=$("$TILEFS" cache ls --cache-dir "$CACHE" | awk -F'\t' '$1 == $2' | wc -l)
-	total=$("$TILEFS" cache ls --cache-dir "$CACHE" | awk -F'\t' '$1 == $2 { n += $2 } END { print n + 0 }')
+	complete=$(ls_tsv "$CACHE" | awk -F'\t' '$1 == $2' | wc -l)
+	total=$(ls_tsv "$CACHE" | awk -F'\t' '$1 == $2 { n += $2 } END { print n + 0 }')
 	assert_eq "$complete" "$k" "files fully cached after --partial (cache ls)"
 	[ "$total" -le $((2 * 1048576)) ] || fail "the complete files take $total bytes > 2M"
 	[ "$(data_bytes "$CACHE")" -le $((3 * 1048576)) ] || fail "data-* over 2M + 1MiB"
@@ -776,4 +784,44 @@ warm_onto_small_disk() {
 	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$CACHE"
 	cmp_tree "$SAMPLES" "$MNT" || fail "bytes read through the mount differ"
 	tilefs_umount "$MNT"
+}
+
+@test "warm MOUNTPOINT: the mount's source into its cache dir; a read through the mount then sends no GET" {
+	mkdir -p "$T/web/other"
+	cp -a "$SAMPLES" "$T/web/data"
+	cp -p "$SAMPLES/t256.tif" "$T/web/other/outside.tif"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --cache-dir "$CACHE"
+	origin_log_reset
+	# a path in the mount: that directory of its source
+	tilefs_run warm "$MNT/data"
+	warm_ok "the warm of $MNT/data"
+	[[ $(summary) == "warmed 7 of 7 files: "* ]] || fail "summary: $(summary)"
+	[[ $err == *"the mount at $MNT: $ORIGIN_URL"*" into $CACHE"* ]] || fail "stderr: $err"
+	sleep 0.3
+	local outside
+	outside=$(origin_select 'u ~ /^\/other\/./')
+	[ -z "$outside" ] || fail "the warm of $MNT/data requested files outside it:" "$outside"
+	origin_log_reset
+	cmp_tree "$SAMPLES" "$MNT/data" || fail "bytes read through the mount differ"
+	no_gets_after "reading the files warmed through the mountpoint"
+	# the mountpoint with PATHS, relative or absolute under it
+	origin_log_reset
+	tilefs_run warm "$MNT" other "$MNT/data/t256.tif"
+	warm_ok "the warm of $MNT other $MNT/data/t256.tif"
+	[[ $(summary) == "warmed 2 of 2 files: "* ]] || fail "summary: $(summary)"
+	origin_log_reset
+	cmp "$T/web/other/outside.tif" "$MNT/other/outside.tif"
+	no_gets_after "reading other/outside.tif warmed through the mountpoint"
+	tilefs_run warm "$MNT" /elsewhere/x.tif
+	assert_eq "$status" 2 "exit of a warm of a path outside the mount"
+	tilefs_umount "$MNT"
+}
+
+@test "warm of a path in no tilefs mount: exit 2, says SOURCE is neither a URL nor a mount" {
+	mkdir -p "$T/plain"
+	tilefs_run warm --cache-dir "$CACHE" "$T/plain"
+	assert_eq "$status" 2 "exit of a warm of a plain dir"
+	[[ $err == *"SOURCE '$T/plain' is neither a URL nor a path in a tilefs mount"* ]] ||
+		fail "stderr: $err"
 }
