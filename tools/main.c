@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 	   allocated by the reader that asks and freed by the thread that
 	   stores them, and each of glibc's per-thread arenas would keep its
 	   own high-water mark of them. A daemon's malloc calls come per unit
-	   and per read, not per byte (docs/BENCHMARKS.md). A user's own
+	   and per read, not per byte (measured in the commit that set it). A user's own
 	   setting of the arenas stands. */
 	const char *tunables = getenv("GLIBC_TUNABLES");
 	if (!getenv("MALLOC_ARENA_MAX") && !(tunables && strstr(tunables, "arena_max")))

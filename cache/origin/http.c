@@ -7,7 +7,7 @@
  * writes cost a core per few hundred MB/s, so one thread would cap a mount
  * at one core's worth of bytes, and a mount's busiest thread is its
  * ceiling. Whatever the cores: on a machine of fewer, the threads share
- * them at no cost measured (docs/BENCHMARKS.md), and each thread's share
+ * them at no cost measured (the commit that made them), and each thread's share
  * of the work stays small enough to grow with a machine of more. Each fetcher owns
  * a curl multi handle, its easy handles and its share of the connections;
  * nothing of one fetcher is touched by another. A submitter picks the

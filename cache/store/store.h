@@ -44,7 +44,7 @@ void store_close(struct store *st);
  * grid (BUF and OFF equal modulo STORE_ALIGN) then
  * writes those pages with O_DIRECT, where the file system takes it: they
  * skip the page cache, whose copy costs more CPU per byte than the rest of
- * a fetch (docs/BENCHMARKS.md). Its edges, and every other write, go
+ * a fetch (measured in the commit that chose it). Its edges, and every other write, go
  * through the page cache. A direct write and a buffered one never share a
  * page. Buffered writes into one file are made one at a time, as the
  * kernel would (store.c). */
