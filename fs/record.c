@@ -1,14 +1,15 @@
 /*
  * record.c - see record.h. Each open of a tiled TIFF keeps its
  * full-resolution image's tiles sorted by offset, so that a read finds the
- * tiles it touched with a binary search, and the bounding box of those
- * tiles in atomics (reads of one open may run at once). The line is
+ * tiles it read (whose middle byte it holds, hint_at.h) with a binary
+ * search, and the bounding box of those tiles in atomics (reads of one open may run at once). The line is
  * written whole with one write() to a file opened O_APPEND, so lines of
  * opens released at once never mix.
  */
 #include "fs/record.h"
 #include "cache/base/log.h"
 #include "cache/engine/cache.h"
+#include "cache/engine/hint_at.h"
 #include "cache/tiff/layout.h"
 #include "cache/tiff/tiff.h"
 
@@ -41,7 +42,7 @@ struct record_open {
 	struct tile_at *tiles;		/* sorted by off; ntiles */
 	size_t ntiles;
 	atomic_bool read;		/* anything was read */
-	_Atomic uint32_t col0, row0, col1, row1;	/* tiles touched; col0 > col1: none */
+	_Atomic uint32_t col0, row0, col1, row1;	/* tiles read; col0 > col1: none */
 };
 
 int record_new(const char *file, struct record **out)
@@ -163,7 +164,9 @@ void record_read(struct record_open *ro, uint64_t off, size_t len)
 	}
 	for (size_t i = lo ? lo - 1 : 0; i < ro->ntiles && ro->tiles[i].off < off + len; i++) {
 		const struct tile_at *t = &ro->tiles[i];
-		if (t->off + t->len <= off)
+		/* a tile is read when its middle byte is, as the hints count:
+		   GDAL's buffered read of a tile touches its neighbours' edges */
+		if (!read_holds_tile(t->off, t->len, off, len))
 			continue;
 		lower(&ro->col0, t->col);
 		lower(&ro->row0, t->row);

@@ -6,10 +6,13 @@
  *
  * One line per open of a file that read anything, written when it is
  * released (so in the order the readers finished with them): a tiled
- * TIFF whose reads touched tiles of its full-resolution image gives
+ * TIFF whose reads read tiles of its full-resolution image gives
  * "PATH<TAB>X Y W H", the pixels of the smallest rectangle of tiles that
  * holds them all (clipped to the image); any other file, and a TIFF read
- * only in its header or overviews, "PATH" alone. A path holding a tab or a
+ * only in its header or overviews, "PATH" alone. A tile is read when a
+ * read holds its middle byte, the hints' rule (hint_at.h): GDAL's buffered
+ * read of one tile touches the edges of the tiles beside it, which a
+ * replay of the record must not fetch. A path holding a tab or a
  * newline, or (without a window) ending in four numbers, cannot be written
  * unambiguously: it is left out, logged once.
  *

@@ -70,8 +70,9 @@ const struct option_def options_defs[] = {
 	  "(default: 1/32 of --cache-size, at most 1G)", GROUP_PREFETCH },
 	{ "record", M, 0, OPT_STRING, OFF(record_file), "FILE", NULL, 0, 0,
 	  "write what the readers read, in order, to FILE (mode 0600): one\n"
-	  "line per open, the file's path and the full-resolution window its\n"
-	  "reads touched, for tilefs hint or warm --from-file; files are then\n"
+	  "line per open, the file's path and the full-resolution window of\n"
+	  "the tiles read (a tile counts when its middle byte is read), for\n"
+	  "tilefs hint or warm --from-file; files are then\n"
 	  "read through the daemon, not by passthrough, and tiled TIFFs with\n"
 	  "direct I/O, so that the kernel's readahead adds no tile", GROUP_MOUNT },
 	{ "no-passthrough", M, 0, OPT_FLAG, OFF(no_passthrough), NULL, NULL, 0, 0,

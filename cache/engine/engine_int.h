@@ -8,7 +8,8 @@
  *   level 0: plan.c     pure decisions: readahead, slivers, spill, runs (plan.h)
  *            version.c  pure: pinning a GET to a version, the stale verdict
  *            hint_line.c pure: a line of an order file (hint_line_parse())
- *            hint_at.c  pure: where a read lies in its image (read_at())
+ *            hint_at.c  pure: where a read lies in its image (read_at()),
+ *                       and which tiles it reads (hint_at.h, for fs/ too)
  *            state.c    settings, the prefetch policy now, counters
  *            known.c    the known map; load_unit(): a cached unit read whole
  *                       and checked

@@ -1,10 +1,12 @@
 /*
  * hint_at.c - where a read lies in the full-resolution image of its
  * object, for a hint to tell which of its entries a read is of: read_at(),
- * read_at_window(), window_inside().
+ * read_at_window(), window_inside(); and the rule under them, which tile a
+ * read is a read of (hint_at.h).
  *
  * Level 0 of the engine (engine_int.h): pure, calls nothing of it.
  */
+#include "cache/engine/hint_at.h"
 #include "cache/engine/engine_int.h"
 #include "cache/tiff/tiff.h"
 
@@ -38,6 +40,12 @@ bool window_inside(const struct layout *l, uint64_t x, uint64_t y, uint64_t w, u
 	return true;
 }
 
+bool read_holds_tile(uint64_t tile_off, uint64_t tile_len, uint64_t off, uint64_t len)
+{
+	uint64_t middle = tile_off + tile_len / 2;
+	return tile_len > 0 && middle >= off && middle - off < len;
+}
+
 /* Tile K of L, if a full-resolution tile of it (D) whose middle byte a
  * read of [OFF, OFF+LEN) holds: where it lies in the image. */
 static bool tile_held(const struct layout *l, const struct tiff_ifd *d, uint64_t k, uint64_t off,
@@ -46,8 +54,7 @@ static bool tile_held(const struct layout *l, const struct tiff_ifd *d, uint64_t
 	if (k == UINT64_MAX || k < d->first || k >= d->first + d->n || !d->across || !d->down)
 		return false;
 	struct extent e = layout_block_extent(l, k);
-	uint64_t middle = e.off + e.len / 2;
-	if (e.len == 0 || middle < off || middle - off >= len)
+	if (!read_holds_tile(e.off, e.len, off, len))
 		return false;
 	uint64_t in_plane = (k - d->first) % ((uint64_t)d->across * d->down);
 	at->tile = true;
@@ -61,13 +68,10 @@ static bool tile_held(const struct layout *l, const struct tiff_ifd *d, uint64_t
 }
 
 /*
- * A reader reads a tile whole, so one of its reads holds the middle; a
- * read at either end of a tile is not enough, since readers' libraries
- * read a few KiB across the border of the next tile (glibc's stdio: the
- * aligned block after a tile read with fread, or before one it seeks to),
- * which nobody is about to read. Looks at the tile of the unit OFF lies
- * in, and of the unit after it (the first tile in the file may have given
- * its head to the header unit, whose own block is none).
+ * A read is of the tile whose middle byte it holds (read_holds_tile()).
+ * Looks at the tile of the unit OFF lies in, and of the unit after it (the
+ * first tile in the file may have given its head to the header unit, whose
+ * own block is none).
  */
 struct read_at read_at(const struct layout *l, uint64_t off, uint64_t len)
 {

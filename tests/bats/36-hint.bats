@@ -683,3 +683,39 @@ gets_of() {
 	assert_eq "$(gets_of /cog.tif "$a")" 1 "GETs of the first line's tile, read again by the last line"
 	tilefs_umount "$MNT"
 }
+
+@test "hint: mount --record of GDAL reading a one-tile window records that tile alone (not the neighbours its buffered reads touch the edges of); warm --from-file of it fetches that tile and the header" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --record "$T/record"
+	# tile (3,2) through GDAL, whose 8 KiB-aligned reads of a tile start in
+	# the last bytes of the tile before it and end in the first of the next
+	"$PY" - "$MNT/cog.tif" "$T/web/cog.tif" <<'PYEOF'
+import sys
+import rasterio
+from rasterio.windows import Window
+w = Window(768, 512, 256, 256)
+with rasterio.open(sys.argv[1]) as m, rasterio.open(sys.argv[2]) as l:
+    if (m.read(1, window=w) != l.read(1, window=w)).any():
+        sys.exit("the window read through the mount differs")
+PYEOF
+	tilefs_umount "$MNT"
+	printf 'cog.tif\t768 512 256 256\n' >"$T/want"
+	diff "$T/want" "$T/record" || fail "the record is not the one tile GDAL read"
+	# warm --from-file of the record into an empty cache: the header, and
+	# that tile (with GDAL's 4-byte leader and trailer), nothing more
+	local a
+	a=$(block "$T/web/cog.tif" 3 2)
+	origin_log_reset
+	tilefs_run warm --cache-dir "$T/cache2" --from-file "$T/record" "$ORIGIN_URL"
+	assert_eq "$status" 0 "exit status of warm --from-file"
+	fetched /cog.tif "$a" || fail "warm did not fetch the tile at ${a% *}"
+	local header tiles
+	header=$(origin_select 'm == "GET" && u == "/cog.tif" && r ~ /^bytes=0-/ && st == 206' |
+		awk '{ s += $NF } END { print s + 0 }')
+	tiles=$(origin_select 'm == "GET" && u == "/cog.tif" && r !~ /^bytes=0-/ && st == 206' |
+		awk '{ s += $NF } END { print s + 0 }')
+	assert_eq "$tiles" $((${a#* } + 8)) "tile bytes warm --from-file fetched"
+	assert_eq "$(origin_range_bytes /cog.tif)" $((header + tiles)) \
+		"bytes warm --from-file fetched (header $header)"
+}
