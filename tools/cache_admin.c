@@ -353,8 +353,8 @@ static int cmd_evict(struct admin *a, char **patterns, int npatterns, bool all)
 		return 1;
 	}
 	char h[32];
-	printf("dropped %" PRIu64 " units (%s) of %" PRIu64 " objects\n", units,
-	       human_bytes(bytes, h, sizeof(h)), objects);
+	printf("dropped %" PRIu64 " bytes (%s): %" PRIu64 " units of %" PRIu64 " objects\n",
+	       bytes, human_bytes(bytes, h, sizeof(h)), units, objects);
 	if (kept)
 		printf("kept %" PRIu64 " units of files open through a mount (read by FUSE "
 		       "passthrough); they can go once those files are closed\n", kept);
