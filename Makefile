@@ -42,7 +42,16 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/%)
 UNIT_RUN := $(if $(UNIT_TESTS),$(UNIT_TESTS:%=$(BUILD)/%),$(UNIT_BIN))
 
 all: $(BUILD)/tilefs $(UNIT_BIN) $(BUILD)/fake_tilefs $(BUILD)/fault_shim.so \
-	$(BUILD)/old_kernel_shim.so
+	$(BUILD)/old_kernel_shim.so $(BUILD)/python.ok
+
+# The Python package (import tilefs, tilefs.torch), installed as it is:
+# the build checks that it compiles (tests/bats/36-hint.bats and
+# 99-packaging.bats run it).
+PY_SRC := $(wildcard tools/python/tilefs/*.py)
+$(BUILD)/python.ok: $(PY_SRC)
+	@mkdir -p $(dir $@)
+	python3 -c 'import ast, sys; [ast.parse(open(f).read(), f) for f in sys.argv[1:]]' $^
+	@touch $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -200,6 +209,7 @@ docs: $(BUILD)/tilefs
 # What the .deb holds (packaging/debian/rules runs this with PREFIX=/usr).
 PREFIX ?= /usr/local
 SYSTEMD_UNIT_DIR ?= /lib/systemd/system
+PYTHON_DIR ?= $(PREFIX)/lib/python3/dist-packages
 install: $(BUILD)/tilefs $(BUILD)/man/tilefs.1
 	install -D -m 755 $(BUILD)/tilefs $(DESTDIR)$(PREFIX)/bin/tilefs
 	sed 's|/usr/bin/tilefs|$(PREFIX)/bin/tilefs|' packaging/mount.tilefs >$(BUILD)/mount.tilefs
@@ -215,8 +225,9 @@ install: $(BUILD)/tilefs $(BUILD)/man/tilefs.1
 		$(DESTDIR)$(PREFIX)/share/doc/tilefs/examples/mnt-eo.mount
 	install -D -m 644 examples/torch_loader.py \
 		$(DESTDIR)$(PREFIX)/share/doc/tilefs/examples/torch_loader.py
-	install -D -m 644 examples/tilefs_sampler.py \
-		$(DESTDIR)$(PREFIX)/share/doc/tilefs/examples/tilefs_sampler.py
+	for f in $(PY_SRC); do \
+		install -D -m 644 $$f $(DESTDIR)$(PYTHON_DIR)/tilefs/$$(basename $$f) || exit 1; \
+	done
 	install -D -m 644 packaging/bash-completion/tilefs \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/tilefs
 

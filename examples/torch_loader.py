@@ -11,8 +11,11 @@ from the local cache without a request.
     python3 examples/torch_loader.py /mnt/eo --epochs 3 --workers 4
 
 With --hint, each epoch's shuffled order is handed to the mount first
-(tilefs_sampler.py, `tilefs hint`), so that it fetches the chips' tiles ahead
-of the workers: a cold first epoch then waits far less on the origin.
+(tilefs.torch.HintedSampler, from the package the .deb installs; from a
+checkout, PYTHONPATH=tools/python), so that it fetches the chips' tiles
+ahead of the workers: a cold first epoch then waits far less on the origin.
+With --distributed, it runs as one rank of a torch.distributed job
+(torchrun sets RANK and WORLD_SIZE): each rank reads and hints its share.
 
 tests/bats/92-torch.bats runs this Dataset over a mount and compares every
 tensor with the same chip read from local files.
@@ -27,9 +30,7 @@ import rasterio
 import torch
 from rasterio.windows import Window
 from torch.utils.data import DataLoader, Dataset, RandomSampler
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tilefs_sampler import HintedSampler  # noqa: E402
+from torch.utils.data.distributed import DistributedSampler
 
 
 def chip_grid(root, chip, stride):
@@ -76,16 +77,22 @@ class ChipDataset(Dataset):
         return torch.from_numpy(a)
 
 
-def loader(root, chips, chip, workers, batch_size=None, shuffle=False, hint=False):
+def loader(root, chips, chip, workers, batch_size=None, shuffle=False, hint=False, rank=None):
     """A DataLoader over ChipDataset. batch_size None: one chip per step
     (chips of files with different bands or types cannot be stacked).
-    HINT: ROOT is a tilefs mount; tell it each epoch's order in advance."""
+    HINT: ROOT is a tilefs mount; tell it each epoch's order in advance.
+    RANK: (rank, world size) of a distributed job: this rank's share."""
     ds = ChipDataset(root, chips, chip)
+    if rank:
+        sampler = DistributedSampler(ds, num_replicas=rank[1], rank=rank[0], shuffle=shuffle)
+    elif shuffle:
+        sampler = RandomSampler(ds)
+    else:
+        sampler = range(len(ds))
     if hint:
-        sampler = HintedSampler(RandomSampler(ds) if shuffle else range(len(ds)),
-                                ds.describe, root)
-        return DataLoader(ds, batch_size=batch_size, sampler=sampler, num_workers=workers)
-    return DataLoader(ds, batch_size=batch_size, shuffle=shuffle, num_workers=workers)
+        from tilefs.torch import HintedSampler
+        sampler = HintedSampler(sampler, ds.describe, root)
+    return DataLoader(ds, batch_size=batch_size, sampler=sampler, num_workers=workers)
 
 
 def main():
@@ -98,18 +105,24 @@ def main():
     p.add_argument("--batch-size", type=int, default=None,
                    help="stack chips into batches (needs files of one band count and type)")
     p.add_argument("--hint", action="store_true",
-                   help="hand each epoch's order to the tilefs mount first (tilefs hint)")
+                   help="hand each epoch's order to the tilefs mount first (tilefs.torch)")
+    p.add_argument("--distributed", action="store_true",
+                   help="read this rank's share (RANK and WORLD_SIZE, as torchrun sets)")
     a = p.parse_args()
+    rank = (int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])) if a.distributed else None
 
     chips = chip_grid(a.root, a.chip, a.stride or a.chip)
     if not chips:
         sys.exit("no .tif of at least %dx%d pixels under %s" % (a.chip, a.chip, a.root))
+    data = loader(a.root, chips, a.chip, a.workers, a.batch_size, shuffle=True, hint=a.hint,
+                  rank=rank)
     for epoch in range(1, a.epochs + 1):
+        if hasattr(data.sampler, "set_epoch"):
+            data.sampler.set_epoch(epoch)  # a new shuffle each epoch
         start = time.monotonic()
         n = 0
         total = 0.0
-        for batch in loader(a.root, chips, a.chip, a.workers, a.batch_size, shuffle=True,
-                            hint=a.hint):
+        for batch in data:
             n += 1
             total += float(batch.double().mean())  # the training step would go here
         s = time.monotonic() - start

@@ -1,7 +1,9 @@
 /*
  * control.c - see control.h. One thread accepts the clients one at a time:
  * a hint is a rare request, and each is read whole (bounded) before it
- * replaces the hint in force, so a bad order changes nothing.
+ * replaces its client's hint, so a bad order changes nothing. The same
+ * thread watches the processes whose hints last as long as they do (a
+ * pidfd each) and drops a hint when its process exits.
  */
 #include "fs/control.h"
 #include "cache/base/log.h"
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -26,6 +29,14 @@
 #define CLIENT_TIMEOUT_S 30	/* a client that sends nothing this long is dropped */
 #define CHECKED_OBJECTS 32	/* objects kept open to check the windows of an order */
 #define WHY_SIZE (2 * HINT_LINE_MAX + 4400 + 600)	/* two paths and words */
+#define WATCHED_MAX 64		/* processes whose hints end with them */
+#define CLIENT_SIZE 72		/* a client's name (cache.h), with its NUL */
+
+/* A process whose hint is dropped when it exits. */
+struct watched {
+	char client[CLIENT_SIZE];	/* "pid:PID" */
+	int pidfd;			/* -1: a free slot */
+};
 
 struct control {
 	struct namespace *ns;
@@ -34,6 +45,7 @@ struct control {
 	uint64_t budget;
 	int listen_fd;
 	int stop_pipe[2];		/* a byte on [1]: stop */
+	struct watched watched[WATCHED_MAX];	/* the control thread's */
 	pthread_t thread;
 	char path[SOCKET_PATH_SIZE];
 };
@@ -254,6 +266,109 @@ static int read_request(int fd, char **buf, size_t *len, char *why, size_t why_s
 	return 0;
 }
 
+/* A request's first line (control.h): what it asks, for which client. */
+struct request_head {
+	enum { REQ_ORDER, REQ_CLEAR, REQ_CLEAR_ALL } verb;
+	char client[CLIENT_SIZE];	/* its name, or "pid:PID" */
+	bool watch;			/* the hint of the peer process PID:
+					   dropped when it exits */
+	size_t len;			/* the line's bytes, with its newline */
+};
+
+/* Parse the first line of REQ (LEN bytes) from the process PEER into H;
+ * 0, or -EINVAL and why in WHY. */
+static int parse_head(const char *req, size_t len, pid_t peer, struct request_head *h,
+		      char *why, size_t why_size)
+{
+	static const char magic[] = "tilefs-hint ";
+	const char *nl = memchr(req, '\n', len);
+
+	memset(h, 0, sizeof(*h));
+	if (!nl || len < strlen(magic) || memcmp(req, magic, strlen(magic)) != 0) {
+		snprintf(why, why_size, "not a tilefs hint request");
+		return -EINVAL;
+	}
+	const char *verb = req + strlen(magic);
+	size_t vlen = strcspn(verb, " \n");
+	const char *name = verb + vlen + (verb[vlen] == ' ');
+	size_t nlen = (size_t)(nl - name);
+	h->len = (size_t)(nl - req) + 1;
+	if (vlen == 5 && memcmp(verb, "order", 5) == 0) {
+		h->verb = REQ_ORDER;
+	} else if (vlen == 5 && memcmp(verb, "clear", 5) == 0) {
+		h->verb = REQ_CLEAR;
+	} else if (vlen == 9 && memcmp(verb, "clear-all", 9) == 0 && nlen == 0) {
+		h->verb = REQ_CLEAR_ALL;
+		if (len == h->len)
+			return 0;
+		snprintf(why, why_size, "nothing may follow a clear");
+		return -EINVAL;
+	} else {
+		snprintf(why, why_size, "not a tilefs hint request");
+		return -EINVAL;
+	}
+	if (nlen && !hint_client_ok(name, nlen)) {
+		snprintf(why, why_size, "a client's name is 1 to 64 letters, digits, '.', '_' "
+			 "or '-'");
+		return -EINVAL;
+	}
+	if (!nlen && peer <= 0) {
+		snprintf(why, why_size, "a client in another pid namespace must give its name");
+		return -EINVAL;
+	}
+	if (nlen)
+		snprintf(h->client, sizeof(h->client), "%.*s", (int)nlen, name);
+	else
+		snprintf(h->client, sizeof(h->client), "pid:%ld", (long)peer);
+	h->watch = !nlen;
+	if (h->verb == REQ_CLEAR && len != h->len) {
+		snprintf(why, why_size, "nothing may follow a clear");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Stop watching the process of CLIENT (if it was). */
+static void unwatch(struct control *ctl, const char *client)
+{
+	for (size_t i = 0; i < WATCHED_MAX; i++) {
+		struct watched *w = &ctl->watched[i];
+		if (w->pidfd >= 0 && (!client || strcmp(w->client, client) == 0)) {
+			close(w->pidfd);
+			w->pidfd = -1;
+		}
+	}
+}
+
+/* Watch process PID, whose hint is CLIENT's: 0, or -errno and why. */
+static int watch(struct control *ctl, const char *client, pid_t pid, char *why,
+		 size_t why_size)
+{
+	struct watched *slot = NULL;
+	for (size_t i = 0; i < WATCHED_MAX; i++) {
+		struct watched *w = &ctl->watched[i];
+		if (w->pidfd >= 0 && strcmp(w->client, client) == 0)
+			return 0;
+		if (w->pidfd < 0 && !slot)
+			slot = w;
+	}
+	if (!slot) {
+		snprintf(why, why_size, "%d processes have a hint already", WATCHED_MAX);
+		return -EUSERS;
+	}
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0) {
+		int err = -errno;
+		snprintf(why, why_size, "cannot watch the client's process %ld: %s", (long)pid,
+			 strerror(errno));
+		return err;
+	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	snprintf(slot->client, sizeof(slot->client), "%s", client);
+	slot->pidfd = fd;
+	return 0;
+}
+
 static void reply(int fd, const char *text)
 {
 	size_t len = strlen(text);
@@ -291,24 +406,23 @@ static void serve(struct control *ctl, int fd)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	int err = read_request(fd, &req, &len, why, sizeof(why));
+	struct request_head head;
+	if (!err)
+		err = parse_head(req, len, cred.pid, &head, why, sizeof(why));
 	if (err)
 		goto answer;
-	static const char clear[] = "tilefs-hint clear\n", order[] = "tilefs-hint order\n";
-	if (len == strlen(clear) && memcmp(req, clear, len) == 0) {
-		err = cache_hint_set(ctl->cache, NULL, 0, ctl->budget);
-		snprintf(why, sizeof(why), "cannot drop the hint");
-		goto answer;
+	if (head.verb == REQ_ORDER) {
+		err = order_parse(ctl, req + head.len, len - head.len, &o, why, sizeof(why));
+		if (!err && head.watch)
+			err = watch(ctl, head.client, cred.pid, why, sizeof(why));
+	} else {
+		unwatch(ctl, head.verb == REQ_CLEAR ? head.client : NULL);
 	}
-	if (len < strlen(order) || memcmp(req, order, strlen(order)) != 0) {
-		snprintf(why, sizeof(why), "not a tilefs hint request");
-		err = -EINVAL;
-		goto answer;
-	}
-	size_t head = strlen(order);
-	err = order_parse(ctl, req + head, len - head, &o, why, sizeof(why));
 	if (!err) {
-		err = cache_hint_set(ctl->cache, o.v, o.n, ctl->budget);
-		snprintf(why, sizeof(why), "cannot set the hint: %s", strerror(-err));
+		err = cache_hint_set(ctl->cache, head.verb == REQ_CLEAR_ALL ? NULL : head.client,
+				     o.v, o.n, ctl->budget);
+		snprintf(why, sizeof(why), "%s", err == -EUSERS ? "too many clients have a hint "
+			 "(64): drop one first" : strerror(-err));
 	}
 answer:
 	if (err)
@@ -322,13 +436,36 @@ answer:
 	free(req);
 }
 
+/* Drop the hint of each watched process that has exited. */
+static void reap_watched(struct control *ctl, const struct pollfd *pf, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (!pf[k].revents)
+			continue;
+		for (size_t i = 0; i < WATCHED_MAX; i++) {
+			struct watched *w = &ctl->watched[i];
+			if (w->pidfd != pf[k].fd)
+				continue;
+			cache_hint_set(ctl->cache, w->client, NULL, 0, ctl->budget);
+			close(w->pidfd);
+			w->pidfd = -1;
+		}
+	}
+}
+
 static void *control_thread(void *arg)
 {
 	struct control *ctl = arg;
-	struct pollfd pf[2] = { { ctl->listen_fd, POLLIN, 0 }, { ctl->stop_pipe[0], POLLIN, 0 } };
+	struct pollfd pf[2 + WATCHED_MAX];
 
 	for (;;) {
-		if (poll(pf, 2, -1) < 0) {
+		size_t n = 2;
+		pf[0] = (struct pollfd){ ctl->listen_fd, POLLIN, 0 };
+		pf[1] = (struct pollfd){ ctl->stop_pipe[0], POLLIN, 0 };
+		for (size_t i = 0; i < WATCHED_MAX; i++)
+			if (ctl->watched[i].pidfd >= 0)
+				pf[n++] = (struct pollfd){ ctl->watched[i].pidfd, POLLIN, 0 };
+		if (poll(pf, n, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			log_error("hint socket: poll: %s: no more hints", strerror(errno));
@@ -336,6 +473,9 @@ static void *control_thread(void *arg)
 		}
 		if (pf[1].revents)
 			break;
+		reap_watched(ctl, pf + 2, n - 2);
+		if (!pf[0].revents)
+			continue;
 		int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
@@ -359,6 +499,8 @@ int control_start(struct namespace *ns, struct cache *cache, const char *mountpo
 	ctl->cache = cache;
 	ctl->budget = budget;
 	ctl->listen_fd = ctl->stop_pipe[0] = ctl->stop_pipe[1] = -1;
+	for (size_t i = 0; i < WATCHED_MAX; i++)
+		ctl->watched[i].pidfd = -1;
 	if (!(ctl->mountpoint = strdup(mountpoint)))
 		goto fail;
 	err = mounts_dir(cache_dir(cache), dir, sizeof(dir));
@@ -430,6 +572,7 @@ void control_stop(struct control *ctl)
 	if (write(ctl->stop_pipe[1], "", 1) == 1)
 		pthread_join(ctl->thread, NULL);
 	cache_hint_stop(ctl->cache);
+	unwatch(ctl, NULL);
 	unlink(ctl->path);
 	close(ctl->listen_fd);
 	close(ctl->stop_pipe[0]);

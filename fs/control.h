@@ -8,10 +8,18 @@
  * attribute (mount_config.hint_xattr). Only the mount's owner or root may
  * connect (SO_PEERCRED). A client sends one request and closes its write
  * side:
- *     "tilefs-hint clear\n"            drop the hint
- *     "tilefs-hint order\n" ORDER      the order file's bytes, at most
- *                                      HINT_ORDER_MAX (cache.h)
- * and reads one line back: "ok N\n" (N entries) or "error: WHY\n", WHY
+ *     "tilefs-hint order\n" ORDER      the hint of the client's process,
+ *                                      dropped when that process exits;
+ *                                      ORDER is the order file's bytes, at
+ *                                      most HINT_ORDER_MAX (cache.h)
+ *     "tilefs-hint order NAME\n" ORDER the hint of the client NAME (1 to
+ *                                      64 of [A-Za-z0-9._-]), kept until
+ *                                      NAME replaces or drops it
+ *     "tilefs-hint clear[ NAME]\n"     drop the process's (NAME's) hint
+ *     "tilefs-hint clear-all\n"        drop every client's hint
+ * Each client's hint replaces only its own; the mount serves them all at
+ * once (cache_hint_set()). The client reads one line back: "ok N\n" (N
+ * entries) or "error: WHY\n", WHY
  * naming the order's line where one is at fault. The order is parsed as
  * hint_line_parse() says; its paths are relative to the mount (or
  * absolute, under it). The daemon reads nothing but the socket for the
@@ -37,7 +45,7 @@ int control_start(struct namespace *ns, struct cache *cache, const char *mountpo
 		  uint64_t budget, struct control **out);
 /* The socket's path (borrowed until control_stop()). */
 const char *control_socket_path(const struct control *ctl);
-/* Stop listening, remove the socket, drop the hint; NULL is fine. */
+/* Stop listening, remove the socket, drop the hints; NULL is fine. */
 void control_stop(struct control *ctl);
 
 #endif

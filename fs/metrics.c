@@ -164,12 +164,16 @@ static void format(struct metrics *m, FILE *f, bool up)
 		rs.expired);
 	struct cache_hint_stats hints;
 	cache_hint_get_stats(m->cache, &hints);
+	counter(f, "tilefs_hint_clients", "gauge",
+		"Clients with a hint in force (tilefs hint, a process each).", hints.clients);
 	counter(f, "tilefs_hint_entries", "gauge",
-		"Entries of the hint in force (tilefs hint), 0 without one.", hints.entries);
+		"Entries of the hints in force (tilefs hint), 0 without one.", hints.entries);
 	counter(f, "tilefs_hint_position", "gauge",
-		"Entries of the hint the readers are past.", hints.position);
+		"Entries of the hints their readers are past.", hints.position);
 	counter(f, "tilefs_hint_fetched_bytes_total", "counter",
 		"Bytes hints sent for ahead of the readers.", hints.fetched_bytes);
+	counter(f, "tilefs_hint_read_total", "counter",
+		"Entries of hints their readers read, ever.", hints.reads);
 	counter(f, "tilefs_hint_skipped_total", "counter",
 		"Hint entries the readers passed without reading, or that could not be fetched.",
 		hints.skipped);

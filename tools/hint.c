@@ -23,6 +23,7 @@
 #define EXIT_USAGE 2
 #define FUSE_MAGIC 0x65735546	/* statfs f_type of a FUSE file system */
 #define REPLY_MAX 16384		/* the daemon's answer: one line */
+#define CLIENT_DEFAULT "cli"	/* the client a hint without --client is of */
 
 uint64_t hint_default_budget(uint64_t cache_size)
 {
@@ -38,15 +39,23 @@ uint64_t hint_default_budget(uint64_t cache_size)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: tilefs hint MOUNTPOINT ORDER_FILE\n"
-		"       tilefs hint MOUNTPOINT -          (the order on stdin)\n"
-		"       tilefs hint MOUNTPOINT --clear\n"
+		"usage: tilefs hint [--client NAME] MOUNTPOINT ORDER_FILE\n"
+		"       tilefs hint [--client NAME] MOUNTPOINT -     (the order on stdin)\n"
+		"       tilefs hint [--client NAME] MOUNTPOINT --clear\n"
+		"       tilefs hint MOUNTPOINT --clear-all\n"
 		"\n"
 		"Hand the tilefs mount at MOUNTPOINT the reads to come, in order: it\n"
 		"fetches ahead of its readers along that order, at most --hint-budget\n"
 		"bytes ahead (mount option; default 1/32 of --cache-size, at most 1G),\n"
-		"in the background (a read a reader waits for goes first). A new hint\n"
-		"replaces the one in force; --clear drops it. Progress shows in the\n"
+		"in the background (a read a reader waits for goes first).\n"
+		"\n"
+		"Several clients may hint at once (a process per GPU, say): the mount\n"
+		"serves every client's hint, in turn and within the one budget. A hint\n"
+		"replaces only the hint of its own client, NAME (default \"cli\"); it\n"
+		"stays until NAME hints again or --clear drops it. --clear-all drops\n"
+		"every client's. A program that talks to the mount itself (the Python\n"
+		"package: tilefs.hint(), tilefs.torch.HintedSampler) has a hint of its\n"
+		"own process, dropped when that process exits. Progress shows in the\n"
 		"tilefs_hint_* metrics.\n"
 		"\n"
 		"ORDER_FILE: one read a line,\n"
@@ -192,30 +201,47 @@ int hint_main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	const char *client = CLIENT_DEFAULT;
+	if (argc >= 1 && strncmp(argv[0], "--client", 8) == 0 &&
+	    (argv[0][8] == '=' || (argv[0][8] == '\0' && argc >= 2))) {
+		client = argv[0][8] == '=' ? argv[0] + 9 : argv[1];
+		argc -= argv[0][8] == '=' ? 1 : 2;
+		argv += argv[0][8] == '=' ? 1 : 2;
+	}
+	if (!hint_client_ok(client, strlen(client))) {
+		fprintf(stderr, "tilefs: hint: --client '%s': a name is 1 to 64 letters, digits, "
+			"'.', '_' or '-'\n", client);
+		return EXIT_USAGE;
+	}
 	if (argc != 2) {
-		fprintf(stderr, "tilefs: hint takes MOUNTPOINT and ORDER_FILE (or - or --clear); "
-			"see 'tilefs hint --help'\n");
+		fprintf(stderr, "tilefs: hint takes MOUNTPOINT and ORDER_FILE (or -, --clear or "
+			"--clear-all); see 'tilefs hint --help'\n");
 		return EXIT_USAGE;
 	}
 	const char *mountpoint = argv[0], *order = argv[1];
-	bool clear = strcmp(order, "--clear") == 0;
+	bool clear_all = strcmp(order, "--clear-all") == 0;
+	bool clear = clear_all || strcmp(order, "--clear") == 0;
 	if (!clear && order[0] == '-' && order[1]) {
 		fprintf(stderr, "tilefs: hint: unknown option '%s'; see 'tilefs hint --help'\n",
 			order);
 		return EXIT_USAGE;
 	}
+	char head[128];
+	snprintf(head, sizeof(head), "tilefs-hint %s%s%s\n",
+		 clear_all ? "clear-all" : clear ? "clear" : "order", clear_all ? "" : " ",
+		 clear_all ? "" : client);
 	if (clear) {
-		req = strdup("tilefs-hint clear\n");
+		req = strdup(head);
 		len = req ? strlen(req) : 0;
 		err = req ? 0 : -ENOMEM;
 	} else {
 		int fd = strcmp(order, "-") == 0 ? 0 : open(order, O_RDONLY | O_CLOEXEC);
-		err = fd < 0 ? -errno : read_order(fd, "tilefs-hint order\n", &req, &len);
+		err = fd < 0 ? -errno : read_order(fd, head, &req, &len);
 		if (fd > 0)
 			close(fd);
 	}
 	if (err) {
-		fprintf(stderr, "tilefs: hint: %s: %s\n", clear ? "--clear" : order,
+		fprintf(stderr, "tilefs: hint: %s: %s\n", order,
 			err == -E2BIG ? "the order is over the limit of 64 MiB" : strerror(-err));
 		return 1;
 	}
@@ -244,10 +270,15 @@ int hint_main(int argc, char **argv)
 	reply[strcspn(reply, "\n")] = '\0';
 	unsigned long long entries;
 	if (sscanf(reply, "ok %llu", &entries) == 1) {
-		if (clear)
-			printf("hint dropped on %s\n", mountpoint);
+		bool named = strcmp(client, CLIENT_DEFAULT) != 0;
+		if (clear_all)
+			printf("every client's hint dropped on %s\n", mountpoint);
+		else if (clear)
+			printf("hint dropped on %s%s%s%s\n", mountpoint, named ? " (client " : "",
+			       named ? client : "", named ? ")" : "");
 		else
-			printf("hinted %llu entries on %s\n", entries, mountpoint);
+			printf("hinted %llu entries on %s%s%s%s\n", entries, mountpoint,
+			       named ? " (client " : "", named ? client : "", named ? ")" : "");
 		status = 0;
 	} else if (strncmp(reply, "error: ", 7) == 0) {
 		fprintf(stderr, "tilefs: hint: %s: %s\n", clear ? mountpoint : order, reply + 7);

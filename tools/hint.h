@@ -1,8 +1,8 @@
 /*
- * hint.h - `tilefs hint MOUNTPOINT ORDER_FILE|-|--clear`: hand a running
- * mount the reads to come, in order, so that it fetches ahead of its
- * readers (cache_hint_set()), through the mount's control socket
- * (fs/control.h).
+ * hint.h - `tilefs hint [--client NAME] MOUNTPOINT ORDER_FILE|-|--clear`:
+ * hand a running mount the reads to come, in order, as the hint of the
+ * client NAME, so that it fetches ahead of its readers (cache_hint_set()),
+ * through the mount's control socket (fs/control.h).
  */
 #ifndef TILEFS_HINT_H
 #define TILEFS_HINT_H

@@ -254,6 +254,9 @@ struct hint_line {
  * said in WHY. */
 int hint_line_parse(char *line, struct hint_line *out, char *why, size_t why_size);
 
+/* Is NAME[0..len) a hint client's name: 1 to 64 of [A-Za-z0-9._-]? */
+bool hint_client_ok(const char *name, size_t len);
+
 /* Does the window of L (if any) lie in OBJ's full-resolution image? 0, or
  * -EINVAL and why not in WHY. */
 int cache_object_window_check(struct cache_object *obj, const struct hint_line *l,
@@ -268,12 +271,15 @@ struct cache_hint_entry {
 	uint64_t x, y, w, h;
 };
 /*
- * Replace C's hint with V[0..n) (n 0: drop it): from now on a thread of
- * C's fetches the units of the entries in order, in background GETs, as
- * far ahead of the readers (cache_hint_read()) as BUDGET bytes allow. 0 or
- * -ENOMEM.
+ * Replace the hint of CLIENT (a name, below 72 bytes) with V[0..n) (n 0:
+ * drop it; CLIENT NULL and n 0: drop every client's): from now on a thread
+ * of C's fetches the units of the entries in order, in background GETs,
+ * as far ahead of their readers (cache_hint_read()) as the client's share
+ * of BUDGET bytes allows, the budget of all the clients' hints. Other
+ * clients' hints stay. 0, -ENOMEM, or -EUSERS: 64 clients have a hint.
  */
-int cache_hint_set(struct cache *c, const struct cache_hint_entry *v, size_t n, uint64_t budget);
+int cache_hint_set(struct cache *c, const char *client, const struct cache_hint_entry *v,
+		   size_t n, uint64_t budget);
 /* A reader read [off, off+len) of OBJ, exactly as it asked (direct I/O,
  * not the kernel's readahead): move the hint's cursor if that is one of
  * the coming entries. No I/O; cheap when no hint is set. */
@@ -283,14 +289,16 @@ void cache_hint_read(struct cache *c, const struct cache_object *obj, uint64_t o
  * out to pages and reads ahead through the page cache): take the open as a
  * read of its first coming entry. */
 void cache_hint_opened(struct cache *c, const struct cache_object *obj);
-/* Stop the hint thread (before freeing the HTTP client); drops the hint. */
+/* Stop the hint thread (before freeing the HTTP client); drops the hints. */
 void cache_hint_stop(struct cache *c);
 
 struct cache_hint_stats {
-	uint64_t entries;		/* in the current hint */
-	uint64_t position;		/* entries the readers are past */
+	uint64_t clients;		/* with a hint */
+	uint64_t entries;		/* in their hints */
+	uint64_t position;		/* entries their readers are past */
 	uint64_t fetched_bytes;		/* fetched ahead by hints, ever */
 	uint64_t skipped;		/* entries passed unread or unusable, ever */
+	uint64_t reads;			/* entries their readers read, ever */
 };
 void cache_hint_get_stats(struct cache *c, struct cache_hint_stats *out);
 

@@ -17,6 +17,7 @@
  *                       come, each unit's crc taken as they pass
  *   level 1: object.c   cache objects: references, accessors, the stale
  *                       mark, object_cut(): the layout at first use
+ *            hint_plan.c one client's hint: its marks, what a read is of
  *   level 2: inflight.c the in-flight table, slivers and kept edges
  *            seal.c     cache_object_complete(), _seal(), _pin(), the seal
  *                       thread: complete objects checked whole, pinned

@@ -7,13 +7,23 @@
  * does), while the bytes of the entries between the readers' cursor and
  * its own stay under the hint's budget.
  *
- * Level 6 of the engine (engine_int.h): calls objects.c (each object
- * opened once, not once an entry), fetch.c and what lies under them;
- * cache.c makes and frees it, the FUSE front feeds it (cache_hint_set(),
- * cache_hint_read()).
+ * Several clients hint at once (a process per GPU, each with its share of
+ * the epoch): each client's hint is a plan of its own (hint_plan.h), which
+ * its next hint replaces, and which it drops or the mount drops for it
+ * (fs/control.c: when the process exits). The thread takes the plans in
+ * turn, one entry of each that has one due, and each plan may have its
+ * share of the budget ahead (the budget over the plans whose readers have
+ * entries to come), so the budget holds for them all and no client's
+ * order waits behind another's. A read is taken for the first plan with
+ * an unread entry that has it.
  *
- * DESIGN. The entries form an array with three marks, each only growing
- * while one hint stands:
+ * Level 6 of the engine (engine_int.h): calls objects.c (each object
+ * opened once, not once an entry), fetch.c, hint_plan.c and what lies
+ * under them; cache.c makes and frees it, the FUSE front feeds it
+ * (cache_hint_set(), cache_hint_read()).
+ *
+ * DESIGN. The entries of a plan form an array with three marks, each only
+ * growing while one hint stands:
  *   settled <= cursor: entries below settled were counted read or skipped
  *           (a late read of a skipped one still counts it read);
  *   cursor: readers are past the entries below it. A read of a tile of
@@ -37,17 +47,18 @@
  *           bytes_ahead counts what was sent for the done entries at or
  *           past the cursor (what was cached already weighs nothing: it
  *           takes no room in the cache), and the thread takes an entry
- *           past the cursor only while it is below the budget, so at most
+ *           past the cursor only while it is below its share, so at most
  *           one entry's bytes beyond it are fetched, and at most
  *           HINT_LOOKAHEAD entries ahead. An entry behind the cursor is
  *           one its readers want now: the budget does not hold it back.
- * A new hint replaces the array and bumps the generation: the thread drops
- * what it was resolving for the old one.
+ * A new hint replaces the plan's array and bumps its generation: the
+ * thread drops what it was resolving for the old one.
  *
  * LOCKS: h->lock protects what is marked so below. It is taken before
  * c->lock, never under it, and not held across I/O.
  */
 #include "cache/engine/engine_int.h"
+#include "cache/engine/hint_plan.h"
 #include "cache/base/log.h"
 #include "cache/store/evict.h"
 #include "cache/store/index.h"
@@ -60,69 +71,28 @@
 #include <string.h>
 #include <time.h>
 
-#define HINT_SLACK 64		/* entries behind the cursor unsettled, at least */
-#define HINT_BEHIND 4096	/* entries behind the cursor a late read finds */
-#define HINT_LOOKAHEAD 4096	/* entries past the thread a read may jump to */
+#define HINT_CLIENTS_MAX 64	/* clients with a hint at once */
 #define HINT_WAIT_MS 200	/* how often a waiting thread looks at the hint again */
 #define HINT_OBJECTS 32		/* objects the thread keeps open */
 #define HINT_UNREAD_S 5		/* a unit kept for the readers this long
 				   unread: most likely skipped */
-#define HINT_NEAR 8		/* entries past the cursor a tile read
-				   again is still taken for: readers at once */
-#define HINT_AGAIN 256		/* entries past one read that may want its
-				   unit again, and have it kept */
-
-struct hint_entry {
-	char *url, *log_name;		/* owned */
-	char *etag;			/* owned; NULL: nothing listed */
-	int64_t size;
-	time_t mtime;
-	uint64_t url_hash;
-	unsigned line;
-	bool window;
-	uint64_t x, y, w, h;
-	uint64_t bytes;			/* h->lock: what the thread sent for it,
-					   counted in bytes_ahead once sent */
-	bool read;			/* h->lock: a read was of it */
-	bool done;			/* h->lock: the thread fetched it (or
-					   gave up on it) */
-};
 
 struct hint {
 	struct cache *cache;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;		/* a new hint, the cursor moved, or stop */
+	pthread_cond_t wake;		/* a new hint, a cursor moved, or stop */
 	pthread_t thread;
 	bool started;			/* h->lock */
 	atomic_bool stopping;
-	_Atomic uint64_t generation;	/* bumped by each cache_hint_set() */
-	atomic_size_t live;		/* entries in the hint, read without the lock */
-	struct hint_entry *v;		/* h->lock */
-	size_t n;			/* h->lock */
-	size_t settled, cursor, ahead;	/* h->lock: see DESIGN */
-	size_t lag;			/* h->lock: the furthest behind the
-					   cursor a read found its entry */
-	uint64_t bytes_ahead, budget;	/* h->lock */
-	uint64_t fetched_bytes, skipped;	/* h->lock */
+	atomic_size_t live;		/* entries of all plans, read without
+					   the lock */
+	struct hint_plan plans[HINT_CLIENTS_MAX];	/* h->lock (a plan's
+					   generation is read without it) */
+	size_t turn;			/* h->lock: the plan looked at first */
+	uint64_t budget;		/* h->lock */
+	uint64_t fetched_bytes;		/* h->lock */
+	uint64_t skipped, reads;	/* h->lock: of the plans dropped */
 };
-
-static uint64_t url_hash(const char *s)
-{
-	uint64_t x = 1469598103934665603ull;	/* FNV-1a */
-	for (; *s; s++)
-		x = (x ^ (unsigned char)*s) * 1099511628211ull;
-	return x;
-}
-
-static void entries_free(struct hint_entry *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(v[i].url);
-		free(v[i].log_name);
-		free(v[i].etag);
-	}
-	free(v);
-}
 
 struct hint *hint_new(struct cache *c)
 {
@@ -135,43 +105,35 @@ struct hint *hint_new(struct cache *c)
 	return h;
 }
 
-/* Twice as far behind the cursor as a read came late in this hint, at
- * most HINT_BEHIND: what the cursor passed that readers may still read.
- * h->lock held. */
-static size_t late_span(const struct hint *h)
+/* Drop plan P: its entries counted (read or skipped) and freed, its slot
+ * free. h->lock held. */
+static void plan_drop(struct hint *h, struct hint_plan *p)
 {
-	return 2 * h->lag < HINT_BEHIND ? 2 * h->lag : HINT_BEHIND;
+	plan_settle(p, true);
+	h->skipped += p->skipped;
+	h->reads += p->reads;
+	p->skipped = p->reads = 0;
+	plan_entries_free(p->v, p->n);
+	plan_reset(p, NULL, 0);
+	p->client[0] = '\0';
 }
 
-/* How far behind the cursor entries stay unsettled (see DESIGN). h->lock
- * held. */
-static size_t slack(const struct hint *h)
+/* The plans whose readers have entries to come. h->lock held. */
+static size_t plans_active(const struct hint *h)
 {
-	size_t d = late_span(h);
-	return d < HINT_SLACK ? HINT_SLACK : d;
+	size_t k = 0;
+	for (size_t i = 0; i < HINT_CLIENTS_MAX; i++)
+		k += h->plans[i].cursor < h->plans[i].n;
+	return k;
 }
 
-/* Count entries below the cursor less the slack (below the cursor, if
- * ALL: the hint ends) that no read found as skipped. h->lock held. */
-static void settle(struct hint *h, bool all)
+/* The entries of all plans. h->lock held. */
+static size_t plans_entries(const struct hint *h)
 {
-	size_t d = slack(h);
-	size_t upto = all ? h->cursor : h->cursor > d ? h->cursor - d : 0;
-	for (; h->settled < upto; h->settled++)
-		if (!h->v[h->settled].read)
-			h->skipped++;
-}
-
-/* Put the cursor at TO (above it), taking the entries passed out of the
- * budget. h->lock held. */
-static void cursor_move(struct hint *h, size_t to)
-{
-	for (size_t i = h->cursor; i < to && i < h->n; i++)
-		if (h->v[i].done)
-			h->bytes_ahead -= h->v[i].bytes;
-	h->cursor = to;
-	settle(h, false);
-	pthread_cond_signal(&h->wake);
+	size_t n = 0;
+	for (size_t i = 0; i < HINT_CLIENTS_MAX; i++)
+		n += h->plans[i].n;
+	return n;
 }
 
 int cache_object_window_check(struct cache_object *obj, const struct hint_line *l,
@@ -225,13 +187,13 @@ static void wait_a_while(pthread_cond_t *cond, pthread_mutex_t *lock)
 }
 
 /* Wait until background_room() allows one more background GET; false if
- * the hint changed from GEN or the thread is stopping. */
-static bool hint_room(struct hint *h, uint64_t gen)
+ * plan P changed from GEN or the thread is stopping. */
+static bool hint_room(struct hint *h, struct hint_plan *p, uint64_t gen)
 {
 	struct cache *c = h->cache;
 
 	for (;;) {
-		if (atomic_load(&h->stopping) || atomic_load(&h->generation) != gen)
+		if (atomic_load(&h->stopping) || atomic_load(&p->generation) != gen)
 			return false;
 		if (background_room(c))
 			return true;
@@ -248,8 +210,8 @@ static bool hint_room(struct hint *h, uint64_t gen)
 /* Fetch UNITS[0..n) of OBJ that are neither cached nor in flight, in
  * background GETs of at most STREAM_GET_MAX bytes each while the
  * background budget has room. Returns the bytes sent for. */
-static uint64_t fetch_units(struct hint *h, uint64_t gen, struct cache_object *obj,
-			    const struct extent *units, size_t n)
+static uint64_t fetch_units(struct hint *h, struct hint_plan *p, uint64_t gen,
+			    struct cache_object *obj, const struct extent *units, size_t n)
 {
 	struct cache *c = h->cache;
 	struct inflight *batch[PREFETCH_MAX];
@@ -258,7 +220,7 @@ static uint64_t fetch_units(struct hint *h, uint64_t gen, struct cache_object *o
 	for (size_t i = 0; i < n && !cache_object_stale(obj);) {
 		size_t first = i;
 		uint64_t span = 0;
-		if (!hint_room(h, gen))
+		if (!hint_room(h, p, gen))
 			break;
 		for (; i < n && i - first < PREFETCH_MAX && span < STREAM_GET_MAX; i++)
 			span += units[i].len;
@@ -318,7 +280,7 @@ static int add_neighbours(const struct layout *l, struct extent **v, size_t *n)
  * the units of E: *bytes what they weigh, *sent what was sent for. 0, or
  * -errno when E cannot be fetched (logged).
  */
-static int resolve(struct hint *h, uint64_t gen, const struct hint_entry *e,
+static int resolve(struct hint *h, struct hint_plan *p, uint64_t gen, const struct hint_entry *e,
 		   struct cache_objects *opened, uint64_t *bytes, uint64_t *sent)
 {
 	struct cache *c = h->cache;
@@ -370,21 +332,28 @@ static int resolve(struct hint *h, uint64_t gen, const struct hint_entry *e,
 	}
 	for (size_t i = 0; i < n; i++)
 		*bytes += v[i].len;
-	*sent = fetch_units(h, gen, obj, v, n);
+	*sent = fetch_units(h, p, gen, obj, v, n);
 	free(v);
 	return 0;
 }
 
-/* Is the entry at h->ahead one to fetch now: in the hint, under the
- * budget and the lookahead (see DESIGN)? h->lock held. */
-static bool next_due(const struct hint *h)
+/* The plan whose entry to fetch next, each plan in turn among those with
+ * one due (SHARE bytes ahead each); NULL if none. h->lock held. */
+static struct hint_plan *plan_next(struct hint *h, uint64_t share)
 {
-	return h->ahead < h->n && (h->ahead < h->cursor || (h->bytes_ahead < h->budget &&
-							    h->ahead - h->cursor < HINT_LOOKAHEAD));
+	for (size_t k = 0; k < HINT_CLIENTS_MAX; k++) {
+		size_t i = (h->turn + k) % HINT_CLIENTS_MAX;
+		struct hint_plan *p = &h->plans[i];
+		if (p->n && plan_next_due(p, share)) {
+			h->turn = i + 1;
+			return p;
+		}
+	}
+	return NULL;
 }
 
-/* The hint thread: fetches the entries at h->ahead while the budget
- * allows (see DESIGN). */
+/* The hint thread: fetches the entries at each plan's p->ahead while its
+ * share of the budget allows (see DESIGN). */
 static void *hint_thread(void *arg)
 {
 	struct hint *h = arg;
@@ -396,36 +365,35 @@ static void *hint_thread(void *arg)
 	}
 	pthread_mutex_lock(&h->lock);
 	while (!atomic_load(&h->stopping)) {
-		size_t keep = late_span(h);
-		if (h->ahead + keep < h->cursor)
-			h->ahead = h->cursor - keep;	/* passed: not fetched */
-		while (h->ahead < h->n && (h->v[h->ahead].done || h->v[h->ahead].read))
-			h->ahead++;	/* taken before a late read sent it back */
-		if (!next_due(h)) {
+		size_t active = plans_active(h);
+		uint64_t budget = h->budget;
+		size_t turn = h->turn;
+		bool due = active && plan_next(h, budget / active);
+		h->turn = turn;
+		if (!due) {
 			pthread_cond_wait(&h->wake, &h->lock);
 			continue;
 		}
-		uint64_t budget = h->budget;
 		pthread_mutex_unlock(&h->lock);	/* readers take it at every read */
 		uint64_t cap = ahead_cap(h->cache, budget);
 		pthread_mutex_lock(&h->lock);
-		if (!next_due(h))
-			continue;	/* changed meanwhile */
-		if (h->ahead >= h->cursor && h->bytes_ahead >= cap) {
+		active = plans_active(h);
+		struct hint_plan *p = active ? plan_next(h, cap / active) : NULL;
+		if (!p) {
 			/* looked at again as the readers move, or soon */
 			wait_a_while(&h->wake, &h->lock);
 			continue;
 		}
-		size_t i = h->ahead;
-		uint64_t gen = atomic_load(&h->generation);
-		struct hint_entry e = h->v[i];	/* its strings stay while gen does */
+		size_t i = p->ahead;
+		uint64_t gen = atomic_load(&p->generation);
+		struct hint_entry e = p->v[i];	/* its strings stay while gen does */
 		e.url = strdup(e.url);
 		e.log_name = strdup(e.log_name);
 		e.etag = e.etag ? strdup(e.etag) : NULL;
 		pthread_mutex_unlock(&h->lock);
 
 		uint64_t bytes = 0, sent = 0;
-		int err = e.url && e.log_name ? resolve(h, gen, &e, opened, &bytes, &sent) :
+		int err = e.url && e.log_name ? resolve(h, p, gen, &e, opened, &bytes, &sent) :
 			  -ENOMEM;
 		free(e.url);
 		free(e.log_name);
@@ -433,34 +401,21 @@ static void *hint_thread(void *arg)
 
 		pthread_mutex_lock(&h->lock);
 		h->fetched_bytes += sent;
-		if (atomic_load(&h->generation) != gen)
-			continue;	/* a new hint */
-		struct hint_entry *he = &h->v[i];
-		he->done = true;
-		he->bytes = err ? 0 : sent;	/* what is cached weighs nothing ahead */
-		if (err && !he->read) {
-			he->read = true;	/* counted once, here */
-			h->skipped++;
-		}
-		if (i >= h->cursor)
-			h->bytes_ahead += he->bytes;
-		if (h->ahead == i)
-			h->ahead = i + 1;	/* (else a late read sent it back) */
+		if (atomic_load(&p->generation) == gen)	/* else a new hint */
+			plan_done(p, i, sent, err);
 	}
 	pthread_mutex_unlock(&h->lock);
 	cache_objects_free(opened);
 	return NULL;
 }
 
-int cache_hint_set(struct cache *c, const struct cache_hint_entry *v, size_t n, uint64_t budget)
+/* A copy of V[0..n) as the plan's entries; NULL: no memory. */
+static struct hint_entry *entries_copy(const struct cache_hint_entry *v, size_t n)
 {
-	struct hint *h = c->hint;
-	struct hint_entry *entries = n ? calloc(n, sizeof(*entries)) : NULL;
-	int err = 0;
+	struct hint_entry *entries = calloc(n, sizeof(*entries));
+	bool ok = entries != NULL;
 
-	if (n && !entries)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; ok && i < n; i++) {
 		struct hint_entry *e = &entries[i];
 		e->url = strdup(v[i].url);
 		e->log_name = strdup(v[i].log_name);
@@ -468,12 +423,10 @@ int cache_hint_set(struct cache *c, const struct cache_hint_entry *v, size_t n, 
 			e->etag = strdup(v[i].listed->etag);
 			e->size = v[i].listed->size;
 			e->mtime = v[i].listed->mtime;
-			if (!e->etag)
-				err = -ENOMEM;
+			ok = e->etag != NULL;
 		}
-		if (!e->url || !e->log_name)
-			err = -ENOMEM;
-		e->url_hash = e->url ? url_hash(e->url) : 0;
+		ok = ok && e->url && e->log_name;
+		e->url_hash = e->url ? plan_url_hash(e->url) : 0;
 		e->line = v[i].line;
 		e->window = v[i].window;
 		e->x = v[i].x;
@@ -481,21 +434,60 @@ int cache_hint_set(struct cache *c, const struct cache_hint_entry *v, size_t n, 
 		e->w = v[i].w;
 		e->h = v[i].h;
 	}
-	if (err) {
-		entries_free(entries, n);
-		return err;
+	if (!ok && entries) {
+		plan_entries_free(entries, n);
+		entries = NULL;
 	}
+	return entries;
+}
+
+/* The plan of CLIENT, or with NEW a free one; NULL if none. h->lock held. */
+static struct hint_plan *plan_of(struct hint *h, const char *client, bool new)
+{
+	struct hint_plan *free_slot = NULL;
+	for (size_t i = 0; i < HINT_CLIENTS_MAX; i++) {
+		struct hint_plan *p = &h->plans[i];
+		if (p->client[0] && strcmp(p->client, client) == 0)
+			return p;
+		if (!p->client[0] && !free_slot)
+			free_slot = p;
+	}
+	return new ? free_slot : NULL;
+}
+
+int cache_hint_set(struct cache *c, const char *client, const struct cache_hint_entry *v,
+		   size_t n, uint64_t budget)
+{
+	struct hint *h = c->hint;
+	struct hint_entry *entries = NULL;
+	int err = 0;
+
+	if (client && strlen(client) >= HINT_CLIENT_MAX)
+		return -ENAMETOOLONG;
+	if (n && !(entries = entries_copy(v, n)))
+		return -ENOMEM;
 	pthread_mutex_lock(&h->lock);
-	settle(h, true);
-	entries_free(h->v, h->n);
-	h->v = entries;
-	h->n = n;
-	h->settled = h->cursor = h->ahead = h->lag = 0;
-	h->bytes_ahead = 0;
+	struct hint_plan *p = client ? plan_of(h, client, n != 0) : NULL;
+	if (!client) {
+		for (size_t i = 0; i < HINT_CLIENTS_MAX; i++)
+			if (h->plans[i].client[0])
+				plan_drop(h, &h->plans[i]);
+	} else if (p && p->client[0]) {
+		plan_drop(h, p);
+	}
+	if (n && !p) {
+		err = -EUSERS;
+	} else if (n) {
+		snprintf(p->client, sizeof(p->client), "%s", client);
+		plan_reset(p, entries, n);
+		entries = NULL;
+	}
 	h->budget = budget;
-	atomic_fetch_add(&h->generation, 1);
-	atomic_store(&h->live, n);
-	if (n && !h->started && !atomic_load(&h->stopping)) {
+	size_t clients = 0;
+	for (size_t i = 0; i < HINT_CLIENTS_MAX; i++)
+		clients += h->plans[i].n != 0;
+	atomic_store(&h->live, plans_entries(h));
+	if (!err && n && !h->started && !atomic_load(&h->stopping)) {
 		if (pthread_create(&h->thread, NULL, hint_thread, h) == 0) {
 			pthread_setname_np(h->thread, "tilefs-hint");
 			h->started = true;
@@ -505,66 +497,25 @@ int cache_hint_set(struct cache *c, const struct cache_hint_entry *v, size_t n, 
 	}
 	pthread_cond_signal(&h->wake);
 	pthread_mutex_unlock(&h->lock);
-	if (err)
+	plan_entries_free(entries, entries ? n : 0);
+	if (err == -EAGAIN)
 		log_error("hint: cannot start its thread: nothing is fetched ahead");
+	else if (err == -EUSERS)
+		log_warn("hint: %s: refused: %d clients have a hint already", client,
+			 HINT_CLIENTS_MAX);
+	else if (n)
+		log_info("hint: %s: %zu entries; %zu clients, %" PRIu64 " MiB ahead at most "
+			 "between them", client, n, clients, budget >> 20);
 	else
-		log_info("hint: %zu entries, %" PRIu64 " MiB ahead at most", n, budget >> 20);
+		log_info("hint: %s dropped; %zu clients left", client ? client : "every hint",
+			 clients);
 	return err;
-}
-
-/* Is a read at AT of E's object one of E's (read_at_window())? */
-static bool entry_has(const struct hint_entry *e, const struct read_at *at)
-{
-	return !e->window || read_at_window(at, e->x, e->y, e->w, e->h);
-}
-
-/* The first entry of [FROM, TO) of the object URL (HASH) that AT is of
- * (NULL: any unread one, an open's); with UNREAD, the first unread one.
- * SIZE_MAX if none. h->lock held. */
-static size_t entry_find(const struct hint *h, size_t from, size_t to, uint64_t hash,
-			 const char *url, const struct read_at *at, bool unread)
-{
-	for (size_t i = from; i < to && i < h->n; i++) {
-		const struct hint_entry *e = &h->v[i];
-		if (e->url_hash == hash && strcmp(e->url, url) == 0 && !(unread && e->read) &&
-		    (at ? entry_has(e, at) : !e->read))
-			return i;
-	}
-	return SIZE_MAX;
-}
-
-/* A read came later than any before: send the thread back to the first
- * entry of the wider span behind the cursor it has not done and no read
- * has (see DESIGN). h->lock held. */
-static void rewind_late(struct hint *h)
-{
-	size_t span = late_span(h);
-	for (size_t i = h->cursor > span ? h->cursor - span : 0; i < h->ahead; i++)
-		if (!h->v[i].done && !h->v[i].read) {
-			h->ahead = i;
-			pthread_cond_signal(&h->wake);
-			return;
-		}
-}
-
-/* Mark entry I read: past the cursor, move it; behind, note how late the
- * read came (slack()). h->lock held. */
-static void entry_read(struct hint *h, size_t i)
-{
-	h->v[i].read = true;
-	if (i < h->settled)
-		h->skipped--;	/* counted before this late read */
-	if (i + 1 > h->cursor) {
-		cursor_move(h, i + 1);
-	} else if (h->cursor - i > h->lag) {
-		h->lag = h->cursor - i;
-		rewind_late(h);
-	}
 }
 
 /*
  * Mark the entry of OBJ a read at AT (NULL: an open, of any entry of OBJ)
- * is of as read, and move the cursor past it:
+ * is of as read, and move its plan's cursor past it (hint_plan.c's
+ * plan_match()):
  *  - the first entry that has it from the unsettled ones (settled), if
  *    unread;
  *  - if that was a window already read, the read is of a tile two windows
@@ -581,6 +532,8 @@ static void entry_read(struct hint *h, size_t i)
  * taken for the first entry whose window holds it within at->margin,
  * among the entries just past the cursor only, and for nothing more if
  * that one was read.
+ * The plans are asked in turn; the first that marks an entry read takes
+ * the read (else the first that has it, read already).
  * In a full cache (c->full), returns 1 if an unread entry up to
  * HINT_AGAIN past the one the read is of has its tile too (a tile two
  * chips share: it would be evicted before that read), 0 if none has; -1
@@ -591,28 +544,27 @@ static int hint_match(struct cache *c, const struct cache_object *obj,
 		       const struct read_at *at)
 {
 	struct hint *h = c->hint;
-	uint64_t hash = url_hash(obj->url);
+	uint64_t hash = plan_url_hash(obj->url);
+	struct hint_plan *of = NULL;
+	size_t k = SIZE_MAX;
+
 	pthread_mutex_lock(&h->lock);
-	size_t to = at && at->fine ? h->cursor + HINT_SLACK :
-		    (h->ahead > h->cursor ? h->ahead : h->cursor) + HINT_LOOKAHEAD;
-	size_t i = entry_find(h, h->settled, to, hash, obj->url, at, false);
-	if (at && (i == SIZE_MAX || i >= h->cursor + slack(h))) {
-		size_t back = h->cursor > HINT_BEHIND ? h->cursor - HINT_BEHIND : 0;
-		size_t late = entry_find(h, back, h->settled, hash, obj->url, at, true);
-		if (late != SIZE_MAX)
-			i = late;
+	for (size_t i = 0; i < HINT_CLIENTS_MAX; i++) {
+		struct hint_plan *p = &h->plans[i];
+		if (!p->n)
+			continue;
+		struct plan_match m = plan_match(p, hash, obj->url, at);
+		if (m.moved)
+			pthread_cond_signal(&h->wake);
+		if (m.entry != SIZE_MAX && (!of || m.marked)) {
+			of = p;
+			k = m.entry;
+		}
+		if (m.marked)
+			break;
 	}
-	size_t k = i;	/* the entry the read is of */
-	if (i != SIZE_MAX && !h->v[i].read) {
-		entry_read(h, i);
-	} else if (i != SIZE_MAX && h->v[i].window && !at->fine) {
-		size_t near = h->cursor + HINT_NEAR;
-		size_t j = entry_find(h, i + 1, to < near ? to : near, hash, obj->url, at, true);
-		if (j != SIZE_MAX)
-			entry_read(h, k = j);
-	}
-	int again = k == SIZE_MAX || !at || at->fine || !atomic_load(&c->full) ? -1 :
-		    entry_find(h, k + 1, k + 1 + HINT_AGAIN, hash, obj->url, at, true) != SIZE_MAX;
+	int again = !of || !at || at->fine || !atomic_load(&c->full) ? -1 :
+		    plan_wants_again(of, k, hash, obj->url, at);
 	pthread_mutex_unlock(&h->lock);
 	return again;
 }
@@ -642,10 +594,17 @@ void cache_hint_get_stats(struct cache *c, struct cache_hint_stats *out)
 	if (!h)
 		return;
 	pthread_mutex_lock(&h->lock);
-	out->entries = h->n;
-	out->position = h->cursor;
 	out->fetched_bytes = h->fetched_bytes;
 	out->skipped = h->skipped;
+	out->reads = h->reads;
+	for (size_t i = 0; i < HINT_CLIENTS_MAX; i++) {
+		const struct hint_plan *p = &h->plans[i];
+		out->clients += p->n != 0;
+		out->entries += p->n;
+		out->position += p->cursor;
+		out->skipped += p->skipped;
+		out->reads += p->reads;
+	}
 	pthread_mutex_unlock(&h->lock);
 }
 
@@ -663,10 +622,9 @@ void cache_hint_stop(struct cache *c)
 	if (started)
 		pthread_join(h->thread, NULL);
 	pthread_mutex_lock(&h->lock);
-	entries_free(h->v, h->n);
-	h->v = NULL;
-	h->n = 0;
-	h->settled = h->cursor = h->ahead = h->lag = 0;
+	for (size_t i = 0; i < HINT_CLIENTS_MAX; i++)
+		if (h->plans[i].client[0])
+			plan_drop(h, &h->plans[i]);
 	atomic_store(&h->live, 0);
 	pthread_mutex_unlock(&h->lock);
 }

@@ -108,3 +108,13 @@ int hint_line_parse(char *line, struct hint_line *out, char *why, size_t why_siz
 	out->h = v[3];
 	return 1;
 }
+
+bool hint_client_ok(const char *name, size_t len)
+{
+	if (len == 0 || len > 64)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
+			return false;
+	return true;
+}

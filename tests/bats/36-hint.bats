@@ -589,15 +589,12 @@ PYEOF
 }
 
 # torch_loader ARGS...: examples/torch_loader.py --hint over $MNT with
-# ARGS, the tilefs under test first on PATH (the sampler runs tilefs
-# hint); fails unless it ran and hinted
+# ARGS (its sampler hints through the package, tools/python/tilefs, on
+# PYTHONPATH); fails unless it ran and hinted
 torch_loader() {
 	"$PY" -c 'import torch' 2>/dev/null ||
 		fail "python3-torch is not installed (packaging/install-deps installs it)"
-	local bin
-	bin=$(dirname "$TILEFS")
-	PATH=$bin:$PATH run -0 run_to 240 "$PY" "$REPO_ROOT/examples/torch_loader.py" "$MNT" \
-		--epochs 1 --hint "$@"
+	run -0 run_to 240 "$PY" "$REPO_ROOT/examples/torch_loader.py" "$MNT" --epochs 1 --hint "$@"
 	echo "$output"
 	[[ $output != *"no hint"* ]] || fail "the sampler did not hint"
 }
@@ -609,10 +606,11 @@ torch_loader() {
 	# 16 x 16 chips of 256 pixels: one tile each, in a shuffled order
 	torch_loader --workers 2
 	[[ $output == *"epoch 1: 256 steps"* ]] || fail "the loader did not read 256 chips"
-	wait_until "tilefs_hint_entries 256" metric_is "$PROM" tilefs_hint_entries 256
 	# the readers' reads moved the hint's cursor (not always to its end: a
-	# file all cached may be read by the kernel, unseen)
-	wait_until "tilefs_hint_position above 0" metric_above "$PROM" tilefs_hint_position 0
+	# file all cached may be read by the kernel, unseen); the hint was the
+	# loader's process's, and ended with it
+	wait_until "tilefs_hint_read_total above 0" metric_above "$PROM" tilefs_hint_read_total 0
+	wait_until "tilefs_hint_clients 0" metric_is "$PROM" tilefs_hint_clients 0
 	assert_eq "$(origin_dup_ranges)" "" "ranges fetched twice"
 	tilefs_umount "$MNT"
 }
@@ -626,9 +624,11 @@ torch_loader() {
 	# comes to the mount as made), in 5 batches
 	torch_loader --workers 4 --chip 64 --stride 320 --batch-size 40
 	[[ $output == *"epoch 1: 5 steps"* ]] || fail "the loader did not read 5 batches"
-	wait_until "tilefs_hint_position 169" metric_is "$PROM" tilefs_hint_position 169
-	run -0 "$TILEFS" hint "$MNT" --clear
-	wait_until "tilefs_hint_entries 0" metric_is "$PROM" tilefs_hint_entries 0
+	# the hint was the loader's process's: it ended with it, every entry
+	# counted read or skipped then
+	wait_until "tilefs_hint_clients 0" metric_is "$PROM" tilefs_hint_clients 0
+	wait_until "tilefs_hint_read_total 169" metric_is "$PROM" tilefs_hint_read_total 169
+	assert_eq "$(metric "$PROM" tilefs_hint_entries)" 0 "tilefs_hint_entries"
 	assert_eq "$(metric "$PROM" tilefs_hint_skipped_total)" 0 "tilefs_hint_skipped_total"
 	assert_eq "$(origin_dup_ranges)" "" "ranges fetched twice"
 	tilefs_umount "$MNT"
@@ -718,4 +718,153 @@ PYEOF
 	assert_eq "$tiles" $((${a#* } + 8)) "tile bytes warm --from-file fetched"
 	assert_eq "$(origin_range_bytes /cog.tif)" $((header + tiles)) \
 		"bytes warm --from-file fetched (header $header)"
+}
+
+# tile_counts: "MIN MAX" over the full-resolution tiles of cog.tif of the
+# GETs the origin answered whose range holds the tile's middle byte; not
+# counting the GETs of the file's first bytes (its header, which opens
+# read), nor the tiles whose middle byte one of those held
+tile_counts() {
+	"$TILEFS" inspect --blocks "$T/web/cog.tif" |
+		awk '$1 == "block" && $2 == 0 { print $4, $5 }' >"$T/tiles"
+	awk "$ORIGIN_AWK"'NR == FNR { mid[NR] = $1 + int($2 / 2); nt = NR; next }
+		{ parse() }
+		m == "GET" && u == "/cog.tif" && st == 206 && r ~ /^bytes=/ {
+			split(substr(r, 7), b, "-")
+			if (b[1] + 0 == 0) { if (b[2] + 0 > head) head = b[2] + 0; next }
+			for (i = 1; i <= nt; i++) if (b[1] + 0 <= mid[i] && mid[i] <= b[2] + 0) c[i]++ }
+		END { mn = -1; for (i = 1; i <= nt; i++) { if (mid[i] <= head) continue; v = c[i] + 0
+			if (mn < 0 || v < mn) mn = v; if (v > mx) mx = v }
+			print mn, mx + 0 }' "$T/tiles" "$ORIGIN_LOG"
+}
+
+@test "hint: two clients' hints are served side by side; a client's new hint replaces only its own; --clear drops only its own, --clear-all every one" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --metrics-file "$PROM"
+	ls "$MNT" >/dev/null
+	local a b y z
+	a=$(block "$T/web/cog.tif" 5 1)
+	b=$(block "$T/web/cog.tif" 6 1)
+	y=$(block "$T/web/cog.tif" 14 15)
+	z=$(block "$T/web/cog.tif" 15 15)
+	printf 'cog.tif 1280 256 256 256\n' >"$T/a1"
+	printf 'cog.tif 3840 3840 256 256\n' >"$T/b1"
+	printf 'cog.tif 1536 256 256 256\ncog.tif 3584 3840 256 256\n' >"$T/a2"
+	origin_log_reset
+	run -0 "$TILEFS" hint --client rank0 "$MNT" "$T/a1"
+	assert_eq "$output" "hinted 1 entries on $MNT (client rank0)" "what tilefs hint --client says"
+	run -0 "$TILEFS" hint --client=rank1 "$MNT" "$T/b1"
+	wait_until "a GET of rank0's entry" fetched /cog.tif "$a"
+	wait_until "a GET of rank1's entry" fetched /cog.tif "$z"
+	wait_until "tilefs_hint_clients 2" metric_is "$PROM" tilefs_hint_clients 2
+	assert_eq "$(metric "$PROM" tilefs_hint_entries)" 2 "entries of both hints"
+	# rank0's new hint replaces rank0's, not rank1's
+	run -0 "$TILEFS" hint --client rank0 "$MNT" "$T/a2"
+	wait_until "tilefs_hint_entries 3" metric_is "$PROM" tilefs_hint_entries 3
+	wait_until "a GET of rank0's new first entry" fetched /cog.tif "$b"
+	wait_until "a GET of rank0's new second entry" fetched /cog.tif "$y"
+	assert_eq "$(metric "$PROM" tilefs_hint_clients)" 2 "clients after rank0's new hint"
+	run -0 "$TILEFS" hint --client rank1 "$MNT" --clear
+	assert_eq "$output" "hint dropped on $MNT (client rank1)" "what --clear says"
+	wait_until "tilefs_hint_entries 2" metric_is "$PROM" tilefs_hint_entries 2
+	assert_eq "$(metric "$PROM" tilefs_hint_clients)" 1 "clients after rank1's --clear"
+	run -0 "$TILEFS" hint "$MNT" --clear-all
+	assert_eq "$output" "every client's hint dropped on $MNT" "what --clear-all says"
+	wait_until "tilefs_hint_clients 0" metric_is "$PROM" tilefs_hint_clients 0
+	local t
+	for t in "$a" "$b" "$y" "$z"; do
+		assert_eq "$(gets_of /cog.tif "$t")" 1 "GETs of the tile at $t"
+	done
+	run -2 "$TILEFS" hint --client 'a b' "$MNT" "$T/a1"
+	[[ $output == *"--client 'a b': a name is 1 to 64 letters"* ]] ||
+		fail "a bad client name is not refused as such: $output"
+	tilefs_umount "$MNT"
+}
+
+@test "hint: eight ranks of a distributed job (DistributedSampler under tilefs.torch.HintedSampler, a process each): every rank's share fetched ahead of its readers, no tile twice; a rank's hint ends with its process" {
+	"$PY" -c 'import torch' 2>/dev/null ||
+		fail "python3-torch is not installed (packaging/install-deps installs it)"
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --metrics-file "$PROM"
+	ls "$MNT" >/dev/null
+	mkdir -p "$T/ranks"
+	origin_log_reset
+	"$PY" "$TESTS_LIB/hint_ranks.py" "$MNT" "$T/web" 8 "$T/ranks" 2>"$T/ranks.err" &
+	local driver=$!
+	wait_until "tilefs_hint_clients 8" metric_is "$PROM" tilefs_hint_clients 8
+	wait_until "tilefs_hint_entries 256" metric_is "$PROM" tilefs_hint_entries 256
+	# each rank's share is its own: together every chip once
+	assert_eq "$(cat "$T"/ranks/order.* | sort -n | uniq | wc -l)" 256 "chips hinted"
+	assert_eq "$(cat "$T"/ranks/order.* | wc -l)" 256 "chips hinted, with repeats"
+	tiles_all_fetched() {
+		local c
+		c=$(tile_counts)
+		[ "${c% *}" -ge 1 ]
+	}
+	wait_until "every tile fetched ahead of the readers" tiles_all_fetched
+	local before
+	before=$(tile_counts)
+	assert_eq "$before" "1 1" "GETs a tile (fewest, most) before the readers read"
+	touch "$T/ranks/go"
+	local rc=0
+	wait "$driver" || rc=$?
+	[ "$rc" = 0 ] || fail "the ranks failed ($rc): $(cat "$T/ranks.err")"
+	assert_eq "$(tile_counts)" "1 1" "GETs a tile (fewest, most) after the readers read"
+	wait_until "tilefs_hint_clients 0 (the ranks exited)" metric_is "$PROM" tilefs_hint_clients 0
+	assert_eq "$(metric "$PROM" tilefs_hint_entries)" 0 "entries once the ranks exited"
+	tilefs_umount "$MNT"
+}
+
+@test "hint: the Python package (tilefs.Mount) hints from a path in the mount, names the line at fault and what is not a mount, reads the counters; its hint ends with its process" {
+	hint_cog "$T/web"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT" --prefetch none --metrics-file "$PROM"
+	ls "$MNT" >/dev/null
+	local a
+	a=$(block "$T/web/cog.tif" 2 3)
+	origin_log_reset
+	"$PY" - "$MNT" "$T/py" >"$T/py.out" 2>&1 <<'PYEOF' &
+import os, sys, time
+import tilefs
+mnt, state = sys.argv[1], sys.argv[2]
+m = tilefs.Mount(os.path.join(mnt, "cog.tif"))   # a path in the mount
+print("mountpoint", m.mountpoint == mnt)
+print("entries", m.hint([("cog.tif", (512, 768, 256, 256)), ("cog.tif", None)]))
+try:
+    m.hint(["nope.tif"])
+except tilefs.Error as e:
+    print("refused", e)
+try:
+    tilefs.Mount("/")
+except tilefs.Error as e:
+    print("not a mount", e)
+for _ in range(1200):
+    if m.counters().get("tilefs_hint_entries") == 2:
+        print("counters", "ok")
+        break
+    time.sleep(0.1)
+open(state, "w").close()
+for _ in range(1200):
+    if os.path.exists(state + ".go"):
+        break
+    time.sleep(0.1)
+PYEOF
+	local py=$!
+	wait_until "the script's hint and checks" test -e "$T/py"
+	cat "$T/py.out"
+	grep -qx "mountpoint True" "$T/py.out" || fail "tilefs.Mount did not find the mountpoint"
+	grep -qx "entries 2" "$T/py.out" || fail "hint did not answer 2 entries"
+	grep -qx "refused $MNT: line 1: nope.tif: no such file in the mount" "$T/py.out" ||
+		fail "the refusal does not name the line"
+	grep -q "^not a mount / is not in a running tilefs mount" "$T/py.out" ||
+		fail "a path outside a mount is not said so"
+	grep -qx "counters ok" "$T/py.out" || fail "counters() did not show the hint's entries"
+	wait_until "a GET of the hinted tile" fetched /cog.tif "$a"
+	assert_eq "$(metric "$PROM" tilefs_hint_clients)" 1 "clients while the script runs"
+	touch "$T/py.go"
+	wait "$py"
+	wait_until "tilefs_hint_clients 0 (the script exited)" metric_is "$PROM" tilefs_hint_clients 0
+	tilefs_umount "$MNT"
 }

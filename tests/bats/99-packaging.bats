@@ -247,6 +247,55 @@ as_nobody() {
 	assert_eq "${lines[2]}" "none neighbors" "--prefetch n<TAB>"
 }
 
+@test "the package's Python module: a clean Python imports tilefs.torch from it, and a DataLoader epoch hinted through a mount reads every file right" {
+	"$PY" -c 'import torch' 2>/dev/null ||
+		fail "python3-torch is not installed (packaging/install-deps installs it)"
+	for f in __init__.py torch.py; do
+		[ -f "$BATS_FILE_TMPDIR/tree/usr/lib/python3/dist-packages/tilefs/$f" ] ||
+			fail "the package lacks tilefs/$f"
+	done
+	origin_start "$SAMPLES"
+	mkdir -p "$MNT"
+	TILEFS_EXTRA_MOUNTS+=("$MNT")
+	run -0 mount -t tilefs "$ORIGIN_URL" "$MNT" -o cache_dir="$T/cache",prefetch=none
+	# -I: no PYTHONPATH, no user site, not the current directory
+	run -0 env -i PATH=/usr/bin:/bin /usr/bin/python3 -I - "$MNT" "$SAMPLES" <<'PYEOF'
+import os, sys, time
+import tilefs
+from tilefs.torch import HintedSampler
+from torch.utils.data import DataLoader, Dataset, RandomSampler
+mnt, local = sys.argv[1], sys.argv[2]
+if not tilefs.__file__.startswith("/usr/lib/python3/dist-packages/tilefs/"):
+    sys.exit("tilefs imported from " + tilefs.__file__)
+files = sorted(os.path.relpath(os.path.join(d, f), local)
+               for d, _, names in os.walk(local) for f in names)
+
+class Files(Dataset):
+    def __len__(self):
+        return len(files)
+    def __getitem__(self, i):
+        with open(os.path.join(mnt, files[i]), "rb") as m, \
+                open(os.path.join(local, files[i]), "rb") as l:
+            return int(m.read() == l.read())
+
+sampler = HintedSampler(RandomSampler(range(len(files))), lambda i: files[i], mnt)
+right = sum(DataLoader(Files(), sampler=sampler, batch_size=None, num_workers=2))
+if sampler.warned or right != len(files):
+    sys.exit("%d of %d files read right, hinted: %s" % (right, len(files), not sampler.warned))
+for _ in range(600):  # the counters are rewritten every few seconds
+    if tilefs.Mount(mnt).counters().get("tilefs_hint_entries") == len(files):
+        break
+    time.sleep(0.1)
+else:
+    sys.exit("the mount's counters never showed the hint")
+print("read %d files right, hinted" % right)
+PYEOF
+	echo "$output"
+	[[ $output == "read "*" files right, hinted" ]] || fail "unexpected output"
+	run -0 umount "$MNT"
+	wait_gone "$MNT"
+}
+
 @test "dpkg -r tilefs leaves nothing behind but the cache dir the user made" {
 	mkdir -p "$T/cache"
 	/usr/bin/tilefs cache stat --cache-dir "$T/cache" >/dev/null
@@ -259,6 +308,8 @@ as_nobody() {
 	done <<<"$files"
 	[ -z "$left" ] || fail "left after dpkg -r:$left"
 	[ ! -e /etc/tilefs ] || fail "/etc/tilefs is left: $(ls -A /etc/tilefs)"
+	[ ! -e /usr/lib/python3/dist-packages/tilefs ] ||
+		fail "the Python package's folder is left: $(ls -A /usr/lib/python3/dist-packages/tilefs)"
 	run dpkg-query -W -f='${db:Status-Abbrev}' tilefs
 	[[ $status != 0 || $output == "un"* || -z $output ]] ||
 		fail "dpkg still knows tilefs: '$output'"

@@ -39,6 +39,9 @@ case $TILEFS in
 *) TILEFS=$REPO_ROOT/$TILEFS ;;
 esac
 export TILEFS
+# the Python package (tools/python/tilefs) as the tree has it; the package
+# test (99-packaging.bats) imports the one the .deb installs instead
+export PYTHONPATH=$REPO_ROOT/tools/python${PYTHONPATH:+:$PYTHONPATH}
 
 TILEFS_MNTS=()
 TILEFS_STATES=()

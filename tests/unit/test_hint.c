@@ -171,7 +171,7 @@ static void test_plan(struct origin_server *s, const char *dir)
 	/* the budget counts what the hint sends for: 48 KiB of each object
 	   (its open brought the 16 KiB header unit), so with 80 KiB ahead the
 	   first is under the budget, and the second takes it over */
-	CHECK(cache_hint_set(c, v, OBJECTS, 80u << 10) == 0, "a hint of %d objects", OBJECTS);
+	CHECK(cache_hint_set(c, "t", v, OBJECTS, 80u << 10) == 0, "a hint of %d objects", OBJECTS);
 	CHECK(wait_block(s, 0) && wait_block(s, 1),
 	      "the first two entries are fetched before any read");
 	cache_hint_get_stats(c, &st);
@@ -203,7 +203,7 @@ static void test_plan(struct origin_server *s, const char *dir)
 		cache_hint_get_stats(c, &st);
 	while (st.fetched_bytes < 5ull * (OBJECT_SIZE - HEADER) && time(NULL) < until &&
 	       usleep(10000) == 0);
-	CHECK(cache_hint_set(c, NULL, 0, 100u << 10) == 0, "the hint dropped");
+	CHECK(cache_hint_set(c, "t", NULL, 0, 100u << 10) == 0, "the hint dropped");
 	cache_hint_get_stats(c, &st);
 	/* passed unread: the second, third, fourth and fifth */
 	CHECK(st.entries == 0 && st.skipped == 4, "entries %llu, skipped %llu",
@@ -232,7 +232,7 @@ static void test_late(struct origin_server *s, const char *dir)
 	if (!hinted_cache(s, dir, 64u << 20, FIRST, OBJECTS, OBJECTS, &c, &src, &http, v, urls))
 		return;
 	/* 80 KiB ahead: the first two entries, as in test_plan() */
-	CHECK(cache_hint_set(c, v, OBJECTS, 80u << 10) == 0, "a hint of %d objects", OBJECTS);
+	CHECK(cache_hint_set(c, "t", v, OBJECTS, 80u << 10) == 0, "a hint of %d objects", OBJECTS);
 	CHECK(wait_block(s, FIRST) && wait_block(s, FIRST + 1),
 	      "the first two entries are fetched before any read");
 	CHECK(read_object(c, src, FIRST + 4), "a reader reads the fifth first");
@@ -249,7 +249,7 @@ static void test_late(struct origin_server *s, const char *dir)
 	CHECK(read_object(c, src, FIRST + 5), "a reader reads the sixth");
 	CHECK(wait_block(s, FIRST + 7), "the eighth is fetched once the sixth is read: the "
 	      "entries fetched behind the cursor took nothing of the budget");
-	CHECK(cache_hint_set(c, NULL, 0, 80u << 10) == 0, "the hint dropped");
+	CHECK(cache_hint_set(c, "t", NULL, 0, 80u << 10) == 0, "the hint dropped");
 	cache_hint_get_stats(c, &st);
 	CHECK(st.skipped == 0, "none of the six read counts as skipped: %llu",
 	      (unsigned long long)st.skipped);
@@ -312,7 +312,7 @@ static void test_full(struct origin_server *s, const char *dir)
 		return;
 	fill(c, src, FIRST + HINTED, FILL);
 
-	CHECK(cache_hint_set(c, v, HINTED, 80u << 10) == 0, "a hint of %d objects", HINTED);
+	CHECK(cache_hint_set(c, "t", v, HINTED, 80u << 10) == 0, "a hint of %d objects", HINTED);
 	CHECK(wait_block(s, FIRST), "the first entry is fetched into the full cache");
 	int read = 0, once = 0;
 	for (int i = FIRST; i < FIRST + HINTED; i++) {
@@ -348,12 +348,12 @@ static void test_full_hinted_only(struct origin_server *s, const char *dir)
 		return;
 	fill(c, src, FIRST + HINTED, FILL);
 
-	CHECK(cache_hint_set(c, v, HINTED, 80u << 10) == 0, "a hint of %d objects", HINTED);
+	CHECK(cache_hint_set(c, "t", v, HINTED, 80u << 10) == 0, "a hint of %d objects", HINTED);
 	int read = 0;
 	for (int i = FIRST; i < FIRST + HINTED && wait_block(s, i); i++)
 		read += read_object(c, src, i);
 	CHECK(read == HINTED, "each hinted object read (%d of %d)", read, HINTED);
-	cache_hint_set(c, NULL, 0, 80u << 10);
+	cache_hint_set(c, "t", NULL, 0, 80u << 10);
 	/* eviction has had the cache over its bound since: the objects read
 	   first (admitted: the cache had room) are still cached */
 	int cached = 0;
@@ -390,7 +390,7 @@ static void test_again(struct origin_server *s, const char *dir)
 		return;
 	fill(c, src, FIRST + HINTED, FILL);
 	v[HINTED] = v[0];	/* the first object, once more at the end */
-	CHECK(cache_hint_set(c, v, HINTED + 1, 80u << 10) == 0, "a hint of %d entries",
+	CHECK(cache_hint_set(c, "t", v, HINTED + 1, 80u << 10) == 0, "a hint of %d entries",
 	      HINTED + 1);
 	CHECK(wait_block(s, FIRST) && read_cached_whole(c, src, FIRST),
 	      "the first entry fetched ahead, then read from the cache");
