@@ -1,9 +1,20 @@
 /*
- * ahead.c - revalidation ahead (ns_revalidate_ahead() of namespace.h):
- * the queue of files a listing showed that may have a version cached, the
- * threads that check them in the background, and their start and stop.
- * Above validate.c and tree.c, whose functions it calls; namespace.c
- * queues a directory's files after each listing (ns_ahead_queue()).
+ * ahead.c - work ahead of the readers (ns_revalidate_ahead() of
+ * namespace.h): the queue of what listings showed that readers will
+ * likely want, the threads that do it in the background, and their start
+ * and stop. Two kinds of node are queued:
+ *  - files a listing showed that may have a version cached: checked as
+ *    their first open would, so after a remount readers do not wait a
+ *    round trip per file;
+ *  - directories never listed beside one a reader entered (a tree walked
+ *    by find or os.walk, or a data set of a folder per sample read by a
+ *    DataLoader): listed, many at once, so a walk does not wait a round
+ *    trip per folder. A listing ahead queues its files, not the
+ *    directories beside it: only a reader's walk spreads further, so what
+ *    is listed ahead stays within a level of where readers are.
+ * Each node is queued once (ahead_done), at most AHEAD_MAX at once.
+ * Above listing.c, validate.c and tree.c, whose functions it calls;
+ * namespace.c queues after each fresh listing (ns_ahead_queue()).
  *
  * DESIGN: the queue (ns->ahead_head .. ahead_tail) and the flag that stops
  * the threads live in struct namespace under ns->lock; the threads wait on
@@ -24,27 +35,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define AHEAD_MAX 10000		/* files queued at once */
+#define AHEAD_MAX 10000		/* nodes queued at once */
 
-/* ns->lock held */
-void ns_ahead_queue(struct namespace *ns, struct ns_node *dir)
+/* Queue N (held until a thread takes it); ns->lock held. */
+static void queue(struct namespace *ns, struct ns_node *n)
+{
+	n->ahead_done = true;
+	ns_node_hold(n, 1);
+	if (ns->ahead_tail)
+		ns->ahead_tail->ahead_next = n;
+	else
+		ns->ahead_head = n;
+	ns->ahead_tail = n;
+	ns->ahead_len++;
+	pthread_cond_signal(&ns->ahead_work);
+}
+
+void ns_ahead_queue(struct namespace *ns, struct ns_node *dir, bool walked)
 {
 	if (ns->ahead_stopping || !ns->nahead || ns->ttl_s == 0)
 		return;	/* (ns_stop_ahead() clears nahead only once stopping) */
 	for (size_t i = 0; i < dir->nchildren && ns->ahead_len < AHEAD_MAX; i++) {
 		struct ns_node *n = dir->children[i];
-		if (n->is_dir || n->ahead_done || n->obj || n->listed_etag)
-			continue;
-		n->ahead_done = true;
-		ns_node_hold(n, 1);
-		if (ns->ahead_tail)
-			ns->ahead_tail->ahead_next = n;
-		else
-			ns->ahead_head = n;
-		ns->ahead_tail = n;
-		ns->ahead_len++;
-		pthread_cond_signal(&ns->ahead_work);
+		if (!n->is_dir && !n->ahead_done && !n->obj && !n->listed_etag)
+			queue(ns, n);
 	}
+	struct ns_node *up = walked ? dir->parent : NULL;
+	for (size_t i = 0; up && i < up->nchildren && ns->ahead_len < AHEAD_MAX; i++) {
+		struct ns_node *n = up->children[i];
+		if (n->is_dir && !n->ahead_done && !n->listed && !n->busy && !n->fixed)
+			queue(ns, n);
+	}
+}
+
+/* List the directory N, queued and held, unless a reader did meanwhile;
+ * ns->lock held (dropped while listing). */
+static void ahead_list(struct namespace *ns, struct ns_node *n)
+{
+	bool fresh = false;
+	if (n->listed || n->busy || !ns_in_tree(n))
+		return;
+	if (ns_dir_refresh(ns, n, &fresh) == 0 && fresh)
+		ns_ahead_queue(ns, n, false);
 }
 
 /* Revalidate N, queued and held, if a version of it is cached and none is
@@ -82,7 +114,10 @@ static void *ahead_thread(void *arg)
 			ns->ahead_tail = NULL;
 		ns->ahead_len--;
 		n->ahead_next = NULL;
-		ahead_one(ns, n);
+		if (n->is_dir)
+			ahead_list(ns, n);
+		else
+			ahead_one(ns, n);
 		ns_node_hold(n, -1);
 		if (!ns->ahead_head)
 			ns_names_shed(ns);	/* what the queue kept in use */

@@ -168,16 +168,23 @@ bool ns_listed_copy(const struct namespace *ns, const struct ns_node *n, struct 
 int ns_file_validate(struct namespace *ns, struct ns_node *n, bool *unchanged);
 int ns_file_validate_held(struct namespace *ns, struct ns_node *n, bool *unchanged);
 
-/* ahead.c */
+/* listing.c */
 
-/* Queue DIR's files for revalidation ahead (ns_revalidate_ahead()) that
- * may need it: no version pinned, and no ETag listed that could vouch for
- * one. The threads skip those with nothing cached. ns->lock held. */
-void ns_ahead_queue(struct namespace *ns, struct ns_node *dir);
-
-/* namespace.c */
-
+/* Make DIR's children current: list it if it never was or its listing is
+ * older than the ttl (*FRESH: a new listing was taken); children that are
+ * gone go to ns->retired. ns->lock held (dropped while fetching). */
+int ns_dir_refresh(struct namespace *ns, struct ns_node *dir, bool *fresh);
 /* Tell the cache how many bytes the listings so far show; ns->lock held. */
 void ns_tell_cache_bytes(struct namespace *ns);
+
+/* ahead.c */
+
+/* Queue for the threads of ns_revalidate_ahead() what DIR's fresh listing
+ * shows that readers will likely want: its files that may need
+ * revalidation (no version pinned, and no ETag listed that could vouch for
+ * one; the threads skip those with nothing cached); and, if a reader
+ * entered DIR (WALKED: not a listing ahead), the directories beside it
+ * that were never listed, to be listed ahead. ns->lock held. */
+void ns_ahead_queue(struct namespace *ns, struct ns_node *dir, bool walked);
 
 #endif

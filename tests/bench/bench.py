@@ -79,10 +79,13 @@ WORKLOADS = {
     "xarray": (45, "MB/s", "rioxarray+dask windows, tifffile+zarr, numpy.memmap of striped and "
                "of tiled files; cold and warm, every array checked against local's "
                "(xstack.py)"),
+    "listing": (56, "s", "find over a tree of a folder per patch, four small files in each, "
+                "through a fresh mount, beside local disk and rclone (listing.py: its own "
+                "origin)"),
 }
 QUICK_WORKLOADS = ["chips", "chips-s2", "chips-landsat", "chips-torch", "full", "epochs",
                    "opens", "preads", "chipset", "loader", "throughput", "tilebytes",
-                   "xarray"]
+                   "xarray", "listing"]
 # gen_data.py's directory of chip files: the chipset workload's alone, kept
 # out of every other workload's files
 CHIPSET = "chipset"
@@ -287,12 +290,18 @@ def run_xarray(ctx, notes, rows):
     xstack.run(ctx, notes, rows)
 
 
+def run_listing(ctx, notes, rows):
+    import listing
+    listing.run(ctx, notes)
+
+
 # workloads run by a function of their own, not by run_workload(): (ctx,
 # notes, rows); rows of the main table, if any, are appended to rows, other
 # tables to ctx.sections, and what failed (wrong bytes, a failing tilefs)
 # to ctx.failed
 SEPARATE = {"million": lambda ctx, notes, rows: run_million(ctx, notes),
-            "throughput": run_throughput, "tilebytes": run_tilebytes, "xarray": run_xarray}
+            "throughput": run_throughput, "tilebytes": run_tilebytes, "xarray": run_xarray,
+            "listing": run_listing}
 
 
 def is_mounted(mnt):

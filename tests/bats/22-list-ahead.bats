@@ -1,0 +1,88 @@
+#!/usr/bin/env bats
+# Listings ahead of a walk (issue 56, item 4): when a reader enters a
+# folder listed the first time, the folders beside it that were never
+# listed are listed in the background, many at once, so that find,
+# os.walk or a DataLoader over a folder per sample does not wait a round
+# trip per folder. What the origin's access log shows: each folder listed
+# once, before any reader asked for it; a listing of the root alone lists
+# nothing ahead.
+
+bats_require_minimum_version 1.5.0
+load ../lib/tilefs
+
+setup() {
+	tilefs_setup
+	MNT=$T/mnt
+}
+
+teardown() {
+	tilefs_teardown
+}
+
+# tree DIR N: N folders p000.. of four band files each, and a folder of two
+# levels, deep/x/y.txt
+tree() {
+	local i b d
+	for ((i = 0; i < $2; i++)); do
+		d=$(printf '%s/p%03d' "$1" "$i")
+		mkdir -p "$d"
+		for b in B02 B03 B04 B08; do
+			echo "$i $b" >"$d/$b.txt"
+		done
+	done
+}
+
+# folder_listings: "URI COUNT" of each listing of a folder p*/ the origin
+# answered, in name order
+folder_listings() {
+	origin_select 'm == "GET" && u ~ /^\/p[0-9]+\/$/' | awk '{ print $2 }' | sort | uniq -c |
+		awk '{ print $2, $1 }'
+}
+
+@test "list ahead: a reader entering one folder has the 59 folders beside it listed ahead, each once; find then asks the origin nothing" {
+	tree "$T/web" 60
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	ls "$MNT" >/dev/null
+	assert_eq "$(folder_listings | wc -l)" 0 "folders listed after a listing of the root alone"
+	cat "$MNT/p007/B04.txt" >/dev/null
+	all_listed() {
+		[ "$(folder_listings | wc -l)" = 60 ]
+	}
+	wait_until "every folder listed" all_listed
+	local before
+	before=$(origin_count GET)
+	find "$MNT" >"$T/found"
+	assert_eq "$(wc -l <"$T/found")" $((1 + 60 + 240)) "names find found"
+	assert_eq "$(origin_count GET)" "$before" "requests find made"
+	assert_eq "$(folder_listings | awk '$2 != 1')" "" "folders listed more than once"
+	diff <(cd "$T/web" && find . | sed 's|^\.||' | sort) <(sed "s|^$MNT||" "$T/found" | sort) ||
+		fail "find through the mount differs from the origin's tree"
+	tilefs_umount "$MNT"
+}
+
+@test "list ahead: only a level ahead of the walk: the folders inside a folder listed ahead are not listed until a reader enters one of its neighbours" {
+	mkdir -p "$T/web/a/x" "$T/web/a/w" "$T/web/b/y" "$T/web/c/z"
+	echo 1 >"$T/web/a/x/f.txt"
+	echo 2 >"$T/web/b/y/g.txt"
+	echo 3 >"$T/web/c/z/h.txt"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	ls "$MNT/a" >/dev/null
+	listed() {
+		[ "$(origin_select 'm == "GET" && u == "'"$1"'"' | wc -l)" -ge 1 ]
+	}
+	wait_until "b/ listed ahead" listed /b/
+	wait_until "c/ listed ahead" listed /c/
+	# a reader enters a/x/: a/w/ beside it is queued after anything the
+	# listings of b/ and c/ could have queued, and listed ahead
+	ls "$MNT/a/x" >/dev/null
+	wait_until "a/w/ listed ahead" listed /a/w/
+	# y/ and z/ lie a level below what was listed ahead: not listed
+	# unless a reader goes there
+	for u in /b/y/ /c/z/; do
+		! listed "$u" || fail "$u was listed ahead"
+	done
+	assert_eq "$(cat "$MNT/b/y/g.txt")" 2 "b/y/g.txt through the mount"
+	tilefs_umount "$MNT"
+}
