@@ -82,10 +82,13 @@ WORKLOADS = {
     "listing": (56, "s", "find over a tree of a folder per patch, four small files in each, "
                 "through a fresh mount, beside local disk and rclone (listing.py: its own "
                 "origin)"),
+    "smallfiles": (56, "patches/s", "random patches of a folder each, four small band files, "
+                   "through a torch DataLoader: cold, warm, remounted and hinted mounts "
+                   "(smallfiles.py: its own data and origin)"),
 }
 QUICK_WORKLOADS = ["chips", "chips-s2", "chips-landsat", "chips-torch", "full", "epochs",
                    "opens", "preads", "chipset", "loader", "throughput", "tilebytes",
-                   "xarray", "listing"]
+                   "xarray", "listing", "smallfiles"]
 # gen_data.py's directory of chip files: the chipset workload's alone, kept
 # out of every other workload's files
 CHIPSET = "chipset"
@@ -295,13 +298,18 @@ def run_listing(ctx, notes, rows):
     listing.run(ctx, notes)
 
 
+def run_smallfiles(ctx, notes, rows):
+    import smallfiles
+    smallfiles.run(ctx, notes)
+
+
 # workloads run by a function of their own, not by run_workload(): (ctx,
 # notes, rows); rows of the main table, if any, are appended to rows, other
 # tables to ctx.sections, and what failed (wrong bytes, a failing tilefs)
 # to ctx.failed
 SEPARATE = {"million": lambda ctx, notes, rows: run_million(ctx, notes),
             "throughput": run_throughput, "tilebytes": run_tilebytes, "xarray": run_xarray,
-            "listing": run_listing}
+            "listing": run_listing, "smallfiles": run_smallfiles}
 
 
 def is_mounted(mnt):

@@ -9,7 +9,8 @@ every listing), through a fresh mount of each contestant:
   rclone       rclone mount (--vfs-cache-mode full), if rclone is installed
 
 For each: seconds, names found (checked against the local tree's), and
-the listing requests the origin answered. One listing at a time would
+the listing requests the origin answered. BENCH_LISTING_FOLDERS=N sets
+another number of folders. One listing at a time would
 take the folders times the delay at least; that floor is printed beside.
 Written to results/<ts>/listing.{txt,json}; nothing is timed against a
 limit, a wrong or missing name is a failure.
@@ -52,7 +53,7 @@ def run(ctx, notes):
     """The workload, from bench.py (--workloads listing)."""
     where = os.path.join(ctx.scratch, "listing")
     root = os.path.join(where, "root")
-    folders = FOLDERS[ctx.mode]
+    folders = int(os.environ.get("BENCH_LISTING_FOLDERS", FOLDERS[ctx.mode]))
     make_tree(root, folders)
     delay_ms, rate = ctx.profile
     origin = Origin(root, delay_ms, rate, ctx.scratch, tls=(ctx.scheme == "https"),

@@ -20,6 +20,9 @@ ITEMS.json is a list of items, each {"op": ..., "path": relative path, ...}:
                                             the sidecars GDAL looks for, close
   pread     "offset", "length"              raw bytes, no decoding (os.pread
                                             or VSIFReadL)
+  patch     "files": [relative paths]       read each file whole, all bands
+                                            at full resolution (a sample of
+                                            a file a band; "path" its folder)
 
 OUT.json: {"n", "wall_s", "bytes", "lat": [s per item, in item order],
 "hash": [hex per item], "errors": [[index, message], ...]}. "bytes" is what
@@ -81,6 +84,12 @@ def do_item(arg):
             seen = [_exists(path + s) for s in SIDECARS]
             data = json.dumps([meta, seen]).encode()
             a = None
+        elif op == "patch":
+            parts = []
+            for f in it["files"]:
+                with rasterio.open(ROOT + "/" + f) as ds:
+                    parts.append(ds.read().tobytes())
+            data = b"".join(parts)
         elif op == "pread":
             off, n = it["offset"], it["length"]
             if VSI:
