@@ -71,7 +71,7 @@ static const struct credential_row rows[] = {
 	  "AWS_PROFILE AWS_CONFIG_FILE HOME",
 	  "The profile `--profile NAME` names, else `AWS_PROFILE`, else `default`, "
 	  "in `AWS_CONFIG_FILE` (default `$HOME/.aws/config`, its section "
-	  "`[profile NAME]`): its `role_arn` with its `web_identity_token_file` (and "
+	  "`[profile NAME]`, or `[default]`): its `role_arn` with its `web_identity_token_file` (and "
 	  "`role_session_name`), asked of STS as web identity is." },
 	{ STORE_S3, true, "profile: `role_arn` with `source_profile`",
 	  "AWS_PROFILE AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE HOME",
@@ -100,7 +100,8 @@ static const struct credential_row rows[] = {
 	  "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI AWS_CONTAINER_CREDENTIALS_FULL_URI "
 	  "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE AWS_CONTAINER_AUTHORIZATION_TOKEN",
 	  "The relative URI asked at `http://169.254.170.2`, else the full URI (https, "
-	  "or http to a loopback address, `169.254.170.2` or `169.254.170.23`; "
+	  "or http to a loopback address, `169.254.170.2`, `169.254.170.23` or "
+	  "`[fd00:ec2::23]`; "
 	  "anything else fails the mount), with an `Authorization` header from the "
 	  "token file (at most 4 KiB, read again at each renewal as it rotates), "
 	  "else from the token." },
