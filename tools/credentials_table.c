@@ -196,9 +196,9 @@ static const struct credential_row rows[] = {
 
 /* ---- roff ---- */
 
-/* TEXT for roff: `code` spans in bold and never hyphenated, a backslash
- * as "\e", '-' as "\-" (a minus, so names can be searched and copied); a
- * line never starts with '.' or '\''. */
+/* TEXT for roff: `code` spans in bold, a backslash as "\e", '-' as "\-"
+ * (a minus, so names can be searched and copied); a line never starts
+ * with '.' or '\''. */
 static void man_text(FILE *out, const char *text, bool line_start)
 {
 	bool code = false;
@@ -207,7 +207,7 @@ static void man_text(FILE *out, const char *text, bool line_start)
 			fputs("\\&", out);
 		line_start = false;
 		if (*p == '`') {
-			fputs(code ? "\\fR" : "\\fB\\%", out);
+			fputs(code ? "\\fR" : "\\fB", out);
 			code = !code;
 		} else if (*p == '\\') {
 			fputs("\\e", out);
@@ -221,12 +221,12 @@ static void man_text(FILE *out, const char *text, bool line_start)
 		fputs("\\fR", out);
 }
 
-/* VARIABLES (space-separated) as "\fB\%A\fR, \fB\%B\fR": bold, never hyphenated. */
+/* VARIABLES (space-separated) as "\fBA\fR, \fBB\fR". */
 static void man_variables(FILE *out, const char *variables)
 {
 	for (const char *p = variables; *p;) {
 		size_t len = strcspn(p, " ");
-		fprintf(out, "\\fB\\%%%.*s\\fR", (int)len, p);	/* names: A-Z, 0-9, _ */
+		fprintf(out, "\\fB%.*s\\fR", (int)len, p);	/* names: A-Z, 0-9, _ */
 		p += len;
 		p += strspn(p, " ");
 		if (*p)
@@ -251,7 +251,8 @@ static void man_row(FILE *out, const struct credential_row *r, int step)
 
 void credentials_table_man(FILE *out)
 {
-	fputs(".SH ENVIRONMENT\n.ad l\n", out);	/* long names: not justified */
+	/* long names: neither justified nor hyphenated */
+	fputs(".SH ENVIRONMENT\n.ad l\n.nh\n", out);
 	man_text(out, "Where each store's credentials come from, in the order they are "
 		 "tried: the first source that is set is the one used, and if it fails, "
 		 "the mount fails with a message saying what failed; with none set, the "
@@ -274,7 +275,7 @@ void credentials_table_man(FILE *out)
 			if (rows[i].store == (enum credential_store)s && !rows[i].step)
 				man_row(out, &rows[i], 0);
 	}
-	fputs(".ad b\n", out);
+	fputs(".ad b\n.hy\n", out);
 }
 
 /* ---- Markdown ---- */

@@ -372,7 +372,7 @@ provider_variables() {
 	names=$(provider_variables)
 	for name in $names; do
 		n=$((n + 1))
-		grep -qF -- "\\fB\\%$name\\fR" <<<"$tags" || missing="$missing $name"
+		grep -qF -- "\\fB$name\\fR" <<<"$tags" || missing="$missing $name"
 	done
 	[ "$n" -ge 30 ] || fail "only $n variables found in cache/origin/providers/: is the grep reading them?"
 	[ -z "$missing" ] || fail "read in cache/origin/providers/ but on no line of ENVIRONMENT (add a row to tools/credentials_table.c):$missing"
