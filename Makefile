@@ -201,12 +201,26 @@ $(BUILD)/man/tilefs.1: $(BUILD)/tilefs
 	@mkdir -p $(dir $@)
 	$(BUILD)/tilefs --help-man >$@.tmp && mv $@.tmp $@
 
-# docs/OPTIONS.md comes from the same table (tilefs --help-markdown);
-# tests/bats/10-cli.bats checks that the committed file is what it prints.
+# docs/OPTIONS.md comes from the same table (tilefs --help-markdown), and
+# the part of docs/CONFIGURATION.md between its two credentials-table
+# markers from the credentials table that prints tilefs(1)'s ENVIRONMENT
+# (tilefs --help-credentials-markdown, markers included);
+# tests/bats/10-cli.bats checks that the committed files are what they print.
 docs: $(BUILD)/tilefs
 	$(BUILD)/tilefs --help-markdown >docs/OPTIONS.md.tmp && mv docs/OPTIONS.md.tmp docs/OPTIONS.md
+	$(BUILD)/tilefs --help-credentials-markdown >$(BUILD)/credentials.md
+	@test "$$(grep -c -e '^<!-- BEGIN credentials table' -e '^<!-- END credentials table' \
+		docs/CONFIGURATION.md)" = 2 || \
+		{ echo "docs/CONFIGURATION.md: not one BEGIN and one END credentials table line"; exit 1; }
+	awk -v part=$(BUILD)/credentials.md \
+		'/^<!-- BEGIN credentials table/ { while ((getline line <part) > 0) print line; skip = 1; next } \
+		 /^<!-- END credentials table/ { skip = 0; next } !skip' \
+		docs/CONFIGURATION.md >docs/CONFIGURATION.md.tmp && \
+		mv docs/CONFIGURATION.md.tmp docs/CONFIGURATION.md
 
-# What the .deb holds (packaging/debian/rules runs this with PREFIX=/usr).
+# What the .deb holds (packaging/debian/rules runs this with PREFIX=/usr):
+# the README and docs/ too, beside each other as in the tree, so their links
+# lead where they do here.
 PREFIX ?= /usr/local
 SYSTEMD_UNIT_DIR ?= /lib/systemd/system
 PYTHON_DIR ?= $(PREFIX)/lib/python3/dist-packages
@@ -230,6 +244,9 @@ install: $(BUILD)/tilefs $(BUILD)/man/tilefs.1
 	done
 	install -D -m 644 packaging/bash-completion/tilefs \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/tilefs
+	install -D -m 644 README.md $(DESTDIR)$(PREFIX)/share/doc/tilefs/README.md
+	install -d $(DESTDIR)$(PREFIX)/share/doc/tilefs/docs
+	install -m 644 docs/*.md docs/*.png $(DESTDIR)$(PREFIX)/share/doc/tilefs/docs/
 
 # build/tilefs_VERSION_ARCH.deb, built by dpkg-buildpackage from a copy of
 # the tree with packaging/debian as debian/, then checked by lintian.

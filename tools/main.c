@@ -2,9 +2,10 @@
  * main.c - the tilefs binary: `tilefs COMMAND [ARGS]` hands ARGS to the
  * command (mount, warm, hint, inspect, cache, tier-config) and returns its exit
  * status; --help, --version and the generated man page and options table
- * are answered here.
+ * and the generated part of docs/CONFIGURATION.md are answered here.
  */
 #include "tools/cache_admin.h"
+#include "tools/credentials_table.h"
 #include "tools/hint.h"
 #include "tools/inspect.h"
 #include "tools/manpage.h"
@@ -78,6 +79,11 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--help-markdown") == 0) {	/* docs/OPTIONS.md, for make docs */
 		manpage_print_markdown(stdout);
+		return 0;
+	}
+	/* docs/CONFIGURATION.md's credentials, for make docs */
+	if (strcmp(argv[1], "--help-credentials-markdown") == 0) {
+		credentials_table_markdown(stdout);
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {

@@ -1,9 +1,11 @@
 /*
  * manpage.c - see manpage.h. The prose of tilefs(1) and of docs/OPTIONS.md;
  * the lists of options are options_man()'s and options_markdown()'s, from
- * the same table as --help.
+ * the same table as --help, and ENVIRONMENT is credentials_table_man()'s,
+ * from the table of docs/CONFIGURATION.md's credentials.
  */
 #include "tools/manpage.h"
+#include "tools/credentials_table.h"
 #include "tools/options.h"
 
 static const char head[] =
@@ -122,17 +124,10 @@ static const char tail[] =
 	"Any user may mount on a directory they own; the cache then defaults to\n"
 	"\\fI$XDG_CACHE_HOME/tilefs\\fR. \\fB\\-\\-allow\\-other\\fR (\\fB\\-o allow_other\\fR:\n"
 	"other users may read the mount) needs a line \\fBuser_allow_other\\fR in\n"
-	"\\fI/etc/fuse.conf\\fR.\n"
-	".SH ENVIRONMENT\n"
-	"Credentials, tried in this order after \\fB\\-\\-no\\-sign\\-request\\fR:\n"
-	"S3: \\fBAWS_ACCESS_KEY_ID\\fR, \\fBAWS_SECRET_ACCESS_KEY\\fR, \\fBAWS_SESSION_TOKEN\\fR,\n"
-	"\\fBAWS_PROFILE\\fR, \\fBAWS_SHARED_CREDENTIALS_FILE\\fR, \\fBAWS_CONFIG_FILE\\fR,\n"
-	"\\fBAWS_REGION\\fR, then the instance role (IMDSv2).\n"
-	"Azure: \\fBAZURE_STORAGE_SAS_TOKEN\\fR, \\fBAZURE_STORAGE_KEY\\fR,\n"
-	"\\fBAZURE_STORAGE_ACCOUNT\\fR.\n"
-	"GCS: \\fBGOOGLE_OAUTH_ACCESS_TOKEN\\fR, \\fBGS_ACCESS_KEY_ID\\fR,\n"
-	"\\fBGS_SECRET_ACCESS_KEY\\fR.\n"
-	"No credential or signed query string is ever written to the log.\n"
+	"\\fI/etc/fuse.conf\\fR.\n";
+
+/* After ENVIRONMENT, which is credentials_table_man()'s. */
+static const char files[] =
 	".SH FILES\n"
 	".TP\n"
 	".I /var/cache/tilefs\n"
@@ -160,6 +155,8 @@ void manpage_print(FILE *out)
 	      "Options of \\fBtilefs warm\\fR:\n", out);
 	options_man(out, OPTIONS_WARM);
 	fputs(tail, out);
+	credentials_table_man(out);
+	fputs(files, out);
 }
 
 void manpage_print_markdown(FILE *out)

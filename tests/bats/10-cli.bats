@@ -340,6 +340,52 @@ $(head -n 40 "$T/options.diff")"
 	done
 }
 
+@test "docs/CONFIGURATION.md's credentials part is what 'tilefs --help-credentials-markdown' prints (make docs)" {
+	local conf=$REPO_ROOT/docs/CONFIGURATION.md
+	assert_eq "$(grep -c '^<!-- BEGIN credentials table' "$conf")" 1 "BEGIN lines in CONFIGURATION.md"
+	assert_eq "$(grep -c '^<!-- END credentials table' "$conf")" 1 "END lines in CONFIGURATION.md"
+	tilefs_run --help-credentials-markdown
+	assert_eq "$status" 0 "exit status"
+	printf '%s\n' "$out" >"$T/credentials.md"
+	sed -n '/^<!-- BEGIN credentials table/,/^<!-- END credentials table/p' "$conf" >"$T/committed.md"
+	diff -u "$T/committed.md" "$T/credentials.md" >"$T/credentials.diff" ||
+		fail "docs/CONFIGURATION.md's credentials part differs from the table: run 'make docs'
+$(head -n 40 "$T/credentials.diff")"
+}
+
+# The variables the providers read: each getenv("NAME"), and each NAME they
+# read through a variable (a profile file's aws_file("NAME", ...), an
+# identity's *_env = "NAME").
+provider_variables() {
+	grep -ohE 'getenv\("[A-Za-z0-9_]+"\)|aws_file\("[A-Z0-9_]+"|_env = "[A-Z0-9_]+"' \
+		"$REPO_ROOT"/cache/origin/providers/*.c | grep -oE '"[A-Za-z0-9_]+"' | tr -d '"' | sort -u
+}
+
+@test "man tilefs's ENVIRONMENT names every variable the providers read, each on a source's line" {
+	tilefs_run --help-man
+	assert_eq "$status" 0 "exit status"
+	local env tags names name missing="" n=0
+	env=$(sed -n '/^\.SH ENVIRONMENT/,/^\.SH [^E]/p' <<<"$out")
+	[ -n "$env" ] || fail "tilefs(1) has no ENVIRONMENT section"
+	# a source's line: the tag after .TP, where the table puts its variables
+	tags=$(awk 'prev == ".TP" { print } { prev = $0 }' <<<"$env")
+	names=$(provider_variables)
+	for name in $names; do
+		n=$((n + 1))
+		grep -qF -- "\\fB$name\\fR" <<<"$tags" || missing="$missing $name"
+	done
+	[ "$n" -ge 30 ] || fail "only $n variables found in cache/origin/providers/: is the grep reading them?"
+	[ -z "$missing" ] || fail "read in cache/origin/providers/ but on no line of ENVIRONMENT (add a row to tools/credentials_table.c):$missing"
+	if command -v man >/dev/null; then
+		printf '%s\n' "$out" >"$T/tilefs.1"
+		env=$(MANWIDTH=200 man -l "$T/tilefs.1" 2>/dev/null | sed -n '/^ENVIRONMENT/,/^FILES/p')
+		for name in $names; do
+			grep -qw -- "$name" <<<"$env" || missing="$missing $name"
+		done
+		[ -z "$missing" ] || fail "not in ENVIRONMENT as man shows it:$missing"
+	fi
+}
+
 @test "README.md is at most 300 lines, and every file the README and docs/ name exists" {
 	local lines
 	lines=$(wc -l <"$REPO_ROOT/README.md")

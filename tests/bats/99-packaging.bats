@@ -3,9 +3,10 @@
 # finds no error, apt-get installs it, `mount -t tilefs` and an fstab line
 # (mount --fstab) mount through mount.tilefs and read bytes identical to the
 # origin, umount ends the daemon, the systemd units verify, the man page
-# lists every option --help lists, a user other than root mounts, and
-# dpkg -r leaves nothing behind. The package is built and installed once
-# for the file, and removed at the end even when a test fails.
+# lists every option --help lists, the README and docs/ are in it, a user
+# other than root mounts, and dpkg -r leaves nothing behind. The package is
+# built and installed once for the file, and removed at the end even when a
+# test fails.
 
 bats_require_minimum_version 1.5.0
 load ../lib/tilefs
@@ -82,6 +83,24 @@ wait_gone() {
 	[ -f /etc/tilefs/example.conf ] || fail "no /etc/tilefs/example.conf after install"
 	run -0 /usr/bin/tilefs --version
 	assert_eq "$output" "tilefs $version" "tilefs --version"
+}
+
+@test "the package ships the README and every page of docs/, as in the tree, uncompressed" {
+	local doc=$BATS_FILE_TMPDIR/tree/usr/share/doc/tilefs md missing="" n=0
+	cmp "$REPO_ROOT/README.md" "$doc/README.md" || fail "no /usr/share/doc/tilefs/README.md as in the tree"
+	for md in "$REPO_ROOT"/docs/*.md; do
+		n=$((n + 1))
+		cmp -s "$md" "$doc/docs/$(basename "$md")" || missing="$missing docs/$(basename "$md")"
+	done
+	[ "$n" -ge 5 ] || fail "only $n pages in docs/"
+	[ -z "$missing" ] || fail "the package lacks, or holds another version of:$missing"
+	# the README's links to docs/ lead somewhere in the package too
+	while IFS= read -r target; do
+		[ -e "$doc/${target%%#*}" ] || missing="$missing $target"
+	done < <(grep -oE '\]\(docs/[^)]+\)' "$REPO_ROOT/README.md" | sed -E 's/^\]\((.*)\)$/\1/')
+	[ -z "$missing" ] || fail "the installed README links to what the package lacks:$missing"
+	grep -q '^<!-- BEGIN credentials table' "$doc/docs/CONFIGURATION.md" ||
+		fail "the installed CONFIGURATION.md has no credentials table"
 }
 
 @test "lintian reports no error on the package" {
