@@ -201,6 +201,34 @@ mount_dev() {
 	no_issued_secret "$TILEFS_LOG"
 }
 
+@test "aws profiles: an SSO token that expires during a mount: the log says to run aws sso login, reads fail with EACCES, a new login recovers" {
+	echo 20 >"$ID/lifetime"
+	sso_config
+	sso_login corp "sso-access-short" "$(date -u -d '+40 seconds' +%Y-%m-%dT%H:%M:%SZ)"
+	mount_dev --log-level info --metrics-file "$T/m.prom"
+	read_all || fail "a file differs"
+	local f deadline=$((SECONDS + 180)) out
+	f=$(head -1 "$T/list")
+	while out=$(cat "$MNT/$f" 2>&1 >/dev/null); do
+		[ "$SECONDS" -lt "$deadline" ] || fail "reads never failed once the token expired"
+		sleep 1
+	done
+	[[ $out == *"Permission denied"* ]] || fail "a read failed with: $out"
+	grep -q "the SSO token of profile dev expired at .*: run \`aws sso login --profile dev\`" \
+		"$TILEFS_LOG" || fail "no line saying what to run: $(grep -i sso "$TILEFS_LOG")"
+	wait_until "tilefs_credentials_expired 1" metric_is "$T/m.prom" tilefs_credentials_expired 1
+	sso_login corp "sso-access-again"
+	deadline=$((SECONDS + 180))
+	until cmp -s "$SAMPLES/$f" "$MNT/$f"; do
+		[ "$SECONDS" -lt "$deadline" ] || fail "the mount did not recover after a new login"
+		sleep 1
+	done
+	read_all || fail "a file differs after the new login"
+	grep -q "^sso presented sha256:$(sha16 sso-access-again) " "$ID/log" ||
+		fail "the new token was never sent"
+	no_issued_secret "$TILEFS_LOG"
+}
+
 @test "aws profiles: role_arn with credential_source Ec2InstanceMetadata: AssumeRole signed by the instance's keys, both renewed" {
 	echo 20 >"$ID/lifetime"
 	printf '[profile ops]\nrole_arn = arn:aws:iam::%s:role/ops\ncredential_source = Ec2InstanceMetadata\nrole_session_name = bats-imds\nexternal_id = ext-42\n' \

@@ -94,14 +94,16 @@ static int profile_keys(const char *creds, const char *config, const char *profi
 {
 	const char *file = creds, *sect = profile;
 
-	if (aws_config_get(creds, profile, "aws_access_key_id", k->access_key, sizeof(k->access_key))) {
+	if (aws_config_get(creds, profile, "aws_access_key_id", k->access_key,
+			   sizeof(k->access_key))) {
 		file = config;
 		sect = section;
 		if (aws_config_get(config, section, "aws_access_key_id", k->access_key,
-			    sizeof(k->access_key)))
+				   sizeof(k->access_key)))
 			return -ENOENT;
 	}
-	if (aws_config_get(file, sect, "aws_secret_access_key", k->secret_key, sizeof(k->secret_key)))
+	if (aws_config_get(file, sect, "aws_secret_access_key", k->secret_key,
+			   sizeof(k->secret_key)))
 		return -EINVAL;
 	aws_config_get(file, sect, "aws_session_token", k->session_token, sizeof(k->session_token));
 	*in = file == creds ? "AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials)" :
@@ -211,7 +213,8 @@ static int from_profile(struct s3_source *s, const char *profile, bool *region_f
 	aws_config_path("AWS_CONFIG_FILE", "config", config, sizeof(config));
 	aws_config_section(profile, section, sizeof(section));
 
-	*region_found = aws_config_get(config, section, "region", s->region, sizeof(s->region)) == 0;
+	*region_found = aws_config_get(config, section, "region", s->region,
+				       sizeof(s->region)) == 0;
 	if (aws_config_get(config, section, "role_arn", role_arn, sizeof(role_arn)) == 0) {
 		struct aws_web_identity *w = &s->web;
 		struct aws_assume_role *r = &s->role;
