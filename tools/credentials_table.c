@@ -73,12 +73,24 @@ static const struct credential_row rows[] = {
 	  "in `AWS_CONFIG_FILE` (default `$HOME/.aws/config`, its section "
 	  "`[profile NAME]`, or `[default]`): its `role_arn` with its `web_identity_token_file` (and "
 	  "`role_session_name`), asked of STS as web identity is." },
-	{ STORE_S3, true, "profile: `role_arn` with `source_profile`",
+	{ STORE_S3, true, "profile: `role_arn` with `source_profile` or `credential_source`",
 	  "AWS_PROFILE AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE HOME",
-	  "STS `AssumeRole` for the profile's `role_arn`, signed with Signature V4 by "
-	  "the `aws_access_key_id` and `aws_secret_access_key` of its "
-	  "`source_profile` (in either file; a source profile that is itself a role "
-	  "is not followed)." },
+	  "STS `AssumeRole` for the profile's `role_arn` (with its `role_session_name` "
+	  "and `external_id`), signed with Signature V4 by the source's keys: its "
+	  "`source_profile`'s SSO sign-in, keys or `credential_process` (a source "
+	  "profile that is itself a role is not followed), or its `credential_source`: "
+	  "`Environment` (the static keys' variables; reached with `--profile` only), "
+	  "`Ec2InstanceMetadata` (the instance's role) or `EcsContainer` (the container "
+	  "endpoint). Short-lived source keys are fetched afresh before each "
+	  "`AssumeRole`." },
+	{ STORE_S3, true, "profile: SSO sign-in (`sso_session`, or a legacy SSO profile)",
+	  "AWS_PROFILE AWS_CONFIG_FILE AWS_ENDPOINT_URL_SSO HOME",
+	  "The role `sso_role_name` of the account `sso_account_id`, from the SSO "
+	  "portal (`GetRoleCredentials`, at `AWS_ENDPOINT_URL_SSO`, else "
+	  "`https://portal.sso.REGION.amazonaws.com`), with the access token `aws sso "
+	  "login` left in `$HOME/.aws/sso/cache/`, read again at each renewal; an "
+	  "expired token fails with the `aws sso login` command to run. tilefs never "
+	  "signs in nor refreshes the token." },
 	{ STORE_S3, true, "profile: keys",
 	  "AWS_PROFILE AWS_SHARED_CREDENTIALS_FILE AWS_CONFIG_FILE HOME",
 	  "The profile's `aws_access_key_id` and `aws_secret_access_key` (and "

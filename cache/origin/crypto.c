@@ -16,6 +16,15 @@ void sha256(const void *data, size_t len, uint8_t out[SHA256_LEN])
 	EVP_Digest(data, len, out, &n, EVP_sha256(), NULL);
 }
 
+void sha1_hex(const char *text, char out[41])
+{
+	uint8_t digest[20];
+	unsigned int n = sizeof(digest);
+
+	EVP_Digest(text, strlen(text), digest, &n, EVP_sha1(), NULL);
+	hex_encode(digest, sizeof(digest), out);
+}
+
 void hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
 		 uint8_t out[SHA256_LEN])
 {

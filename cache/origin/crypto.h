@@ -1,6 +1,7 @@
 /*
  * crypto.h - the few primitives request signing needs (S3 and GCS V4,
- * Azure Shared Key), on OpenSSL: SHA-256, HMAC-SHA256, hex and base64.
+ * Azure Shared Key), on OpenSSL: SHA-256, HMAC-SHA256, hex and base64;
+ * SHA-1 for a file name.
  * For cache/origin/providers/ (and sigv4.c): the only user of OpenSSL.
  *
  * Layer: the origin (cache/origin/), over cache/base/ and under its
@@ -17,6 +18,9 @@
 #define SHA256_LEN 32
 
 void sha256(const void *data, size_t len, uint8_t out[SHA256_LEN]);
+/* Lowercase hex of the SHA-1 of TEXT into OUT: a name, not a proof (the
+ * AWS CLI names its SSO token cache files so). */
+void sha1_hex(const char *text, char out[41]);
 void hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
 		 uint8_t out[SHA256_LEN]);
 /* Lowercase hex of LEN bytes into OUT (2 * len + 1 bytes). */

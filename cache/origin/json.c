@@ -110,3 +110,19 @@ int json_doc_int(const struct json_doc *doc, const char *key, int64_t *out)
 	*out = json_object_get_int64(v);
 	return errno ? -EINVAL : 0;
 }
+
+int json_doc_object(const struct json_doc *doc, const char *key, struct json_doc **out)
+{
+	struct json_object *v;
+
+	*out = NULL;
+	if (!json_object_object_get_ex(doc->top, key, &v))
+		return -ENOENT;
+	if (!json_object_is_type(v, json_type_object))
+		return -EINVAL;
+	*out = malloc(sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	(*out)->top = json_object_get(v);	/* its own reference */
+	return 0;
+}

@@ -1,9 +1,10 @@
 /*
  * json.h - just enough JSON for the credential documents identity
  * endpoints answer (instance metadata, container credentials,
- * credential_process): parse one bounded document whose top is an
- * object, then take a string or an integer by key from that object.
- * Nothing else: no nesting walked, no arrays, no writing.
+ * credential_process, the SSO portal): parse one bounded document whose
+ * top is an object, then take a string, an integer or an object (as a
+ * document of its own) by key from that object. Nothing else: no arrays,
+ * no writing.
  *
  * Over json-c (libjson-c5, Debian-maintained), used in this file only:
  * a real parser, so an escaped quote, a key nested in another object or
@@ -53,5 +54,10 @@ int json_doc_text(const struct json_doc *doc, const char *key, char *out, size_t
 /* The integer value of KEY in the top object: 0, -ENOENT, or -EINVAL when
  * it is not an integer. */
 int json_doc_int(const struct json_doc *doc, const char *key, int64_t *out);
+
+/* The object value of KEY in the top object as a document of its own into
+ * *OUT (caller frees with json_doc_free(); DOC may be freed first): 0,
+ * -ENOENT, -EINVAL when it is not an object, -ENOMEM. */
+int json_doc_object(const struct json_doc *doc, const char *key, struct json_doc **out);
 
 #endif

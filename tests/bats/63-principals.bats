@@ -211,6 +211,28 @@ mount_web_lister() {
 	assert_eq "$(grep -c "^sts GET" "$ID/log")" 0 "GETs to STS"
 }
 
+# ---- SSO profiles: one sign-in, two roles of one account ----
+
+sso_config() {
+	printf '[profile sso-reader]\nsso_session = corp\nsso_account_id = 123456789012\nsso_role_name = reader\n\n[profile sso-lister]\nsso_session = corp\nsso_account_id = 123456789012\nsso_role_name = lister\n\n[sso-session corp]\nsso_start_url = https://corp.awsapps.com/start\nsso_region = eu-west-1\n' \
+		>"$T/config"
+	mkdir -p "$HOME/.aws/sso/cache"
+	printf '{"accessToken": "sso-access-p", "expiresAt": "%s"}\n' \
+		"$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)" \
+		>"$HOME/.aws/sso/cache/$(printf corp | sha1sum | cut -c1-40).json"
+	echo "sso-access-p" >"$ID/sso-token"
+}
+mount_sso_reader() { AWS_CONFIG_FILE=$T/config AWS_ENDPOINT_URL_SSO=$ID_URL s3_mount --profile sso-reader; }
+mount_sso_lister() { AWS_CONFIG_FILE=$T/config AWS_ENDPOINT_URL_SSO=$ID_URL s3_mount --profile sso-lister; }
+
+@test "principals: two SSO roles of one account, one sign-in: the second is refused; the first's remount asks nothing" {
+	sso_config
+	two_principals sso:123456789012:reader sso:123456789012:lister mount_sso_reader \
+		mount_sso_lister
+	assert_eq "$(grep -c '^sso GET /federation/credentials 200 issued' "$ID/log")" 3 \
+		"portal answers (one a mount)"
+}
+
 # ---- secrets go only to https or loopback, as the URL's host says ----
 
 # recorder_start: an HTTP proxy on 127.0.0.1 that records every request

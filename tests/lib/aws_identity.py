@@ -32,15 +32,35 @@ Endpoints, as documented by AWS (request and response shapes):
     CLI's Version 1 document (Version, AccessKeyId, SecretAccessKey,
     SessionToken, Expiration) of a freshly issued key, and exits 0.
   - STS AssumeRole: the same Query API, Action=AssumeRole, Version,
-    RoleArn, RoleSessionName, DurationSeconds optional, signed with
-    Signature V4 (service sts) by the keys in DIR/source-keys ("ID SECRET"):
-    the signature is checked with botocore over the headers the request
+    RoleArn, RoleSessionName, DurationSeconds and ExternalId optional,
+    signed with Signature V4 (service sts) by the keys in DIR/source-keys
+    ("ID SECRET"), or by a key this emulator issued that has not expired
+    (with its session token: a role_arn whose credential_source is the
+    metadata service, or whose source_profile signs in with SSO): the
+    signature is checked with botocore over the headers the request
     names in SignedHeaders (403 SignatureDoesNotMatch otherwise); answers
-    the documented <AssumeRoleResponse> (Credentials, AssumedRoleUser).
+    the documented <AssumeRoleResponse> (Credentials, AssumedRoleUser),
+    and logs "sts assume-role session=NAME signed-by ROLE" (ROLE: the role
+    of the issued key that signed, or "source-keys").
+  - the SSO portal's GetRoleCredentials (IAM Identity Center): GET
+    /federation/credentials?role_name=R&account_id=A with the header
+    x-amz-sso_bearer_token, which must equal DIR/sso-token (read at each
+    request, so a test can "log in" again); answers
+    {"roleCredentials": {"accessKeyId", "secretAccessKey", "sessionToken",
+    "expiration" (milliseconds since the epoch)}} for a key issued to the
+    role "sso:A:R"; 401 UnauthorizedException for another token or none,
+    403 ForbiddenException for a pair not in DIR/sso-roles (lines
+    "ACCOUNT ROLE") when that file exists, 400 InvalidRequestException
+    without role_name or account_id. Logs "sso presented sha256:HEX
+    role=R account=A" (HEX: the first 16 hex digits of the token's
+    SHA-256; never the token).
 Left out: IMDSv1, the instance identity documents and every other
 metadata path; the container endpoint's error bodies beyond a status;
 STS's other actions, policies, tags, source identity, and any check of
-the token beyond equality (no JWT is verified).
+the token beyond equality (no JWT is verified); the SSO portal's other
+operations (ListAccounts, ListAccountRoles, Logout), SSO OIDC (device
+authorization, CreateToken: the test writes the CLI's token cache
+itself), and its throttling (429).
 
 Principals: every key is issued to a role, and keys.json says what it
 may do ("Actions": GET and LIST, or LIST alone for a role named in
@@ -166,6 +186,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def endpoint(self):
         if self.path.startswith("/latest/"):
             return "imds"
+        if self.path.startswith("/federation/"):
+            return "sso"
         if self.path.startswith("/v2/credentials"):
             return "container"
         return "sts"
@@ -187,6 +209,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.imds()
         if ep == "container":
             return self.container()
+        if ep == "sso":
+            return self.sso()
         self.sts(urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query))
 
     def do_POST(self):
@@ -204,7 +228,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.reply("sts", status, body, ctype="text/xml")
 
     def signature_ok(self):
-        """Is this request signed (SigV4, sts) by DIR/source-keys?"""
+        """The name of what signed this request (SigV4, sts): "source-keys"
+        (DIR/source-keys) or the role of a key issued here that still
+        holds; None when the signature does not match."""
         import botocore.auth
         import botocore.awsrequest
         import botocore.credentials
@@ -212,17 +238,35 @@ class Handler(http.server.BaseHTTPRequestHandler):
         ours = self.headers.get("Authorization", "")
         m = re.match(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/sts/aws4_request, "
                      r"SignedHeaders=([^,]+), Signature=[0-9a-f]{64}$", ours)
+        if not m:
+            return None
         keys = (read("source-keys") or "").split()
-        if not m or len(keys) != 2 or m.group(1) != keys[0]:
-            return False
-        creds = botocore.credentials.Credentials(keys[0], keys[1])
+        signer = "source-keys"
+        if len(keys) == 2 and m.group(1) == keys[0]:
+            creds = botocore.credentials.Credentials(keys[0], keys[1])
+        else:
+            with lock:
+                try:
+                    with open(os.path.join(DIR, "keys.json")) as f:
+                        issued = json.load(f)["keys"]
+                except FileNotFoundError:
+                    issued = []
+            k = next((k for k in issued if k["AccessKeyId"] == m.group(1)
+                      and k["ExpiresEpoch"] > time.time()), None)
+            if k is None:
+                return None
+            signer = k["Role"]
+            creds = botocore.credentials.Credentials(k["AccessKeyId"], k["SecretAccessKey"],
+                                                     k["Token"])
         signed = m.group(4).split(";")
         headers = {h: self.headers.get(h, "") for h in signed if h != "host"}
         req = botocore.awsrequest.AWSRequest(
             method=self.command, url=f"http://{self.headers.get('Host')}{self.path}",
             headers={k: v for k, v in headers.items() if k != "x-amz-date"})
-        return authorization_at(botocore.auth.SigV4Auth(creds, "sts", m.group(3)), req,
-                                self.headers.get("x-amz-date", "")) == ours
+        if authorization_at(botocore.auth.SigV4Auth(creds, "sts", m.group(3)), req,
+                            self.headers.get("x-amz-date", "")) != ours:
+            return None
+        return signer
 
     def sts(self, q):
         one = {k: v[0] for k, v in q.items()}
@@ -311,7 +355,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         for p in ("Version", "RoleArn", "RoleSessionName"):
             if p not in one:
                 return self.sts_error(400, "MissingParameter", f"{p} is missing")
-        if not self.signature_ok():
+        signer = self.signature_ok()
+        if signer is None:
             return self.sts_error(403, "SignatureDoesNotMatch", "the signature does not match")
         k = issue(one["RoleArn"])
         session = one["RoleSessionName"]
@@ -334,8 +379,39 @@ class Handler(http.server.BaseHTTPRequestHandler):
   </ResponseMetadata>
 </AssumeRoleResponse>
 """.encode()
-        log(f"sts assume-role session={session}")
+        log(f"sts assume-role session={session} signed-by {signer}"
+            + (f" external-id={one['ExternalId']}" if "ExternalId" in one else ""))
         self.reply("sts", 200, body, k["AccessKeyId"], ctype="text/xml")
+
+
+    def sso_error(self, status, kind, message):
+        body = json.dumps({"message": message}).encode()
+        log(f"sso error {kind}")
+        self.reply("sso", status, body)
+
+    def sso(self):
+        url = urllib.parse.urlsplit(self.path)
+        if url.path != "/federation/credentials":
+            return self.reply("sso", 404)
+        q = {k: v[0] for k, v in urllib.parse.parse_qs(url.query).items()}
+        token = self.headers.get("x-amz-sso_bearer_token", "")
+        role, account = q.get("role_name"), q.get("account_id")
+        log("sso presented sha256:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+            + f" role={role} account={account}")
+        if not token or token != read("sso-token"):
+            return self.sso_error(401, "UnauthorizedException",
+                                  "Session token not found or invalid")
+        if not role or not account:
+            return self.sso_error(400, "InvalidRequestException",
+                                  "role_name and account_id are required")
+        allowed = read("sso-roles")
+        if allowed is not None and f"{account} {role}" not in allowed.splitlines():
+            return self.sso_error(403, "ForbiddenException", "No access")
+        k = issue(f"sso:{account}:{role}")
+        self.reply("sso", 200, json_slashes({"roleCredentials": {
+            "accessKeyId": k["AccessKeyId"], "secretAccessKey": k["SecretAccessKey"],
+            "sessionToken": k["Token"], "expiration": k["ExpiresEpoch"] * 1000}}),
+            k["AccessKeyId"])
 
 
 def process(role="tilefs-test"):

@@ -77,5 +77,21 @@ int main(void)
 	CHECK(json_doc_int(doc, "S", &n) == -EINVAL, "a string is not an integer");
 	CHECK(json_doc_int(doc, "None", &n) == -ENOENT, "absent");
 	json_doc_free(doc);
+
+	/* the SSO portal's answer nests its credentials one level down */
+	struct json_doc *inner;
+	const char *nested = "{\"roleCredentials\": {\"accessKeyId\": \"AK\", "
+			     "\"expiration\": 1700000000000}, \"flat\": 3}";
+	CHECK(json_doc_parse(nested, strlen(nested), &doc) == 0, "a nested document");
+	CHECK(json_doc_object(doc, "flat", &inner) == -EINVAL && !inner,
+	      "a number is not an object");
+	CHECK(json_doc_object(doc, "none", &inner) == -ENOENT, "absent object");
+	CHECK(json_doc_object(doc, "roleCredentials", &inner) == 0, "the inner object");
+	json_doc_free(doc);	/* the inner one holds its own reference */
+	CHECK(json_doc_string(inner, "accessKeyId", v, sizeof(v)) == 0 && strcmp(v, "AK") == 0,
+	      "a string of the inner object, the outer freed: %s", v);
+	CHECK(json_doc_int(inner, "expiration", &n) == 0 && n == 1700000000000LL,
+	      "a millisecond epoch fits");
+	json_doc_free(inner);
 	return check_done();
 }

@@ -27,7 +27,8 @@ time_t aws_iso8601(const char *text)
 		return 0;
 	if (*rest == '.')
 		rest += 1 + strspn(rest + 1, "0123456789");
-	if (strcmp(rest, "Z") != 0 && strcmp(rest, "+00:00") != 0)
+	/* "UTC": as older AWS CLIs wrote an SSO token's expiresAt */
+	if (strcmp(rest, "Z") != 0 && strcmp(rest, "+00:00") != 0 && strcmp(rest, "UTC") != 0)
 		return 0;
 	return timegm(&tm);
 }

@@ -50,8 +50,8 @@ typedef int (*aws_fetch_fn)(const void *ctx, struct aws_keys *out, char *from,
 int aws_endpoint_call(const char *url, const char *name, const char *method, char *header,
 		      struct oauth_body *out);
 
-/* "2026-11-25T03:00:00Z", with optional fractional seconds or +00:00, as
- * a time; 0 when it is not one. */
+/* "2026-11-25T03:00:00Z", with optional fractional seconds, +00:00 or
+ * UTC for Z, as a time; 0 when it is not one. */
 time_t aws_iso8601(const char *text);
 
 /*

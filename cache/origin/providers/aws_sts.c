@@ -5,7 +5,10 @@
  * for this action, as the AWS SDKs send it: the token travels in the
  * body, never in a URL, and follows no redirect to another origin.
  * AssumeRole is the Query API's GET (Action, Version, RoleArn,
- * RoleSessionName) signed with Signature V4 for the service "sts".
+ * RoleSessionName, ExternalId when the profile sets one) signed with
+ * Signature V4 for the service "sts" by the source's keys, which are
+ * fetched afresh before each call when they are short-lived themselves
+ * (so a renewal of the role renews its source too).
  */
 #include "cache/origin/providers/aws_sts.h"
 #include "cache/origin/providers/bucket.h"
@@ -239,7 +242,7 @@ out:
 
 /* What an AssumeRole attempt is signed with. */
 struct assume_signer {
-	const struct aws_assume_role *role;
+	const struct aws_keys *keys;	/* the source's */
 	char host[256];
 	char region[64];
 };
@@ -247,19 +250,41 @@ struct assume_signer {
 static int assume_sign(void *signer, const struct http_attempt *a, struct curl_slist **headers)
 {
 	const struct assume_signer *as = signer;
-	const struct aws_keys *k = &as->role->source;
+	const struct aws_keys *k = as->keys;
 	struct sigv4_credentials cred = { k->access_key, k->secret_key,
 					  k->session_token[0] ? k->session_token : NULL };
 
 	return bucket_sign(&sigv4_aws, &cred, as->host, as->region, "sts", a, NULL, 0, headers);
 }
 
+/* The source keys of ROLE into *KEYS: its static ones (borrowed), or a
+ * fresh set fetched into FETCHED (zeroed by the caller). */
+static int assume_source(const struct aws_assume_role *role, struct aws_keys *fetched,
+			 const struct aws_keys **keys)
+{
+	char from[160];
+	int err;
+
+	*keys = &role->source;
+	if (!role->source_fetch)
+		return 0;
+	err = role->source_fetch(role->source_ctx, fetched, from, sizeof(from));
+	if (err) {
+		log_warn("s3: no keys from %s to assume role %s with: %s", role->source_name,
+			 role->role_arn, strerror(-err));
+		return err;
+	}
+	*keys = fetched;
+	return 0;
+}
+
 int aws_assume_role_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size)
 {
 	const struct aws_assume_role *role = ctx;
-	struct assume_signer as = { .role = role };
-	char base[512], session[160], url[2048];
-	char *e_role = NULL, *e_session = NULL;
+	struct assume_signer as = { .keys = NULL };
+	char base[512], session[160], url[2048], external[600] = "";
+	char *e_role = NULL, *e_session = NULL, *e_external = NULL;
+	struct aws_keys *fetched = NULL;
 	struct oauth_body *b = NULL;
 	const char *region = getenv("AWS_REGION"), *host;
 	size_t host_len;
@@ -279,15 +304,22 @@ int aws_assume_role_fetch(const void *ctx, struct aws_keys *out, char *from, siz
 		snprintf(session, sizeof(session), "tilefs-%lld", (long long)time(NULL));
 	e_role = url_encode(role->role_arn, false);
 	e_session = url_encode(session, false);
+	e_external = url_encode(role->external_id, false);
 	b = malloc(sizeof(*b));
-	if (!e_role || !e_session || !b)
+	fetched = calloc(1, sizeof(*fetched));
+	if (!e_role || !e_session || !e_external || !b || !fetched)
 		goto out;
-	if ((size_t)snprintf(url, sizeof(url), "%s/?Action=AssumeRole&RoleArn=%s"
-			     "&RoleSessionName=%s&Version=2011-06-15", base, e_role, e_session) >=
-	    sizeof(url)) {
+	if (e_external[0])
+		snprintf(external, sizeof(external), "&ExternalId=%s", e_external);
+	if ((size_t)snprintf(url, sizeof(url), "%s/?Action=AssumeRole%s&RoleArn=%s"
+			     "&RoleSessionName=%s&Version=2011-06-15", base, external, e_role,
+			     e_session) >= sizeof(url)) {
 		err = -EINVAL;
 		goto out;
 	}
+	err = assume_source(role, fetched, &as.keys);
+	if (err)
+		goto out;
 	err = oauth_endpoint_call_signed(url, "STS (AssumeRole)", NULL, NULL, assume_sign, &as, b);
 	if (err)
 		goto out;
@@ -295,13 +327,17 @@ int aws_assume_role_fetch(const void *ctx, struct aws_keys *out, char *from, siz
 	if (err)
 		goto out;
 	char *shown = url_for_log(base);
-	snprintf(from, from_size, "profile %.60s (role %.80s, source_profile %.60s) through STS "
-		 "at %.80s", role->profile, role->role_arn, role->source_profile,
-		 shown ? shown : "");
+	snprintf(from, from_size, "profile %.60s (role %.80s, %.80s) through STS at %.80s",
+		 role->profile, role->role_arn, role->source_name, shown ? shown : "");
 	free(shown);
 out:
 	free(e_role);
 	free(e_session);
+	free(e_external);
+	if (fetched) {
+		explicit_bzero(fetched, sizeof(*fetched));
+		free(fetched);
+	}
 	if (b) {
 		memset(b, 0, sizeof(*b));
 		free(b);

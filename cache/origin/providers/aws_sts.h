@@ -1,6 +1,6 @@
 /*
  * aws_sts.h - credentials from AWS STS for the S3 provider: AssumeRole
- * with a source profile's keys, and AssumeRoleWithWebIdentity (Kubernetes service account tokens, GitHub
+ * with a source profile's or a credential_source's keys, and AssumeRoleWithWebIdentity (Kubernetes service account tokens, GitHub
  * OIDC, ...), asked again before the role's credentials expire with the
  * token file read afresh (it rotates).
  *
@@ -27,18 +27,27 @@ struct aws_web_identity {
 	char set_by[160];	/* "AWS_WEB_IDENTITY_TOKEN_FILE" or "profile P" */
 };
 
-/* The settings of a role assumed with a source profile's keys
- * (role_arn + source_profile), owned by the S3 source. */
+/* The settings of a role assumed with a source's keys (role_arn with
+ * source_profile or credential_source), owned by the S3 source. */
 struct aws_assume_role {
 	char role_arn[256];
 	char session_name[128];
+	char external_id[256];		/* "" when the profile sets none */
 	char profile[128];		/* the profile naming the role */
-	char source_profile[128];
-	struct aws_keys source;		/* its static keys; never expire */
+	/* "source_profile NAME" or "credential_source VALUE", for messages */
+	char source_name[160];
+	/* the source's keys: fetched afresh by SOURCE_FETCH(SOURCE_CTX)
+	   before each AssumeRole when it is set (the instance metadata
+	   service, a container endpoint, an SSO or credential_process
+	   source profile), else the static keys in SOURCE */
+	aws_fetch_fn source_fetch;
+	const void *source_ctx;
+	struct aws_keys source;
 };
 
 /* An aws_fetch_fn: STS AssumeRole for CTX (a struct aws_assume_role),
- * signed with Signature V4 by the source profile's keys. */
+ * signed with Signature V4 by the source's keys, fetched first when they
+ * are short-lived (and zeroed after). */
 int aws_assume_role_fetch(const void *ctx, struct aws_keys *out, char *from, size_t from_size);
 
 /*

@@ -219,6 +219,7 @@ int oauth_endpoint_call_signed(const char *url, const char *name, const char *me
 	int err;
 
 	out->len = 0;
+	out->status = 0;
 	out->text[0] = out->challenge[0] = '\0';
 	http_config_defaults(&cfg);
 	cfg.retries = 0;
@@ -227,6 +228,7 @@ int oauth_endpoint_call_signed(const char *url, const char *name, const char *me
 	cfg.total_timeout_ms = 5000;
 	cfg.max_body = sizeof(out->text) - 1;
 	err = http_fetch_once(&cfg, &req);
+	out->status = req.status;
 	if (!err && req.status != 200)
 		err = -EACCES;
 	if (err && req.status == 401)

@@ -94,6 +94,7 @@ struct oauth_body {
 	bool answers_challenge;		/* in: the caller answers a 401's
 					   challenge itself (not logged) */
 	char challenge[160];		/* out: a 401's WWW-Authenticate, or "" */
+	long status;			/* out: the HTTP status, 0 when none */
 };
 
 /*

@@ -11,18 +11,22 @@
  * profile AWS_PROFILE (or "default"; --profile NAME: that one, and the
  * environment's keys and web identity unread) in AWS_SHARED_CREDENTIALS_FILE
  * (~/.aws/credentials) or AWS_CONFIG_FILE (~/.aws/config): its role_arn
- * (with web_identity_token_file, or with source_profile: AssumeRole
- * signed by that profile's keys), else its keys, else its
- * credential_process; a container credentials endpoint; the instance
+ * (with web_identity_token_file, or with source_profile or
+ * credential_source: AssumeRole signed by that source's keys), else its
+ * SSO sign-in (sso_session or a legacy SSO profile), else its keys, else
+ * its credential_process; a container credentials endpoint; the instance
  * metadata service (IMDSv2) unless AWS_EC2_METADATA_DISABLED=true. All
- * but keys are short-lived (aws_creds.c, aws_sts.c, aws_process.c) and
+ * but keys are short-lived (aws_creds.c, aws_sts.c, aws_process.c,
+ * aws_sso.c; the shared files: aws_config.c) and
  * renewed before they expire by renewal.h, as the other clouds'
  * tokens are: S3 signs with a copy of the keys taken under its lock, and
  * says which keys signed (http_attempt.credential).
  */
 #include "cache/origin/providers/provider_int.h"
+#include "cache/origin/providers/aws_config.h"
 #include "cache/origin/providers/aws_creds.h"
 #include "cache/origin/providers/aws_process.h"
+#include "cache/origin/providers/aws_sso.h"
 #include "cache/origin/providers/aws_sts.h"
 #include "cache/origin/providers/renewal.h"
 #include "cache/origin/providers/bucket.h"
@@ -61,68 +65,12 @@ struct s3_source {
 	struct aws_web_identity web;	/* fetch_ctx of a web identity */
 	struct aws_process process;	/* fetch_ctx of a credential_process */
 	struct aws_assume_role role;	/* fetch_ctx of a role to assume */
+	struct aws_sso sso;		/* fetch_ctx of an SSO profile, or a
+					   role's source_ctx */
 	char credentials_from[160];
 };
 
 /* ---- credentials ---- */
-
-/* KEY in [SECTION] of the INI file PATH into out; 0, or -ENOENT. */
-static int ini_get(const char *path, const char *section, const char *key, char *out,
-		   size_t size)
-{
-	FILE *f = fopen(path, "re");
-	char line[4096];
-	bool in_section = false;
-	int err = -ENOENT;
-
-	if (!f)
-		return -ENOENT;
-	while (fgets(line, sizeof(line), f)) {
-		char *s = line;
-		while (isspace((unsigned char)*s))
-			s++;
-		char *end = s + strlen(s);
-		while (end > s && isspace((unsigned char)end[-1]))
-			*--end = '\0';
-		if (*s == '[') {
-			char *close = strchr(s, ']');
-			if (close)
-				*close = '\0';
-			char *name = s + 1;
-			while (isspace((unsigned char)*name))
-				name++;
-			in_section = strcmp(name, section) == 0;
-			continue;
-		}
-		if (!in_section || *s == '#' || *s == ';')
-			continue;
-		char *eq = strchr(s, '=');
-		if (!eq)
-			continue;
-		char *k_end = eq;
-		while (k_end > s && isspace((unsigned char)k_end[-1]))
-			k_end--;
-		if ((size_t)(k_end - s) != strlen(key) || strncmp(s, key, strlen(key)) != 0)
-			continue;
-		char *v = eq + 1;
-		while (isspace((unsigned char)*v))
-			v++;
-		snprintf(out, size, "%s", v);
-		err = 0;
-		break;
-	}
-	fclose(f);
-	return err;
-}
-
-static void aws_file(const char *env, const char *name, char *out, size_t size)
-{
-	const char *set = getenv(env), *home = getenv("HOME");
-	if (set && *set)
-		snprintf(out, size, "%s", set);
-	else
-		snprintf(out, size, "%s/.aws/%s", home ? home : "", name);
-}
 
 /* The credential_process of PROFILE (its section SECTION in CONFIG, or
  * [PROFILE] in CREDS) into s->process: 2, or -ENOENT. */
@@ -131,8 +79,8 @@ static int profile_process(struct s3_source *s, const char *profile, const char 
 {
 	struct aws_process *p = &s->process;
 
-	if (ini_get(creds, profile, "credential_process", p->command, sizeof(p->command)) &&
-	    ini_get(config, section, "credential_process", p->command, sizeof(p->command)))
+	if (aws_config_get(creds, profile, "credential_process", p->command, sizeof(p->command)) &&
+	    aws_config_get(config, section, "credential_process", p->command, sizeof(p->command)))
 		return -ENOENT;
 	snprintf(p->profile, sizeof(p->profile), "%s", profile);
 	return 2;
@@ -146,77 +94,152 @@ static int profile_keys(const char *creds, const char *config, const char *profi
 {
 	const char *file = creds, *sect = profile;
 
-	if (ini_get(creds, profile, "aws_access_key_id", k->access_key, sizeof(k->access_key))) {
+	if (aws_config_get(creds, profile, "aws_access_key_id", k->access_key,
+			   sizeof(k->access_key))) {
 		file = config;
 		sect = section;
-		if (ini_get(config, section, "aws_access_key_id", k->access_key,
-			    sizeof(k->access_key)))
+		if (aws_config_get(config, section, "aws_access_key_id", k->access_key,
+				   sizeof(k->access_key)))
 			return -ENOENT;
 	}
-	if (ini_get(file, sect, "aws_secret_access_key", k->secret_key, sizeof(k->secret_key)))
+	if (aws_config_get(file, sect, "aws_secret_access_key", k->secret_key,
+			   sizeof(k->secret_key)))
 		return -EINVAL;
-	ini_get(file, sect, "aws_session_token", k->session_token, sizeof(k->session_token));
+	aws_config_get(file, sect, "aws_session_token", k->session_token, sizeof(k->session_token));
 	*in = file == creds ? "AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials)" :
 			      "AWS_CONFIG_FILE (~/.aws/config)";
 	return 0;
 }
 
-/* "profile NAME" for a profile's section in the config file; "default"
- * stays bare. */
-static void config_section(const char *profile, char *out, size_t size)
+/*
+ * Where the keys of the role PROFILE assumes (its SECTION in CONFIG) come
+ * from, into s->role: its credential_source (Environment,
+ * Ec2InstanceMetadata, EcsContainer), or its source_profile, which signs in
+ * with SSO (s->sso), has keys, or a credential_process (s->process), as
+ * botocore reads them (a chain of roles is not followed). 0, or -EINVAL
+ * with why in ERR.
+ */
+static int role_source(struct s3_source *s, const char *profile, const char *creds,
+		       const char *config, const char *section, char *err, size_t err_size)
 {
-	snprintf(out, size, strcmp(profile, "default") ? "profile %s" : "%s", profile);
+	struct aws_assume_role *r = &s->role;
+	char source[128], credential_source[64], source_section[256];
+	bool has_profile = aws_config_get(config, section, "source_profile", source,
+					  sizeof(source)) == 0 && source[0];
+	bool has_credential = aws_config_get(config, section, "credential_source",
+					     credential_source, sizeof(credential_source)) == 0 &&
+			      credential_source[0];
+	const char *in;
+
+	if (has_profile == has_credential) {
+		snprintf(err, err_size, "profile '%s' sets role_arn with %s: set one of them",
+			 profile, has_profile ? "both source_profile and credential_source" :
+			 "neither source_profile nor credential_source (nor web_identity_token_file)");
+		return -EINVAL;
+	}
+	if (has_credential) {
+		snprintf(r->source_name, sizeof(r->source_name), "credential_source %s",
+			 credential_source);
+		if (strcmp(credential_source, "Ec2InstanceMetadata") == 0) {
+			r->source_fetch = aws_imds_fetch;
+			return 0;
+		}
+		if (strcmp(credential_source, "EcsContainer") == 0) {
+			int rc = aws_container_configured(err, err_size);
+			if (rc == 0)
+				snprintf(err, err_size, "profile '%s' has credential_source "
+					 "EcsContainer, but neither AWS_CONTAINER_CREDENTIALS_"
+					 "RELATIVE_URI nor _FULL_URI is set", profile);
+			r->source_fetch = aws_container_fetch;
+			return rc == 1 ? 0 : -EINVAL;
+		}
+		const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");
+		const char *token = getenv("AWS_SESSION_TOKEN");
+		if (strcmp(credential_source, "Environment") != 0) {
+			snprintf(err, err_size, "profile '%s' has credential_source %.40s: it must be "
+				 "Environment, Ec2InstanceMetadata or EcsContainer", profile,
+				 credential_source);
+			return -EINVAL;
+		}
+		if (!ak || !*ak || !sk || !*sk) {
+			snprintf(err, err_size, "profile '%s' has credential_source Environment, "
+				 "but AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set",
+				 profile);
+			return -EINVAL;
+		}
+		snprintf(r->source.access_key, sizeof(r->source.access_key), "%s", ak);
+		snprintf(r->source.secret_key, sizeof(r->source.secret_key), "%s", sk);
+		snprintf(r->source.session_token, sizeof(r->source.session_token), "%s",
+			 token ? token : "");
+		return 0;
+	}
+	snprintf(r->source_name, sizeof(r->source_name), "source_profile %s", source);
+	aws_config_section(source, source_section, sizeof(source_section));
+	int rc = aws_sso_from_profile(&s->sso, config, source, source_section, err, err_size);
+	if (rc < 0)
+		return rc;
+	if (rc > 0) {
+		r->source_fetch = aws_sso_fetch;
+		r->source_ctx = &s->sso;
+		return 0;
+	}
+	if (profile_keys(creds, config, source, source_section, &r->source, &in) == 0)
+		return 0;
+	if (profile_process(s, source, creds, config, source_section) == 2) {
+		r->source_fetch = aws_process_fetch;
+		r->source_ctx = &s->process;
+		return 0;
+	}
+	snprintf(err, err_size, "profile '%s' assumes its role with source_profile '%s', which "
+		 "has no SSO sign-in, aws_access_key_id and aws_secret_access_key, or "
+		 "credential_process (a chain of roles is not followed)", profile, source);
+	return -EINVAL;
 }
 
 /*
  * Credentials of PROFILE from the shared files; region too if given there.
  * In the SDKs' order: its role_arn (with web_identity_token_file, or with
- * source_profile and that profile's keys), its keys, its
+ * source_profile or credential_source), its SSO sign-in, its keys, its
  * credential_process. 0 (keys), 1 (a web identity role: s->web), 2 (a
- * credential_process: s->process), 3 (a role to assume: s->role),
- * -ENOENT, or -EINVAL with why in ERR.
+ * credential_process: s->process), 3 (a role to assume: s->role), 4 (SSO:
+ * s->sso), -ENOENT, or -EINVAL with why in ERR.
  */
 static int from_profile(struct s3_source *s, const char *profile, bool *region_found,
 			char *err, size_t err_size)
 {
 	char creds[2048], config[2048], section[256], role_arn[256];
 	const char *in;
-	aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials", creds, sizeof(creds));
-	aws_file("AWS_CONFIG_FILE", "config", config, sizeof(config));
-	config_section(profile, section, sizeof(section));
+	aws_config_path("AWS_SHARED_CREDENTIALS_FILE", "credentials", creds, sizeof(creds));
+	aws_config_path("AWS_CONFIG_FILE", "config", config, sizeof(config));
+	aws_config_section(profile, section, sizeof(section));
 
-	*region_found = ini_get(config, section, "region", s->region, sizeof(s->region)) == 0;
-	if (ini_get(config, section, "role_arn", role_arn, sizeof(role_arn)) == 0) {
+	*region_found = aws_config_get(config, section, "region", s->region,
+				       sizeof(s->region)) == 0;
+	if (aws_config_get(config, section, "role_arn", role_arn, sizeof(role_arn)) == 0) {
 		struct aws_web_identity *w = &s->web;
 		struct aws_assume_role *r = &s->role;
-		if (ini_get(config, section, "web_identity_token_file", w->token_file,
-			    sizeof(w->token_file)) == 0) {
+		if (aws_config_get(config, section, "web_identity_token_file", w->token_file,
+				   sizeof(w->token_file)) == 0) {
 			snprintf(w->role_arn, sizeof(w->role_arn), "%s", role_arn);
-			ini_get(config, section, "role_session_name", w->session_name,
-				sizeof(w->session_name));
+			aws_config_get(config, section, "role_session_name", w->session_name,
+				       sizeof(w->session_name));
 			snprintf(w->set_by, sizeof(w->set_by), "profile %.100s", profile);
 			return 1;
 		}
-		if (ini_get(config, section, "source_profile", r->source_profile,
-			    sizeof(r->source_profile)) == 0) {
-			char source_section[256];
-			config_section(r->source_profile, source_section, sizeof(source_section));
-			if (profile_keys(creds, config, r->source_profile, source_section,
-					 &r->source, &in)) {
-				snprintf(err, err_size, "profile '%s' assumes its role with "
-					 "source_profile '%s', which has no aws_access_key_id and "
-					 "aws_secret_access_key (only keys are followed)", profile,
-					 r->source_profile);
-				return -EINVAL;
-			}
-			snprintf(r->role_arn, sizeof(r->role_arn), "%s", role_arn);
-			ini_get(config, section, "role_session_name", r->session_name,
-				sizeof(r->session_name));
-			snprintf(r->profile, sizeof(r->profile), "%s", profile);
-			return 3;
-		}
+		if (role_source(s, profile, creds, config, section, err, err_size))
+			return -EINVAL;
+		snprintf(r->role_arn, sizeof(r->role_arn), "%s", role_arn);
+		aws_config_get(config, section, "role_session_name", r->session_name,
+			       sizeof(r->session_name));
+		aws_config_get(config, section, "external_id", r->external_id,
+			       sizeof(r->external_id));
+		snprintf(r->profile, sizeof(r->profile), "%s", profile);
+		return 3;
 	}
-	int rc = profile_keys(creds, config, profile, section, &s->keys, &in);
+	int rc = aws_sso_from_profile(&s->sso, config, profile, section, err, err_size);
+	if (rc)
+		return rc > 0 ? 4 : -EINVAL;
+	rc = profile_keys(creds, config, profile, section, &s->keys, &in);
 	if (rc == -ENOENT)
 		return profile_process(s, profile, creds, config, section);
 	if (rc == -EINVAL) {
@@ -336,6 +359,10 @@ static int find_credentials(struct s3_source *s, bool no_sign, const char *named
 	if (rc == 3)
 		return start_renewable(s, aws_assume_role_fetch, &s->role,
 				       "STS AssumeRole for the profile's role_arn", err, err_size);
+	if (rc == 4)
+		return start_renewable(s, aws_sso_fetch, &s->sso,
+				       "the SSO portal for the profile's SSO sign-in", err,
+				       err_size);
 	if (rc == 1)
 		return start_renewable(s, aws_web_identity_fetch, &s->web,
 				       "STS for the profile's web_identity_token_file", err,
