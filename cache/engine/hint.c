@@ -365,10 +365,12 @@ static void *hint_thread(void *arg)
 	}
 	pthread_mutex_lock(&h->lock);
 	while (!atomic_load(&h->stopping)) {
+		/* (with no plan's readers to come, entries behind their
+		   cursors are still due: readers want them now) */
 		size_t active = plans_active(h);
 		uint64_t budget = h->budget;
 		size_t turn = h->turn;
-		bool due = active && plan_next(h, budget / active);
+		bool due = plan_next(h, budget / (active ? active : 1));
 		h->turn = turn;
 		if (!due) {
 			pthread_cond_wait(&h->wake, &h->lock);
@@ -378,7 +380,7 @@ static void *hint_thread(void *arg)
 		uint64_t cap = ahead_cap(h->cache, budget);
 		pthread_mutex_lock(&h->lock);
 		active = plans_active(h);
-		struct hint_plan *p = active ? plan_next(h, cap / active) : NULL;
+		struct hint_plan *p = plan_next(h, cap / (active ? active : 1));
 		if (!p) {
 			/* looked at again as the readers move, or soon */
 			wait_a_while(&h->wake, &h->lock);
