@@ -71,3 +71,15 @@ void aws_config_section(const char *profile, char *out, size_t size)
 {
 	snprintf(out, size, strcmp(profile, "default") ? "profile %s" : "%s", profile);
 }
+
+bool aws_config_endpoint(const char *env, char *out, size_t size)
+{
+	const char *url = getenv(env);
+	if (!url || !*url)
+		return false;
+	size_t n = strlen(url);
+	while (n > 0 && url[n - 1] == '/')
+		n--;
+	snprintf(out, size, "%.*s", (int)n, url);
+	return true;
+}

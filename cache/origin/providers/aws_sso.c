@@ -155,16 +155,8 @@ out:
 /* The portal's base URL into OUT (no trailing '/'). */
 static void portal_endpoint(const struct aws_sso *sso, char *out, size_t size)
 {
-	const char *url = getenv("AWS_ENDPOINT_URL_SSO");
-
-	if (url && *url) {
-		size_t n = strlen(url);
-		while (n > 0 && url[n - 1] == '/')
-			n--;
-		snprintf(out, size, "%.*s", (int)n, url);
-		return;
-	}
-	snprintf(out, size, "https://portal.sso.%.40s.amazonaws.com", sso->region);
+	if (!aws_config_endpoint("AWS_ENDPOINT_URL_SSO", out, size))
+		snprintf(out, size, "https://portal.sso.%.40s.amazonaws.com", sso->region);
 }
 
 /* The portal's answer TEXT into OUT at NOW: 0, or -EIO. */

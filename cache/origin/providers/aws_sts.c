@@ -11,6 +11,7 @@
  * (so a renewal of the role renews its source too).
  */
 #include "cache/origin/providers/aws_sts.h"
+#include "cache/origin/providers/aws_config.h"
 #include "cache/origin/providers/bucket.h"
 #include "cache/base/log.h"
 #include "cache/origin/sigv4.h"
@@ -52,18 +53,11 @@ int aws_web_identity_from_env(struct aws_web_identity *w, char *err, size_t err_
 /* STS's base URL into OUT (no trailing '/'). */
 static void sts_endpoint(char *out, size_t size)
 {
-	const char *url = getenv("AWS_ENDPOINT_URL_STS");
 	const char *region = getenv("AWS_REGION");
 
-	if (!url || !*url)
-		url = getenv("AWS_ENDPOINT_URL");
-	if (url && *url) {
-		size_t n = strlen(url);
-		while (n > 0 && url[n - 1] == '/')
-			n--;
-		snprintf(out, size, "%.*s", (int)n, url);
+	if (aws_config_endpoint("AWS_ENDPOINT_URL_STS", out, size) ||
+	    aws_config_endpoint("AWS_ENDPOINT_URL", out, size))
 		return;
-	}
 	if (!region || !*region)
 		region = getenv("AWS_DEFAULT_REGION");
 	if (!region || !*region)
