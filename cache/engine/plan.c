@@ -186,6 +186,41 @@ static struct extent tier_window(struct extent u, uint64_t object_size, plan_uni
 	return (struct extent){ start, end - start };
 }
 
+/* The key of the large unit U: U widened to PLAN_SLIVER_MAX boundaries. */
+static struct extent tier_large_key(struct extent u, uint64_t object_size)
+{
+	uint64_t off = u.off - u.off % PLAN_SLIVER_MAX, end = u.off + u.len;
+	return (struct extent){ off, end + plan_spill(end, object_size) - off };
+}
+
+/* The key a run starting with the unit U asks for. */
+static struct extent tier_key(struct extent u, uint64_t object_size, plan_unit_at_fn unit_at,
+			      void *arg)
+{
+	return u.len >= PLAN_TIER_UNIT_MIN ? tier_large_key(u, object_size) :
+					     tier_window(u, object_size, unit_at, arg);
+}
+
+/* The key of a sliver S of a large unit, fetched without that unit: the
+ * key of the unit beside S that holds it (S is the end of its unit and
+ * the next unit's key starts before it, or S is the start of its unit and
+ * the unit before's key ends after it), so that the range does not depend
+ * on whether that unit was cached or in flight when S was read; {0, 0}
+ * (S alone, the same on every machine) if there is none. */
+static struct extent tier_sliver_key(struct extent s, uint64_t object_size,
+				     plan_unit_at_fn unit_at, void *arg)
+{
+	struct extent u = unit_at(arg, s.off), beside = { 0, 0 };
+	if (s.off + s.len == u.off + u.len && u.off + u.len < object_size)
+		beside = unit_at(arg, u.off + u.len);
+	else if (s.off == u.off && u.off > 0)
+		beside = unit_at(arg, u.off - 1);
+	if (!beside.len)
+		return (struct extent){ 0, 0 };
+	struct extent k = tier_key(beside, object_size, unit_at, arg);
+	return k.off <= s.off && s.off + s.len <= k.off + k.len ? k : (struct extent){ 0, 0 };
+}
+
 size_t plan_tier_run(const struct plan_unit *v, size_t i, size_t n, uint64_t object_size,
 		     plan_unit_at_fn unit_at, void *unit_arg, bool *demand, struct extent *key)
 {
@@ -193,16 +228,13 @@ size_t plan_tier_run(const struct plan_unit *v, size_t i, size_t n, uint64_t obj
 	size_t k = i;
 	while (k < n && v[k].sliver)
 		k++;
-	uint64_t key_off = k < n ? v[k].off - v[k].off % PLAN_SLIVER_MAX : 0;
 	struct extent kx = { 0, 0 };
 	size_t j = i + 1;
-	if (k < n && v[k].len >= PLAN_TIER_UNIT_MIN && v[i].off >= key_off) {
+	if (k < n && v[k].len >= PLAN_TIER_UNIT_MIN &&
+	    v[i].off >= v[k].off - v[k].off % PLAN_SLIVER_MAX) {
 		/* its key, with the slivers it covers */
-		kx.off = key_off;
-		kx.len = v[k].off + v[k].len + plan_spill(v[k].off + v[k].len, object_size) - kx.off;
+		kx = tier_large_key((struct extent){ v[k].off, v[k].len }, object_size);
 		j = k + 1;
-		while (j < n && v[j].sliver && v[j].off + v[j].len <= kx.off + kx.len)
-			j++;
 	} else if (unit_at(unit_arg, v[i].off).len < PLAN_TIER_UNIT_MIN) {
 		/* a small unit, or a sliver of one: its window, with the small
 		   units and slivers in it */
@@ -211,8 +243,13 @@ size_t plan_tier_run(const struct plan_unit *v, size_t i, size_t n, uint64_t obj
 		while (j < n && v[j].off + v[j].len <= kx.off + kx.len &&
 		       (v[j].sliver || unit_at(unit_arg, v[j].off).len < PLAN_TIER_UNIT_MIN))
 			j++;
+	} else {
+		/* a sliver of a large unit not being fetched */
+		kx = tier_sliver_key((struct extent){ v[i].off, v[i].len }, object_size, unit_at,
+				     unit_arg);
 	}
-	/* else a sliver of a large unit not being fetched: alone */
+	while (kx.len && j < n && v[j].sliver && v[j].off + v[j].len <= kx.off + kx.len)
+		j++;
 	*demand = false;
 	for (size_t m = i; m < j; m++)
 		*demand |= !v[m].prefetch;

@@ -164,8 +164,11 @@ size_t plan_run(const struct plan_unit *v, size_t i, size_t n, uint64_t merge_ga
  *  - smaller units (strips), and slivers of them, are fetched with every
  *    small unit that starts in the same PLAN_TIER_WINDOW-aligned window,
  *    up to the nearest large unit on either side and its edge;
- *  - a sliver of a large unit that is not being fetched goes alone (the
- *    one range that may differ between machines).
+ *  - a sliver of a large unit that is not being fetched comes with the
+ *    key of the unit beside it whose key holds it (the end of a unit read
+ *    on into a tile: that tile's key), whether or not that unit is cached
+ *    or in flight here; with none, it goes alone (the same range on every
+ *    machine whose reader reads the same bytes).
  * Returns the end j of the run from V[i] and sets *KEY ({0, 0}: just the
  * run's own units). UNIT_AT(ARG, off) is the unit holding off.
  */

@@ -333,7 +333,26 @@ static void tier_keys(void)
 	struct plan_unit tile_sliver[] = { { 250000, 2000, false, true },
 					   { 1078576, 10000, false, false } };
 	CHECK(tier_run(tile_sliver, 2, &key) == 1 && key.len == 0,
-	      "a sliver of a tile not being fetched: alone");
+	      "a sliver inside a tile not being fetched: alone");
+	/* the end of the tile at 100000 read on into the tile at 200000,
+	   which is cached or in flight: the key that tile is fetched with */
+	struct plan_unit end_sliver[] = { { 197000, 3000, false, true } };
+	CHECK(tier_run(end_sliver, 1, &key) == 1 && key.off == 196608 &&
+	      key.len == 311296 - 196608,
+	      "the end of a tile, the tile after not being fetched: that tile's key (%llu+%llu)",
+	      (unsigned long long)key.off, (unsigned long long)key.len);
+	/* the start of the tile at 300000 read on from the tile before */
+	struct plan_unit start_sliver[] = { { 300000, 3000, false, true } };
+	CHECK(tier_run(start_sliver, 1, &key) == 1 && key.off == 196608 &&
+	      key.len == 311296 - 196608,
+	      "the start of a tile, the tile before not being fetched: that tile's key");
+	struct plan_unit both[] = { { 197000, 3000, false, true }, { 300000, 3000, false, true } };
+	CHECK(tier_run(both, 2, &key) == 2 && key.off == 196608,
+	      "two slivers that key holds: one GET");
+	/* 185000: before the 16 KiB boundary the next tile's key starts at */
+	struct plan_unit far_sliver[] = { { 185000, 15000, false, true } };
+	CHECK(tier_run(far_sliver, 1, &key) == 1 && key.len == 0,
+	      "a sliver no key beside it holds: alone");
 }
 
 int main(void)
