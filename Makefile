@@ -96,10 +96,14 @@ $(BUILD)/old_kernel_shim.so: tests/lib/old_kernel_shim.c
 	$(CC) -O2 -g -Wall -Wextra -fPIC -shared -o $@ $< -ldl
 
 # The layer rule first, unit tests again under ASan/UBSan, the engine's
-# under TSan, then everything (unit + bats).
-check: all layers
-	$(MAKE) --no-print-directory BUILD=build-sanitize SANITIZE=address,undefined unit
-	$(MAKE) --no-print-directory tsan
+# under TSan, then everything (unit + bats). The builds use every core;
+# the tests run one at a time.
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+check:
+	$(MAKE) --no-print-directory -j$(NPROC) all
+	$(MAKE) --no-print-directory layers
+	$(MAKE) --no-print-directory -j$(NPROC) BUILD=build-sanitize SANITIZE=address,undefined unit
+	$(MAKE) --no-print-directory -j$(NPROC) tsan
 	tests/run
 
 # Each test's output goes to its .log, shown when it fails. A sanitizer's
