@@ -66,8 +66,10 @@ int stack_start(struct stack *s, const struct options *o, const struct stack_tun
 	}
 	s->cache_size = cache_size_limit(s->cache);
 	rc = ns_new(s->src, s->http, s->cache, t->listing_ttl_s, &s->ns);
-	if (!rc)
+	if (!rc) {
 		ns_set_max_names(s->ns, (size_t)o->max_names);
+		cache_set_opener(s->cache, ns_cache_opener, s->ns);
+	}
 	if (!rc && t->ahead_threads && ns_revalidate_ahead(s->ns, t->ahead_threads) != 0)
 		log_warn("cannot start revalidating ahead: each file's first open asks");
 	return rc;
@@ -80,6 +82,8 @@ void stack_release(struct stack *s)
 	if (s->cache)
 		cache_stop_prefetch(s->cache);	/* its stream GETs need the client */
 	http_client_free(s->http);	/* before the cache: fetches settle into it */
+	if (s->cache)
+		cache_set_opener(s->cache, NULL, NULL);
 	ns_free(s->ns);
 	cache_close(s->cache);
 	source_free(s->src);

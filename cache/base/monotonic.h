@@ -9,11 +9,15 @@
 #ifndef TILEFS_MONOTONIC_H
 #define TILEFS_MONOTONIC_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 /* Milliseconds on CLOCK_MONOTONIC (since an unspecified start). */
 uint64_t monotonic_ms(void);
 /* Microseconds on the same clock. */
 uint64_t monotonic_us(void);
+/* Wait on COND (LOCK held) until it is signalled or MS milliseconds pass
+ * (timed on CLOCK_REALTIME, a condition variable's clock by default). */
+void cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, unsigned ms);
 
 #endif

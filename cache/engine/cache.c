@@ -146,6 +146,12 @@ uint64_t cache_size_limit(const struct cache *c)
 	return c->cfg.size_limit;
 }
 
+void cache_set_opener(struct cache *c, cache_open_fn fn, void *arg)
+{
+	c->opener = fn;
+	c->opener_arg = arg;
+}
+
 void cache_close(struct cache *c)
 {
 	if (!c)

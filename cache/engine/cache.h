@@ -84,6 +84,16 @@ uint64_t cache_size_limit(const struct cache *c);
 /* Start no more whole-object prefetch GETs; returns once none will be
  * (call it before freeing the HTTP client). */
 void cache_stop_prefetch(struct cache *c);
+/*
+ * How cache_objects_open() (the hint's workers, a hint's window checks)
+ * opens the object at PATH in the mount: the namespace's open, which
+ * pins the version it checks as a reader's open does, so that a reader's
+ * open of a file a hint opened a moment before asks the origin nothing.
+ * NULL (the default): cache_object_open() of the URL. Set before any
+ * hint, cleared before ARG goes; not thread safe.
+ */
+typedef int (*cache_open_fn)(void *arg, const char *path, struct cache_object **out);
+void cache_set_opener(struct cache *c, cache_open_fn fn, void *arg);
 /* Finish pending index writes, then free. */
 void cache_close(struct cache *c);
 
@@ -111,10 +121,11 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 /*
  * A bounded set of at most MAX opened objects, by URL, for a caller that
  * opens object after object down a list (objects.c): cache_objects_open()
- * opens URL as cache_object_open() does the first time, then gives the
- * same object again until it is found stale, the least recently used
- * dropped for a new one. *OUT is the set's (no reference to release).
- * One thread at a time.
+ * opens URL as cache_object_open() does the first time (or through the
+ * cache's opener, LOG_NAME being the object's path in the mount:
+ * cache_set_opener()), then gives the same object again until it is found
+ * stale, the least recently used dropped for a new one. *OUT is the set's
+ * (no reference to release). One thread at a time.
  */
 struct cache_objects;
 struct cache_objects *cache_objects_new(size_t max);

@@ -28,10 +28,11 @@
  *   level 5: persist.c  the persist thread: store, evict, edges, read times
  *            read.c     cache_read(): hits, checksum checks, joining, waiting
  *            objects.c  a bounded set of opened objects, by URL
- *   level 6: hint.c     the hint thread: the coming reads (tilefs hint)
- *                       opened and fetched ahead of the readers
- *   level 7: warm.c     cache_warm(): fetch and store from the calling thread
- *            cache.c    cache_open(), cache_close(): starts the persist and
+ *   level 6: hint_fetch.c one entry of a hint opened and fetched
+ *   level 7: hint.c     the hint's threads: the coming reads (tilefs hint)
+ *                       handed to workers ahead of the readers
+ *            warm.c     cache_warm(): fetch and store from the calling thread
+ *   level 8: cache.c    cache_open(), cache_close(): starts the persist and
  *                       seal threads, so it sits above what they run
  *
  * INVARIANTS. The unit protocol across processes is numbered (1)-(7) in
@@ -92,9 +93,10 @@
  *
  * THREADS, and what each owns (their names, for top -H and perf, in
  * brackets):
- *   readers (FUSE workers [tilefs-fuse], warm's jobs, the hint thread
- *     [tilefs-hint]) make entries, claim units and submit GETs; they own
- *     nothing between calls.
+ *   readers (FUSE workers [tilefs-fuse], warm's jobs, the hint's workers
+ *     [tilefs-hintN]) make entries, claim units and submit GETs; they own
+ *     nothing between calls. The hint's thread [tilefs-hint] hands its
+ *     entries to its workers (hint.c).
  *   the fetch threads [tilefs-fetchN] (cache/origin/http.c: one per 4
  *     connections) run the GETs: a run's sink writes its entries'
  *     buffers (theirs alone while UNIT_FETCHING), or its stage and
@@ -177,6 +179,8 @@ struct cache_object {
 	bool legacy;			/* plain blocks: no tile_maps row (read-only) */
 	uint64_t header_len;		/* of the index row (read-only) */
 	uint64_t block_size;		/* of the index row (read-only) */
+	uint64_t opened_bytes;		/* the units past the header that the
+					   open stored (read-only once open) */
 	atomic_bool stale;
 	atomic_bool whole_queued;	/* PREFETCH_OBJECT has started on it */
 	atomic_bool complete;		/* every unit was found cached once */
@@ -297,6 +301,8 @@ struct cache {
 	struct cache_stats stats;	/* c->lock */
 	struct hint *hint;		/* hint.c; its own lock, taken before
 					   c->lock */
+	cache_open_fn opener;		/* cache_set_opener() */
+	void *opener_arg;
 };
 
 /* state.c */
@@ -476,6 +482,22 @@ bool read_at_window(const struct read_at *at, uint64_t x, uint64_t y, uint64_t w
  * why, in WHY. */
 bool window_inside(const struct layout *l, uint64_t x, uint64_t y, uint64_t w, uint64_t h,
 		   char *why, size_t why_size);
+
+/* hint_fetch.c */
+struct hint_entry;
+/* What hint_fetch() asks of its caller as it goes. */
+struct hint_fetch_ops {
+	bool (*go_on)(void *arg);	/* false: the entry is no longer wanted */
+	void (*sent)(void *arg, uint64_t bytes);	/* a GET of that many
+					   bytes of units was sent */
+	void *arg;
+};
+/* Open the object of E (or take it from OPENED, where it stays) and send
+ * for the units of E that are neither cached nor in flight, in background
+ * GETs while the background budget has room. 0, or -errno when E cannot
+ * be fetched (logged). */
+int hint_fetch(struct cache *c, struct cache_objects *opened, const struct hint_entry *e,
+	       const struct hint_fetch_ops *ops);
 
 /* hint.c */
 struct hint;

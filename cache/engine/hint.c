@@ -2,10 +2,16 @@
  * hint.c - the coming reads as a prefetch plan (tilefs hint): a list of
  * entries (an object, and a pixel window of it or all of it) that readers
  * will read in about that order. A thread of the cache walks the list ahead
- * of them, opening each object and fetching the units of its entry in
- * background GETs (fetch.c's submit_runs(), as whole-object streaming
- * does), while the bytes of the entries between the readers' cursor and
- * its own stay under the hint's budget.
+ * of them and hands each entry to one of its workers, which opens its
+ * object and sends for the units of the entry in background GETs
+ * (hint_fetch.c), while the bytes of the entries between the readers'
+ * cursor and the thread's stay under the hint's budget. An open of an
+ * object not cached waits a round trip, and a data set of small files is
+ * an open an entry: the workers (half as many as the connections, the
+ * rest the readers') open that many at once, so the hint gets ahead of
+ * readers that open a file each too. The entries of one object go to one
+ * worker, which keeps it open: an order of a thousand windows of a dozen
+ * scenes opens a dozen objects.
  *
  * Several clients hint at once (a process per GPU, each with its share of
  * the epoch): each client's hint is a plan of its own (hint_plan.h), which
@@ -17,10 +23,9 @@
  * order waits behind another's. A read is taken for the first plan with
  * an unread entry that has it.
  *
- * Level 6 of the engine (engine_int.h): calls objects.c (each object
- * opened once, not once an entry), fetch.c, hint_plan.c and what lies
- * under them; cache.c makes and frees it, the FUSE front feeds it
- * (cache_hint_set(), cache_hint_read()).
+ * Level 7 of the engine (engine_int.h): calls hint_fetch.c, hint_plan.c
+ * and what lies under them; cache.c makes and frees it, the FUSE front
+ * feeds it (cache_hint_set(), cache_hint_read()).
  *
  * DESIGN. The entries of a plan form an array with three marks, each only
  * growing while one hint stands:
@@ -35,24 +40,28 @@
  *           the first. So entries behind the cursor stay unsettled for
  *           late reads for the slack: twice as far behind as a late read
  *           came in this hint, HINT_SLACK at least (slack());
- *   ahead:  the entry the thread takes next; those it took are done
- *           (fetched, or given up on). What the cursor passed is not
+ *   ahead:  the entry the thread takes next; those it took are taken (a
+ *           worker has them) or done (fetched, or given up on), and
+ *           hint_fetch() sends for a taken one while its plan's
+ *           generation stands. What the cursor passed is not
  *           fetched, unless reads came late in this hint: then, as far
  *           back as twice the furthest of them, the readers still to come
  *           want it, and a read later than any before sends the thread
- *           back to the first entry there neither read nor done (a
+ *           back to the first entry there neither read, taken nor done (a
  *           DataLoader's first batches: the worker of the fourth moves
  *           the cursor past the first three before their readers' first
  *           reads come).
- *           bytes_ahead counts what was sent for the done entries at or
- *           past the cursor (what was cached already weighs nothing: it
- *           takes no room in the cache), and the thread takes an entry
- *           past the cursor only while it is below its share, so at most
- *           one entry's bytes beyond it are fetched, and at most
- *           HINT_LOOKAHEAD entries ahead. An entry behind the cursor is
+ *           bytes_ahead counts what was sent for the taken and done
+ *           entries at or past the cursor, as it is sent (what was cached
+ *           already weighs nothing: it takes no room in the cache), and
+ *           the thread takes an entry past the cursor only while it is
+ *           below its share, so beyond it at most what the workers' own
+ *           entries bring (a GET of STREAM_GET_MAX each, and an open's
+ *           first bytes) are fetched, and at most HINT_LOOKAHEAD entries
+ *           ahead. An entry behind the cursor is
  *           one its readers want now: the budget does not hold it back.
  * A new hint replaces the plan's array and bumps its generation: the
- * thread drops what it was resolving for the old one.
+ * workers drop what they were fetching for the old one.
  *
  * LOCKS: h->lock protects what is marked so below. It is taken before
  * c->lock, never under it, and not held across I/O.
@@ -60,9 +69,9 @@
 #include "cache/engine/engine_int.h"
 #include "cache/engine/hint_plan.h"
 #include "cache/base/log.h"
+#include "cache/base/monotonic.h"
 #include "cache/store/evict.h"
 #include "cache/store/index.h"
-#include "cache/tiff/select.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -73,14 +82,37 @@
 
 #define HINT_CLIENTS_MAX 64	/* clients with a hint at once */
 #define HINT_WAIT_MS 200	/* how often a waiting thread looks at the hint again */
-#define HINT_OBJECTS 32		/* objects the thread keeps open */
+#define HINT_WORKERS_MAX 32	/* workers, at most */
+#define HINT_QUEUE 4		/* entries handed to a worker, not yet taken */
+#define HINT_OBJECTS 8		/* objects a worker keeps open */
 #define HINT_UNREAD_S 5		/* a unit kept for the readers this long
 				   unread: most likely skipped */
+
+struct hint;
+
+/* Entry I of plan P (generation GEN) handed to a worker: E, its strings
+ * copied. */
+struct hint_job {
+	struct hint *h;
+	struct hint_plan *p;
+	uint64_t gen;
+	size_t i;
+	struct hint_entry e;
+};
+
+struct hint_worker {
+	struct hint *h;
+	pthread_t thread;
+	pthread_cond_t wake;		/* a job, or stop */
+	struct hint_job q[HINT_QUEUE];	/* h->lock: from q[head], n of them */
+	size_t head, n;
+};
 
 struct hint {
 	struct cache *cache;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;		/* a new hint, a cursor moved, or stop */
+	pthread_cond_t wake;		/* a new hint, a cursor moved, a worker
+					   done, or stop */
 	pthread_t thread;
 	bool started;			/* h->lock */
 	atomic_bool stopping;
@@ -92,6 +124,8 @@ struct hint {
 	uint64_t budget;		/* h->lock */
 	uint64_t fetched_bytes;		/* h->lock */
 	uint64_t skipped, reads;	/* h->lock: of the plans dropped */
+	struct hint_worker workers[HINT_WORKERS_MAX];
+	size_t nworkers;		/* started */
 };
 
 struct hint *hint_new(struct cache *c)
@@ -102,6 +136,8 @@ struct hint *hint_new(struct cache *c)
 	h->cache = c;
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_cond_init(&h->wake, NULL);
+	for (size_t i = 0; i < HINT_WORKERS_MAX; i++)
+		pthread_cond_init(&h->workers[i].wake, NULL);
 	return h;
 }
 
@@ -173,170 +209,6 @@ static uint64_t ahead_cap(struct cache *c, uint64_t budget)
 	return budget < room ? budget : room;
 }
 
-/* Wait on COND (LOCK held) until signalled, or HINT_WAIT_MS at most. */
-static void wait_a_while(pthread_cond_t *cond, pthread_mutex_t *lock)
-{
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += HINT_WAIT_MS * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(cond, lock, &until);
-}
-
-/* Wait until background_room() allows one more background GET; false if
- * plan P changed from GEN or the thread is stopping. */
-static bool hint_room(struct hint *h, struct hint_plan *p, uint64_t gen)
-{
-	struct cache *c = h->cache;
-
-	for (;;) {
-		if (atomic_load(&h->stopping) || atomic_load(&p->generation) != gen)
-			return false;
-		if (background_room(c))
-			return true;
-		pthread_mutex_lock(&c->lock);
-		bool stopping = c->stopping;
-		if (!stopping)
-			wait_a_while(&c->work, &c->lock);
-		pthread_mutex_unlock(&c->lock);
-		if (stopping)
-			return false;
-	}
-}
-
-/* Fetch UNITS[0..n) of OBJ that are neither cached nor in flight, in
- * background GETs of at most STREAM_GET_MAX bytes each while the
- * background budget has room. Returns the bytes sent for. */
-static uint64_t fetch_units(struct hint *h, struct hint_plan *p, uint64_t gen,
-			    struct cache_object *obj, const struct extent *units, size_t n)
-{
-	struct cache *c = h->cache;
-	struct inflight *batch[PREFETCH_MAX];
-	uint64_t sent = 0;
-
-	for (size_t i = 0; i < n && !cache_object_stale(obj);) {
-		size_t first = i;
-		uint64_t span = 0;
-		if (!hint_room(h, p, gen))
-			break;
-		for (; i < n && i - first < PREFETCH_MAX && span < STREAM_GET_MAX; i++)
-			span += units[i].len;
-		size_t k = prefetch_entries(c, obj, units + first, i - first, true, batch);
-		submit_runs(c, obj, batch, k, FETCH_FOR_HINT);
-		pthread_mutex_lock(&c->lock);
-		for (size_t j = 0; j < k; j++) {
-			sent += batch[j]->unit.len;
-			entry_unref(batch[j]);
-		}
-		pthread_mutex_unlock(&c->lock);
-	}
-	return sent;
-}
-
-/* Append X to W[0..*k) unless it is W's last unit or before it. */
-static void push_unit(struct extent *w, size_t *k, struct extent x)
-{
-	if (*k == 0 || x.off > w[*k - 1].off)
-		w[(*k)++] = x;
-}
-
-/*
- * A streamed object (PREFETCH_OBJECT) gets every unit whole: a reader's
- * page-aligned read of the first or last bytes of a tile, which takes a
- * few KiB of the unit before or after it, waits for that whole unit then
- * (read.c), unless it is on its way. So the units of a window of such an
- * object come with the unit before and the one after each run of them:
- * the stream would fetch those later, the readers want them now. *V (n
- * units, sorted and distinct) is replaced, sorted and distinct still.
- * 0 or -ENOMEM (*V unchanged).
- */
-static int add_neighbours(const struct layout *l, struct extent **v, size_t *n)
-{
-	const struct extent *u = *v;
-	size_t m = *n, k = 0;
-	struct extent *w = malloc((3 * m + 1) * sizeof(*w));
-
-	if (!w)
-		return -ENOMEM;
-	for (size_t i = 0; i < m; i++) {
-		uint64_t end = u[i].off + u[i].len;
-		if ((i == 0 || u[i - 1].off + u[i - 1].len != u[i].off) && u[i].off > 0)
-			push_unit(w, &k, layout_unit_at(l, u[i].off - 1));
-		push_unit(w, &k, u[i]);
-		if ((i + 1 == m || u[i + 1].off != end) && end < l->object_size)
-			push_unit(w, &k, layout_unit_at(l, end));
-	}
-	free(*v);
-	*v = w;
-	*n = k;
-	return 0;
-}
-
-/*
- * Open the object of E (or take it from OPENED, where it stays) and fetch
- * the units of E: *bytes what they weigh, *sent what was sent for. 0, or
- * -errno when E cannot be fetched (logged).
- */
-static int resolve(struct hint *h, struct hint_plan *p, uint64_t gen, const struct hint_entry *e,
-		   struct cache_objects *opened, uint64_t *bytes, uint64_t *sent)
-{
-	struct cache *c = h->cache;
-	struct selection sel = { .ifd = -1 };
-	struct extent *v = NULL;
-	size_t n = 0;
-	char why[200];
-	int err = 0;
-
-	*bytes = *sent = 0;
-	struct cache_listed listed = { e->etag ? e->etag : "", e->size, e->mtime };
-	struct cache_object *obj;
-	err = cache_objects_open(opened, c, e->url, e->log_name, e->etag ? &listed : NULL, &obj);
-	if (err) {
-		log_warn("hint: line %u: %s: cannot open (%s): skipped", e->line, e->log_name,
-			 strerror(-err));
-		return err;
-	}
-	err = object_cut(obj);	/* a version the open found cached: cut now */
-	if (err)
-		return err;
-	if (e->window) {
-		if (!window_inside(&obj->layout, e->x, e->y, e->w, e->h, why, sizeof(why))) {
-			log_warn("hint: line %u: %s: %s: skipped", e->line, e->log_name, why);
-			return -EINVAL;
-		}
-		sel.window = true;
-		sel.x = e->x;
-		sel.y = e->y;
-		sel.w = e->w;
-		sel.h = e->h;
-	}
-	err = selection_units(&obj->layout, &sel, &v, &n);
-	if (err)
-		return err;
-	if (e->window) {
-		/* the header unit is every window's, and the open brought it:
-		   it weighs nothing ahead */
-		size_t kept = 0;
-		for (size_t i = 0; i < n; i++)
-			if (v[i].off != 0)
-				v[kept++] = v[i];
-		n = kept;
-		if (prefetch_policy(c) == PREFETCH_OBJECT &&
-		    (err = add_neighbours(&obj->layout, &v, &n)) != 0) {
-			free(v);
-			return err;
-		}
-	}
-	for (size_t i = 0; i < n; i++)
-		*bytes += v[i].len;
-	*sent = fetch_units(h, p, gen, obj, v, n);
-	free(v);
-	return 0;
-}
-
 /* The plan whose entry to fetch next, each plan in turn among those with
  * one due (SHARE bytes ahead each); NULL if none. h->lock held. */
 static struct hint_plan *plan_next(struct hint *h, uint64_t share)
@@ -352,17 +224,73 @@ static struct hint_plan *plan_next(struct hint *h, uint64_t share)
 	return NULL;
 }
 
-/* The hint thread: fetches the entries at each plan's p->ahead while its
- * share of the budget allows (see DESIGN). */
+/* hint_fetch()'s questions, for the job J of a worker. */
+static bool job_go_on(void *arg)
+{
+	struct hint_job *j = arg;
+	return !atomic_load(&j->h->stopping) && atomic_load(&j->p->generation) == j->gen;
+}
+
+static void job_sent(void *arg, uint64_t bytes)
+{
+	struct hint_job *j = arg;
+	pthread_mutex_lock(&j->h->lock);
+	j->h->fetched_bytes += bytes;
+	if (atomic_load(&j->p->generation) == j->gen)	/* else a new hint */
+		plan_sent(j->p, j->i, bytes);
+	pthread_mutex_unlock(&j->h->lock);
+}
+
+static void job_free(struct hint_job *j)
+{
+	free(j->e.url);
+	free(j->e.log_name);
+	free(j->e.etag);
+}
+
+/* A worker: fetches the entries the hint's thread hands it, in turn. */
+static void *hint_worker(void *arg)
+{
+	struct hint_worker *w = arg;
+	struct hint *h = w->h;
+	struct cache_objects *opened = cache_objects_new(HINT_OBJECTS);
+
+	pthread_mutex_lock(&h->lock);
+	while (!atomic_load(&h->stopping)) {
+		if (!w->n) {
+			pthread_cond_wait(&w->wake, &h->lock);
+			continue;
+		}
+		struct hint_job j = w->q[w->head];
+		w->head = (w->head + 1) % HINT_QUEUE;
+		w->n--;
+		pthread_mutex_unlock(&h->lock);
+		struct hint_fetch_ops ops = { job_go_on, job_sent, &j };
+		int err = !opened ? -ENOMEM : job_go_on(&j) ? hint_fetch(h->cache, opened, &j.e, &ops) :
+			  -ECANCELED;
+		job_free(&j);
+		pthread_mutex_lock(&h->lock);
+		if (atomic_load(&j.p->generation) == j.gen)	/* else a new hint */
+			plan_done(j.p, j.i, err);
+		pthread_cond_signal(&h->wake);	/* room in its queue */
+	}
+	while (w->n) {
+		job_free(&w->q[w->head]);
+		w->head = (w->head + 1) % HINT_QUEUE;
+		w->n--;
+	}
+	pthread_mutex_unlock(&h->lock);
+	cache_objects_free(opened);
+	return NULL;
+}
+
+/* The hint's thread: hands the entry at each plan's p->ahead to a worker
+ * while the plan's share of the budget allows (see DESIGN); the entries
+ * of one object go to one worker, which keeps it open. */
 static void *hint_thread(void *arg)
 {
 	struct hint *h = arg;
-	struct cache_objects *opened = cache_objects_new(HINT_OBJECTS);
 
-	if (!opened) {
-		log_error("hint: out of memory: nothing is fetched ahead");
-		return NULL;
-	}
 	pthread_mutex_lock(&h->lock);
 	while (!atomic_load(&h->stopping)) {
 		/* (with no plan's readers to come, entries behind their
@@ -380,35 +308,77 @@ static void *hint_thread(void *arg)
 		uint64_t cap = ahead_cap(h->cache, budget);
 		pthread_mutex_lock(&h->lock);
 		active = plans_active(h);
+		turn = h->turn;
 		struct hint_plan *p = plan_next(h, cap / (active ? active : 1));
 		if (!p) {
 			/* looked at again as the readers move, or soon */
-			wait_a_while(&h->wake, &h->lock);
+			cond_wait_ms(&h->wake, &h->lock, HINT_WAIT_MS);
 			continue;
 		}
-		size_t i = p->ahead;
-		uint64_t gen = atomic_load(&p->generation);
-		struct hint_entry e = p->v[i];	/* its strings stay while gen does */
-		e.url = strdup(e.url);
-		e.log_name = strdup(e.log_name);
-		e.etag = e.etag ? strdup(e.etag) : NULL;
-		pthread_mutex_unlock(&h->lock);
-
-		uint64_t bytes = 0, sent = 0;
-		int err = e.url && e.log_name ? resolve(h, p, gen, &e, opened, &bytes, &sent) :
-			  -ENOMEM;
-		free(e.url);
-		free(e.log_name);
-		free(e.etag);
-
-		pthread_mutex_lock(&h->lock);
-		h->fetched_bytes += sent;
-		if (atomic_load(&p->generation) == gen)	/* else a new hint */
-			plan_done(p, i, sent, err);
+		struct hint_worker *w = &h->workers[p->v[p->ahead].url_hash % h->nworkers];
+		if (w->n == HINT_QUEUE) {
+			h->turn = turn;	/* the same entry once it has room */
+			pthread_cond_wait(&h->wake, &h->lock);
+			continue;
+		}
+		struct hint_job *j = &w->q[(w->head + w->n) % HINT_QUEUE];
+		const struct hint_entry *e = &p->v[p->ahead];
+		*j = (struct hint_job){ h, p, atomic_load(&p->generation), p->ahead, *e };
+		j->e.url = strdup(e->url);
+		j->e.log_name = strdup(e->log_name);
+		j->e.etag = e->etag ? strdup(e->etag) : NULL;
+		if (!j->e.url || !j->e.log_name || (e->etag && !j->e.etag)) {
+			job_free(j);
+			plan_done(p, plan_take(p), -ENOMEM);
+			continue;
+		}
+		plan_take(p);
+		w->n++;
+		pthread_cond_signal(&w->wake);
 	}
 	pthread_mutex_unlock(&h->lock);
-	cache_objects_free(opened);
 	return NULL;
+}
+
+/* Stop the hint's thread and its workers, once h->stopping is set. Not
+ * under h->lock. */
+static void threads_stop(struct hint *h)
+{
+	pthread_mutex_lock(&h->lock);
+	pthread_cond_signal(&h->wake);
+	for (size_t i = 0; i < h->nworkers; i++)
+		pthread_cond_signal(&h->workers[i].wake);
+	bool started = h->started;
+	h->started = false;
+	pthread_mutex_unlock(&h->lock);
+	if (started)
+		pthread_join(h->thread, NULL);
+	for (size_t i = 0; i < h->nworkers; i++)
+		pthread_join(h->workers[i].thread, NULL);
+	h->nworkers = 0;
+}
+
+/* Start the hint's thread and its workers (as many as the connections
+ * the readers may leave idle: half of them). h->lock held. 0 or -EAGAIN. */
+static int threads_start(struct hint *h)
+{
+	size_t want = http_connections(h->cache->http) / 2;
+	want = want < 1 ? 1 : want > HINT_WORKERS_MAX ? HINT_WORKERS_MAX : want;
+	for (size_t i = h->nworkers; i < want; i++) {	/* (some, if tried before) */
+		struct hint_worker *w = &h->workers[i];
+		w->h = h;
+		if (pthread_create(&w->thread, NULL, hint_worker, w) != 0)
+			break;
+		char name[16];
+		snprintf(name, sizeof(name), "tilefs-hint%zu", i);
+		pthread_setname_np(w->thread, name);
+		h->nworkers++;
+	}
+	if (!h->nworkers || pthread_create(&h->thread, NULL, hint_thread, h) != 0)
+		return -EAGAIN;
+	pthread_setname_np(h->thread, "tilefs-hint");
+	h->started = true;
+	return 0;
 }
 
 /* A copy of V[0..n) as the plan's entries; NULL: no memory. */
@@ -489,19 +459,13 @@ int cache_hint_set(struct cache *c, const char *client, const struct cache_hint_
 	for (size_t i = 0; i < HINT_CLIENTS_MAX; i++)
 		clients += h->plans[i].n != 0;
 	atomic_store(&h->live, plans_entries(h));
-	if (!err && n && !h->started && !atomic_load(&h->stopping)) {
-		if (pthread_create(&h->thread, NULL, hint_thread, h) == 0) {
-			pthread_setname_np(h->thread, "tilefs-hint");
-			h->started = true;
-		} else {
-			err = -EAGAIN;
-		}
-	}
+	if (!err && n && !h->started && !atomic_load(&h->stopping))
+		err = threads_start(h);
 	pthread_cond_signal(&h->wake);
 	pthread_mutex_unlock(&h->lock);
 	plan_entries_free(entries, entries ? n : 0);
 	if (err == -EAGAIN)
-		log_error("hint: cannot start its thread: nothing is fetched ahead");
+		log_error("hint: cannot start its threads: nothing is fetched ahead");
 	else if (err == -EUSERS)
 		log_warn("hint: %s: refused: %d clients have a hint already", client,
 			 HINT_CLIENTS_MAX);
@@ -615,14 +579,8 @@ void cache_hint_stop(struct cache *c)
 	struct hint *h = c->hint;
 	if (!h)
 		return;
-	pthread_mutex_lock(&h->lock);
 	atomic_store(&h->stopping, true);
-	bool started = h->started;
-	h->started = false;
-	pthread_cond_signal(&h->wake);
-	pthread_mutex_unlock(&h->lock);
-	if (started)
-		pthread_join(h->thread, NULL);
+	threads_stop(h);
 	pthread_mutex_lock(&h->lock);
 	for (size_t i = 0; i < HINT_CLIENTS_MAX; i++)
 		if (h->plans[i].client[0])
@@ -636,6 +594,8 @@ void hint_free(struct hint *h)
 	if (!h)
 		return;
 	cache_hint_stop(h->cache);
+	for (size_t i = 0; i < HINT_WORKERS_MAX; i++)
+		pthread_cond_destroy(&h->workers[i].wake);
 	pthread_cond_destroy(&h->wake);
 	pthread_mutex_destroy(&h->lock);
 	free(h);

@@ -32,6 +32,8 @@ void plan_reset(struct hint_plan *p, struct hint_entry *v, size_t n)
 	p->n = n;
 	p->settled = p->cursor = p->ahead = p->lag = 0;
 	p->bytes_ahead = 0;
+	p->taken_ahead = 0;
+	p->done_bytes = p->done_n = 0;
 	atomic_fetch_add(&p->generation, 1);
 }
 
@@ -60,9 +62,10 @@ void plan_settle(struct hint_plan *p, bool all)
  * bytes ahead. */
 static void cursor_move(struct hint_plan *p, size_t to)
 {
-	for (size_t i = p->cursor; i < to && i < p->n; i++)
-		if (p->v[i].done)
-			p->bytes_ahead -= p->v[i].bytes;
+	for (size_t i = p->cursor; i < to && i < p->n; i++) {
+		p->bytes_ahead -= p->v[i].bytes;
+		p->taken_ahead -= p->v[i].taken;
+	}
 	p->cursor = to;
 	plan_settle(p, false);
 }
@@ -72,25 +75,50 @@ bool plan_next_due(struct hint_plan *p, uint64_t share)
 	size_t keep = plan_late_span(p);
 	if (p->ahead + keep < p->cursor)
 		p->ahead = p->cursor - keep;	/* passed: not fetched */
-	while (p->ahead < p->n && (p->v[p->ahead].done || p->v[p->ahead].read))
+	while (p->ahead < p->n &&
+	       (p->v[p->ahead].done || p->v[p->ahead].taken || p->v[p->ahead].read))
 		p->ahead++;	/* taken before a late read sent it back */
+	/* the taken entries still to send weigh what the done ones did;
+	   until one is done, one is taken at a time */
+	uint64_t guess = p->done_n ? p->done_bytes / p->done_n : share;
+	uint64_t coming = guess && p->taken_ahead > share / guess ? share : p->taken_ahead * guess;
 	return p->ahead < p->n && (p->ahead < p->cursor ||
-				   (p->bytes_ahead < share && p->ahead - p->cursor < HINT_LOOKAHEAD));
+				   (p->bytes_ahead + coming < share &&
+				    p->ahead - p->cursor < HINT_LOOKAHEAD));
 }
 
-void plan_done(struct hint_plan *p, size_t i, uint64_t sent, int err)
+size_t plan_take(struct hint_plan *p)
+{
+	size_t i = p->ahead++;
+	p->v[i].taken = true;
+	p->taken_ahead += i >= p->cursor;
+	return i;
+}
+
+void plan_sent(struct hint_plan *p, size_t i, uint64_t bytes)
+{
+	p->v[i].bytes += bytes;	/* what is cached weighs nothing ahead */
+	if (i >= p->cursor)
+		p->bytes_ahead += bytes;
+}
+
+void plan_done(struct hint_plan *p, size_t i, int err)
 {
 	struct hint_entry *e = &p->v[i];
+	p->taken_ahead -= e->taken && i >= p->cursor;
+	e->taken = false;
 	e->done = true;
-	e->bytes = err ? 0 : sent;	/* what is cached weighs nothing ahead */
+	p->done_bytes += e->bytes;
+	p->done_n++;
+	if (err) {
+		if (i >= p->cursor)
+			p->bytes_ahead -= e->bytes;
+		e->bytes = 0;
+	}
 	if (err && !e->read) {
 		e->read = true;	/* counted once, here */
 		p->skipped++;
 	}
-	if (i >= p->cursor)
-		p->bytes_ahead += e->bytes;
-	if (p->ahead == i)
-		p->ahead = i + 1;	/* (else a late read sent it back) */
 }
 
 /* Is a read at AT of E's object one of E's (read_at_window())? */
@@ -121,7 +149,7 @@ static bool rewind_late(struct hint_plan *p)
 {
 	size_t span = plan_late_span(p);
 	for (size_t i = p->cursor > span ? p->cursor - span : 0; i < p->ahead; i++)
-		if (!p->v[i].done && !p->v[i].read) {
+		if (!p->v[i].done && !p->v[i].taken && !p->v[i].read) {
 			p->ahead = i;
 			return true;
 		}

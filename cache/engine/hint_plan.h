@@ -38,10 +38,11 @@ struct hint_entry {
 	unsigned line;
 	bool window;
 	uint64_t x, y, w, h;
-	uint64_t bytes;			/* what the thread sent for it, counted
-					   in bytes_ahead once sent */
+	uint64_t bytes;			/* what was sent for it so far, counted
+					   in bytes_ahead as it is sent */
 	bool read;			/* a read was of it */
-	bool done;			/* the thread fetched it (or gave up) */
+	bool taken;			/* a worker is fetching it */
+	bool done;			/* a worker fetched it (or gave up) */
 };
 
 struct hint_plan {
@@ -52,8 +53,11 @@ struct hint_plan {
 	size_t settled, cursor, ahead;	/* see hint.c's DESIGN */
 	size_t lag;			/* the furthest behind the cursor a
 					   read found its entry */
-	uint64_t bytes_ahead;		/* sent for the done entries at or
-					   past the cursor */
+	uint64_t bytes_ahead;		/* sent for the entries at or past the
+					   cursor, taken or done */
+	size_t taken_ahead;		/* taken entries at or past the cursor */
+	uint64_t done_bytes, done_n;	/* sent for the entries done, and how
+					   many: what a taken one may weigh */
 	uint64_t skipped;		/* entries passed unread or unusable */
 	uint64_t reads;			/* entries a read was of */
 };
@@ -77,11 +81,17 @@ void plan_settle(struct hint_plan *p, bool all);
 /* Twice as far behind the cursor as a read came late, at most HINT_BEHIND:
  * what the cursor passed that readers may still read. */
 size_t plan_late_span(const struct hint_plan *p);
-/* Skip P's next entry past what the cursor left behind and what is done
- * or read; then is it one to fetch now, with SHARE bytes ahead allowed? */
+/* Skip P's next entry past what the cursor left behind and what is
+ * taken, done or read; then is it one to fetch now, with SHARE bytes
+ * ahead allowed? */
 bool plan_next_due(struct hint_plan *p, uint64_t share);
-/* The thread fetched entry I (SENT bytes; ERR: gave up on it). */
-void plan_done(struct hint_plan *p, size_t i, uint64_t sent, int err);
+/* Take P's next entry (plan_next_due() said it is due) for a worker: its
+ * index. */
+size_t plan_take(struct hint_plan *p);
+/* BYTES were sent for the taken entry I. */
+void plan_sent(struct hint_plan *p, size_t i, uint64_t bytes);
+/* The worker is done with entry I (ERR: it gave up on it). */
+void plan_done(struct hint_plan *p, size_t i, int err);
 /* A read at AT (NULL: an open) of the object URL (HASH): which entry of P
  * it is of, marked read (hint.c's hint_match() says how). */
 struct plan_match plan_match(struct hint_plan *p, uint64_t hash, const char *url,

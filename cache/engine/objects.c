@@ -8,6 +8,8 @@
  * pinned to the version (If-Match), so a changed object is found stale at
  * its first GET, never mixed; and what a reader is served is decided by
  * the reader's own open (the namespace's --ttl and proofs), not by these.
+ * Where the cache has an opener (cache_set_opener()), objects are opened
+ * through it: the namespace pins what it opens, as a reader's open does.
  *
  * Level 5 of the engine (engine_int.h): calls open.c and object.c.
  */
@@ -83,7 +85,8 @@ int cache_objects_open(struct cache_objects *s, struct cache *c, const char *url
 	}
 	struct cache_object *obj = NULL;
 	char *copy = strdup(url);
-	int err = copy ? cache_object_open(c, url, log_name, listed, &obj) : -ENOMEM;
+	int err = !copy ? -ENOMEM : c->opener ? c->opener(c->opener_arg, log_name, &obj) :
+		  cache_object_open(c, url, log_name, listed, &obj);
 	cache_object_unref(s->v[slot].obj);
 	free(s->v[slot].url);
 	s->v[slot].obj = err ? NULL : obj;

@@ -188,7 +188,9 @@ static int fetched_read(void *arg, void *buf, size_t len, uint64_t off)
 	return fetched_copy(f, buf, off, len) ? 0 : -EIO;
 }
 
-/* Store every unit of OBJ that the fetched bytes cover whole. */
+/* Store every unit of OBJ that the fetched bytes cover whole; the bytes
+ * of those past the header unit (a small file's tiles, say) in
+ * obj->opened_bytes. */
 static void store_fetched(struct cache *c, struct cache_object *obj, const struct fetched *f)
 {
 	if (obj->id < 0)
@@ -205,9 +207,12 @@ static void store_fetched(struct cache *c, struct cache_object *obj, const struc
 			struct index_unit_new v = { .off = unit.off, .len = unit.len };
 			const void *put = bytes;
 			if (fetched_copy(f, bytes, unit.off, unit.len) &&
-			    index_claim(c->index, obj->id, unit.off, &holder) == 0)
+			    index_claim(c->index, obj->id, unit.off, &holder) == 0) {
 				unit_put_many(c->index, c->store, obj->id, &v, &put, 1,
 					      c->cfg.size_limit);	/* or on probation */
+				if (v.err == 0 && unit.off > 0)
+					obj->opened_bytes += unit.len;
+			}
 			free(bytes);
 		}
 	}

@@ -345,20 +345,10 @@ void *persist_thread(void *arg)
 			if (busy == -EAGAIN && !c->queue_head && !c->stopping) {
 				/* the readers hold the connections: look again
 				   when something settles, or soon */
-				struct timespec until;
-				clock_gettime(CLOCK_REALTIME, &until);
-				until.tv_nsec += 50 * 1000000L;
-				if (until.tv_nsec >= 1000000000L) {
-					until.tv_sec++;
-					until.tv_nsec -= 1000000000L;
-				}
-				pthread_cond_timedwait(&c->work, &c->lock, &until);
+				cond_wait_ms(&c->work, &c->lock, 50);
 			}
 		} else if (!e) {
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += 1;
-			pthread_cond_timedwait(&c->work, &c->lock, &until);
+			cond_wait_ms(&c->work, &c->lock, 1000);
 		} else {
 			struct inflight *batch[PERSIST_BATCH];
 			size_t n = 0;

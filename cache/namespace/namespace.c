@@ -210,6 +210,12 @@ int ns_open(struct namespace *ns, const char *path, struct cache_object **out, b
 	return err;
 }
 
+int ns_cache_opener(void *arg, const char *path, struct cache_object **out)
+{
+	bool unchanged, older_open;
+	return ns_open(arg, path, out, &unchanged, &older_open);
+}
+
 void ns_open_attr(struct namespace *ns, const char *path, const struct cache_object *obj,
 		  struct ns_attr *out)
 {

@@ -76,6 +76,9 @@ int ns_load_manifest(struct namespace *ns, const char *path, char *err, size_t e
 
 int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out);
 
+/* ns_open() as a cache_open_fn (cache_set_opener()): ARG the namespace. */
+int ns_cache_opener(void *arg, const char *path, struct cache_object **out);
+
 /* The attributes of the file at PATH open with version OBJ (from
  * ns_open()), without a request: OBJ's size and the mtime ns_getattr()
  * shows while that version is the current one. */

@@ -330,6 +330,37 @@ read_strips_100_355() {
 	tilefs_umount "$MNT"
 }
 
+@test "hint: small files, a GET each, are opened ahead of the readers, many at once; the readers' opens and reads then ask the origin nothing" {
+	local i b d
+	for ((i = 0; i < 40; i++)); do
+		d=$(printf 'p%03d' "$i")
+		mkdir -p "$T/web/$d"
+		for b in B02 B03 B04 B08; do
+			head -c $((6000 + i * 50)) /dev/urandom >"$T/web/$d/$b.tif"
+			echo "$d/$b.tif"
+		done
+	done >"$T/order"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	find "$MNT" >/dev/null	# the listings, all of them
+	origin_log_reset
+	tilefs_run hint "$MNT" "$T/order"
+	assert_eq "$status" 0 "exit status of tilefs hint: $out"
+	every_file_fetched() {
+		[ "$(origin_select 'm == "GET" && u ~ /\.tif$/ && st < 300' | awk '{ print $2 }' |
+			sort -u | wc -l)" = 160 ]
+	}
+	wait_until "a GET of each of the 160 files" every_file_fetched
+	assert_eq "$(origin_select 'u ~ /\.tif$/' | awk '{ print $2 }' | sort | uniq -d)" "" \
+		"files the hint asked for twice"
+	origin_log_reset
+	while read -r f; do
+		cmp "$MNT/$f" "$T/web/$f" || fail "$f differs through the mount"
+	done <"$T/order"
+	assert_eq "$(origin_lines)" "" "requests of the readers"
+	tilefs_umount "$MNT"
+}
+
 @test "hint: --hint-budget bounds what is fetched ahead of the readers; a read moves it on" {
 	hint_cog "$T/web"
 	origin_start "$T/web"

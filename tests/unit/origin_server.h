@@ -63,6 +63,8 @@ struct origin_server {
 	bool hold;			/* lock: hold GETs starting at hold_off */
 	uint64_t hold_off;		/* lock */
 	size_t held;			/* lock: GETs held so far */
+	char held_paths[16][64];	/* lock: the objects of those, the first */
+	size_t held_objects;		/* lock: how many (of at most 16) */
 	size_t serving;			/* lock: connection threads running */
 };
 
@@ -164,6 +166,11 @@ static inline size_t origin_answer(struct origin_server *s, struct origin_reques
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += ORIGIN_WAIT_S;
 		s->held++;
+		size_t k = 0;
+		while (k < s->held_objects && strcmp(s->held_paths[k], req->path) != 0)
+			k++;
+		if (k == s->held_objects && k < 16)
+			snprintf(s->held_paths[s->held_objects++], 64, "%s", req->path);
 		pthread_cond_broadcast(&s->changed);
 		while (s->hold && pthread_cond_timedwait(&s->changed, &s->lock, &until) == 0)
 			;
@@ -329,6 +336,7 @@ static inline void origin_hold(struct origin_server *s, uint64_t off)
 	s->hold = true;
 	s->hold_off = off;
 	s->held = 0;
+	s->held_objects = 0;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -342,6 +350,22 @@ static inline bool origin_wait_held(struct origin_server *s)
 	while (s->held == 0 && pthread_cond_timedwait(&s->changed, &s->lock, &until) == 0)
 		;
 	bool held = s->held > 0;
+	pthread_mutex_unlock(&s->lock);
+	return held;
+}
+
+/* Wait (at most ORIGIN_WAIT_S) until GETs of N objects are held (a
+ * client's retry of one it gave up on is not another); how many were. */
+static inline size_t origin_wait_held_objects(struct origin_server *s, size_t n)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ORIGIN_WAIT_S;
+	pthread_mutex_lock(&s->lock);
+	while (s->held_objects < n &&
+	       pthread_cond_timedwait(&s->changed, &s->lock, &until) == 0)
+		;
+	size_t held = s->held_objects;
 	pthread_mutex_unlock(&s->lock);
 	return held;
 }

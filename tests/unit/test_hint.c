@@ -2,8 +2,9 @@
  * test_hint.c - hints (cache.h, hint.c): the order file's lines as
  * hint_line_parse() reads them, and the plan on a cache over a scripted
  * origin (origin_server.h): the entries fetched ahead within the budget,
- * the readers' cursor, and the entries they skipped; and a hint into a
- * full cache, whose units are kept until their readers come. Each wait is
+ * the readers' cursor, and the entries they skipped; a hint into a full
+ * cache, whose units are kept until their readers come; and small files
+ * opened several at once. Each wait is
  * for an event (a request the origin logged, a unit evicted), bounded by
  * ORIGIN_WAIT_S.
  */
@@ -412,6 +413,56 @@ static void test_again(struct origin_server *s, const char *dir)
 	hinted_cache_close(c, src, http, urls, HINTED);
 }
 
+/*
+ * A data set of small files, each smaller than the open's first GET: an
+ * entry is an open, a round trip each. The hint's workers send the opens
+ * of several at once, so it gets ahead of readers that open a file each.
+ */
+static void test_small_files(struct origin_server *s, const char *dir)
+{
+	enum { FIRST = 140, FILES = 12, SMALL = 4096 };	/* after test_again()'s */
+	struct source *src = NULL;
+	struct cache *c = NULL;
+	struct http_client *http = NULL;
+	struct cache_hint_entry v[FILES];
+	char *urls[FILES], path[32];
+	struct cache_object *obj = NULL;
+
+	if (!hinted_cache(s, dir, 64u << 20, FIRST, FILES, FILES, &c, &src, &http, v, urls))
+		return;
+	for (int i = FIRST; i < FIRST + FILES; i++) {
+		snprintf(path, sizeof(path), "/o%d.bin", i);
+		origin_put(s, path, SMALL, (uint32_t)(20 + i), "\"small\"");
+	}
+	/* the first is cached: its entry weighs nothing, so the plan knows
+	   what its entries weigh before the others are taken */
+	CHECK(cache_object_open(c, urls[0], "o140.bin", NULL, &obj) == 0, "the first file opened");
+	cache_object_unref(obj);
+	origin_hold(s, 0);	/* every open's GET waits */
+	CHECK(cache_hint_set(c, "t", v, FILES, 64u << 20) == 0, "a hint of %d small files", FILES);
+	size_t held = origin_wait_held_objects(s, 4);
+	CHECK(held >= 4, "the opens of the small files are sent several at once: %zu files' "
+	      "held at once", held);
+	origin_release(s);
+	int cached = 0;
+	for (int i = 1; i < FILES; i++) {
+		snprintf(path, sizeof(path), "/o%d.bin", FIRST + i);
+		time_t until = time(NULL) + ORIGIN_WAIT_S;
+		while (origin_count(s, "GET", path, UINT64_MAX) == 0 && time(NULL) < until)
+			usleep(10000);
+		size_t gets = origin_count(s, "GET", path, UINT64_MAX);
+		static char buf[SMALL];
+		obj = NULL;
+		cached += gets >= 1 && cache_object_open(c, urls[i], path + 1, NULL, &obj) == 0 &&
+			  cache_read(c, obj, 1, buf, sizeof(buf), 0) == SMALL &&
+			  origin_count(s, "GET", path, UINT64_MAX) == gets;
+		cache_object_unref(obj);
+	}
+	CHECK(cached == FILES - 1, "each file fetched by the hint, and read from the cache: %d "
+	      "of %d", cached, FILES - 1);
+	hinted_cache_close(c, src, http, urls, FILES);
+}
+
 int main(void)
 {
 	char base[] = "/tmp/tilefs-hint-XXXXXX", dir[256];
@@ -439,6 +490,9 @@ int main(void)
 	snprintf(dir, sizeof(dir), "%s/again", base);
 	mkdir(dir, 0700);
 	test_again(&s, dir);
+	snprintf(dir, sizeof(dir), "%s/small", base);
+	mkdir(dir, 0700);
+	test_small_files(&s, dir);
 	origin_stop(&s);
 	check_rm_tree(base);
 	return check_done();
