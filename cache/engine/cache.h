@@ -118,6 +118,9 @@ struct cache_listed {
  */
 int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		      const struct cache_listed *listed, struct cache_object **out);
+/* The size up to which cache_object_open() of a file LISTED names fetches
+ * it whole, with one GET. */
+uint64_t cache_whole_size(const struct cache *c);
 /*
  * A bounded set of at most MAX opened objects, by URL, for a caller that
  * opens object after object down a list (objects.c): cache_objects_open()

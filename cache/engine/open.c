@@ -236,6 +236,11 @@ static int probe_run(struct cache *c, const char *url, const char *log_name, uin
 	return http_run(c->http, req);
 }
 
+uint64_t cache_whole_size(const struct cache *c)
+{
+	return WHOLE_HEADERS * c->cfg.header_len;
+}
+
 /*
  * GET the first header_len bytes of URL into F (an empty object: HEAD),
  * or all of it when LISTED says it is small: a file of chips, one tile
@@ -246,7 +251,7 @@ static int fetch_first(struct cache *c, const char *url, const char *log_name,
 		       struct fetched *f)
 {
 	uint64_t len = c->cfg.header_len;
-	if (listed && listed->size > (int64_t)len && (uint64_t)listed->size <= WHOLE_HEADERS * len)
+	if (listed && listed->size > (int64_t)len && (uint64_t)listed->size <= cache_whole_size(c))
 		len = (uint64_t)listed->size;
 	int err = probe_run(c, url, log_name, len, false, req);
 	if (err == -ERANGE) {

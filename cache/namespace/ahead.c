@@ -2,7 +2,7 @@
  * ahead.c - work ahead of the readers (ns_revalidate_ahead() of
  * namespace.h): the queue of what listings showed that readers will
  * likely want, the threads that do it in the background, and their start
- * and stop. Two kinds of node are queued:
+ * and stop. Three kinds of node are queued:
  *  - files a listing showed that may have a version cached: checked as
  *    their first open would, so after a remount readers do not wait a
  *    round trip per file;
@@ -11,8 +11,16 @@
  *    DataLoader): listed, many at once, so a walk does not wait a round
  *    trip per folder. A listing ahead queues its files, not the
  *    directories beside it: only a reader's walk spreads further, so what
- *    is listed ahead stays within a level of where readers are.
- * Each node is queued once (ahead_done), at most AHEAD_MAX at once.
+ *    is listed ahead stays within a level of where readers are;
+ *  - the other small files of a sample's directory (a patch's bands) when
+ *    a reader opens one of them: opened at once, fetched whole if not
+ *    cached, so the reader's next opens find them on their way or here.
+ *    A reader of one band of each patch pays for the others: at most
+ *    AHEAD_SIBLINGS - 1 files of cache_whole_size() each a directory.
+ *    They go in a queue of their own (soon_head), taken first: a reader
+ *    waits for them now.
+ * Each node is queued once a queue (ahead_done, soon_done), at most
+ * AHEAD_MAX at once in the first.
  * Above listing.c, validate.c and tree.c, whose functions it calls;
  * namespace.c queues after each fresh listing (ns_ahead_queue()).
  *
@@ -36,6 +44,7 @@
 #include <string.h>
 
 #define AHEAD_MAX 10000		/* nodes queued at once */
+#define AHEAD_SIBLINGS 16	/* entries of a directory that is a sample */
 
 /* Queue N (held until a thread takes it); ns->lock held. */
 static void queue(struct namespace *ns, struct ns_node *n)
@@ -66,6 +75,39 @@ void ns_ahead_queue(struct namespace *ns, struct ns_node *dir, bool walked)
 		if (n->is_dir && !n->ahead_done && !n->listed && !n->busy && !n->fixed)
 			queue(ns, n);
 	}
+}
+
+void ns_ahead_siblings(struct namespace *ns, struct ns_node *file)
+{
+	struct ns_node *dir = file->parent;
+	if (ns->ahead_stopping || !ns->nahead || ns->ttl_s == 0 || !dir || dir->siblings_done ||
+	    !dir->listed || dir->nchildren > AHEAD_SIBLINGS)
+		return;
+	dir->siblings_done = true;
+	uint64_t whole = cache_whole_size(ns->cache);
+	for (size_t i = 0; i < dir->nchildren; i++) {
+		struct ns_node *n = dir->children[i];
+		if (n == file || n->is_dir || n->obj || n->soon_done || n->listed_size < 0 ||
+		    (uint64_t)n->listed_size > whole)
+			continue;
+		n->soon_done = true;
+		ns_node_hold(n, 1);
+		if (ns->soon_tail)
+			ns->soon_tail->soon_next = n;
+		else
+			ns->soon_head = n;
+		ns->soon_tail = n;
+		pthread_cond_signal(&ns->ahead_work);
+	}
+}
+
+/* Open N, queued and held, as its reader's open would, unless one did
+ * meanwhile; ns->lock held (dropped while asking). */
+static void ahead_open(struct namespace *ns, struct ns_node *n)
+{
+	bool unchanged;
+	if (!n->obj && !n->busy && ns_in_tree(n) && ns_file_validate_held(ns, n, &unchanged) != 0)
+		log_debug("open ahead of %s failed; its open will ask again", n->name);
 }
 
 /* List the directory N, queued and held, unless a reader did meanwhile;
@@ -104,23 +146,32 @@ static void *ahead_thread(void *arg)
 	struct namespace *ns = arg;
 	pthread_mutex_lock(&ns->lock);
 	for (;;) {
-		while (!ns->ahead_head && !ns->ahead_stopping)
+		while (!ns->soon_head && !ns->ahead_head && !ns->ahead_stopping)
 			pthread_cond_wait(&ns->ahead_work, &ns->lock);
 		if (ns->ahead_stopping)
 			break;
-		struct ns_node *n = ns->ahead_head;
-		ns->ahead_head = n->ahead_next;
-		if (!ns->ahead_head)
-			ns->ahead_tail = NULL;
-		ns->ahead_len--;
-		n->ahead_next = NULL;
-		if (n->is_dir)
-			ahead_list(ns, n);
-		else
-			ahead_one(ns, n);
+		struct ns_node *n = ns->soon_head;
+		if (n) {
+			ns->soon_head = n->soon_next;
+			if (!ns->soon_head)
+				ns->soon_tail = NULL;
+			n->soon_next = NULL;
+			ahead_open(ns, n);
+		} else {
+			n = ns->ahead_head;
+			ns->ahead_head = n->ahead_next;
+			if (!ns->ahead_head)
+				ns->ahead_tail = NULL;
+			ns->ahead_len--;
+			n->ahead_next = NULL;
+			if (n->is_dir)
+				ahead_list(ns, n);
+			else
+				ahead_one(ns, n);
+		}
 		ns_node_hold(n, -1);
-		if (!ns->ahead_head)
-			ns_names_shed(ns);	/* what the queue kept in use */
+		if (!ns->ahead_head && !ns->soon_head)
+			ns_names_shed(ns);	/* what the queues kept in use */
 		ns_reap(ns);
 	}
 	pthread_mutex_unlock(&ns->lock);
@@ -162,6 +213,13 @@ void ns_stop_ahead(struct namespace *ns)
 	}
 	ns->ahead_tail = NULL;
 	ns->ahead_len = 0;
+	while (ns->soon_head) {
+		struct ns_node *n = ns->soon_head;
+		ns->soon_head = n->soon_next;
+		n->soon_next = NULL;
+		ns_node_hold(n, -1);
+	}
+	ns->soon_tail = NULL;
 	ns_reap(ns);
 	pthread_mutex_unlock(&ns->lock);
 }

@@ -186,8 +186,10 @@ int ns_readdir(struct namespace *ns, const char *path, size_t start, ns_fill_fn 
 	return err;
 }
 
-int ns_open(struct namespace *ns, const char *path, struct cache_object **out, bool *unchanged,
-	    bool *older_open)
+/* ns_open(); a reader's (READER) has the other files of a sample's
+ * directory opened ahead, at once, beside its own. */
+static int open_file(struct namespace *ns, const char *path, bool reader, struct cache_object **out,
+		     bool *unchanged, bool *older_open)
 {
 	struct ns_node *n;
 
@@ -195,6 +197,8 @@ int ns_open(struct namespace *ns, const char *path, struct cache_object **out, b
 	int err = resolve(ns, path, &n);
 	if (!err && n->is_dir)
 		err = -EISDIR;
+	if (!err && reader)
+		ns_ahead_siblings(ns, n);
 	if (!err)
 		err = ns_file_validate(ns, n, unchanged);
 	if (!err && n->older && !cache_object_shared(n->older)) {
@@ -210,10 +214,17 @@ int ns_open(struct namespace *ns, const char *path, struct cache_object **out, b
 	return err;
 }
 
+int ns_open(struct namespace *ns, const char *path, struct cache_object **out, bool *unchanged,
+	    bool *older_open)
+{
+	return open_file(ns, path, true, out, unchanged, older_open);
+}
+
 int ns_cache_opener(void *arg, const char *path, struct cache_object **out)
 {
 	bool unchanged, older_open;
-	return ns_open(arg, path, out, &unchanged, &older_open);
+	return open_file(arg, path, false, out, &unchanged, &older_open);	/* a hint
+						   knows what comes next */
 }
 
 void ns_open_attr(struct namespace *ns, const char *path, const struct cache_object *obj,

@@ -76,7 +76,8 @@ int ns_load_manifest(struct namespace *ns, const char *path, char *err, size_t e
 
 int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out);
 
-/* ns_open() as a cache_open_fn (cache_set_opener()): ARG the namespace. */
+/* ns_open() as a cache_open_fn (cache_set_opener()): ARG the namespace;
+ * it opens nothing else ahead. */
 int ns_cache_opener(void *arg, const char *path, struct cache_object **out);
 
 /* The attributes of the file at PATH open with version OBJ (from
@@ -94,7 +95,9 @@ int ns_readdir(struct namespace *ns, const char *path, size_t start, ns_fill_fn 
 
 /* Pin the current version of the file at PATH; *unchanged says whether it
  * is the version the previous open got, *older_open whether files of an
- * older version are still open. Caller unrefs *out. */
+ * older version are still open. Caller unrefs *out. The first open in a
+ * directory of a few small files (a sample's) opens the others ahead, in
+ * the background (ns_revalidate_ahead()'s threads). */
 int ns_open(struct namespace *ns, const char *path, struct cache_object **out, bool *unchanged,
 	    bool *older_open);
 

@@ -5,7 +5,7 @@
  *
  *   manifest.c   a tree from a manifest instead of listings
  *   namespace.c  the public calls, listings and their refresh
- *   ahead.c      revalidation ahead: its queue and threads
+ *   ahead.c      work ahead of the readers: its queues and threads
  *   validate.c   a file's pinned version: current, or asked again
  *   tree.c       nodes, holds, retired nodes, the bound on names
  *
@@ -70,6 +70,8 @@ struct ns_node {
 	struct timespec changed_at;	/* its names may have changed since (ns_attr);
 					 * 0: not since its first listing */
 	uint64_t listed_bytes;		/* its files' sizes, as last listed */
+	bool siblings_done;		/* its files were opened ahead once
+					 * (ns_ahead_siblings()) */
 	bool bytes_unknown;		/* a file listed without a size */
 	/* files */
 	struct cache_object *obj;	/* the version last pinned */
@@ -78,6 +80,8 @@ struct ns_node {
 	bool outdated;			/* a later listing disagrees with obj */
 	bool ahead_done;		/* queued for revalidation ahead once */
 	struct ns_node *ahead_next;	/* in ns->ahead_head's queue */
+	bool soon_done;			/* queued to be opened ahead once */
+	struct ns_node *soon_next;	/* in ns->soon_head's queue */
 };
 
 struct namespace {
@@ -119,6 +123,9 @@ struct namespace {
 					 * ns->lock */
 	struct ns_node *ahead_head, *ahead_tail; /* protected by ns->lock */
 	size_t ahead_len;		/* protected by ns->lock */
+	/* files a reader will open next (ns_ahead_siblings()), taken
+	   before the queue above; protected by ns->lock */
+	struct ns_node *soon_head, *soon_tail;
 };
 
 /* tree.c */
@@ -186,5 +193,12 @@ void ns_tell_cache_bytes(struct namespace *ns);
  * entered DIR (WALKED: not a listing ahead), the directories beside it
  * that were never listed, to be listed ahead. ns->lock held. */
 void ns_ahead_queue(struct namespace *ns, struct ns_node *dir, bool walked);
+/* A reader opens FILE, the first of its directory: a directory of at most
+ * AHEAD_SIBLINGS entries is a sample (a patch's band files), so its other
+ * files that an open fetches whole (cache_whole_size()) are opened ahead,
+ * before what ns_ahead_queue() queued, as their readers' opens would
+ * (fetched if not cached, checked if cached and not current); once a
+ * directory. ns->lock held. */
+void ns_ahead_siblings(struct namespace *ns, struct ns_node *file);
 
 #endif

@@ -86,3 +86,73 @@ folder_listings() {
 	assert_eq "$(cat "$MNT/b/y/g.txt")" 2 "b/y/g.txt through the mount"
 	tilefs_umount "$MNT"
 }
+
+# file_gets URI: how many GETs of URI the origin answered
+file_gets() {
+	origin_select 'm == "GET" && u == "'"$1"'" && st < 300' | wc -l
+}
+
+@test "open ahead: the first band a reader opens of a patch folder has the folder's other small files fetched at once, each once; their opens then ask the origin nothing" {
+	local i b
+	for ((i = 0; i < 6; i++)); do
+		mkdir -p "$T/web/p00$i"
+		for b in B02 B03 B04 B08; do
+			head -c $((8000 + i * 100)) /dev/urandom >"$T/web/p00$i/$b.tif"
+		done
+	done
+	# beside the bands of p001, a file too big to be fetched ahead whole
+	head -c $((300 * 1024)) /dev/urandom >"$T/web/p001/preview.png"
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	cmp "$MNT/p003/B02.tif" "$T/web/p003/B02.tif"
+	bands_fetched() {
+		local b
+		for b in B03 B04 B08; do
+			[ "$(file_gets "/$1/$b.tif")" -ge 1 ] || return 1
+		done
+	}
+	wait_until "the other bands of p003 fetched" bands_fetched p003
+	for b in B02 B03 B04 B08; do
+		assert_eq "$(file_gets "/p003/$b.tif")" 1 "GETs of p003/$b.tif"
+	done
+	assert_eq "$(origin_select 'm == "GET" && u ~ /\.tif$/ && u !~ /^\/p003\//' | wc -l)" 0 \
+		"GETs of files of the other folders"
+	origin_log_reset
+	for b in B03 B04 B08; do
+		cmp "$MNT/p003/$b.tif" "$T/web/p003/$b.tif" || fail "p003/$b.tif differs"
+	done
+	assert_eq "$(origin_lines)" "" "requests of the opens and reads of the other bands"
+	# p001: its bands ahead, not the file an open would not fetch whole
+	cmp "$MNT/p001/B08.tif" "$T/web/p001/B08.tif"
+	wait_until "the other bands of p001 fetched" bands_fetched_p001
+	assert_eq "$(origin_select 'u == "/p001/preview.png"' | wc -l)" 0 "requests of p001/preview.png"
+	tilefs_umount "$MNT"
+}
+
+bands_fetched_p001() {
+	local b
+	for b in B02 B03 B04; do
+		[ "$(file_gets "/p001/$b.tif")" -ge 1 ] || return 1
+	done
+}
+
+@test "open ahead: a folder of more small files than a sample has opens nothing ahead" {
+	local i b
+	mkdir -p "$T/web/class" "$T/web/p001"
+	for ((i = 0; i < 40; i++)); do
+		head -c 4000 /dev/urandom >"$T/web/class/img$i.tif"
+	done
+	for b in B02 B03 B04 B08; do
+		head -c 8000 /dev/urandom >"$T/web/p001/$b.tif"
+	done
+	origin_start "$T/web"
+	tilefs_mount "$ORIGIN_URL" "$MNT"
+	cmp "$MNT/class/img7.tif" "$T/web/class/img7.tif"
+	# a sample read after it: its bands are fetched ahead after anything
+	# the open in class/ could have queued
+	cmp "$MNT/p001/B08.tif" "$T/web/p001/B08.tif"
+	wait_until "the other bands of p001 fetched" bands_fetched_p001
+	assert_eq "$(origin_select 'm == "GET" && u ~ /^\/class\/.*\.tif$/' | awk '{ print $2 }')" \
+		"/class/img7.tif" "files of class/ fetched"
+	tilefs_umount "$MNT"
+}

@@ -14,9 +14,12 @@ quick), through:
   tilefs-hinted    a fresh mount on an empty cache dir, the epoch's files
                    handed to it first (tilefs hint), then read
   rclone           rclone mount --vfs-cache-mode full, if installed
+  local-1band      the same patches, one band file of each read (B02)
+  tilefs-1band     that, through a fresh mount: what fetching a patch's
+                   other bands ahead costs a reader who wants only one
 
 Rates are patches/s; requests are what the origin answered in the phase
-(listings, HEADs and GETs). Every patch's bytes are checked against the
+(listings, HEADs and GETs), data KB the bodies of its GETs of files. Every patch's bytes are checked against the
 local read. The set is generated once into tests/.cache/bench. Written to
 results/<ts>/smallfiles.{txt,json}; nothing is timed against a limit.
 """
@@ -69,11 +72,11 @@ for i in range(n):
     return dest
 
 
-def plan(root, mode):
-    """READS random patches as items of op patch."""
+def plan(root, mode, bands=BANDS):
+    """READS random patches as items of op patch, BANDS of each read."""
     folders = sorted(os.listdir(root))
     rng = random.Random(56)
-    return [{"op": "patch", "path": f, "files": ["%s/%s.tif" % (f, b) for b in BANDS]}
+    return [{"op": "patch", "path": f, "files": ["%s/%s.tif" % (f, b) for b in bands]}
             for f in rng.sample(folders, READS[mode])]
 
 
@@ -94,6 +97,9 @@ def run(ctx, notes):
     items_file = os.path.join(ctx.raw, "items-smallfiles.json")
     with open(items_file, "w") as f:
         json.dump(items, f)
+    one_band_file = os.path.join(ctx.raw, "items-smallfiles-1band.json")
+    with open(one_band_file, "w") as f:
+        json.dump(plan(root, ctx.mode, BANDS[:1]), f)
     delay_ms, rate = ctx.profile
     origin = Origin(root, delay_ms, rate, ctx.scratch, tls=(ctx.scheme == "https"),
                     name="nginx-smallfiles")
@@ -110,18 +116,20 @@ def run(ctx, notes):
     ctx.wl = label = "smallfiles"
     ctx.cache_size = ctx.default_cache_size
 
-    def phase(c, mnt, name, before=None):
+    refs = {}   # items file: the local read's hash
+
+    def phase(c, mnt, name, before=None, items_of=items_file):
         r = {"contestant": name, "check": "ok", "note": ""}
         off = origin.offset()
         if before:
             r["note"] = before(mnt) or ""
         bench.drop_caches(ctx.dropstate)
-        row = bench.run_phase(ctx, "smallfiles", c, mnt, items_file, label, loader="torch")
-        bench.compare(row, ref_hash)
+        row = bench.run_phase(ctx, "smallfiles", c, mnt, items_of, label, loader="torch")
+        bench.compare(row, refs[items_of])
         t = origin.since(off, save=os.path.join(ctx.raw, "smallfiles-%s.access.log" % name))
         r.update(check=row["check"] if r["check"] == "ok" else r["check"],
                  rate=row.get("items_per_s"), requests=t["requests"],
-                 data_gets=t["data_gets"], methods=t["methods"])
+                 data_gets=t["data_gets"], data_bytes=t["data_bytes"], methods=t["methods"])
         if row.get("note"):
             r["note"] = (r["note"] + "; " + row["note"]).strip("; ")
         res["rows"].append(r)
@@ -132,23 +140,30 @@ def run(ctx, notes):
         if r["check"] != "ok":
             failed.append("%s: %s %s" % (name, r["check"], r["note"]))
 
-    try:
+    def local(name, items_of):
         bench.drop_caches(ctx.dropstate)
-        ref = bench.run_phase(ctx, "smallfiles", bench.Local(), root, items_file, label,
+        ref = bench.run_phase(ctx, "smallfiles", bench.Local(), root, items_of, label,
                               loader="torch")
-        ref_hash = ref.pop("_hash", None)
-        res["rows"].append({"contestant": "local", "rate": ref.get("items_per_s"),
+        refs[items_of] = ref.pop("_hash", None)
+        res["rows"].append({"contestant": name, "rate": ref.get("items_per_s"),
                             "requests": 0, "check": ref["check"], "note": ref.get("note", "")})
-        bench.log("  %-15s %7.1f patches/s" % ("local", ref.get("items_per_s") or 0))
+        bench.log("  %-15s %7.1f patches/s" % (name, ref.get("items_per_s") or 0))
+
+    try:
+        local("local", items_file)
         cold = bench.Tilefs("tilefs-cold", ctx.tilefs_extra)
-        runs = [(cold, ["tilefs-cold", "tilefs-warm"], None),
+        runs = [(cold, ["tilefs-cold", "tilefs-warm"], None, items_file),
                 (bench.Tilefs("tilefs-remount", ctx.tilefs_extra, warm_of=cold),
-                 ["tilefs-remount"], None),
+                 ["tilefs-remount"], None, items_file),
                 (bench.Tilefs("tilefs-hinted", ctx.tilefs_extra), ["tilefs-hinted"],
-                 lambda mnt: hint(ctx, mnt, items, "tilefs-hinted"))]
+                 lambda mnt: hint(ctx, mnt, items, "tilefs-hinted"), items_file)]
         if shutil.which("rclone"):
-            runs.append((bench.Rclone("rclone", "rclone"), ["rclone"], None))
-        for c, names, before in runs:
+            runs.append((bench.Rclone("rclone", "rclone"), ["rclone"], None, items_file))
+        runs.append((bench.Tilefs("tilefs-1band", ctx.tilefs_extra), ["tilefs-1band"], None,
+                     one_band_file))
+        for c, names, before, items_of in runs:
+            if items_of not in refs:
+                local("local-1band", items_of)
             try:
                 mnt = c.prepare(label, ctx)
             except (bench.Skip, bench.Failure) as e:
@@ -156,7 +171,7 @@ def run(ctx, notes):
                 continue
             try:
                 for name in names:
-                    phase(c, mnt, name, before)
+                    phase(c, mnt, name, before, items_of)
             finally:
                 note = c.finish(ctx)
                 if note:
@@ -186,11 +201,14 @@ def table(res):
     lines = ["smallfiles (issue 56): %d random patches of %d, 4 band files each, %d workers, "
              "%d ms to the first byte, %s" % (res["reads"], res["patches"], res["workers"],
                                               res["delay_ms"], res["scheme"]),
-             "%-15s %10s %8s %9s  %s" % ("", "patches/s", "x local", "requests", "check")]
+             "%-15s %10s %8s %9s %8s  %s" % ("", "patches/s", "x local", "requests", "data KB",
+                                              "check")]
     for r in res["rows"]:
         rate = r.get("rate")
-        lines.append("%-15s %10s %8s %9d  %s %s" % (
+        if r["contestant"] == "local-1band":
+            local = rate    # the one-band rows' baseline
+        lines.append("%-15s %10s %8s %9d %8d  %s %s" % (
             r["contestant"], "%.1f" % rate if rate else "-",
             "%.2f" % (rate / local) if rate and local else "-", r.get("requests", 0),
-            r["check"], r.get("note", "")[:120]))
+            r.get("data_bytes", 0) // 1024, r["check"], r.get("note", "")[:120]))
     return "\n".join(lines) + "\n"
