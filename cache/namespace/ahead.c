@@ -12,9 +12,11 @@
  *    trip per folder. A listing ahead queues its files, not the
  *    directories beside it: only a reader's walk spreads further, so what
  *    is listed ahead stays within a level of where readers are;
- *  - the other small files of a sample's directory (a patch's bands) when
- *    a reader opens one of them: opened at once, fetched whole if not
- *    cached, so the reader's next opens find them on their way or here.
+ *  - the other files of a sample's directory (a patch's bands: a folder
+ *    below the root of at most AHEAD_SIBLINGS small files and nothing
+ *    else) when a reader opens one of them: opened at once, fetched whole
+ *    if not cached, so the reader's next opens find them on their way or
+ *    here.
  *    A reader of one band of each patch pays for the others: at most
  *    AHEAD_SIBLINGS - 1 files of cache_whole_size() each a directory.
  *    They go in a queue of their own (soon_head), taken first: a reader
@@ -80,15 +82,19 @@ void ns_ahead_queue(struct namespace *ns, struct ns_node *dir, bool walked)
 void ns_ahead_siblings(struct namespace *ns, struct ns_node *file)
 {
 	struct ns_node *dir = file->parent;
-	if (ns->ahead_stopping || !ns->nahead || ns->ttl_s == 0 || !dir || dir->siblings_done ||
-	    !dir->listed || dir->nchildren > AHEAD_SIBLINGS)
+	if (ns->ahead_stopping || !ns->nahead || ns->ttl_s == 0 || !dir || dir == ns->root ||
+	    dir->siblings_done || !dir->listed || dir->nchildren > AHEAD_SIBLINGS)
 		return;
 	dir->siblings_done = true;
 	uint64_t whole = cache_whole_size(ns->cache);
+	for (size_t i = 0; i < dir->nchildren; i++) {	/* a sample: small files only */
+		const struct ns_node *n = dir->children[i];
+		if (n->is_dir || n->listed_size < 0 || (uint64_t)n->listed_size > whole)
+			return;
+	}
 	for (size_t i = 0; i < dir->nchildren; i++) {
 		struct ns_node *n = dir->children[i];
-		if (n == file || n->is_dir || n->obj || n->soon_done || n->listed_size < 0 ||
-		    (uint64_t)n->listed_size > whole)
+		if (n == file || n->obj || n->soon_done)
 			continue;
 		n->soon_done = true;
 		ns_node_hold(n, 1);

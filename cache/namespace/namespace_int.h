@@ -193,9 +193,10 @@ void ns_tell_cache_bytes(struct namespace *ns);
  * entered DIR (WALKED: not a listing ahead), the directories beside it
  * that were never listed, to be listed ahead. ns->lock held. */
 void ns_ahead_queue(struct namespace *ns, struct ns_node *dir, bool walked);
-/* A reader opens FILE, the first of its directory: a directory of at most
- * AHEAD_SIBLINGS entries is a sample (a patch's band files), so its other
- * files that an open fetches whole (cache_whole_size()) are opened ahead,
+/* A reader opens FILE, the first of its directory: a directory below the
+ * root of at most AHEAD_SIBLINGS files, each one an open fetches whole
+ * (cache_whole_size()), and nothing else, is a sample (a patch's band
+ * files), so its other files are opened ahead,
  * before what ns_ahead_queue() queued, as their readers' opens would
  * (fetched if not cached, checked if cached and not current); once a
  * directory. ns->lock held. */

@@ -100,8 +100,11 @@ file_gets() {
 			head -c $((8000 + i * 100)) /dev/urandom >"$T/web/p00$i/$b.tif"
 		done
 	done
-	# beside the bands of p001, a file too big to be fetched ahead whole
+	# beside the bands of p001, a file too big to be fetched whole: not a
+	# sample's folder; nor is the root, nor a folder with one inside
 	head -c $((300 * 1024)) /dev/urandom >"$T/web/p001/preview.png"
+	head -c 3000 /dev/urandom >"$T/web/top.tif"
+	mkdir "$T/web/p002/sub"
 	origin_start "$T/web"
 	tilefs_mount "$ORIGIN_URL" "$MNT"
 	cmp "$MNT/p003/B02.tif" "$T/web/p003/B02.tif"
@@ -122,10 +125,16 @@ file_gets() {
 		cmp "$MNT/p003/$b.tif" "$T/web/p003/$b.tif" || fail "p003/$b.tif differs"
 	done
 	assert_eq "$(origin_lines)" "" "requests of the opens and reads of the other bands"
-	# p001: its bands ahead, not the file an open would not fetch whole
+	# no file of p001, p002 or the root fetched ahead: after the reads
+	# below, a sample's bands are, after anything those reads queued
 	cmp "$MNT/p001/B08.tif" "$T/web/p001/B08.tif"
-	wait_until "the other bands of p001 fetched" bands_fetched_p001
-	assert_eq "$(origin_select 'u == "/p001/preview.png"' | wc -l)" 0 "requests of p001/preview.png"
+	cmp "$MNT/p002/B08.tif" "$T/web/p002/B08.tif"
+	cmp "$MNT/top.tif" "$T/web/top.tif"
+	cmp "$MNT/p005/B08.tif" "$T/web/p005/B08.tif"
+	wait_until "the other bands of p005 fetched" bands_fetched p005
+	assert_eq "$(origin_select 'm == "GET" && u ~ /^\/(p001|p002)\/|^\/[^\/]*$/' | awk '{ print $2 }' |
+		sort | tr '\n' ' ')" "/p001/B08.tif /p002/B08.tif /top.tif " \
+		"GETs of files of the root, p001 and p002"
 	tilefs_umount "$MNT"
 }
 
