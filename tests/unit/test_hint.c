@@ -444,12 +444,16 @@ static void test_small_files(struct origin_server *s, const char *dir)
 	CHECK(held >= 4, "the opens of the small files are sent several at once: %zu files' "
 	      "held at once", held);
 	origin_release(s);
-	int cached = 0;
 	for (int i = 1; i < FILES; i++) {
 		snprintf(path, sizeof(path), "/o%d.bin", FIRST + i);
 		time_t until = time(NULL) + ORIGIN_WAIT_S;
 		while (origin_count(s, "GET", path, UINT64_MAX) == 0 && time(NULL) < until)
 			usleep(10000);
+	}
+	cache_hint_stop(c);	/* the workers' opens are over: stored */
+	int cached = 0;
+	for (int i = 1; i < FILES; i++) {
+		snprintf(path, sizeof(path), "/o%d.bin", FIRST + i);
 		size_t gets = origin_count(s, "GET", path, UINT64_MAX);
 		static char buf[SMALL];
 		obj = NULL;
