@@ -19,14 +19,14 @@
  *    here.
  *    A reader of one band of each patch pays for the others: at most
  *    AHEAD_SIBLINGS - 1 files of cache_whole_size() each a directory.
- *    They go in a queue of their own (soon_head), taken first: a reader
+ *    They go in a queue of their own (NS_SOON), taken first: a reader
  *    waits for them now.
- * Each node is queued once a queue (ahead_done, soon_done), at most
- * AHEAD_MAX at once in the first.
+ * Each node is queued once a queue (queued[]), at most AHEAD_MAX at once
+ * in NS_AHEAD.
  * Above listing.c, validate.c and tree.c, whose functions it calls;
  * namespace.c queues after each fresh listing (ns_ahead_queue()).
  *
- * DESIGN: the queue (ns->ahead_head .. ahead_tail) and the flag that stops
+ * DESIGN: the queues (ns->queues[]) and the flag that stops
  * the threads live in struct namespace under ns->lock; the threads wait on
  * ns->ahead_work. Each queued file carries a hold (ns_node_hold()), so a
  * later listing that retires it cannot free it while queued: the thread
@@ -48,34 +48,52 @@
 #define AHEAD_MAX 10000		/* nodes queued at once */
 #define AHEAD_SIBLINGS 16	/* entries of a directory that is a sample */
 
-/* Queue N (held until a thread takes it); ns->lock held. */
-static void queue(struct namespace *ns, struct ns_node *n)
+/* Put N in queue K, held until a thread takes it; ns->lock held. */
+static void queue(struct namespace *ns, enum ns_queue_kind k, struct ns_node *n)
 {
-	n->ahead_done = true;
+	struct ns_queue *q = &ns->queues[k];
+	n->queued[k] = true;
 	ns_node_hold(n, 1);
-	if (ns->ahead_tail)
-		ns->ahead_tail->ahead_next = n;
+	if (q->tail)
+		q->tail->queue_next[k] = n;
 	else
-		ns->ahead_head = n;
-	ns->ahead_tail = n;
-	ns->ahead_len++;
+		q->head = n;
+	q->tail = n;
+	q->len++;
 	pthread_cond_signal(&ns->ahead_work);
+}
+
+/* The first node of queue K, taken out (its hold is the caller's); NULL
+ * if none. ns->lock held. */
+static struct ns_node *unqueue(struct namespace *ns, enum ns_queue_kind k)
+{
+	struct ns_queue *q = &ns->queues[k];
+	struct ns_node *n = q->head;
+	if (!n)
+		return NULL;
+	q->head = n->queue_next[k];
+	if (!q->head)
+		q->tail = NULL;
+	q->len--;
+	n->queue_next[k] = NULL;
+	return n;
 }
 
 void ns_ahead_queue(struct namespace *ns, struct ns_node *dir, bool walked)
 {
 	if (ns->ahead_stopping || !ns->nahead || ns->ttl_s == 0)
 		return;	/* (ns_stop_ahead() clears nahead only once stopping) */
-	for (size_t i = 0; i < dir->nchildren && ns->ahead_len < AHEAD_MAX; i++) {
+	size_t *len = &ns->queues[NS_AHEAD].len;
+	for (size_t i = 0; i < dir->nchildren && *len < AHEAD_MAX; i++) {
 		struct ns_node *n = dir->children[i];
-		if (!n->is_dir && !n->ahead_done && !n->obj && !n->listed_etag)
-			queue(ns, n);
+		if (!n->is_dir && !n->queued[NS_AHEAD] && !n->obj && !n->listed_etag)
+			queue(ns, NS_AHEAD, n);
 	}
 	struct ns_node *up = walked ? dir->parent : NULL;
-	for (size_t i = 0; up && i < up->nchildren && ns->ahead_len < AHEAD_MAX; i++) {
+	for (size_t i = 0; up && i < up->nchildren && *len < AHEAD_MAX; i++) {
 		struct ns_node *n = up->children[i];
-		if (n->is_dir && !n->ahead_done && !n->listed && !n->busy && !n->fixed)
-			queue(ns, n);
+		if (n->is_dir && !n->queued[NS_AHEAD] && !n->listed && !n->busy && !n->fixed)
+			queue(ns, NS_AHEAD, n);
 	}
 }
 
@@ -94,16 +112,8 @@ void ns_ahead_siblings(struct namespace *ns, struct ns_node *file)
 	}
 	for (size_t i = 0; i < dir->nchildren; i++) {
 		struct ns_node *n = dir->children[i];
-		if (n == file || n->obj || n->soon_done)
-			continue;
-		n->soon_done = true;
-		ns_node_hold(n, 1);
-		if (ns->soon_tail)
-			ns->soon_tail->soon_next = n;
-		else
-			ns->soon_head = n;
-		ns->soon_tail = n;
-		pthread_cond_signal(&ns->ahead_work);
+		if (n != file && !n->obj && !n->queued[NS_SOON])
+			queue(ns, NS_SOON, n);
 	}
 }
 
@@ -152,31 +162,20 @@ static void *ahead_thread(void *arg)
 	struct namespace *ns = arg;
 	pthread_mutex_lock(&ns->lock);
 	for (;;) {
-		while (!ns->soon_head && !ns->ahead_head && !ns->ahead_stopping)
+		while (!ns->ahead_stopping && !ns->queues[NS_SOON].head &&
+		       !ns->queues[NS_AHEAD].head)
 			pthread_cond_wait(&ns->ahead_work, &ns->lock);
 		if (ns->ahead_stopping)
 			break;
-		struct ns_node *n = ns->soon_head;
-		if (n) {
-			ns->soon_head = n->soon_next;
-			if (!ns->soon_head)
-				ns->soon_tail = NULL;
-			n->soon_next = NULL;
+		struct ns_node *n = unqueue(ns, NS_SOON);
+		if (n)
 			ahead_open(ns, n);
-		} else {
-			n = ns->ahead_head;
-			ns->ahead_head = n->ahead_next;
-			if (!ns->ahead_head)
-				ns->ahead_tail = NULL;
-			ns->ahead_len--;
-			n->ahead_next = NULL;
-			if (n->is_dir)
-				ahead_list(ns, n);
-			else
-				ahead_one(ns, n);
-		}
+		else if ((n = unqueue(ns, NS_AHEAD))->is_dir)
+			ahead_list(ns, n);
+		else
+			ahead_one(ns, n);
 		ns_node_hold(n, -1);
-		if (!ns->ahead_head && !ns->soon_head)
+		if (!ns->queues[NS_SOON].head && !ns->queues[NS_AHEAD].head)
 			ns_names_shed(ns);	/* what the queues kept in use */
 		ns_reap(ns);
 	}
@@ -211,21 +210,9 @@ void ns_stop_ahead(struct namespace *ns)
 	ns->ahead = NULL;
 	ns->nahead = 0;
 	pthread_mutex_lock(&ns->lock);
-	while (ns->ahead_head) {
-		struct ns_node *n = ns->ahead_head;
-		ns->ahead_head = n->ahead_next;
-		n->ahead_next = NULL;
-		ns_node_hold(n, -1);
-	}
-	ns->ahead_tail = NULL;
-	ns->ahead_len = 0;
-	while (ns->soon_head) {
-		struct ns_node *n = ns->soon_head;
-		ns->soon_head = n->soon_next;
-		n->soon_next = NULL;
-		ns_node_hold(n, -1);
-	}
-	ns->soon_tail = NULL;
+	for (int k = 0; k < NS_QUEUES; k++)
+		for (struct ns_node *n; (n = unqueue(ns, k));)
+			ns_node_hold(n, -1);
 	ns_reap(ns);
 	pthread_mutex_unlock(&ns->lock);
 }

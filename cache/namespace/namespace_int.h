@@ -43,6 +43,19 @@ struct cache_object;
 struct http_client;
 struct source;
 
+/* The queues of work ahead (ahead.c), each a FIFO of nodes held while in
+ * it; the threads take NS_SOON's first: a reader waits for them now. */
+enum ns_queue_kind {
+	NS_AHEAD,			/* files to revalidate, directories to list */
+	NS_SOON,			/* files a reader will open next */
+	NS_QUEUES
+};
+struct ns_node;
+struct ns_queue {
+	struct ns_node *head, *tail;
+	size_t len;
+};
+
 /* A file or directory. Every field is protected by ns->lock, except name
  * and is_dir, fixed at creation; a node out of the tree is read only by
  * the threads that hold it. */
@@ -78,10 +91,8 @@ struct ns_node {
 	struct cache_object *older;	/* the version before, while still open */
 	time_t validated_at;
 	bool outdated;			/* a later listing disagrees with obj */
-	bool ahead_done;		/* queued for revalidation ahead once */
-	struct ns_node *ahead_next;	/* in ns->ahead_head's queue */
-	bool soon_done;			/* queued to be opened ahead once */
-	struct ns_node *soon_next;	/* in ns->soon_head's queue */
+	bool queued[NS_QUEUES];		/* put in each queue of ahead.c once */
+	struct ns_node *queue_next[NS_QUEUES];	/* in ns->queues[k] */
 };
 
 struct namespace {
@@ -121,11 +132,7 @@ struct namespace {
 	bool ahead_stopping;		/* protected by ns->lock */
 	pthread_cond_t ahead_work;	/* the queue has a file, or stop; with
 					 * ns->lock */
-	struct ns_node *ahead_head, *ahead_tail; /* protected by ns->lock */
-	size_t ahead_len;		/* protected by ns->lock */
-	/* files a reader will open next (ns_ahead_siblings()), taken
-	   before the queue above; protected by ns->lock */
-	struct ns_node *soon_head, *soon_tail;
+	struct ns_queue queues[NS_QUEUES];	/* protected by ns->lock */
 };
 
 /* tree.c */
