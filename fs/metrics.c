@@ -252,8 +252,9 @@ static int write_file(struct metrics *m, const char *path, bool up)
 		goto unlink_tmp;
 	}
 	fd = -1;	/* f has it */
+	errno = 0;
 	if (fwrite(text, 1, len, f) != len)
-		err = -EIO;
+		err = errno ? -errno : -EIO;
 	if (fclose(f) != 0 && !err)
 		err = -errno;
 	if (!err && rename(tmp, path) != 0)

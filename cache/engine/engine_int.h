@@ -280,6 +280,9 @@ struct cache {
 	size_t nwanted;			/* c->lock */
 	struct known_unit *known;	/* c->lock: KNOWN_SLOTS */
 	bool disk_full_logged;		/* persist thread only */
+	atomic_bool room_wanted;	/* an open found the disk full under
+					   the index: the persist thread makes
+					   room, and says so */
 	atomic_bool stage_failed_logged; /* a run's write as its bytes came
 					   failed, logged at info (E6) */
 	atomic_bool full;		/* at eviction's target or over, when

@@ -300,6 +300,16 @@ static int64_t uncached_id(void)
 	return atomic_fetch_sub(&next, 1);
 }
 
+/* The disk under the index is full: the persist thread makes room and
+ * says so, as for the data (persist.c). */
+static void room_wanted(struct cache *c)
+{
+	atomic_store(&c->room_wanted, true);
+	pthread_mutex_lock(&c->lock);
+	pthread_cond_signal(&c->work);
+	pthread_mutex_unlock(&c->lock);
+}
+
 /*
  * How the index says object FOUND is cut: *TILED (a tile map is stored, read
  * at the object's first use: object_cut()), or *LEGACY for plain blocks.
@@ -477,8 +487,14 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 			log_warn("%s: the origin gives neither ETag nor Last-Modified; reading it uncached",
 				 log_name);
 			found.id = uncached_id();
-		} else if (index_object_add(c->index, url, &found, blob, blob_len, &created) != 0) {
-			log_warn("%s: the cache index cannot record it; reading it uncached", log_name);
+		} else if ((err = index_object_add(c->index, url, &found, blob, blob_len,
+						   &created)) != 0) {
+			if (err == -ENOSPC || err == -EDQUOT)
+				room_wanted(c);	/* said with the data's disk-full */
+			else
+				log_warn("%s: the cache index cannot record it; reading it uncached",
+					 log_name);
+			err = 0;
 			found.id = uncached_id();
 		} else if (!created) {
 			/* another process added it first: cut it as it did */

@@ -329,6 +329,12 @@ void *persist_thread(void *arg)
 				job_done(&c->jobs);
 			break;
 		}
+		if (atomic_exchange(&c->room_wanted, false)) {
+			pthread_mutex_unlock(&c->lock);
+			make_room(c);
+			pthread_mutex_lock(&c->lock);
+			continue;
+		}
 		if (c->edges_to_keep) {
 			pthread_mutex_unlock(&c->lock);
 			keep_edges(c);
