@@ -162,6 +162,36 @@ static bool answer_stale(struct namespace *ns, const char *dir_path)
 	return stale;
 }
 
+/* DIR, never listed, is a folder of no child yet, busy: put the subtree D
+ * listed deep under it, count its folders listed whole as listed (DIR
+ * too, if D is whole). ns->lock held. */
+static void deep_attach(struct namespace *ns, struct ns_node *dir, struct ns_deep *d)
+{
+	time_t now = time(NULL);
+	dir->children = d->top->children;
+	dir->nchildren = d->top->nchildren;
+	d->top->children = NULL;
+	d->top->nchildren = 0;
+	for (size_t i = 0; i < dir->nchildren; i++)
+		dir->children[i]->parent = dir;
+	for (size_t i = 0; i < d->ndirs; i++) {
+		if (!d->dirs[i])
+			continue;
+		d->dirs[i]->listed = true;
+		d->dirs[i]->listed_at = now;
+		count_bytes(ns, d->dirs[i]);
+	}
+	if (d->whole) {
+		if (dir->dropped)
+			clock_gettime(CLOCK_REALTIME, &dir->changed_at);
+		dir->dropped = false;
+		dir->listed = true;
+		dir->listed_at = now;
+		count_bytes(ns, dir);
+	}
+	ns_deep_free(ns, d);
+}
+
 /* ns_dir_refresh() with DIR held. */
 static int dir_refresh_held(struct namespace *ns, struct ns_node *dir, bool *listed_now)
 {
@@ -177,8 +207,24 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir, bool *lis
 	dir->busy = true;
 	char *path = ns_node_path(dir);
 	bool listed = dir->listed;	/* the last listing can stand in */
+	/* never listed: every key below it at once, where the store can */
+	bool deep = path && !listed && !dir->nchildren && source_lists_deep(ns->src);
 	pthread_mutex_unlock(&ns->lock);
 
+	struct ns_deep d = { 0 };
+	if (deep && ns_deep_fetch(ns, path, &d) == 0) {
+		pthread_mutex_lock(&ns->lock);
+		deep_attach(ns, dir, &d);
+		if (dir->listed) {
+			*listed_now = true;
+			ns_names_shed(ns);
+			free(path);
+			dir->busy = false;
+			pthread_cond_broadcast(&ns->done);
+			return 0;
+		}
+		pthread_mutex_unlock(&ns->lock);	/* the rest: its own listing */
+	}
 	struct listing l = { .ns = ns };
 	int err = !path ? -ENOMEM : listed && answer_stale(ns, path) ? -ENETDOWN :
 		  fetch_listing(ns, path, &l, listed);

@@ -7,6 +7,7 @@
  *   namespace.c  the public calls, listings and their refresh
  *   ahead.c      work ahead of the readers: its queues and threads
  *   validate.c   a file's pinned version: current, or asked again
+ *   deep.c       a subtree from one listing of every key below a folder
  *   tree.c       nodes, holds, retired nodes, the bound on names
  *
  * LOCKS: one mutex, ns->lock, guards the tree and every field below
@@ -181,6 +182,23 @@ bool ns_listed_copy(const struct namespace *ns, const struct ns_node *n, struct 
  * (ns_node_hold()) already. */
 int ns_file_validate(struct namespace *ns, struct ns_node *n, bool *unchanged);
 int ns_file_validate_held(struct namespace *ns, struct ns_node *n, bool *unchanged);
+
+/* deep.c */
+
+/* A subtree listed deep, detached from the tree until listing.c puts it
+ * there. */
+struct ns_deep {
+	struct ns_node *top;		/* a folder node holding the subtree */
+	struct ns_node **dirs;		/* its folders, NULL for those not
+					   listed whole (more keys may follow) */
+	size_t ndirs;
+	bool whole;			/* every key below was listed */
+};
+/* List every key below DIR_PATH at once (source_lists_deep() must be
+ * true) into OUT, with no lock: 0, or the error of a page (OUT empty).
+ * Frees with ns_deep_free(). */
+int ns_deep_fetch(struct namespace *ns, const char *dir_path, struct ns_deep *out);
+void ns_deep_free(struct namespace *ns, struct ns_deep *d);
 
 /* listing.c */
 

@@ -295,16 +295,20 @@ static void on_attempt_done(struct fetcher *c, struct http_request *req, CURLcod
 		memcpy(req->first_etag, req->etag, sizeof(req->etag));
 	attempt_end(c, req);
 	/* expired or revoked credentials, renewed by the signer: one more
-	   attempt, now */
+	   attempt, now; not renewable: refused */
+	int rejected = 0;
 	if (verdict < 0 && req->status >= 400 && req->status < 500 &&
-	    req->credentials_rejected && req->signed_attempt && !req->renewed &&
-	    req->credentials_rejected(req->signer, req->status, req->error_body,
-				      req->error_len)) {
+	    req->credentials_rejected && req->signed_attempt && !req->renewed)
+		rejected = req->credentials_rejected(req->signer, req->status, req->error_body,
+						     req->error_len);
+	if (rejected > 0) {
 		req->renewed = true;
 		log_info("sending %s again with renewed credentials", req->log_name);
 		start_or_fail(c, req);
 		return;
 	}
+	if (rejected < 0)
+		verdict = -EACCES;
 	if (verdict != -EAGAIN) {
 		/* a sink that refused the bytes (the cache disk full) is the
 		   caller's to tell: it gets them again into memory */

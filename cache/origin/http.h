@@ -113,12 +113,15 @@ typedef bool (*http_describe_fn)(const char *body, size_t len, char *reason, siz
  * Did the origin refuse a signed attempt's credentials as expired or
  * revoked (a 4xx STATUS, the start of its error BODY as for
  * http_describe_fn: S3 answers 400 ExpiredToken, Azure 401, Azurite 403,
- * GCS 401)? True: the signer (SIGNER, req->signer) has renewed them, and
- * the request is sent once more at once, not counted as a retry. Called
- * on a fetch thread, at most once per request; fetch threads may call it
- * at once for different requests.
+ * GCS 401)? 1: the signer (SIGNER, req->signer) has renewed them (or
+ * follows the store elsewhere), and the request is sent once more at once,
+ * not counted as a retry; -EACCES: they were refused and cannot be
+ * renewed, and the request fails with EACCES, as a 403 does, whatever the
+ * status; 0: the answer is not about them. Called on a fetch thread, at
+ * most once per request; fetch threads may call it at once for different
+ * requests.
  */
-typedef bool (*http_rejected_fn)(void *signer, long status, const char *body, size_t len);
+typedef int (*http_rejected_fn)(void *signer, long status, const char *body, size_t len);
 
 /*
  * Take LEN bytes of a ranged body that belong at AT bytes past req->off,

@@ -690,6 +690,34 @@ PY
 	read_all || fail "a file differs"
 }
 
+@test "s3: session keys from the environment the store refuses as expired (400 ExpiredToken): EACCES, not EIO" {
+	identity_start
+	local doc f
+	doc=$("$PY" "$TESTS_LIB/aws_identity.py" "$ID" --process)
+	f=$(head -1 "$T/list")
+	AWS_ACCESS_KEY_ID=$("$PY" -c 'import json, sys; print(json.load(sys.stdin)["AccessKeyId"])' <<<"$doc") \
+	AWS_SECRET_ACCESS_KEY=$("$PY" -c 'import json, sys; print(json.load(sys.stdin)["SecretAccessKey"])' <<<"$doc") \
+	AWS_SESSION_TOKEN=$("$PY" -c 'import json, sys; print(json.load(sys.stdin)["SessionToken"])' <<<"$doc") \
+		tilefs_mount "s3://eo" "$MNT" --endpoint "$STORE_URL" --list "$T/list" --ttl 0 \
+		--prefetch none
+	cmp "$SAMPLES/$f" "$MNT/$f" || fail "the first read failed"
+	# the store takes the keys for expired; the environment's cannot be
+	# renewed
+	"$PY" - "$ID/keys.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in d["keys"]:
+    k["ExpiresEpoch"] = 0
+json.dump(d, open(sys.argv[1], "w"))
+PY
+	echo 3 >/proc/sys/vm/drop_caches
+	local out
+	out=$(cat "$MNT/$(sed -n 2p "$T/list")" 2>&1 >/dev/null) && fail "a read succeeded with expired keys"
+	[[ $out == *"Permission denied"* ]] || fail "a read failed with: $out"
+	grep -q "ExpiredToken" "$T/store.log" || awk '$4 == 400' "$T/store.log" | grep -q . ||
+		fail "the store never refused a key"
+}
+
 @test "s3: warm with web identity credentials fills the cache; a mount on it reads without a data GET" {
 	identity_start
 	echo "oidc-token-w" >"$ID/web-token"

@@ -7,6 +7,9 @@ every listing), through a fresh mount of each contestant:
   local        find over the tree on local disk (the baseline of the ratios)
   tilefs       a tilefs mount, default options, on an empty cache dir
   rclone       rclone mount (--vfs-cache-mode full), if rclone is installed
+  tilefs-s3    a tilefs mount of the same tree served as an S3 bucket by
+               tests/lib/sigv4_store.py (ListObjectsV2 pages of 1,000 keys,
+               Signature V4 checked), with the same delay on every answer
 
 For each: seconds, names found (checked against the local tree's), and
 the listing requests the origin answered. BENCH_LISTING_FOLDERS=N sets
@@ -22,7 +25,7 @@ import subprocess
 import time
 
 import bench
-from origin import Origin
+from origin import Origin, S3Store
 
 FOLDERS = {"quick": 1000, "full": 5000}
 BANDS = ("B02", "B03", "B04", "B08")
@@ -69,18 +72,23 @@ def run(ctx, notes):
     bench.log("[56] listing: find over %d folders of %d files, %d ms to the first byte, "
               "over %s" % (folders, len(BANDS), delay_ms, ctx.scheme))
     bench.log("  %-8s %8.2f s  %d names" % ("local", local_s, len(want)))
-    contestants = [bench.Tilefs("tilefs", ctx.tilefs_extra)]
+    store = S3Store(root, delay_ms, ctx.scratch)
+    contestants = [(bench.Tilefs("tilefs", ctx.tilefs_extra), origin)]
     if shutil.which("rclone"):
-        contestants.append(bench.Rclone("rclone", "rclone"))
+        contestants.append((bench.Rclone("rclone", "rclone"), origin))
+    contestants.append((bench.Tilefs("tilefs-s3", ctx.tilefs_extra), store))
     main_origin = ctx.origin
+    saved_env = dict(os.environ)
+    os.environ.update(store.environment())
     origin.start()
-    ctx.origin = origin
+    store.start()
     ctx.wl = "listing"
     ctx.cache_size = ctx.default_cache_size
     try:
-        for c in contestants:
+        for c, served in contestants:
+            ctx.origin = served
             r = {"contestant": c.name, "check": "ok", "note": ""}
-            off = origin.offset()
+            off = served.offset()
             try:
                 mnt = c.prepare("listing", ctx)
                 try:
@@ -95,7 +103,7 @@ def run(ctx, notes):
                     r["check"], r["note"] = "ERROR", note
             except (bench.Skip, bench.Failure) as e:
                 r["check"], r["note"] = "ERROR", str(e).splitlines()[0]
-            t = origin.since(off, save=os.path.join(ctx.raw, "listing-%s.access.log" % c.name))
+            t = served.since(off, save=os.path.join(ctx.raw, "listing-%s.access.log" % c.name))
             r["listings"] = t["methods"].get("GET", 0) - t["data_gets"]
             r["requests"] = t["requests"]
             res["rows"].append(r)
@@ -110,6 +118,9 @@ def run(ctx, notes):
                 del ctx.caches[(w, name)]
     finally:
         ctx.origin = main_origin
+        os.environ.clear()
+        os.environ.update(saved_env)
+        store.stop()
         origin.stop()
         shutil.rmtree(where, ignore_errors=True)
     with open(os.path.join(ctx.results, "listing.json"), "w") as f:

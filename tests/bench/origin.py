@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 from procfs import pid_alive, proc_stats
@@ -258,3 +259,73 @@ def free_port():
     p = s.getsockname()[1]
     s.close()
     return p
+
+
+class S3Store:
+    """tests/lib/sigv4_store.py serving ROOT as bucket eo on 127.0.0.1 (an S3
+    store that checks Signature V4, ListObjectsV2 pages of 1,000 keys),
+    DELAY_MS before each answer; as Origin for a contestant: url,
+    tilefs_args(), offset(), since(). Its keys are environment()'s."""
+
+    def __init__(self, root, delay_ms, scratch):
+        self.root, self.delay_ms = root, delay_ms
+        self.log = os.path.join(scratch, "sigv4_store.log")
+        self.url = "s3://eo"
+        self.proc = None
+        self.port = 0
+
+    def start(self):
+        open(self.log, "w").close()
+        env = dict(os.environ, SIGV4_DELAY_MS=str(self.delay_ms))
+        lib = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib")
+        self.proc = subprocess.Popen([sys.executable, os.path.join(lib, "sigv4_store.py"),
+                                      self.root, self.log], stdout=subprocess.PIPE, env=env,
+                                     text=True)
+        self.port = int(self.proc.stdout.readline())
+
+    def stop(self):
+        if self.proc:
+            self.proc.terminate()
+            self.proc.wait()
+            self.proc = None
+
+    @staticmethod
+    def environment():
+        """The variables a client of the store needs: its keys, and no
+        instance metadata asked for."""
+        return {"AWS_ACCESS_KEY_ID": "S3RVER", "AWS_SECRET_ACCESS_KEY": "S3RVER",
+                "AWS_EC2_METADATA_DISABLED": "true"}
+
+    def tilefs_args(self):
+        return ["--endpoint", "http://127.0.0.1:%d" % self.port]
+
+    def cpu(self):
+        """CPU seconds of the store so far."""
+        return (proc_stats(self.proc.pid) or (0.0, 0))[0] if self.proc else 0.0
+
+    def offset(self):
+        return os.path.getsize(self.log)
+
+    def since(self, off, save=None):
+        """As Origin.since(), from the store's log (METHOD PATH "RANGE"
+        STATUS BYTES HOST KEY): listings are GETs of the bucket itself."""
+        t = {"requests": 0, "bytes": 0, "methods": {}, "data_gets": 0, "data_bytes": 0,
+             "again": 0}
+        with open(self.log) as f:
+            f.seek(off)
+            lines = f.read().splitlines()
+        if save:
+            with open(save, "w") as out:
+                out.write("\n".join(lines) + "\n")
+        for line in lines:
+            parts = line.split()
+            if len(parts) < 7:
+                continue
+            method, path, status, n = parts[0], parts[1], parts[-4], int(parts[-3])
+            t["requests"] += 1
+            t["methods"][method] = t["methods"].get(method, 0) + 1
+            t["bytes"] += n
+            if method == "GET" and path not in ("/eo", "/eo/") and status in ("200", "206"):
+                t["data_gets"] += 1
+                t["data_bytes"] += n
+        return t

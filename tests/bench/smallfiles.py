@@ -14,6 +14,10 @@ quick), through:
   tilefs-hinted    a fresh mount on an empty cache dir, the epoch's files
                    handed to it first (tilefs hint), then read
   rclone           rclone mount --vfs-cache-mode full, if installed
+  tilefs-s3-cold, tilefs-s3-remount
+                   cold and remounted as above, the set served as an S3
+                   bucket (tests/lib/sigv4_store.py, the same delay):
+                   listings that carry ETags, listed deep
   local-1band      the same patches, one band file of each read (B02)
   tilefs-1band     that, through a fresh mount: what fetching a patch's
                    other bands ahead costs a reader who wants only one
@@ -30,7 +34,7 @@ import shutil
 import subprocess
 
 import bench
-from origin import Origin
+from origin import Origin, S3Store
 
 PATCHES = {"quick": 1000, "full": 5000}
 READS = {"quick": 300, "full": 1000}
@@ -110,8 +114,12 @@ def run(ctx, notes):
     bench.log("[56] smallfiles: %d random patches of %d (%d band files of 120x120 each), "
               "torch DataLoader, %d workers, over %s" % (len(items), PATCHES[ctx.mode],
                                                           len(BANDS), ctx.workers, ctx.scheme))
+    store = S3Store(root, delay_ms, ctx.scratch)
     main_origin, main_data = ctx.origin, ctx.data
+    saved_env = dict(os.environ)
+    os.environ.update(store.environment())
     origin.start()
+    store.start()
     ctx.origin, ctx.data = origin, root
     ctx.wl = label = "smallfiles"
     ctx.cache_size = ctx.default_cache_size
@@ -120,13 +128,14 @@ def run(ctx, notes):
 
     def phase(c, mnt, name, before=None, items_of=items_file):
         r = {"contestant": name, "check": "ok", "note": ""}
-        off = origin.offset()
+        served = ctx.origin
+        off = served.offset()
         if before:
             r["note"] = before(mnt) or ""
         bench.drop_caches(ctx.dropstate)
         row = bench.run_phase(ctx, "smallfiles", c, mnt, items_of, label, loader="torch")
         bench.compare(row, refs[items_of])
-        t = origin.since(off, save=os.path.join(ctx.raw, "smallfiles-%s.access.log" % name))
+        t = served.since(off, save=os.path.join(ctx.raw, "smallfiles-%s.access.log" % name))
         r.update(check=row["check"] if r["check"] == "ok" else r["check"],
                  rate=row.get("items_per_s"), requests=t["requests"],
                  data_gets=t["data_gets"], data_bytes=t["data_bytes"], methods=t["methods"])
@@ -161,7 +170,12 @@ def run(ctx, notes):
             runs.append((bench.Rclone("rclone", "rclone"), ["rclone"], None, items_file))
         runs.append((bench.Tilefs("tilefs-1band", ctx.tilefs_extra), ["tilefs-1band"], None,
                      one_band_file))
+        s3_cold = bench.Tilefs("tilefs-s3-cold", ctx.tilefs_extra)
+        runs += [(s3_cold, ["tilefs-s3-cold"], None, items_file),
+                 (bench.Tilefs("tilefs-s3-remount", ctx.tilefs_extra, warm_of=s3_cold),
+                  ["tilefs-s3-remount"], None, items_file)]
         for c, names, before, items_of in runs:
+            ctx.origin = store if c.name.startswith("tilefs-s3") else origin
             if items_of not in refs:
                 local("local-1band", items_of)
             try:
@@ -182,6 +196,9 @@ def run(ctx, notes):
                 del ctx.caches[(w, name)]
     finally:
         ctx.origin, ctx.data = main_origin, main_data
+        os.environ.clear()
+        os.environ.update(saved_env)
+        store.stop()
         origin.stop()
     with open(os.path.join(ctx.results, "smallfiles.json"), "w") as f:
         json.dump(res, f, indent=1)

@@ -81,7 +81,7 @@ s3_data_gets() {
 }
 
 s3_object_200s() {
-	grep -a ' 200 ' "$S3_LOG" | grep -av 'delimiter=' | grep -avc ' 0b$' || true
+	grep -a ' 200 ' "$S3_LOG" | grep -av 'delimiter=\|st-type=' | grep -avc ' 0b$' || true
 }
 
 sigv4_store_start() {

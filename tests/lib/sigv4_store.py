@@ -4,7 +4,9 @@ verifies every request's Signature V4 with botocore (region us-east-1)
 before answering: 403 SignatureDoesNotMatch otherwise. Serves HEAD and
 (ranged) GET of the files under ROOT at /BUCKET/PATH (any bucket name),
 with ETag and Content-Range, and ListObjectsV2 pages of one directory
-(?list-type=2&prefix=P&delimiter=/, all in one page).
+(?list-type=2&prefix=P&delimiter=/; without the delimiter, every key
+below P, as S3 lists them), in pages of max-keys (1000 by default) that
+a continuation-token continues.
 
 Keys and what each may do (a policy per key, as IAM would have it):
   S3RVER/S3RVER      GET (and HEAD) objects, and LIST
@@ -26,6 +28,9 @@ them with its session token, or it gets 403 InvalidAccessKeyId or
 InvalidToken; it may take the "Actions" listed with it (GET and LIST when
 none are); one whose keys are past ExpiresEpoch gets 400 ExpiredToken,
 as S3 answers.
+
+With SIGV4_DELAY_MS=N, every answer waits N ms before it is sent (a
+store's first-byte time).
 
 With SIGV4_REGION=R, the bucket is in region R (us-east-1 otherwise): a
 request signed for another region gets, as S3 answers it, 400
@@ -90,6 +95,7 @@ def expected_authorization(method, host, raw_path, amz_date, token, key, secret)
 
 
 REGION = os.environ.get("SIGV4_REGION", "us-east-1")
+DELAY_S = int(os.environ.get("SIGV4_DELAY_MS", "0")) / 1000.0
 
 
 def signed_region(authorization):
@@ -123,6 +129,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def serve(self):
+        time.sleep(DELAY_S)
         ours = self.headers.get("Authorization", "")
         key = access_key(ours)
         region = signed_region(ours)
@@ -149,7 +156,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if action not in actions:
             return self.answer(403, {}, b"<Error><Code>AccessDenied</Code></Error>")
         if action == "LIST":
-            return self.listing(query.get("prefix", [""])[0])
+            return self.listing(query.get("prefix", [""])[0], "delimiter" in query,
+                                int(query.get("max-keys", ["1000"])[0]),
+                                bytes.fromhex(query.get("continuation-token", [""])[0]).decode())
         parts = urllib.parse.unquote(self.path.split("?")[0]).lstrip("/").split("/", 1)
         path = os.path.join(ROOT, parts[1] if len(parts) > 1 else "")
         if not os.path.isfile(path):
@@ -168,11 +177,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                data[first:last + 1])
         return self.answer(200, {"ETag": etag}, data)
 
-    def listing(self, prefix):
-        """ListObjectsV2 of the directory PREFIX names ("" or "a/b/")."""
+    def listing(self, prefix, delimited, max_keys, after):
+        """ListObjectsV2 of the directory PREFIX names ("" or "a/b/"):
+        DELIMITED, its names; else every key below it, in key order; at
+        most MAX_KEYS of them, those after the key AFTER ("": from the
+        first)."""
         d = os.path.join(ROOT, prefix)
+        if delimited:
+            names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+        else:
+            names = sorted(os.path.relpath(os.path.join(top, f), d)
+                           for top, _, files in os.walk(d) for f in files)
+        names = [n for n in names if n > after][:max(1, max_keys) + 1]
+        truncated = len(names) > max(1, max_keys)
+        names = names[:max(1, max_keys)]
         rows = []
-        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        for name in names:
             full = os.path.join(d, name)
             key = urllib.parse.quote(prefix + name)
             if os.path.isdir(full):
@@ -186,8 +206,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         f"</LastModified><ETag>&quot;{hashlib.md5(data).hexdigest()}&quot;"
                         f"</ETag><Size>{len(data)}</Size></Contents>")
         body = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult>'
-                f"<Prefix>{urllib.parse.quote(prefix)}</Prefix><Delimiter>/</Delimiter>"
-                f"<EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"
+                f"<Prefix>{urllib.parse.quote(prefix)}</Prefix>"
+                f"{'<Delimiter>/</Delimiter>' if delimited else ''}"
+                f"<EncodingType>url</EncodingType>"
+                f"<IsTruncated>{'true' if truncated else 'false'}</IsTruncated>"
+                + (f"<NextContinuationToken>{names[-1].encode().hex()}"
+                   "</NextContinuationToken>" if truncated else "") +
                 f"{''.join(rows)}</ListBucketResult>").encode()
         return self.answer(200, {"Content-Type": "application/xml"}, body)
 

@@ -30,6 +30,17 @@ static const char gcs_page[] =
 	"<Contents><Key>a.tif</Key><Generation>1</Generation><Size>7</Size></Contents>"
 	"<CommonPrefixes><Prefix>dir/</Prefix></CommonPrefixes></ListBucketResult>";
 
+/* every key below scenes/, as a listing without delimiter gives them */
+static const char s3_deep_page[] =
+	"<ListBucketResult><Prefix>scenes%2F</Prefix><EncodingType>url</EncodingType>"
+	"<IsTruncated>false</IsTruncated>"
+	"<Contents><Key>scenes%2Fa.tif</Key><Size>5</Size><ETag>&quot;e1&quot;</ETag></Contents>"
+	"<Contents><Key>scenes%2Fp1%2F</Key><Size>0</Size></Contents>"
+	"<Contents><Key>scenes%2Fp1%2FB02.tif</Key><Size>6</Size></Contents>"
+	"<Contents><Key>scenes%2Fp1%2F..%2Fx.tif</Key><Size>1</Size></Contents>"
+	"<Contents><Key>scenes%2Fp2%2F%2Fy.tif</Key><Size>1</Size></Contents>"
+	"</ListBucketResult>";
+
 int main(void)
 {
 	struct seen s = { 0 };
@@ -97,6 +108,35 @@ int main(void)
 	CHECK(s.mtimes[3] == 0, "a month 13 is no time");
 	free(next);
 	next = NULL;
+
+	memset(&s, 0, sizeof(s));
+	CHECK(bucket_deep_listing_parse("scenes/", s3_deep_page, strlen(s3_deep_page), collect, &s,
+					&next) == 0 && !next, "a page listed deep parses");
+	CHECK(s.n == 3 && strcmp(s.names[0], "a.tif") == 0 && !s.dirs[0] &&
+	      strcmp(s.names[1], "p1") == 0 && s.dirs[1] &&
+	      strcmp(s.names[2], "p1/B02.tif") == 0 && !s.dirs[2] && s.sizes[2] == 6,
+	      "paths below the prefix, a marker a folder, '..' and an empty part skipped (%d)",
+	      s.n);
+	memset(&s, 0, sizeof(s));
+	CHECK(bucket_deep_listing_parse("scenes/", s3_page, strlen(s3_page), collect, &s, &next) ==
+	      -ENOTSUP, "a page with common prefixes was not listed deep");
+	free(next);
+	next = NULL;
+	static const char v1_deep[] =
+		"<ListBucketResult><IsTruncated>true</IsTruncated>"
+		"<Contents><Key>p/a b.tif</Key><Size>1</Size></Contents>"
+		"<Contents><Key>p/d/c.tif</Key><Size>2</Size></Contents></ListBucketResult>";
+	memset(&s, 0, sizeof(s));
+	CHECK(bucket_deep_listing_parse("p/", v1_deep, strlen(v1_deep), collect, &s, &next) == 0 &&
+	      s.n == 2 && next && strcmp(next, "p/d/c.tif") == 0,
+	      "a truncated marker page with no NextMarker goes on after its last key: %s",
+	      next ? next : "(none)");
+	free(next);
+	next = NULL;
+	url = bucket_listing_url("http://h/eo", "", "p/", "max-keys", 0, "marker", NULL);
+	CHECK(strcmp(url, "http://h/eo?prefix=p%2F") == 0, "listing URL with no fixed part: %s",
+	      url);
+	free(url);
 
 	CHECK(bucket_listing_parse("", "<html>nope</html>", 17, collect, &s, &next) != 0,
 	      "a page that is not a listing is an error");

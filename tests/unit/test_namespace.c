@@ -55,6 +55,15 @@ static const char s3_page2[] =
 	"<LastModified>2026-11-22T09:14:00.000Z</LastModified></Contents>"
 	"<CommonPrefixes><Prefix>d/</Prefix></CommonPrefixes>"
 	"</ListBucketResult>";
+/* the same second page listed without a delimiter: every key below */
+static const char s3_page2_deep[] =
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult>"
+	"<Name>eo</Name><Prefix></Prefix><IsTruncated>false</IsTruncated>"
+	"<Contents><Key>c.tif</Key><Size>30</Size><ETag>\"e3\"</ETag>"
+	"<LastModified>2026-11-22T09:14:00.000Z</LastModified></Contents>"
+	"<Contents><Key>d/e.tif</Key><Size>40</Size><ETag>\"e4\"</ETag>"
+	"<LastModified>2026-11-22T09:14:00.000Z</LastModified></Contents>"
+	"</ListBucketResult>";
 
 /* The nginx index page of /web/: a.tif and b.tif, or a.tif alone. */
 static void index_page(char *buf, size_t size, bool drop_b)
@@ -88,7 +97,8 @@ static void answer(int c, const char *req)
 	const char *status = "200 OK", *extra = "";
 	char range_head[128] = "";
 	if (strncmp(target, "/eo", 3) == 0 && strstr(target, "list-type=2")) {
-		data = strstr(target, "continuation-token=page2") ? s3_page2 : s3_page1;
+		data = !strstr(target, "continuation-token=page2") ? s3_page1 :
+		       strstr(target, "delimiter=") ? s3_page2 : s3_page2_deep;
 		len = strlen(data);
 	} else if (strcmp(target, "/web/") == 0) {
 		index_page(body, sizeof(body), drop_b);
@@ -215,7 +225,8 @@ static struct source *open_source(const char *url, const struct source_options *
 	return src;
 }
 
-/* An S3 listing in two pages: one directory, every entry, two requests. */
+/* An S3 listing in two pages, of every key below the root: one directory,
+ * every entry, two requests; the folder inside listed by them. */
 static void test_pages(struct http_client *http, int port)
 {
 	char endpoint[64];
@@ -245,6 +256,10 @@ static void test_pages(struct http_client *http, int port)
 	      "a file of the second page: its listed size, no request (%d, %llu)", err,
 	      (unsigned long long)attr.size);
 	CHECK(seen_total() == from + 2, "nothing asked for the stat");
+	got = (struct names){ "", 0 };
+	err = ns_readdir(ns, "d", 0, add_name, &got);
+	CHECK(err == 0 && strcmp(got.joined, "e.tif") == 0 && seen_total() == from + 2,
+	      "the folder inside, listed by the same pages: no request (%d: %s)", err, got.joined);
 	ns_free(ns);
 	source_free(src);
 }

@@ -290,6 +290,28 @@ static void test_listing(void)
 	memset(&s, 0, sizeof(s));
 	CHECK(source_parse_listing(src, "eo", page, strlen(page), collect, &s, &next) == 0 && s.n == 2 &&
 	      find(&s, "z.tif") >= 0 && find(&s, "d") >= 0 && !next, "names relative to PREFIX/eo/");
+	CHECK(source_parse_deep_listing(src, "eo", page, strlen(page), collect, &s, &next) ==
+	      -ENOTSUP, "a page with a BlobPrefix was not listed deep");
+
+	/* listed deep (no delimiter): every blob below, paths, a marker a folder */
+	CHECK(source_lists_deep(src), "Azure lists deep");
+	char *url = source_deep_listing_url(src, "eo", NULL);
+	CHECK(url && strstr(url, "&prefix=top/eo/") && !strstr(url, "delimiter"),
+	      "deep listing URL: %s", url ? url : "(none)");
+	free(url);
+	static const char deep[] = "<EnumerationResults><Blobs>"
+				   "<Blob><Name>top/eo/p1/</Name></Blob>"
+				   "<Blob><Name>top/eo/p1/B02.tif</Name><Properties><Content-Length>7"
+				   "</Content-Length><Etag>0x8</Etag></Properties></Blob>"
+				   "<Blob><Name>top/eo/p1/../x.tif</Name></Blob>"
+				   "</Blobs><NextMarker>m2</NextMarker></EnumerationResults>";
+	memset(&s, 0, sizeof(s));
+	CHECK(source_parse_deep_listing(src, "eo", deep, strlen(deep), collect, &s, &next) == 0 &&
+	      s.n == 2 && s.dirs[0] && strcmp(s.names[0], "p1") == 0 && !s.dirs[1] &&
+	      strcmp(s.names[1], "p1/B02.tif") == 0 && s.sizes[1] == 7 &&
+	      strcmp(s.etags[1], "0x8") == 0 && next && strcmp(next, "m2") == 0,
+	      "deep page: a marker folder, a path with its properties, '..' skipped (%d)", s.n);
+	free(next);
 	source_free(src);
 }
 

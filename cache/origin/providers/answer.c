@@ -82,3 +82,20 @@ bool source_name_valid(const char *name)
 	}
 	return false;
 }
+
+bool source_path_valid(const char *path)
+{
+	char part[256];
+	for (const char *p = path;; p++) {
+		size_t n = strcspn(p, "/");
+		if (n >= sizeof(part))
+			return false;
+		memcpy(part, p, n);
+		part[n] = '\0';
+		if (!source_name_valid(part))
+			return false;
+		p += n;
+		if (!*p)
+			return true;
+	}
+}

@@ -81,7 +81,8 @@ char *bucket_listing_url(const char *base_url, const char *fixed, const char *di
 			   strlen(cursor_param) + (enc_cursor ? strlen(enc_cursor) : 0) + 16;
 		url = malloc(n);
 		if (url)
-			snprintf(url, n, "%s?%s&prefix=%s%s%s%s%s%s", base_url, fixed, enc_prefix, pages,
+			snprintf(url, n, "%s?%s%sprefix=%s%s%s%s%s%s", base_url, fixed,
+				 fixed[0] ? "&" : "", enc_prefix, pages,
 				 enc_cursor ? "&" : "", enc_cursor ? cursor_param : "",
 				 enc_cursor ? "=" : "", enc_cursor ? enc_cursor : "");
 	}
@@ -93,8 +94,9 @@ char *bucket_listing_url(const char *base_url, const char *fixed, const char *di
 #define KEY_MAX 2048
 
 /* Strip PREFIX and a trailing '/' from KEY in place; false if it is not a
- * single usable name below PREFIX. */
-static bool relative_name(char *key, const char *prefix, bool url_encoded, bool *is_dir)
+ * usable name below PREFIX (a single name, or with DEEP a path). */
+static bool relative_name(char *key, const char *prefix, bool url_encoded, bool deep,
+			  bool *is_dir)
 {
 	if (url_encoded && url_decode(key) != 0)
 		return false;
@@ -108,18 +110,19 @@ static bool relative_name(char *key, const char *prefix, bool url_encoded, bool 
 		key[len - 1] = '\0';
 	if (!key[0])
 		return false;	/* the prefix itself, e.g. a "folder" marker object */
-	if (!source_name_valid(key)) {
+	if (!(deep ? source_path_valid(key) : source_name_valid(key))) {
 		log_info("skipping object whose name is not a valid path below %s", prefix);
 		return false;
 	}
 	return true;
 }
 
-int bucket_listing_parse(const char *prefix, const char *body, size_t len,
+/* bucket_listing_parse(), or with DEEP bucket_deep_listing_parse(). */
+static int listing_parse(const char *prefix, bool deep, const char *body, size_t len,
 			 listing_entry_fn add, void *arg, char **next_cursor)
 {
 	struct xml_span page = { body, len }, item;
-	char key[KEY_MAX], value[64], truncated[16] = "";
+	char key[KEY_MAX], value[64], truncated[16] = "", last[KEY_MAX] = "";
 	size_t pos = 0;
 	bool is_dir;
 
@@ -129,9 +132,22 @@ int bucket_listing_parse(const char *prefix, const char *body, size_t len,
 	bool url_encoded = xml_text(page, "EncodingType", value, sizeof(value)) &&
 			   strcmp(value, "url") == 0;
 	while (xml_next(page, "Contents", &pos, &item)) {
-		if (!xml_text(item, "Key", key, sizeof(key)) ||
-		    !relative_name(key, prefix, url_encoded, &is_dir) || is_dir)
+		if (!xml_text(item, "Key", key, sizeof(key)))
 			continue;
+		memcpy(last, key, sizeof(last));
+		if (url_encoded && url_decode(last) != 0)
+			last[0] = '\0';
+		if (!relative_name(key, prefix, url_encoded, deep, &is_dir))
+			continue;
+		if (is_dir) {
+			/* a folder's marker object: a folder, when listed deep */
+			struct listing_entry e = { .name = key, .is_dir = true, .size = -1,
+						   .etag = "" };
+			int err = deep ? add(arg, &e) : 0;
+			if (err)
+				return err;
+			continue;
+		}
 		char etag[128] = "";
 		xml_text(item, "ETag", etag, sizeof(etag));
 		struct listing_entry e = { .name = key, .size = xml_size(item, "Size"),
@@ -141,9 +157,12 @@ int bucket_listing_parse(const char *prefix, const char *body, size_t len,
 			return err;
 	}
 	pos = 0;
+	if (deep && xml_next(page, "CommonPrefixes", &pos, &item))
+		return -ENOTSUP;	/* the store listed one level only */
+	pos = 0;
 	while (xml_next(page, "CommonPrefixes", &pos, &item)) {
 		if (!xml_text(item, "Prefix", key, sizeof(key)) ||
-		    !relative_name(key, prefix, url_encoded, &is_dir))
+		    !relative_name(key, prefix, url_encoded, deep, &is_dir))
 			continue;
 		struct listing_entry e = { .name = key, .is_dir = true, .size = -1, .etag = "" };
 		int err = add(arg, &e);
@@ -152,9 +171,16 @@ int bucket_listing_parse(const char *prefix, const char *body, size_t len,
 	}
 	if (xml_text(page, "IsTruncated", truncated, sizeof(truncated)) &&
 	    strcmp(truncated, "true") == 0) {
+		const char *cursor = NULL;
 		if (xml_text(page, "NextContinuationToken", key, sizeof(key)) ||
-		    xml_text(page, "NextMarker", key, sizeof(key))) {
-			*next_cursor = strdup(key);
+		    xml_text(page, "NextMarker", key, sizeof(key)))
+			cursor = key;
+		else if (last[0])
+			cursor = last;	/* a marker listing without a delimiter gives
+					   no NextMarker: the next page starts after
+					   the last key (S3's ListObjects rule) */
+		if (cursor) {
+			*next_cursor = strdup(cursor);
 			if (!*next_cursor)
 				return -ENOMEM;
 		} else {
@@ -163,6 +189,18 @@ int bucket_listing_parse(const char *prefix, const char *body, size_t len,
 		}
 	}
 	return 0;
+}
+
+int bucket_listing_parse(const char *prefix, const char *body, size_t len,
+			 listing_entry_fn add, void *arg, char **next_cursor)
+{
+	return listing_parse(prefix, false, body, len, add, arg, next_cursor);
+}
+
+int bucket_deep_listing_parse(const char *prefix, const char *body, size_t len,
+			      listing_entry_fn add, void *arg, char **next_cursor)
+{
+	return listing_parse(prefix, true, body, len, add, arg, next_cursor);
 }
 
 int bucket_sign(const struct sigv4_flavor *f, const struct sigv4_credentials *cred,

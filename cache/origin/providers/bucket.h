@@ -30,7 +30,8 @@ char *bucket_object_url(const char *base_url, const char *prefix, const char *pa
 /* The key prefix a directory lists under: PREFIX + DIR + "/" ("" dir: PREFIX). */
 void bucket_dir_prefix(const char *prefix, const char *dir, char *out, size_t size);
 /*
- * BASE_URL + "?" + FIXED + "&prefix=" + the encoded DIR_PREFIX, then
+ * BASE_URL + "?" + FIXED ("" or "k=v&..."), "&prefix=" + the encoded
+ * DIR_PREFIX, then
  * "&PAGE_PARAM=N" when page_size > 0 and "&CURSOR_PARAM=" + the encoded
  * CURSOR when given; caller frees.
  */
@@ -46,6 +47,10 @@ char *bucket_listing_url(const char *base_url, const char *fixed, const char *di
  */
 int bucket_listing_parse(const char *prefix, const char *body, size_t len,
 			 listing_entry_fn add, void *arg, char **next_cursor);
+/* The same for a page listed without a delimiter: names are paths below
+ * PREFIX, and marker objects ("a/") directories (source_lists_deep()). */
+int bucket_deep_listing_parse(const char *prefix, const char *body, size_t len,
+			      listing_entry_fn add, void *arg, char **next_cursor);
 
 /*
  * Sign attempt A now with V4 (flavour F, CRED, REGION, SERVICE) for HOST,

@@ -152,6 +152,29 @@ int source_parse_listing(struct source *src, const char *dir, const char *body, 
 	return src->provider->parse_listing(src, dir, body, len, add, arg, next_cursor);
 }
 
+bool source_lists_deep(const struct source *src)
+{
+	return src->provider->deep_listing_url != NULL;
+}
+
+char *source_deep_listing_url(struct source *src, const char *dir, const char *cursor)
+{
+	if (!source_lists_deep(src)) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	return src->provider->deep_listing_url(src, dir, cursor);
+}
+
+int source_parse_deep_listing(struct source *src, const char *dir, const char *body, size_t len,
+			      listing_entry_fn add, void *arg, char **next_cursor)
+{
+	*next_cursor = NULL;
+	if (!source_lists_deep(src))
+		return -ENOTSUP;
+	return src->provider->parse_deep_listing(src, dir, body, len, add, arg, next_cursor);
+}
+
 void source_prepare(struct source *src, struct http_request *req)
 {
 	/* a request naming a user (a manifest's, not ours) goes unsigned */

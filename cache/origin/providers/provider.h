@@ -99,6 +99,18 @@ char *source_listing_url(struct source *src, const char *dir, const char *cursor
 int source_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
 			 listing_entry_fn add, void *arg, char **next_cursor);
 /*
+ * Can SRC list every object below a directory at once, subdirectories'
+ * included (a bucket listed without a delimiter: S3, GCS, Azure)? Then
+ * source_deep_listing_url() and source_parse_deep_listing() are as the two
+ * above, but each entry's name is a path below DIR ("a/b.tif", every part
+ * a valid name), in the store's key order; a directory's marker object
+ * ("a/") comes as a directory entry. Plain HTTP cannot: NULL, -ENOTSUP.
+ */
+bool source_lists_deep(const struct source *src);
+char *source_deep_listing_url(struct source *src, const char *dir, const char *cursor);
+int source_parse_deep_listing(struct source *src, const char *dir, const char *body, size_t len,
+			      listing_entry_fn add, void *arg, char **next_cursor);
+/*
  * Make REQ carry SRC's credentials (sets req->sign and req->signer) when,
  * and only when, req->url (set before) has the scheme, host and port of
  * SRC's own URLs and no user name; any other URL (a full URL from a --list
@@ -179,5 +191,7 @@ void source_renewals(struct source *src, struct source_renewals *out);
  * control character: bytes below 0x20 and 0x7f)? A name refused for its
  * control characters is logged once, escaped (\n, \x1b). */
 bool source_name_valid(const char *name);
+/* Is PATH valid names joined by single '/' ("a/b.tif")? */
+bool source_path_valid(const char *path);
 
 #endif

@@ -386,7 +386,8 @@ static char *listing_prefix(struct azure_source *az, const char *dir)
 	return format("%s%s%s", az->prefix, dir, dir[0] ? "/" : "");
 }
 
-static char *azure_listing_url(struct source *src, const char *dir, const char *cursor)
+/* List Blobs of DIR: with DEEP, every blob below it, else one level. */
+static char *listing_url(struct source *src, const char *dir, const char *cursor, bool deep)
 {
 	struct azure_source *az = (struct azure_source *)src;
 	char *prefix = listing_prefix(az, dir);
@@ -399,8 +400,9 @@ static char *azure_listing_url(struct source *src, const char *dir, const char *
 		goto out;
 	if (az->page_size > 0)
 		snprintf(page, sizeof(page), "&maxresults=%ld", az->page_size);
-	url = format("%s?restype=container&comp=list%s%s&delimiter=%%2F%s%s%s%s%s",
+	url = format("%s?restype=container&comp=list%s%s%s%s%s%s%s%s",
 		     az->container_url, enc_prefix[0] ? "&prefix=" : "", enc_prefix,
+		     deep ? "" : "&delimiter=%2F",
 		     cursor ? "&marker=" : "", cursor ? enc_cursor : "", page,
 		     az->sas ? "&" : "", az->sas ? az->sas : "");
 out:
@@ -408,6 +410,16 @@ out:
 	free(enc_prefix);
 	free(prefix);
 	return url;
+}
+
+static char *azure_listing_url(struct source *src, const char *dir, const char *cursor)
+{
+	return listing_url(src, dir, cursor, false);
+}
+
+static char *azure_deep_listing_url(struct source *src, const char *dir, const char *cursor)
+{
+	return listing_url(src, dir, cursor, true);
 }
 
 /* ---- listings ---- */
@@ -423,11 +435,13 @@ static bool name_encoded(struct xml_span item, struct xml_span s)
 }
 
 /*
- * The name of a <Blob> or <BlobPrefix> ITEM relative to the listed directory
- * (whose blobs start with PREFIX), into NAME (SIZE bytes); false to skip it.
+ * The name of a <Blob> or <BlobPrefix> (*IS_DIR) ITEM relative to the listed
+ * directory (whose blobs start with PREFIX), into NAME (SIZE bytes); false
+ * to skip it. DEEP (a listing without delimiter): a path, and a blob whose
+ * name ends in '/' a directory's marker (*IS_DIR set).
  */
-static bool entry_name(struct xml_span item, const char *prefix, const char *dir, bool is_dir,
-		       char *name, size_t size)
+static bool entry_name(struct xml_span item, const char *prefix, const char *dir, bool deep,
+		       bool *is_dir, char *name, size_t size)
 {
 	struct xml_span raw;
 	size_t pos = 0, n = strlen(prefix);
@@ -447,11 +461,13 @@ static bool entry_name(struct xml_span item, const char *prefix, const char *dir
 	}
 	memmove(name, name + n, strlen(name + n) + 1);
 	size_t len = strlen(name);
-	if (is_dir && len > 0 && name[len - 1] == '/')
+	if ((*is_dir || deep) && len > 0 && name[len - 1] == '/') {
 		name[--len] = '\0';
+		*is_dir = true;
+	}
 	if (len == 0)
 		return false;	/* the directory's own marker blob */
-	if (!source_name_valid(name)) {
+	if (!(deep ? source_path_valid(name) : source_name_valid(name))) {
 		log_info("skipping listing entry that is not a valid file name in /%s", dir);
 		return false;
 	}
@@ -471,8 +487,9 @@ static void entry_properties(struct xml_span item, struct listing_entry *e, char
 	e->mtime = xml_time(props, "Last-Modified");
 }
 
-static int azure_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
-			       listing_entry_fn add, void *arg, char **next_cursor)
+/* A List Blobs page of DIR; DEEP: listed without delimiter. */
+static int parse_listing(struct source *src, const char *dir, bool deep, const char *body,
+			 size_t len, listing_entry_fn add, void *arg, char **next_cursor)
 {
 	struct azure_source *az = (struct azure_source *)src;
 	struct xml_span doc = { body, len }, results, blobs, item, raw;
@@ -493,11 +510,15 @@ static int azure_parse_listing(struct source *src, const char *dir, const char *
 	pos = 0;
 	if (xml_next(results, "Blobs", &pos, &blobs)) {
 		static const char *const kinds[] = { "Blob", "BlobPrefix" };
+		size_t first = 0;
+		if (deep && xml_next(blobs, "BlobPrefix", &first, &item))
+			rc = -ENOTSUP;	/* the service listed one level only */
 		for (int k = 0; k < 2 && !rc; k++) {
-			bool is_dir = k == 1;
 			size_t at = 0;
 			while (!rc && xml_next(blobs, kinds[k], &at, &item)) {
-				if (!entry_name(item, prefix, dir, is_dir, name, AZURE_NAME_MAX))
+				bool is_dir = k == 1;
+				if (!entry_name(item, prefix, dir, deep, &is_dir, name,
+						AZURE_NAME_MAX))
 					continue;
 				char etag[128] = "";
 				struct listing_entry e = { .name = name, .is_dir = is_dir,
@@ -529,6 +550,18 @@ out:
 	free(name);
 	free(prefix);
 	return rc;
+}
+
+static int azure_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
+			       listing_entry_fn add, void *arg, char **next_cursor)
+{
+	return parse_listing(src, dir, false, body, len, add, arg, next_cursor);
+}
+
+static int azure_parse_deep_listing(struct source *src, const char *dir, const char *body,
+				    size_t len, listing_entry_fn add, void *arg, char **next_cursor)
+{
+	return parse_listing(src, dir, true, body, len, add, arg, next_cursor);
 }
 
 /* ---- Shared Key signing ---- */
@@ -757,7 +790,7 @@ static int azure_identity(struct source *src, char *out, size_t size)
  * 401 InvalidAuthenticationInfo from Azure, 403 AuthenticationFailed from
  * Azurite): with a managed identity, renew its token once and say to
  * send the request again. */
-static bool azure_rejected(void *signer, long status, const char *body, size_t len)
+static int azure_rejected(void *signer, long status, const char *body, size_t len)
 {
 	struct azure_source *az = signer;
 	time_t now = time(NULL);
@@ -765,11 +798,11 @@ static bool azure_rejected(void *signer, long status, const char *body, size_t l
 	(void)body;
 	(void)len;
 	if (!az->bearer || (status != 401 && status != 403))
-		return false;
+		return 0;
 	log_warn("azure: %s refused the bearer token (HTTP %ld); renewing it",
 		 az->base.display, status);
 	/* requests refused in the second a renewal happened share it */
-	return renewal_force(&az->renewal, now, now - 1) == 0;
+	return renewal_force(&az->renewal, now, now - 1) == 0 ? 1 : -EACCES;
 }
 
 static struct renewal *azure_renewal(struct source *src)
@@ -786,6 +819,8 @@ const struct provider provider_azure = {
 	.object_url = azure_object_url,
 	.listing_url = azure_listing_url,
 	.parse_listing = azure_parse_listing,
+	.deep_listing_url = azure_deep_listing_url,
+	.parse_deep_listing = azure_parse_deep_listing,
 	.sign = azure_sign,
 	.credentials_rejected = azure_rejected,
 	.renewal = azure_renewal,

@@ -208,13 +208,25 @@ static char *gcs_object_url(struct source *src, const char *path)
 	return bucket_object_url(g->base_url, g->prefix, path);
 }
 
-static char *gcs_listing_url(struct source *src, const char *dir, const char *cursor)
+/* The XML API's listing of DIR's keys: with DEEP, all below it, else one
+ * level. */
+static char *listing_url(struct source *src, const char *dir, const char *cursor, bool deep)
 {
 	struct gcs_source *g = (struct gcs_source *)src;
 	char prefix[4096];
 	bucket_dir_prefix(g->prefix, dir, prefix, sizeof(prefix));
-	return bucket_listing_url(g->base_url, "delimiter=%2F", prefix, "max-keys", g->page_size,
-				  "marker", cursor);
+	return bucket_listing_url(g->base_url, deep ? "" : "delimiter=%2F", prefix, "max-keys",
+				  g->page_size, "marker", cursor);
+}
+
+static char *gcs_listing_url(struct source *src, const char *dir, const char *cursor)
+{
+	return listing_url(src, dir, cursor, false);
+}
+
+static char *gcs_deep_listing_url(struct source *src, const char *dir, const char *cursor)
+{
+	return listing_url(src, dir, cursor, true);
 }
 
 static int gcs_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
@@ -224,6 +236,15 @@ static int gcs_parse_listing(struct source *src, const char *dir, const char *bo
 	char prefix[4096];
 	bucket_dir_prefix(g->prefix, dir, prefix, sizeof(prefix));
 	return bucket_listing_parse(prefix, body, len, add, arg, next_cursor);
+}
+
+static int gcs_parse_deep_listing(struct source *src, const char *dir, const char *body,
+				  size_t len, listing_entry_fn add, void *arg, char **next_cursor)
+{
+	struct gcs_source *g = (struct gcs_source *)src;
+	char prefix[4096];
+	bucket_dir_prefix(g->prefix, dir, prefix, sizeof(prefix));
+	return bucket_deep_listing_parse(prefix, body, len, add, arg, next_cursor);
 }
 
 /* "Authorization: Bearer" with the metadata server's current token (one
@@ -259,7 +280,7 @@ out:
 
 /* GCS refused a signed request (401: the token expired or was revoked):
  * with the metadata server's tokens, renew once and send it again. */
-static bool gcs_rejected(void *signer, long status, const char *body, size_t len)
+static int gcs_rejected(void *signer, long status, const char *body, size_t len)
 {
 	struct gcs_source *g = signer;
 	time_t now = time(NULL);
@@ -267,11 +288,11 @@ static bool gcs_rejected(void *signer, long status, const char *body, size_t len
 	(void)body;
 	(void)len;
 	if (g->auth != GCS_ADC || (status != 401 && status != 403))
-		return false;
+		return 0;
 	log_warn("gcs: %s refused the bearer token (HTTP %ld); renewing it",
 		 g->base.display, status);
 	/* requests refused in the second a renewal happened share it */
-	return renewal_force(&g->renewal, now, now - 1) == 0;
+	return renewal_force(&g->renewal, now, now - 1) == 0 ? 1 : -EACCES;
 }
 
 static int gcs_sign(void *signer, const struct http_attempt *a, struct curl_slist **headers)
@@ -322,6 +343,8 @@ const struct provider provider_gcs = {
 	.object_url = gcs_object_url,
 	.listing_url = gcs_listing_url,
 	.parse_listing = gcs_parse_listing,
+	.deep_listing_url = gcs_deep_listing_url,
+	.parse_deep_listing = gcs_parse_deep_listing,
 	.sign = gcs_sign,
 	.credentials_rejected = gcs_rejected,
 	.describe_error = provider_xml_error,

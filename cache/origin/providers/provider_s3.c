@@ -492,7 +492,8 @@ static char *s3_object_url(struct source *src, const char *path)
 	return bucket_object_url(s->base_url, s->prefix, path);
 }
 
-static char *s3_listing_url(struct source *src, const char *dir, const char *cursor)
+/* ListObjectsV2 of DIR's keys: with DEEP, all below it, else one level. */
+static char *listing_url(struct source *src, const char *dir, const char *cursor, bool deep)
 {
 	struct s3_source *s = (struct s3_source *)src;
 	char prefix[4096], base[1100];
@@ -501,8 +502,19 @@ static char *s3_listing_url(struct source *src, const char *dir, const char *cur
 	size_t host_len;
 	bool bare = url_host(s->base_url, &host_len)[host_len] != '/';
 	snprintf(base, sizeof(base), "%s%s", s->base_url, bare ? "/" : "");
-	return bucket_listing_url(base, "list-type=2&delimiter=%2F&encoding-type=url", prefix,
-				  "max-keys", s->page_size, "continuation-token", cursor);
+	return bucket_listing_url(base, deep ? "list-type=2&encoding-type=url" :
+						"list-type=2&delimiter=%2F&encoding-type=url",
+				  prefix, "max-keys", s->page_size, "continuation-token", cursor);
+}
+
+static char *s3_listing_url(struct source *src, const char *dir, const char *cursor)
+{
+	return listing_url(src, dir, cursor, false);
+}
+
+static char *s3_deep_listing_url(struct source *src, const char *dir, const char *cursor)
+{
+	return listing_url(src, dir, cursor, true);
 }
 
 static int s3_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
@@ -512,6 +524,15 @@ static int s3_parse_listing(struct source *src, const char *dir, const char *bod
 	char prefix[4096];
 	bucket_dir_prefix(s->prefix, dir, prefix, sizeof(prefix));
 	return bucket_listing_parse(prefix, body, len, add, arg, next_cursor);
+}
+
+static int s3_parse_deep_listing(struct source *src, const char *dir, const char *body,
+				 size_t len, listing_entry_fn add, void *arg, char **next_cursor)
+{
+	struct s3_source *s = (struct s3_source *)src;
+	char prefix[4096];
+	bucket_dir_prefix(s->prefix, dir, prefix, sizeof(prefix));
+	return bucket_deep_listing_parse(prefix, body, len, add, arg, next_cursor);
 }
 
 static int s3_sign(void *signer, const struct http_attempt *a, struct curl_slist **headers)
@@ -661,9 +682,10 @@ static bool follow_region(struct s3_source *s, long status, const char *body, si
 
 /* S3 refuses expired or revoked temporary credentials with 400
  * ExpiredToken, InvalidToken or TokenRefreshRequired (403 for some
- * compatible servers); and a signature for another region with 400 naming
+ * compatible servers): renewed, or refused for good when they cannot be
+ * (http_rejected_fn); and a signature for another region with 400 naming
  * the region (follow_region()). */
-static bool s3_credentials_rejected(void *signer, long status, const char *body, size_t len)
+static int s3_credentials_rejected(void *signer, long status, const char *body, size_t len)
 {
 	struct s3_source *s = signer;
 	struct xml_span doc = { body, len };
@@ -671,19 +693,19 @@ static bool s3_credentials_rejected(void *signer, long status, const char *body,
 	time_t now = time(NULL);
 
 	if (follow_region(s, status, body, len))
-		return true;
+		return 1;
 	if ((status != 400 && status != 403) || !xml_text(doc, "Code", code, sizeof(code)))
-		return false;
+		return 0;
 	if (strcmp(code, "ExpiredToken") != 0 && strcmp(code, "InvalidToken") != 0 &&
 	    strcmp(code, "TokenRefreshRequired") != 0)
-		return false;
+		return 0;
 	if (!s->renewable)
-		return false;
+		return -EACCES;
 	log_warn("s3: the store refused the credentials from %s as expired or revoked; "
 		 "renewing them", s->credentials_from);
 	/* the refused attempt may have been signed with the keys before
 	   these: keys obtained in the last 5 s are sent again, not renewed */
-	return renewal_force(&s->renewal, now, now - 5) == 0;
+	return renewal_force(&s->renewal, now, now - 5) == 0 ? 1 : -EACCES;
 }
 
 static struct renewal *s3_renewal(struct source *src)
@@ -700,6 +722,8 @@ const struct provider provider_s3 = {
 	.object_url = s3_object_url,
 	.listing_url = s3_listing_url,
 	.parse_listing = s3_parse_listing,
+	.deep_listing_url = s3_deep_listing_url,
+	.parse_deep_listing = s3_parse_deep_listing,
 	.sign = s3_sign,
 	.describe_error = s3_describe_error,
 	.identity = s3_identity,
