@@ -133,7 +133,7 @@ static void ahead_list(struct namespace *ns, struct ns_node *n)
 	bool fresh = false;
 	if (n->listed || n->busy || !ns_in_tree(n))
 		return;
-	if (ns_dir_refresh(ns, n, &fresh) == 0 && fresh)
+	if (ns_dir_refresh(ns, n, true, &fresh) == 0 && fresh)
 		ns_ahead_queue(ns, n, false);
 }
 

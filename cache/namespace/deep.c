@@ -6,8 +6,8 @@
  * files (cache_object_open()). Built detached, with no lock; listing.c
  * puts it in the tree. Above tree.c; listing.c calls it.
  *
- * A deep listing stops after DEEP_PAGES_MAX pages or half the bound on
- * names. The keys it has then are all those before the last one, in the
+ * A deep listing stops after the pages its caller allows (listing.c: fewer
+ * for a listing made ahead of the readers) or half the bound on names. The keys it has then are all those before the last one, in the
  * store's order, so each folder it saw is whole except the last key's
  * folder and that folder's ancestors: those are left to their own
  * listings, the rest counts as listed.
@@ -23,8 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define DEEP_PAGES_MAX 32	/* pages of one deep listing, at most */
 
 struct deep_entry {
 	char *path;
@@ -133,16 +131,17 @@ static int place(struct namespace *ns, struct ns_deep *out, struct deep_entry *e
 }
 
 /* Every key of DIR_PATH's subtree into L, page by page: 0 with all of
- * them, -EFBIG with the first ones (the page or name bound), or the
+ * them, -EFBIG with the first ones (MAX_PAGES or the name bound), or the
  * error of a page. */
-static int fetch_deep(struct namespace *ns, const char *dir_path, struct deep_list *l)
+static int fetch_deep(struct namespace *ns, const char *dir_path, int max_pages,
+		      struct deep_list *l)
 {
 	char *cursor = NULL;
 	int err = 0, pages = 0;
 	char log_name[512];
 	snprintf(log_name, sizeof(log_name), "listing of all below /%s", dir_path);
 	do {
-		if (++pages > DEEP_PAGES_MAX) {
+		if (++pages > max_pages) {
 			err = -EFBIG;
 			break;
 		}
@@ -179,11 +178,11 @@ void ns_deep_free(struct namespace *ns, struct ns_deep *d)
 	*d = (struct ns_deep){ 0 };
 }
 
-int ns_deep_fetch(struct namespace *ns, const char *dir_path, struct ns_deep *out)
+int ns_deep_fetch(struct namespace *ns, const char *dir_path, int pages, struct ns_deep *out)
 {
 	struct deep_list l = { .max = ns->max_names / 2 };
 	*out = (struct ns_deep){ 0 };
-	int err = fetch_deep(ns, dir_path, &l);
+	int err = fetch_deep(ns, dir_path, pages, &l);
 	if (err && err != -EFBIG)
 		goto out;
 	bool whole = !err;

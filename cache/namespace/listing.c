@@ -20,6 +20,9 @@
 #include <string.h>
 
 #define MAX_ENTRIES 1000000	/* per directory: ~150 MB of nodes */
+#define DEEP_PAGES 32		/* pages of a deep listing a reader waits for */
+#define DEEP_PAGES_AHEAD 2	/* of one made ahead of the readers: many may be
+				   made at once, each of a folder no reader is in */
 #define MAX_PAGES 100000
 
 
@@ -193,7 +196,8 @@ static void deep_attach(struct namespace *ns, struct ns_node *dir, struct ns_dee
 }
 
 /* ns_dir_refresh() with DIR held. */
-static int dir_refresh_held(struct namespace *ns, struct ns_node *dir, bool *listed_now)
+static int dir_refresh_held(struct namespace *ns, struct ns_node *dir, bool ahead,
+			    bool *listed_now)
 {
 	for (;;) {
 		if (dir->fixed)
@@ -212,7 +216,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir, bool *lis
 	pthread_mutex_unlock(&ns->lock);
 
 	struct ns_deep d = { 0 };
-	if (deep && ns_deep_fetch(ns, path, &d) == 0) {
+	if (deep && ns_deep_fetch(ns, path, ahead ? DEEP_PAGES_AHEAD : DEEP_PAGES, &d) == 0) {
 		pthread_mutex_lock(&ns->lock);
 		deep_attach(ns, dir, &d);
 		if (dir->listed) {
@@ -306,12 +310,12 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir, bool *lis
 	return err;
 }
 
-int ns_dir_refresh(struct namespace *ns, struct ns_node *dir, bool *fresh)
+int ns_dir_refresh(struct namespace *ns, struct ns_node *dir, bool ahead, bool *fresh)
 {
 	*fresh = false;
 	dir->used = ++ns->uses;
 	ns_node_hold(dir, 1);
-	int err = dir_refresh_held(ns, dir, fresh);
+	int err = dir_refresh_held(ns, dir, ahead, fresh);
 	ns_node_hold(dir, -1);
 	return err;
 }

@@ -71,7 +71,7 @@ void ns_free(struct namespace *ns)
 static int dir_refresh(struct namespace *ns, struct ns_node *dir)
 {
 	bool fresh = false;
-	int err = ns_dir_refresh(ns, dir, &fresh);
+	int err = ns_dir_refresh(ns, dir, false, &fresh);
 	if (!err && fresh)
 		ns_ahead_queue(ns, dir, true);
 	return err;

@@ -195,17 +195,19 @@ struct ns_deep {
 	bool whole;			/* every key below was listed */
 };
 /* List every key below DIR_PATH at once (source_lists_deep() must be
- * true) into OUT, with no lock: 0, or the error of a page (OUT empty).
- * Frees with ns_deep_free(). */
-int ns_deep_fetch(struct namespace *ns, const char *dir_path, struct ns_deep *out);
+ * true), in PAGES pages at most, into OUT, with no lock: 0, or the error
+ * of a page (OUT empty). Frees with ns_deep_free(). */
+int ns_deep_fetch(struct namespace *ns, const char *dir_path, int pages, struct ns_deep *out);
 void ns_deep_free(struct namespace *ns, struct ns_deep *d);
 
 /* listing.c */
 
 /* Make DIR's children current: list it if it never was or its listing is
  * older than the ttl (*FRESH: a new listing was taken); children that are
- * gone go to ns->retired. ns->lock held (dropped while fetching). */
-int ns_dir_refresh(struct namespace *ns, struct ns_node *dir, bool *fresh);
+ * gone go to ns->retired. A folder never listed is listed deep where the
+ * store can (deep.c), taking fewer pages AHEAD of the readers. ns->lock
+ * held (dropped while fetching). */
+int ns_dir_refresh(struct namespace *ns, struct ns_node *dir, bool ahead, bool *fresh);
 /* Tell the cache how many bytes the listings so far show; ns->lock held. */
 void ns_tell_cache_bytes(struct namespace *ns);
 

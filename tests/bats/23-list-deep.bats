@@ -100,3 +100,26 @@ names_match() {
 	assert_eq "$(listings deep)" $((32 + FOLDERS - 107)) "deep listing pages"
 	assert_eq "$(listings one)" 2 "one-level listings (the root, p0106)"
 }
+
+# all_listed FROM TO: every folder pFROM..pTO has had a listing asked
+all_listed() {
+	local i
+	for ((i = $1; i <= $2; i++)); do
+		grep -aq "prefix=data%2Fp$(printf %04d "$i")%2F" "$S3_LOG" || return 1
+	done
+}
+
+@test "deep listing: folders listed ahead of a reader take two deep pages each at most (--page-size 1), then one level; every name right" {
+	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --page-size 1
+	# the root's 32 pages of one key: index.txt and p0000-p0009 whole;
+	# a reader entering p0100 has the folders beside it listed ahead
+	ls "$MNT/p0100" >/dev/null
+	wait_until "every folder beside p0100 listed ahead" all_listed 11 119
+	local i deep
+	for ((i = 11; i < FOLDERS; i++)); do
+		[ "$i" = 100 ] && continue
+		deep=$(grep -a "prefix=data%2Fp$(printf %04d "$i")%2F" "$S3_LOG" | grep -avc 'delimiter=' || true)
+		[ "$deep" -le 2 ] || fail "p$(printf %04d "$i"), listed ahead, took $deep deep pages"
+	done
+	names_match
+}
