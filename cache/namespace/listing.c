@@ -216,22 +216,20 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir, bool ahea
 	pthread_mutex_unlock(&ns->lock);
 
 	struct ns_deep d = { 0 };
+	int err = 0;
 	if (deep && ns_deep_fetch(ns, path, ahead ? DEEP_PAGES_AHEAD : DEEP_PAGES, &d) == 0) {
 		pthread_mutex_lock(&ns->lock);
 		deep_attach(ns, dir, &d);
 		if (dir->listed) {
 			*listed_now = true;
 			ns_names_shed(ns);
-			free(path);
-			dir->busy = false;
-			pthread_cond_broadcast(&ns->done);
-			return 0;
+			goto done;
 		}
 		pthread_mutex_unlock(&ns->lock);	/* the rest: its own listing */
 	}
 	struct listing l = { .ns = ns };
-	int err = !path ? -ENOMEM : listed && answer_stale(ns, path) ? -ENETDOWN :
-		  fetch_listing(ns, path, &l, listed);
+	err = !path ? -ENOMEM : listed && answer_stale(ns, path) ? -ENETDOWN :
+	      fetch_listing(ns, path, &l, listed);
 	if (!err && l.n > 0)
 		qsort(l.nodes, l.n, sizeof(*l.nodes), by_name);
 
@@ -304,6 +302,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir, bool ahea
 		if (dir->listed)
 			err = 0;
 	}
+done:
 	free(path);
 	dir->busy = false;
 	pthread_cond_broadcast(&ns->done);
