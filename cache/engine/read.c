@@ -358,6 +358,10 @@ static void wait_for_other(struct cache *c, struct cache_object *obj, struct inf
 		}
 		if (entry_claim(c, obj, e) == 0)
 			break;	/* else still being fetched, or it just landed */
+		if (i == rounds - 1)
+			log_info("%s: waited %d s for another process's fetch of the unit at %" PRIu64
+				 "; fetching it for this read, unstored", obj->log_name,
+				 c->cfg.claim_wait_s, e->unit.off);
 	}
 	submit_runs(c, obj, &e, 1, FETCH_FOR_READER);	/* a demand entry: a reader waits */
 }

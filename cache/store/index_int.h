@@ -1,7 +1,7 @@
 /*
  * index_int.h - private to cache/store/index.c, index_open.c,
- * index_units.c and index_edges.c: the connection pool and the prepared
- * statements they use. Everyone else uses index.h.
+ * index_units.c, index_claims.c and index_edges.c: the connection pool, the
+ * prepared statements they use. Everyone else uses index.h.
  *
  * DESIGN: a fixed pool of INDEX_POOL_SIZE connections, each with its
  * prepared statements (prepared on first use from the table in index.c); a
@@ -54,6 +54,8 @@ struct index_conn {
 	struct index_conn *next_free;
 };
 
+#define INDEX_STUCK_MAX 256	/* claims released in memory only, at most */
+
 struct index {
 	char *path;
 	int lock_fd;			/* index.lock, held shared; its
@@ -68,12 +70,27 @@ struct index {
 	pthread_cond_t available;
 	struct index_conn conns[INDEX_POOL_SIZE];
 	struct index_conn *free_conns;	/* protected by lock */
+	/* claims this holder released that the index would not write
+	   (index_claims.c), oldest first; protected by lock */
+	struct index_claim_key {
+		int64_t object_id, off;
+	} stuck[INDEX_STUCK_MAX];
+	size_t nstuck;
 };
 
 /* Does the claim holder HOLDER (claims.holder) still have its index
  * open, in any process on this machine (index_open.c, HOLDERS)? True too
  * when the lock cannot be asked: a claim is never taken over on a guess. */
 bool index_holder_alive(struct index *ix, int64_t holder);
+
+/* index_claims.c, inside a transaction: drop the claim on (OBJECT_ID,
+ * OFF) if HOLDER holds it, and no other's (invariant 8); take it for this
+ * holder in place of any other (the caller checked that none is held);
+ * 0 if this holder holds it, -EBUSY if not (another does, or none), or
+ * the index's error. */
+int index_claim_drop(struct index_conn *c, int64_t object_id, int64_t off, int64_t holder);
+int index_claim_put(struct index_conn *c, int64_t object_id, int64_t off);
+int index_claim_ours_in(struct index_conn *c, int64_t object_id, int64_t off);
 
 /* Now, in seconds (Unix time): what last_access and claims.since hold. */
 int64_t index_now(void);

@@ -1,6 +1,6 @@
 /*
- * index_units.c - see index.h: the units of the index, the claims on them,
- * eviction order, admission and ghosts (the policy's decisions are
+ * index_units.c - see index.h: the units of the index (recorded under the
+ * claims of index_claims.c), eviction order, admission and ghosts (the policy's decisions are
  * evict.c's), and usage; edges are index_edges.c's. The schema and the
  * rules these statements keep are described in index_open.c (ON DISK);
  * the unit protocol built on them, in unit.h.
@@ -242,77 +242,6 @@ static int admission(struct index_conn *c, int64_t object_id, const struct index
 	return 0;
 }
 
-/* Drop the claim on (OBJECT_ID, OFF) if HOLDER holds it, and no other's
- * (invariant 8). */
-static int claim_drop(struct index_conn *c, int64_t object_id, int64_t off, int64_t holder)
-{
-	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_DROP);
-	if (s) {
-		sqlite3_bind_int64(s, 1, object_id);
-		sqlite3_bind_int64(s, 2, off);
-		sqlite3_bind_int64(s, 3, holder);
-	}
-	return index_exec(c, s, "release claim");
-}
-
-/* Take the claim on (OBJECT_ID, OFF) for this process, in place of any
- * other: the caller checked that none is held. */
-static int claim_put(struct index_conn *c, int64_t object_id, int64_t off)
-{
-	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_PUT);
-	if (s) {
-		sqlite3_bind_int64(s, 1, object_id);
-		sqlite3_bind_int64(s, 2, off);
-		sqlite3_bind_int64(s, 3, getpid());
-		sqlite3_bind_int64(s, 4, index_now());
-		sqlite3_bind_int64(s, 5, c->ix->holder);
-	}
-	return index_exec(c, s, "claim unit");
-}
-
-/* Is a claim of HOLDER (pid PID) still held? While its holder has its
- * index open (index_holder_alive()), whatever it does and however long
- * it takes, this process's too: a claim is one holder's, not one
- * thread's; a claim without a holder (0: an older tilefs's) while its pid
- * lives. Never taken over from a live holder (invariant 8). */
-static bool claim_held(struct index_conn *c, pid_t pid, int64_t holder)
-{
-	return holder ? index_holder_alive(c->ix, holder) : proc_alive(pid);
-}
-
-/* Inside a transaction: read the claim on (OBJECT_ID, OFF): 0 with *PID
- * and *HOLDER, -ENOENT if none, or the index's error. */
-static int claim_get(struct index_conn *c, int64_t object_id, int64_t off, pid_t *pid,
-		     int64_t *holder)
-{
-	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_GET);
-	if (!s)
-		return -EIO;
-	sqlite3_bind_int64(s, 1, object_id);
-	sqlite3_bind_int64(s, 2, off);
-	int rc = sqlite3_step(s);
-	int err = rc == SQLITE_ROW ? 0 :
-		  rc == SQLITE_DONE ? -ENOENT : index_sql_error(c->db, rc, "read claim");
-	if (!err) {
-		*pid = (pid_t)sqlite3_column_int64(s, 0);
-		*holder = sqlite3_column_int64(s, 1);
-	}
-	sqlite3_reset(s);
-	return err;
-}
-
-/* 0 if this process holds the claim on (OBJECT_ID, OFF), -EBUSY if not
- * (another does, or none), or the index's error. */
-static int claim_ours(struct index_conn *c, int64_t object_id, int64_t off)
-{
-	pid_t pid;
-	int64_t holder;
-	int err = claim_get(c, object_id, off, &pid, &holder);
-	if (!err && holder != c->ix->holder)
-		err = -EBUSY;
-	return err == -ENOENT ? -EBUSY : err;
-}
-
 /* Inside a transaction: add unit V if this process claims it, under the
  * admission rule against LIMIT. -EBUSY if not: the claim is not this
  * process's (it never took it, or it was dropped with its object:
@@ -320,7 +249,7 @@ static int claim_ours(struct index_conn *c, int64_t object_id, int64_t off)
 static int unit_add_one(struct index_conn *c, int64_t object_id, struct index_unit_new *v,
 			uint64_t limit)
 {
-	int err = claim_ours(c, object_id, (int64_t)v->off);
+	int err = index_claim_ours_in(c, object_id, (int64_t)v->off);
 	if (err)
 		return err;
 	int64_t now = index_now(), hits;
@@ -345,7 +274,7 @@ static int unit_add_one(struct index_conn *c, int64_t object_id, struct index_un
 		v->id = sqlite3_last_insert_rowid(c->db);
 	if (!err && ghosted)
 		err = index_exec_keyed(c, ST_GHOST_DROP, object_id, (int64_t)v->off, "drop ghost");
-	return err ? err : claim_drop(c, object_id, (int64_t)v->off, c->ix->holder);
+	return err ? err : index_claim_drop(c, object_id, (int64_t)v->off, c->ix->holder);
 }
 
 int index_units_admit(struct index *ix, int64_t object_id, struct index_unit_new *v, size_t n,
@@ -484,7 +413,7 @@ int index_unit_evict(struct index *ix, const struct index_unit *u)
 		sqlite3_reset(s);
 	}
 	if (!err)
-		err = claim_put(c, u->object_id, (int64_t)u->off);
+		err = index_claim_put(c, u->object_id, (int64_t)u->off);
 	/* the edges read beside it go with it; those within it are the
 	   edges of the units beside it, kept while they are */
 	if (!err)
@@ -634,107 +563,6 @@ int index_sealed(struct index *ix, int64_t object_id, struct store_stamp *stamp)
 		}
 		sqlite3_reset(s);
 	}
-	index_conn_put(ix, c);
-	return err;
-}
-
-/* Inside a transaction: -EBUSY (*HOLDER_PID set) if the claim on
- * (OBJECT_ID, OFF) is held (claim_held()), this process's too; a claim its
- * holder left behind (dead) is dropped; 0 when none is held now. */
-static int claim_free(struct index_conn *c, int64_t object_id, int64_t off, pid_t *holder_pid)
-{
-	pid_t pid;
-	int64_t holder;
-	int err = claim_get(c, object_id, off, &pid, &holder);
-	if (err)
-		return err == -ENOENT ? 0 : err;
-	if (claim_held(c, pid, holder)) {
-		*holder_pid = pid;
-		return -EBUSY;
-	}
-	return claim_drop(c, object_id, off, holder);	/* a dead holder's */
-}
-
-/* Inside a transaction: claim the unit at OFF, as index_claim() says.
- * Nothing is written unless it returns 0. A process evicting OBJECT_ID
- * whole holds its whole-object claim (off -1: index_open.c, claims), and
- * then no unit of it is claimed, by this process either: its file is
- * about to be unlinked, so nothing may be written into it. */
-static int claim_one(struct index_conn *c, int64_t object_id, uint64_t off, pid_t *holder)
-{
-	int err = claim_free(c, object_id, -1, holder);
-	if (!err)
-		err = claim_free(c, object_id, (int64_t)off, holder);
-	sqlite3_stmt *cached = err ? NULL : index_stmt(c, ST_UNIT_FIND);
-	if (cached) {
-		/* landed between the caller's lookup and this claim? */
-		sqlite3_bind_int64(cached, 1, object_id);
-		sqlite3_bind_int64(cached, 2, (int64_t)off);
-		int rc = sqlite3_step(cached);
-		err = rc == SQLITE_ROW ? -EEXIST :
-		      rc == SQLITE_DONE ? 0 : index_sql_error(c->db, rc, "find a unit to claim");
-		sqlite3_reset(cached);
-	}
-	return err ? err : claim_put(c, object_id, (int64_t)off);
-}
-
-int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size_t n,
-		 int *result)
-{
-	if (!ix)
-		return -ENODEV;	/* no index */
-	struct index_conn *c = index_conn_get(ix);
-	int err = index_begin(c);
-	pid_t holder;
-
-	if (!err) {
-		for (size_t i = 0; i < n && !err; i++) {
-			result[i] = claim_one(c, object_id, offs[i], &holder);
-			if (result[i] != -EBUSY && result[i] != -EEXIST)
-				err = result[i];
-		}
-		err = index_commit(c, err);	/* all of them, or none */
-	}
-	for (size_t i = 0; i < n && err; i++)
-		result[i] = err;
-	index_conn_put(ix, c);
-	return err;
-}
-
-int index_claim(struct index *ix, int64_t object_id, uint64_t off, pid_t *holder)
-{
-	if (!ix)
-		return -ENODEV;	/* no index */
-	struct index_conn *c = index_conn_get(ix);
-	int err = index_begin(c);
-
-	if (!err) {
-		err = claim_one(c, object_id, off, holder);
-		if (err == -EBUSY || err == -EEXIST)
-			index_commit(c, err);		/* rolls back: nothing written */
-		else
-			err = index_commit(c, err);
-	}
-	index_conn_put(ix, c);
-	return err;
-}
-
-int index_unclaim(struct index *ix, int64_t object_id, uint64_t off)
-{
-	if (!ix)
-		return -ENODEV;	/* no index */
-	struct index_conn *c = index_conn_get(ix);
-	int err = claim_drop(c, object_id, (int64_t)off, ix->holder);
-	index_conn_put(ix, c);
-	return err;
-}
-
-int index_claim_ours(struct index *ix, int64_t object_id, uint64_t off)
-{
-	if (!ix)
-		return -ENODEV;	/* no index */
-	struct index_conn *c = index_conn_get(ix);
-	int err = claim_ours(c, object_id, (int64_t)off);
 	index_conn_put(ix, c);
 	return err;
 }

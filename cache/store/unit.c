@@ -59,15 +59,18 @@ void unit_abandon(struct index *ix, struct store *st, int64_t object_id, uint64_
 	/* not ours (never taken, or dropped with its object): whatever is
 	   there is another's to keep or punch (invariant 8); ours, it stays
 	   ours until the unclaim below, as no live holder's claim is taken */
-	if (index_claim_ours(ix, object_id, off) != 0)
+	int ours = index_claim_ours(ix, object_id, off);
+	if (ours == -EBUSY)
 		return;
-	/* a pinned file keeps them: they are this version's own bytes anyway */
-	int hold = store_hold(st, object_id);
+	/* a pinned file keeps them: they are this version's own bytes anyway;
+	   not known ours (the index failed), left unpunched: bytes no row
+	   names are never read */
+	int hold = ours == 0 ? store_hold(st, object_id) : -1;
 	if (hold >= 0) {
 		store_punch(st, object_id, off, len);
 		close(hold);
 	}
-	index_unclaim(ix, object_id, off);
+	index_unclaim(ix, object_id, off);	/* ours alone, as index.h says */
 }
 
 int unit_verify(struct index *ix, struct store *st, const struct index_unit *u, void *dst,

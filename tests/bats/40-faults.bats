@@ -365,6 +365,10 @@ faulty_reads() {
 	cmp_tree "$SAMPLES" "$MNT" || fail "seed $seed: bytes differ the second time"
 	tilefs_alive "$MNT"
 	tilefs_umount "$MNT"
+	# one process: a claim it could not release in the index is not
+	# waited for by its own readers
+	! grep "for another process's fetch" "$TILEFS_LOG" ||
+		fail "seed $seed: a reader waited on a claim of its own process"
 }
 
 # origin_read_all: the 206 bodies the origin sent add up to every byte of

@@ -1,0 +1,242 @@
+/*
+ * index_claims.c - see index.h: the claims on units (the unit protocol of
+ * unit.h, invariant 8): taken, released, and read, and the claims this
+ * holder released that the index would not write (a full or failing
+ * disk), which count as released for this holder, so its own readers
+ * never wait on them. Below index_units.c, which records units under
+ * these claims.
+ */
+#include "cache/store/index.h"
+#include "cache/store/index_int.h"
+#include "cache/base/proc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Drop the claim on (OBJECT_ID, OFF) if HOLDER holds it, and no other's
+ * (invariant 8). */
+int index_claim_drop(struct index_conn *c, int64_t object_id, int64_t off, int64_t holder)
+{
+	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_DROP);
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_int64(s, 2, off);
+		sqlite3_bind_int64(s, 3, holder);
+	}
+	return index_exec(c, s, "release claim");
+}
+
+/* Take the claim on (OBJECT_ID, OFF) for this process, in place of any
+ * other: the caller checked that none is held. */
+int index_claim_put(struct index_conn *c, int64_t object_id, int64_t off)
+{
+	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_PUT);
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_int64(s, 2, off);
+		sqlite3_bind_int64(s, 3, getpid());
+		sqlite3_bind_int64(s, 4, index_now());
+		sqlite3_bind_int64(s, 5, c->ix->holder);
+	}
+	return index_exec(c, s, "claim unit");
+}
+
+/* Is a claim of HOLDER (pid PID) still held? While its holder has its
+ * index open (index_holder_alive()), whatever it does and however long
+ * it takes, this process's too: a claim is one holder's, not one
+ * thread's; a claim without a holder (0: an older tilefs's) while its pid
+ * lives. Never taken over from a live holder (invariant 8). */
+static bool claim_held(struct index_conn *c, pid_t pid, int64_t holder)
+{
+	return holder ? index_holder_alive(c->ix, holder) : proc_alive(pid);
+}
+
+/* Inside a transaction: read the claim on (OBJECT_ID, OFF): 0 with *PID
+ * and *HOLDER, -ENOENT if none, or the index's error. */
+static int claim_get(struct index_conn *c, int64_t object_id, int64_t off, pid_t *pid,
+		     int64_t *holder)
+{
+	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_GET);
+	if (!s)
+		return -EIO;
+	sqlite3_bind_int64(s, 1, object_id);
+	sqlite3_bind_int64(s, 2, off);
+	int rc = sqlite3_step(s);
+	int err = rc == SQLITE_ROW ? 0 :
+		  rc == SQLITE_DONE ? -ENOENT : index_sql_error(c->db, rc, "read claim");
+	if (!err) {
+		*pid = (pid_t)sqlite3_column_int64(s, 0);
+		*holder = sqlite3_column_int64(s, 1);
+	}
+	sqlite3_reset(s);
+	return err;
+}
+
+/* 0 if this process holds the claim on (OBJECT_ID, OFF), -EBUSY if not
+ * (another does, or none), or the index's error. */
+int index_claim_ours_in(struct index_conn *c, int64_t object_id, int64_t off)
+{
+	pid_t pid;
+	int64_t holder;
+	int err = claim_get(c, object_id, off, &pid, &holder);
+	if (!err && holder != c->ix->holder)
+		err = -EBUSY;
+	return err == -ENOENT ? -EBUSY : err;
+}
+
+/* Is (OBJECT_ID, OFF) one of IX's claims released in memory only? */
+static bool stuck_has(struct index *ix, int64_t object_id, int64_t off)
+{
+	bool found = false;
+	pthread_mutex_lock(&ix->lock);
+	for (size_t i = 0; i < ix->nstuck && !found; i++)
+		found = ix->stuck[i].object_id == object_id && ix->stuck[i].off == off;
+	pthread_mutex_unlock(&ix->lock);
+	return found;
+}
+
+/* Forget (OBJECT_ID, OFF) (ADD false), or note it (true) as released in
+ * memory only, the oldest note making room. */
+static void stuck_note(struct index *ix, int64_t object_id, int64_t off, bool add)
+{
+	pthread_mutex_lock(&ix->lock);
+	for (size_t i = 0; i < ix->nstuck; i++) {
+		if (ix->stuck[i].object_id == object_id && ix->stuck[i].off == off) {
+			memmove(ix->stuck + i, ix->stuck + i + 1,
+				(ix->nstuck - i - 1) * sizeof(ix->stuck[0]));
+			ix->nstuck--;
+			break;
+		}
+	}
+	if (add) {
+		if (ix->nstuck == INDEX_STUCK_MAX)
+			memmove(ix->stuck, ix->stuck + 1, --ix->nstuck * sizeof(ix->stuck[0]));
+		ix->stuck[ix->nstuck++] = (struct index_claim_key){ object_id, off };
+	}
+	pthread_mutex_unlock(&ix->lock);
+}
+
+/* Inside a transaction: -EBUSY (*HOLDER_PID set) if the claim on
+ * (OBJECT_ID, OFF) is held (claim_held()), this process's too, unless
+ * this holder released it and the index would not write that (stuck_has():
+ * its own readers never wait on it); a claim its holder left behind (dead)
+ * is dropped; 0 when none is held now. */
+static int claim_free(struct index_conn *c, int64_t object_id, int64_t off, pid_t *holder_pid)
+{
+	pid_t pid;
+	int64_t holder;
+	int err = claim_get(c, object_id, off, &pid, &holder);
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	if (holder == c->ix->holder && stuck_has(c->ix, object_id, off))
+		return 0;	/* taken again by claim_put() */
+	if (claim_held(c, pid, holder)) {
+		*holder_pid = pid;
+		return -EBUSY;
+	}
+	return index_claim_drop(c, object_id, off, holder);	/* a dead holder's */
+}
+
+/* Inside a transaction: claim the unit at OFF, as index_claim() says.
+ * Nothing is written unless it returns 0. A process evicting OBJECT_ID
+ * whole holds its whole-object claim (off -1: index_open.c, claims), and
+ * then no unit of it is claimed, by this process either: its file is
+ * about to be unlinked, so nothing may be written into it. */
+static int claim_one(struct index_conn *c, int64_t object_id, uint64_t off, pid_t *holder)
+{
+	int err = claim_free(c, object_id, -1, holder);
+	if (!err)
+		err = claim_free(c, object_id, (int64_t)off, holder);
+	sqlite3_stmt *cached = err ? NULL : index_stmt(c, ST_UNIT_FIND);
+	if (cached) {
+		/* landed between the caller's lookup and this claim? */
+		sqlite3_bind_int64(cached, 1, object_id);
+		sqlite3_bind_int64(cached, 2, (int64_t)off);
+		int rc = sqlite3_step(cached);
+		err = rc == SQLITE_ROW ? -EEXIST :
+		      rc == SQLITE_DONE ? 0 : index_sql_error(c->db, rc, "find a unit to claim");
+		sqlite3_reset(cached);
+	}
+	return err ? err : index_claim_put(c, object_id, (int64_t)off);
+}
+
+int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size_t n,
+		 int *result)
+{
+	if (!ix)
+		return -ENODEV;	/* no index */
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_begin(c);
+	pid_t holder;
+
+	if (!err) {
+		for (size_t i = 0; i < n && !err; i++) {
+			result[i] = claim_one(c, object_id, offs[i], &holder);
+			if (result[i] != -EBUSY && result[i] != -EEXIST)
+				err = result[i];
+		}
+		err = index_commit(c, err);	/* all of them, or none */
+	}
+	for (size_t i = 0; i < n && err; i++)
+		result[i] = err;
+	index_conn_put(ix, c);
+	for (size_t i = 0; i < n && !err; i++)
+		if (result[i] == 0)
+			stuck_note(ix, object_id, (int64_t)offs[i], false);	/* held again */
+	return err;
+}
+
+int index_claim(struct index *ix, int64_t object_id, uint64_t off, pid_t *holder)
+{
+	if (!ix)
+		return -ENODEV;	/* no index */
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_begin(c);
+
+	if (!err) {
+		err = claim_one(c, object_id, off, holder);
+		if (err == -EBUSY || err == -EEXIST)
+			index_commit(c, err);		/* rolls back: nothing written */
+		else
+			err = index_commit(c, err);
+	}
+	index_conn_put(ix, c);
+	if (!err)
+		stuck_note(ix, object_id, (int64_t)off, false);	/* held again */
+	return err;
+}
+
+int index_unclaim(struct index *ix, int64_t object_id, uint64_t off)
+{
+	if (!ix)
+		return -ENODEV;	/* no index */
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_claim_drop(c, object_id, (int64_t)off, ix->holder);
+	struct index_claim_key older = { 0, 0 };
+	bool retry = false;
+	if (!err) {
+		/* the index writes again: one released in memory before */
+		pthread_mutex_lock(&ix->lock);
+		if ((retry = ix->nstuck > 0))
+			older = ix->stuck[0];
+		pthread_mutex_unlock(&ix->lock);
+	}
+	if (retry && index_claim_drop(c, older.object_id, older.off, ix->holder) == 0)
+		stuck_note(ix, older.object_id, older.off, false);
+	index_conn_put(ix, c);
+	stuck_note(ix, object_id, (int64_t)off, err != 0);
+	return err;
+}
+
+int index_claim_ours(struct index *ix, int64_t object_id, uint64_t off)
+{
+	if (!ix)
+		return -ENODEV;	/* no index */
+	struct index_conn *c = index_conn_get(ix);
+	int err = index_claim_ours_in(c, object_id, (int64_t)off);
+	index_conn_put(ix, c);
+	return err;
+}
+
