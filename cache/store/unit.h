@@ -56,6 +56,10 @@
  *       release of a holder can land under another's claim or row. A
  *       reader that will not wait for another process's claim any longer
  *       (its claim wait) fetches the unit for itself and stores nothing.
+ *       A release the index would not write (a full or failing disk)
+ *       counts as released for its own holder alone, which takes the
+ *       claim again at its next claim of the unit (index_claims.c); other
+ *       holders still see it held.
  *
  * Layer: the store. Includes cache/base/ and its own folder only; never the
  * origin, the engine or FUSE (tests/check-layers).

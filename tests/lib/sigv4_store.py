@@ -117,6 +117,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     f'{access_key(self.headers.get("Authorization", ""))}\n')
 
     def answer(self, status, headers, body=b""):
+        time.sleep(DELAY_S)
         # logged before it is sent: a client acting on the answer finds
         # its line written already
         self.log_line(status, len(body) if self.command != "HEAD" else 0)
@@ -129,7 +130,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def serve(self):
-        time.sleep(DELAY_S)
         ours = self.headers.get("Authorization", "")
         key = access_key(ours)
         region = signed_region(ours)
