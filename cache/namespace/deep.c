@@ -14,8 +14,6 @@
  */
 #include "cache/namespace/namespace_int.h"
 #include "cache/namespace/namespace.h"
-#include "cache/origin/http.h"
-#include "cache/origin/providers/provider.h"
 #include "cache/base/log.h"
 
 #include <errno.h>
@@ -130,46 +128,6 @@ static int place(struct namespace *ns, struct ns_deep *out, struct deep_entry *e
 	}
 }
 
-/* Every key of DIR_PATH's subtree into L, page by page: 0 with all of
- * them, -EFBIG with the first ones (MAX_PAGES or the name bound), or the
- * error of a page. */
-static int fetch_deep(struct namespace *ns, const char *dir_path, int max_pages,
-		      struct deep_list *l)
-{
-	char *cursor = NULL;
-	int err = 0, pages = 0;
-	char log_name[512];
-	snprintf(log_name, sizeof(log_name), "listing of all below /%s", dir_path);
-	do {
-		if (++pages > max_pages) {
-			err = -EFBIG;
-			break;
-		}
-		char *url = source_deep_listing_url(ns->src, dir_path, cursor), *next = NULL;
-		if (!url) {
-			err = -ENOMEM;
-			break;
-		}
-		struct http_request req = { .url = url, .log_name = log_name };
-		source_prepare(ns->src, &req);
-		err = http_run(ns->http, &req);
-		if (!err)
-			err = source_parse_deep_listing(ns->src, dir_path, req.body, req.body_len,
-							deep_add, l, &next);
-		free(req.body);
-		free(url);
-		if (next && cursor && strcmp(next, cursor) == 0) {
-			free(next);
-			next = NULL;
-			err = -EIO;
-		}
-		free(cursor);
-		cursor = next;
-	} while (!err && cursor);
-	free(cursor);
-	return err;
-}
-
 void ns_deep_free(struct namespace *ns, struct ns_deep *d)
 {
 	if (d->top)
@@ -182,8 +140,9 @@ int ns_deep_fetch(struct namespace *ns, const char *dir_path, int pages, struct 
 {
 	struct deep_list l = { .max = ns->max_names / 2 };
 	*out = (struct ns_deep){ 0 };
-	int err = fetch_deep(ns, dir_path, pages, &l);
-	if (err && err != -EFBIG)
+	struct ns_pages p = { .deep = true, .max_pages = pages, .add = deep_add, .arg = &l };
+	int err = ns_pages_fetch(ns, dir_path, &p);
+	if (err && err != -E2BIG && err != -EFBIG)	/* the first ones, on a bound */
 		goto out;
 	bool whole = !err;
 	err = 0;

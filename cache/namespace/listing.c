@@ -74,53 +74,16 @@ static int by_name(const void *a, const void *b)
 static int fetch_listing(struct namespace *ns, const char *dir_path, struct listing *out,
 			 bool stale_ok)
 {
-	char *cursor = NULL;
-	int err = 0;
-
-	int pages = 0;
-	do {
-		struct http_request req = { 0 };
-		if (++pages > MAX_PAGES) {
-			log_error("listing of /%s: more than %d pages; giving up", dir_path, MAX_PAGES);
-			err = -EIO;
-			break;
-		}
-		char *url = source_listing_url(ns->src, dir_path, cursor);
-		char *next = NULL;
-		if (!url) {
-			err = -ENOMEM;
-			break;
-		}
-		char log_name[512];
-		snprintf(log_name, sizeof(log_name), "listing of /%s", dir_path);
-		req.url = url;
-		req.log_name = log_name;
-		req.stale_ok = stale_ok;
-		source_prepare(ns->src, &req);
-		err = http_run(ns->http, &req);
-		if (err) {
-			snprintf(out->error, sizeof(out->error), "%s", req.error);
-			out->status = req.status;
-		}
-		if (!err)
-			err = source_parse_listing(ns->src, dir_path, req.body, req.body_len,
-						   listing_add, out, &next);
-		free(req.body);
-		free(url);
-		if (next && cursor && strcmp(next, cursor) == 0) {
-			log_error("listing of /%s: the origin sent the same page cursor twice; "
-				  "giving up", dir_path);
-			free(next);
-			next = NULL;
-			err = -EIO;
-		}
-		free(cursor);
-		cursor = next;
-	} while (!err && cursor);
-	if (err == -EFBIG)
-		err = 0;	/* too many entries: keep the first MAX_ENTRIES */
-	free(cursor);
-	return err;
+	struct ns_pages p = { .stale_ok = stale_ok, .max_pages = MAX_PAGES, .add = listing_add,
+			      .arg = out };
+	int err = ns_pages_fetch(ns, dir_path, &p);
+	memcpy(out->error, p.error, sizeof(out->error));
+	out->status = p.status;
+	if (err == -E2BIG) {
+		log_error("listing of /%s: more than %d pages; giving up", dir_path, MAX_PAGES);
+		err = -EIO;
+	}
+	return err == -EFBIG ? 0 : err;	/* too many entries: keep the first MAX_ENTRIES */
 }
 
 /* Tell the cache how much data the mount holds, as far as the listings so

@@ -9,6 +9,7 @@
  *   validate.c   a file's pinned version: current, or asked again
  *   deep.c       a subtree from one listing of every key below a folder
  *   tree.c       nodes, holds, retired nodes, the bound on names
+ *   pages.c      a listing fetched page by page (beside tree.c)
  *
  * LOCKS: one mutex, ns->lock, guards the tree and every field below
  * marked so. Lock order: ns->lock first, then the engine's own locks (the
@@ -37,6 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+
+#include "cache/origin/providers/provider.h"
 
 struct cache;
 struct cache_listed;
@@ -182,6 +185,24 @@ bool ns_listed_copy(const struct namespace *ns, const struct ns_node *n, struct 
  * (ns_node_hold()) already. */
 int ns_file_validate(struct namespace *ns, struct ns_node *n, bool *unchanged);
 int ns_file_validate_held(struct namespace *ns, struct ns_node *n, bool *unchanged);
+
+/* pages.c */
+
+/* What ns_pages_fetch() lists and where its entries go. */
+struct ns_pages {
+	bool deep;			/* every key below (source_lists_deep()) */
+	bool stale_ok;			/* the last listing can stand in: an origin
+					   found down is not retried (http.h) */
+	int max_pages;
+	listing_entry_fn add;		/* each entry, with ARG: an error stops */
+	void *arg;
+	char error[160];		/* a failed request's (http_request) */
+	long status;
+};
+/* List DIR_PATH page by page into P->add(): 0 with every page, -E2BIG
+ * after P->max_pages, add()'s error, or the error of a page (its request's
+ * in P->error and P->status). No lock. */
+int ns_pages_fetch(struct namespace *ns, const char *dir_path, struct ns_pages *p);
 
 /* deep.c */
 
