@@ -17,7 +17,9 @@ quick), through:
   tilefs-s3-cold, tilefs-s3-remount
                    cold and remounted as above, the set served as an S3
                    bucket (tests/lib/sigv4_store.py, the same delay):
-                   listings that carry ETags, listed deep
+                   listings that carry ETags, listed deep. The store is
+                   one Python process that checks every signature under
+                   a lock: the cold row measures it more than tilefs
   local-1band      the same patches, one band file of each read (B02)
   tilefs-1band     that, through a fresh mount: what fetching a patch's
                    other bands ahead costs a reader who wants only one
@@ -168,12 +170,13 @@ def run(ctx, notes):
                  lambda mnt: hint(ctx, mnt, items, "tilefs-hinted"), items_file)]
         if shutil.which("rclone"):
             runs.append((bench.Rclone("rclone", "rclone"), ["rclone"], None, items_file))
-        runs.append((bench.Tilefs("tilefs-1band", ctx.tilefs_extra), ["tilefs-1band"], None,
-                     one_band_file))
         s3_cold = bench.Tilefs("tilefs-s3-cold", ctx.tilefs_extra)
         runs += [(s3_cold, ["tilefs-s3-cold"], None, items_file),
                  (bench.Tilefs("tilefs-s3-remount", ctx.tilefs_extra, warm_of=s3_cold),
                   ["tilefs-s3-remount"], None, items_file)]
+        # (last: the table's rows after local-1band are its ratios)
+        runs.append((bench.Tilefs("tilefs-1band", ctx.tilefs_extra), ["tilefs-1band"], None,
+                     one_band_file))
         for c, names, before, items_of in runs:
             ctx.origin = store if c.name.startswith("tilefs-s3") else origin
             if items_of not in refs:
