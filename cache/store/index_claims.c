@@ -86,52 +86,68 @@ int index_claim_ours_in(struct index_conn *c, int64_t object_id, int64_t off)
 	return err == -ENOENT ? -EBUSY : err;
 }
 
-/* Is (OBJECT_ID, OFF) one of IX's claims released in memory only? */
-static bool stuck_has(struct index *ix, int64_t object_id, int64_t off)
+/* Take (OBJECT_ID, OFF) out of IX's claims released in memory only: was
+ * it there? Whoever takes it alone may act on its row: take the claim
+ * again (claim_free()) or release it in the index (index_unclaim()). */
+static bool stuck_take(struct index *ix, int64_t object_id, int64_t off)
 {
 	bool found = false;
 	pthread_mutex_lock(&ix->lock);
-	for (size_t i = 0; i < ix->nstuck && !found; i++)
+	for (size_t i = 0; i < ix->nstuck && !found; i++) {
 		found = ix->stuck[i].object_id == object_id && ix->stuck[i].off == off;
+		if (found)
+			memmove(ix->stuck + i, ix->stuck + i + 1,
+				(ix->nstuck - i - 1) * sizeof(ix->stuck[0]));
+	}
+	ix->nstuck -= found;
 	pthread_mutex_unlock(&ix->lock);
 	return found;
 }
 
-/* Forget (OBJECT_ID, OFF) (ADD false), or note it (true) as released in
- * memory only, the oldest note making room. */
-static void stuck_note(struct index *ix, int64_t object_id, int64_t off, bool add)
+/* Note (OBJECT_ID, OFF) as released in memory only (its row not deleted),
+ * the oldest note making room. */
+static void stuck_add(struct index *ix, int64_t object_id, int64_t off)
 {
 	pthread_mutex_lock(&ix->lock);
-	for (size_t i = 0; i < ix->nstuck; i++) {
-		if (ix->stuck[i].object_id == object_id && ix->stuck[i].off == off) {
-			memmove(ix->stuck + i, ix->stuck + i + 1,
-				(ix->nstuck - i - 1) * sizeof(ix->stuck[0]));
-			ix->nstuck--;
-			break;
-		}
-	}
-	if (add) {
-		if (ix->nstuck == INDEX_STUCK_MAX)
-			memmove(ix->stuck, ix->stuck + 1, --ix->nstuck * sizeof(ix->stuck[0]));
-		ix->stuck[ix->nstuck++] = (struct index_claim_key){ object_id, off };
+	if (ix->nstuck == INDEX_STUCK_MAX)
+		memmove(ix->stuck, ix->stuck + 1, --ix->nstuck * sizeof(ix->stuck[0]));
+	ix->stuck[ix->nstuck++] = (struct index_claim_key){ object_id, off };
+	pthread_mutex_unlock(&ix->lock);
+}
+
+/* The oldest claim released in memory only, taken out (stuck_take()):
+ * false if there is none. */
+static bool stuck_take_oldest(struct index *ix, struct index_claim_key *out)
+{
+	pthread_mutex_lock(&ix->lock);
+	bool found = ix->nstuck > 0;
+	if (found) {
+		*out = ix->stuck[0];
+		memmove(ix->stuck, ix->stuck + 1, --ix->nstuck * sizeof(ix->stuck[0]));
 	}
 	pthread_mutex_unlock(&ix->lock);
+	return found;
 }
 
 /* Inside a transaction: -EBUSY (*HOLDER_PID set) if the claim on
  * (OBJECT_ID, OFF) is held (claim_held()), this process's too, unless
- * this holder released it and the index would not write that (stuck_has():
- * its own readers never wait on it); a claim its holder left behind (dead)
- * is dropped; 0 when none is held now. */
-static int claim_free(struct index_conn *c, int64_t object_id, int64_t off, pid_t *holder_pid)
+ * this holder released it and the index would not write that: then, with
+ * RETAKEN, it is taken out of those (stuck_take(), *RETAKEN set: the
+ * caller notes it again if it does not take the claim after all) and its
+ * own readers never wait on it; a claim its holder left behind (dead) is
+ * dropped; 0 when none is held now. */
+static int claim_free(struct index_conn *c, int64_t object_id, int64_t off, pid_t *holder_pid,
+		      bool *retaken)
 {
 	pid_t pid;
 	int64_t holder;
 	int err = claim_get(c, object_id, off, &pid, &holder);
 	if (err)
 		return err == -ENOENT ? 0 : err;
-	if (holder == c->ix->holder && stuck_has(c->ix, object_id, off))
+	if (retaken && holder == c->ix->holder && stuck_take(c->ix, object_id, off)) {
+		*retaken = true;
 		return 0;	/* taken again by claim_put() */
+	}
 	if (claim_held(c, pid, holder)) {
 		*holder_pid = pid;
 		return -EBUSY;
@@ -144,11 +160,12 @@ static int claim_free(struct index_conn *c, int64_t object_id, int64_t off, pid_
  * whole holds its whole-object claim (off -1: index_open.c, claims), and
  * then no unit of it is claimed, by this process either: its file is
  * about to be unlinked, so nothing may be written into it. */
-static int claim_one(struct index_conn *c, int64_t object_id, uint64_t off, pid_t *holder)
+static int claim_one(struct index_conn *c, int64_t object_id, uint64_t off, pid_t *holder,
+		     bool *retaken)
 {
-	int err = claim_free(c, object_id, -1, holder);
+	int err = claim_free(c, object_id, -1, holder, NULL);
 	if (!err)
-		err = claim_free(c, object_id, (int64_t)off, holder);
+		err = claim_free(c, object_id, (int64_t)off, holder, retaken);
 	sqlite3_stmt *cached = err ? NULL : index_stmt(c, ST_UNIT_FIND);
 	if (cached) {
 		/* landed between the caller's lookup and this claim? */
@@ -167,13 +184,15 @@ int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size
 {
 	if (!ix)
 		return -ENODEV;	/* no index */
+	bool *retaken = calloc(n ? n : 1, sizeof(*retaken));	/* NULL: none retaken */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_begin(c);
 	pid_t holder;
 
 	if (!err) {
 		for (size_t i = 0; i < n && !err; i++) {
-			result[i] = claim_one(c, object_id, offs[i], &holder);
+			result[i] = claim_one(c, object_id, offs[i], &holder,
+					      retaken ? &retaken[i] : NULL);
 			if (result[i] != -EBUSY && result[i] != -EEXIST)
 				err = result[i];
 		}
@@ -182,9 +201,10 @@ int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size
 	for (size_t i = 0; i < n && err; i++)
 		result[i] = err;
 	index_conn_put(ix, c);
-	for (size_t i = 0; i < n && !err; i++)
-		if (result[i] == 0)
-			stuck_note(ix, object_id, (int64_t)offs[i], false);	/* held again */
+	for (size_t i = 0; retaken && i < n; i++)
+		if (retaken[i] && result[i] != 0)	/* its row is as it was */
+			stuck_add(ix, object_id, (int64_t)offs[i]);
+	free(retaken);
 	return err;
 }
 
@@ -194,17 +214,18 @@ int index_claim(struct index *ix, int64_t object_id, uint64_t off, pid_t *holder
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_begin(c);
+	bool retaken = false;
 
 	if (!err) {
-		err = claim_one(c, object_id, off, holder);
+		err = claim_one(c, object_id, off, holder, &retaken);
 		if (err == -EBUSY || err == -EEXIST)
 			index_commit(c, err);		/* rolls back: nothing written */
 		else
 			err = index_commit(c, err);
 	}
 	index_conn_put(ix, c);
-	if (!err)
-		stuck_note(ix, object_id, (int64_t)off, false);	/* held again */
+	if (retaken && err)	/* its row is as it was */
+		stuck_add(ix, object_id, (int64_t)off);
 	return err;
 }
 
@@ -214,19 +235,14 @@ int index_unclaim(struct index *ix, int64_t object_id, uint64_t off)
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_claim_drop(c, object_id, (int64_t)off, ix->holder);
-	struct index_claim_key older = { 0, 0 };
-	bool retry = false;
-	if (!err) {
-		/* the index writes again: one released in memory before */
-		pthread_mutex_lock(&ix->lock);
-		if ((retry = ix->nstuck > 0))
-			older = ix->stuck[0];
-		pthread_mutex_unlock(&ix->lock);
-	}
-	if (retry && index_claim_drop(c, older.object_id, older.off, ix->holder) == 0)
-		stuck_note(ix, older.object_id, older.off, false);
+	struct index_claim_key older;
+	/* the index writes again: release one released in memory before */
+	if (!err && stuck_take_oldest(ix, &older) &&
+	    index_claim_drop(c, older.object_id, older.off, ix->holder) != 0)
+		stuck_add(ix, older.object_id, older.off);
 	index_conn_put(ix, c);
-	stuck_note(ix, object_id, (int64_t)off, err != 0);
+	if (err)
+		stuck_add(ix, object_id, (int64_t)off);
 	return err;
 }
 
