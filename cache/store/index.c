@@ -227,7 +227,8 @@ sqlite3_stmt *index_stmt(struct index_conn *c, enum stmt_id id)
 	return c->stmt[id];
 }
 
-int index_exec(struct index_conn *c, sqlite3_stmt *s, const char *what)
+/* Run S to its end, with no lock of ours. */
+static int step(struct index_conn *c, sqlite3_stmt *s, const char *what)
 {
 	if (!s)
 		return -EIO;
@@ -236,10 +237,24 @@ int index_exec(struct index_conn *c, sqlite3_stmt *s, const char *what)
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : index_sql_error(c->db, rc, what);
 }
 
+int index_exec(struct index_conn *c, sqlite3_stmt *s, const char *what)
+{
+	/* a write outside index_begin() is a transaction of its own: it
+	   queues on ix->writing as theirs do (index_int.h), where SQLite
+	   would make it, or the transaction it meets, sleep */
+	bool alone = s && sqlite3_get_autocommit(c->db) && !sqlite3_stmt_readonly(s);
+	if (alone)
+		pthread_mutex_lock(&c->ix->writing);
+	int err = step(c, s, what);
+	if (alone)
+		pthread_mutex_unlock(&c->ix->writing);
+	return err;
+}
+
 int index_begin(struct index_conn *c)
 {
 	pthread_mutex_lock(&c->ix->writing);
-	int err = index_exec(c, index_stmt(c, ST_BEGIN), "begin");
+	int err = step(c, index_stmt(c, ST_BEGIN), "begin");
 	if (err)
 		pthread_mutex_unlock(&c->ix->writing);
 	return err;
@@ -248,12 +263,12 @@ int index_begin(struct index_conn *c)
 int index_commit(struct index_conn *c, int err)
 {
 	if (err) {
-		index_exec(c, index_stmt(c, ST_ROLLBACK), "rollback");
+		step(c, index_stmt(c, ST_ROLLBACK), "rollback");
 	} else {
-		err = index_exec(c, index_stmt(c, ST_COMMIT), "commit");
+		err = step(c, index_stmt(c, ST_COMMIT), "commit");
 		/* a commit that failed may have rolled back already */
 		if (err && !sqlite3_get_autocommit(c->db))
-			index_exec(c, index_stmt(c, ST_ROLLBACK), "rollback");
+			step(c, index_stmt(c, ST_ROLLBACK), "rollback");
 	}
 	pthread_mutex_unlock(&c->ix->writing);
 	return err;

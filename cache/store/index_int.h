@@ -107,7 +107,7 @@ void index_conn_put(struct index *ix, struct index_conn *c);
  * cannot be prepared (logged). Borrowed with C. */
 sqlite3_stmt *index_stmt(struct index_conn *c, enum stmt_id id);
 /* Run S (from index_stmt(); NULL gives -EIO), a statement that returns no
- * rows. */
+ * rows. A write outside a transaction holds ix->writing while it runs. */
 int index_exec(struct index_conn *c, sqlite3_stmt *s, const char *what);
 /* Bind A, B as ?1, ?2 of statement ID and run it; for the keyed ones. */
 int index_exec_keyed(struct index_conn *c, enum stmt_id id, int64_t a, int64_t b,
