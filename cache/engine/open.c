@@ -188,34 +188,72 @@ static int fetched_read(void *arg, void *buf, size_t len, uint64_t off)
 	return fetched_copy(f, buf, off, len) ? 0 : -EIO;
 }
 
-/* Store every unit of OBJ that the fetched bytes cover whole; the bytes
- * of those past the header unit (a small file's tiles, say) in
- * obj->opened_bytes. */
+/* The units of OBJ that the fetched bytes touch. */
+static size_t units_touched(const struct cache_object *obj, const struct fetched *f)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < f->n; i++) {
+		uint64_t end = f->range[i].off + f->range[i].len;
+		for (uint64_t p = f->range[i].off; p < end; n++) {
+			struct extent unit = layout_unit_at(&obj->layout, p);
+			p = unit.off + unit.len;
+		}
+	}
+	return n;
+}
+
+/* Store every unit of OBJ that the fetched bytes cover whole, claimed in
+ * one index transaction and recorded in another (a small file's units
+ * come together); the bytes of those past the header unit (a small
+ * file's tiles, say) in obj->opened_bytes. */
 static void store_fetched(struct cache *c, struct cache_object *obj, const struct fetched *f)
 {
-	if (obj->id < 0)
+	size_t max = obj->id < 0 ? 0 : units_touched(obj, f), n = 0;
+	if (!max)
 		return;
-	for (size_t i = 0; i < f->n; i++) {
+	struct index_unit_new *v = calloc(max, sizeof(*v));
+	uint64_t *offs = calloc(max, sizeof(*offs));
+	int *claimed = calloc(max, sizeof(*claimed));
+	char **bytes = calloc(max, sizeof(*bytes));
+	for (size_t i = 0; v && offs && claimed && bytes && i < f->n; i++) {
 		uint64_t end = f->range[i].off + f->range[i].len;
 		for (uint64_t p = f->range[i].off; p < end;) {
 			struct extent unit = layout_unit_at(&obj->layout, p);
 			p = unit.off + unit.len;
-			char *bytes = malloc(unit.len ? unit.len : 1);
-			pid_t holder;
-			if (!bytes)
-				return;
-			struct index_unit_new v = { .off = unit.off, .len = unit.len };
-			const void *put = bytes;
-			if (fetched_copy(f, bytes, unit.off, unit.len) &&
-			    index_claim(c->index, obj->id, unit.off, &holder) == 0) {
-				unit_put_many(c->index, c->store, obj->id, &v, &put, 1,
-					      c->cfg.size_limit);	/* or on probation */
-				if (v.err == 0 && unit.off > 0)
-					obj->opened_bytes += unit.len;
+			char *b = malloc(unit.len ? unit.len : 1);
+			if (!b || !fetched_copy(f, b, unit.off, unit.len)) {
+				free(b);	/* not covered whole */
+				continue;
 			}
-			free(bytes);
+			bytes[n] = b;
+			v[n] = (struct index_unit_new){ .off = unit.off, .len = unit.len };
+			offs[n++] = unit.off;
 		}
 	}
+	size_t k = 0;	/* the claimed ones, moved to the front */
+	if (n && index_claims(c->index, obj->id, offs, n, claimed) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			if (claimed[i] != 0)
+				continue;
+			char *b = bytes[k];
+			struct index_unit_new t = v[k];
+			bytes[k] = bytes[i], v[k] = v[i];
+			bytes[i] = b, v[i] = t;
+			k++;
+		}
+		if (k)
+			unit_put_many(c->index, c->store, obj->id, v, (const void *const *)bytes,
+				      k, c->cfg.size_limit);	/* or on probation */
+	}
+	for (size_t i = 0; i < k; i++)
+		if (v[i].err == 0 && v[i].off > 0)
+			obj->opened_bytes += v[i].len;
+	for (size_t i = 0; i < n; i++)
+		free(bytes[i]);
+	free(bytes);
+	free(claimed);
+	free(offs);
+	free(v);
 }
 
 /* Run REQ (reset) against URL: a HEAD, or a GET of its first LEN bytes
