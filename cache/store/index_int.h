@@ -7,10 +7,11 @@
  * prepared statements (prepared on first use from the table in index.c); a
  * caller borrows one for the duration of one function
  * (index_conn_get/index_conn_put; ix->lock is a leaf lock). A write
- * transaction (index_begin .. index_commit) also holds ix->writing: SQLite
- * lets one writer in at a time and makes the others sleep and retry (1, 2,
- * 5, 10 ms ...), so threads of one process queue on a mutex instead, and
- * only other processes meet SQLite's busy wait.
+ * transaction (index_begin .. index_commit), and a write run alone
+ * (index_exec() outside one), also holds ix->writing: SQLite lets one
+ * writer in at a time and makes the others sleep and retry (1, 2, 5, 10 ms
+ * ...), so threads of one process queue on a mutex instead, and only other
+ * processes meet SQLite's busy wait.
  *
  * Layer: the store. Includes cache/base/ and its own folder only; never the
  * origin, the engine or FUSE (tests/check-layers). Only cache/store uses
