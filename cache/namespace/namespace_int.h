@@ -64,7 +64,6 @@ struct ns_queue {
  * and is_dir, fixed at creation; a node out of the tree is read only by
  * the threads that hold it. */
 struct ns_node {
-	char *name;			/* set at creation */
 	struct ns_node *parent;
 	struct ns_node *retired_next;	/* in ns->retired */
 	unsigned holds;			/* threads using it or a descendant across
@@ -97,6 +96,8 @@ struct ns_node {
 	bool outdated;			/* a later listing disagrees with obj */
 	bool queued[NS_QUEUES];		/* put in each queue of ahead.c once */
 	struct ns_node *queue_next[NS_QUEUES];	/* in ns->queues[k] */
+	char name[];			/* set at creation, in the node's own
+					 * allocation */
 };
 
 struct namespace {

@@ -29,14 +29,11 @@ size_t ns_nodes_alive(void)
 struct ns_node *ns_node_new(struct namespace *ns, const char *name, bool is_dir,
 			    struct ns_node *parent)
 {
-	struct ns_node *n = calloc(1, sizeof(*n));
+	size_t len = strlen(name);
+	struct ns_node *n = calloc(1, sizeof(*n) + len + 1);
 	if (!n)
 		return NULL;
-	n->name = strdup(name);
-	if (!n->name) {
-		free(n);
-		return NULL;
-	}
+	memcpy(n->name, name, len + 1);
 	atomic_fetch_add(&nodes_alive, 1);
 	atomic_fetch_add(&ns->names, 1);
 	n->is_dir = is_dir;
@@ -54,7 +51,6 @@ void ns_node_free(struct namespace *ns, struct ns_node *n)
 	cache_object_unref(n->older);
 	free(n->listed_etag);
 	free(n->url);
-	free(n->name);
 	free(n);
 	atomic_fetch_sub(&nodes_alive, 1);
 	atomic_fetch_sub(&ns->names, 1);
