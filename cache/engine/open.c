@@ -230,26 +230,24 @@ static void store_fetched(struct cache *c, struct cache_object *obj, const struc
 			offs[n++] = unit.off;
 		}
 	}
-	size_t k = 0;	/* the claimed ones, moved to the front */
-	if (n && index_claims(c->index, obj->id, offs, n, claimed) == 0) {
-		for (size_t i = 0; i < n; i++) {
-			if (claimed[i] != 0)
-				continue;
-			char *b = bytes[k];
-			struct index_unit_new t = v[k];
-			bytes[k] = bytes[i], v[k] = v[i];
-			bytes[i] = b, v[i] = t;
-			k++;
+	bool asked = n && index_claims(c->index, obj->id, offs, n, claimed) == 0;
+	size_t k = 0;	/* the claimed ones, kept at the front */
+	for (size_t i = 0; i < n; i++) {
+		if (!asked || claimed[i] != 0) {
+			free(bytes[i]);
+			continue;
 		}
-		if (k)
-			unit_put_many(c->index, c->store, obj->id, v, (const void *const *)bytes,
-				      k, c->cfg.size_limit);	/* or on probation */
+		bytes[k] = bytes[i];
+		v[k++] = v[i];
 	}
-	for (size_t i = 0; i < k; i++)
+	if (k)
+		unit_put_many(c->index, c->store, obj->id, v, (const void *const *)bytes, k,
+			      c->cfg.size_limit);	/* or on probation */
+	for (size_t i = 0; i < k; i++) {
 		if (v[i].err == 0 && v[i].off > 0)
 			obj->opened_bytes += v[i].len;
-	for (size_t i = 0; i < n; i++)
 		free(bytes[i]);
+	}
 	free(bytes);
 	free(claimed);
 	free(offs);
