@@ -281,6 +281,21 @@ def run_million(ctx, notes):
     notes.append(note)
 
 
+def write_section(ctx, notes, name, res, text, failed):
+    """A separate workload's results: RES to results/<ts>/NAME.json, its
+    table TEXT to NAME.txt, the log and the end of table.txt; what FAILED
+    to ctx.failed and the run's notes."""
+    with open(os.path.join(ctx.results, "%s.json" % name), "w") as f:
+        json.dump(res, f, indent=1)
+    with open(os.path.join(ctx.results, "%s.txt" % name), "w") as f:
+        f.write(text)
+    log(text)
+    ctx.sections.append(text)
+    if failed:
+        ctx.failed += ["%s: %s" % (name, x) for x in failed]
+        notes.append("%s: %d problem(s), first: %s" % (name, len(failed), failed[0][:300]))
+
+
 def run_throughput(ctx, notes, rows):
     import throughput
     throughput.run(ctx, notes)

@@ -18,7 +18,6 @@ take the folders times the delay at least; that floor is printed beside.
 Written to results/<ts>/listing.{txt,json}; nothing is timed against a
 limit, a wrong or missing name is a failure.
 """
-import json
 import os
 import shutil
 import subprocess
@@ -123,16 +122,7 @@ def run(ctx, notes):
         store.stop()
         origin.stop()
         shutil.rmtree(where, ignore_errors=True)
-    with open(os.path.join(ctx.results, "listing.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    text = table(res)
-    with open(os.path.join(ctx.results, "listing.txt"), "w") as f:
-        f.write(text)
-    bench.log(text)
-    ctx.sections.append(text)
-    if failed:
-        ctx.failed += ["listing: " + x for x in failed]
-        notes.append("listing: %d problem(s), first: %s" % (len(failed), failed[0][:300]))
+    bench.write_section(ctx, notes, "listing", res, table(res), failed)
 
 
 def table(res):

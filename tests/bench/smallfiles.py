@@ -203,16 +203,7 @@ def run(ctx, notes):
         os.environ.update(saved_env)
         store.stop()
         origin.stop()
-    with open(os.path.join(ctx.results, "smallfiles.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    text = table(res)
-    with open(os.path.join(ctx.results, "smallfiles.txt"), "w") as f:
-        f.write(text)
-    bench.log(text)
-    ctx.sections.append(text)
-    if failed:
-        ctx.failed += ["smallfiles: " + x for x in failed]
-        notes.append("smallfiles: %d problem(s), first: %s" % (len(failed), failed[0][:300]))
+    bench.write_section(ctx, notes, "smallfiles", res, table(res), failed)
 
 
 def table(res):

@@ -19,7 +19,6 @@ BENCH_SMALLRAW_COPIES=N sets another number of copies (4,000 files each).
 Written to results/<ts>/smallraw.{txt,json}; nothing is timed against a
 limit.
 """
-import json
 import os
 import random
 import shutil
@@ -29,6 +28,7 @@ import time
 
 import bench
 from origin import Origin
+from procfs import children_cpu, proc_stats
 from smallfiles import ensure_set
 
 READERS = 8
@@ -52,25 +52,23 @@ def ensure_copies(copies):
 
 
 def cpu_of(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """The CPU seconds of process PID so far (0 once it is gone)."""
+    stats = proc_stats(pid)
+    return stats[0] if stats else 0.0
 
 
 def cats(root, files):
     """READERS xargs cat over FILES under ROOT; (seconds, readers' CPU s)."""
-    t0, r0 = time.monotonic(), os.times()
+    t0, c0 = time.monotonic(), children_cpu()
     procs = [subprocess.Popen(["xargs", "-0", "cat"], stdin=subprocess.PIPE,
                               stdout=subprocess.DEVNULL, cwd=root) for _ in range(READERS)]
     for i, p in enumerate(procs):
         p.stdin.write(b"\0".join(x.encode() for x in files[i::READERS]))
         p.stdin.close()
     bad = [rc for rc in (p.wait() for p in procs) if rc != 0]
-    r1 = os.times()
     if bad:
         raise RuntimeError("cat failed under %s (exit %s)" % (root, bad[0]))
-    return (time.monotonic() - t0,
-            (r1.children_user + r1.children_system) - (r0.children_user + r0.children_system))
+    return time.monotonic() - t0, children_cpu() - c0
 
 
 class Mount:
@@ -179,15 +177,7 @@ def run(ctx, notes):
     local = next((r for r in res["rows"] if r["contestant"] == "local"), None)
     for r in res["rows"]:
         r["x_local"] = r["files_per_s"] / local["files_per_s"] if local else None
-    text = table(res)
-    with open(os.path.join(ctx.results, "smallraw.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    with open(os.path.join(ctx.results, "smallraw.txt"), "w") as f:
-        f.write(text)
-    ctx.sections.append(text)
-    if failed:
-        ctx.failed += ["smallraw: " + x for x in failed]
-        notes.append("smallraw: %d problem(s), first: %s" % (len(failed), failed[0][:300]))
+    bench.write_section(ctx, notes, "smallraw", res, table(res), failed)
 
 
 def table(res):

@@ -37,7 +37,6 @@ stime), grouped by the thread's name (comm); nginx's from /proc. Written to
 results/<ts>/throughput.{txt,json}. Nothing here is timed against a limit;
 wrong bytes (checked with sha256 after the timed passes) are a failure.
 """
-import json
 import os
 import shutil
 import subprocess
@@ -588,13 +587,4 @@ def run(ctx, notes):
         res["rows"][scheme] = rows
         failed += ["%s %s: %s %s" % (scheme, r["name"], r["check"], r["note"]) for r in rows
                    if r["check"] != "ok"]
-    with open(os.path.join(ctx.results, "throughput.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    text = table(res)
-    with open(os.path.join(ctx.results, "throughput.txt"), "w") as f:
-        f.write(text)
-    log(text)
-    ctx.sections.append(text)
-    if failed:
-        ctx.failed += ["throughput: " + x for x in failed]
-        notes.append("throughput: %d problem(s), first: %s" % (len(failed), failed[0][:300]))
+    bench.write_section(ctx, notes, "throughput", res, table(res), failed)

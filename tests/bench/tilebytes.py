@@ -183,13 +183,4 @@ def run(ctx, notes):
     finally:
         ctx.origin = main_origin
         origin.stop()
-    with open(os.path.join(ctx.results, "tilebytes.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    text = table(res)
-    with open(os.path.join(ctx.results, "tilebytes.txt"), "w") as f:
-        f.write(text)
-    bench.log(text)
-    ctx.sections.append(text)
-    if failed:
-        ctx.failed += ["tilebytes: " + x for x in failed]
-        notes.append("tilebytes: %d problem(s), first: %s" % (len(failed), failed[0][:300]))
+    bench.write_section(ctx, notes, "tilebytes", res, table(res), failed)
