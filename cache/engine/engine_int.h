@@ -493,6 +493,9 @@ struct hint_fetch_ops {
 	bool (*go_on)(void *arg);	/* false: the entry is no longer wanted */
 	void (*sent)(void *arg, uint64_t bytes);	/* a GET of that many
 					   bytes of units was sent */
+	bool (*again)(void *arg, const struct cache_object *obj,
+		      struct extent unit);	/* does a coming entry want UNIT
+					   again once the readers had it? */
 	void *arg;
 };
 /* Open the object of E (or take it from OPENED, where it stays) and send

@@ -241,6 +241,23 @@ static void job_sent(void *arg, uint64_t bytes)
 	pthread_mutex_unlock(&j->h->lock);
 }
 
+/* In a full cache, does an unread entry up to HINT_AGAIN past J's want
+ * UNIT of OBJ, as hint_match() asks of a read? */
+static bool job_again(void *arg, const struct cache_object *obj, struct extent unit)
+{
+	struct hint_job *j = arg;
+	if (!atomic_load(&j->h->cache->full))
+		return false;
+	struct read_at at = read_at(&obj->layout, unit.off, unit.len);
+	if (at.fine || (!at.tile && obj->layout.map))
+		return false;
+	pthread_mutex_lock(&j->h->lock);
+	bool again = atomic_load(&j->p->generation) == j->gen &&
+		     plan_wants_again(j->p, j->i, plan_url_hash(obj->url), obj->url, &at);
+	pthread_mutex_unlock(&j->h->lock);
+	return again;
+}
+
 static void job_free(struct hint_job *j)
 {
 	free(j->e.url);
@@ -265,7 +282,7 @@ static void *hint_worker(void *arg)
 		w->head = (w->head + 1) % HINT_QUEUE;
 		w->n--;
 		pthread_mutex_unlock(&h->lock);
-		struct hint_fetch_ops ops = { job_go_on, job_sent, &j };
+		struct hint_fetch_ops ops = { job_go_on, job_sent, job_again, &j };
 		int err = !opened ? -ENOMEM : job_go_on(&j) ? hint_fetch(h->cache, opened, &j.e, &ops) :
 			  -ECANCELED;
 		job_free(&j);

@@ -41,7 +41,10 @@ static bool room(struct cache *c, const struct hint_fetch_ops *ops)
 
 /* Fetch UNITS[0..n) of OBJ that are neither cached nor in flight, in
  * background GETs of at most STREAM_GET_MAX bytes each while the
- * background budget has room, telling OPS what each sent for. */
+ * background budget has room, telling OPS what each sent for. A unit a
+ * coming entry wants again (OPS) is stored kept for that read, as one a
+ * read had in flight is (want_again()): kept from the start, a read of it
+ * cannot let it go before the hint says to keep it. */
 static void fetch_units(struct cache *c, struct cache_object *obj, const struct extent *units,
 			size_t n, const struct hint_fetch_ops *ops)
 {
@@ -55,6 +58,13 @@ static void fetch_units(struct cache *c, struct cache_object *obj, const struct 
 		for (; i < n && i - first < PREFETCH_MAX && span < STREAM_GET_MAX; i++)
 			span += units[i].len;
 		size_t k = prefetch_entries(c, obj, units + first, i - first, true, batch);
+		bool again[PREFETCH_MAX];
+		for (size_t j = 0; j < k; j++)
+			again[j] = ops->again(ops->arg, obj, batch[j]->unit);
+		pthread_mutex_lock(&c->lock);
+		for (size_t j = 0; j < k; j++)
+			batch[j]->wanted |= again[j];
+		pthread_mutex_unlock(&c->lock);
 		submit_runs(c, obj, batch, k, FETCH_FOR_HINT);
 		pthread_mutex_lock(&c->lock);
 		for (size_t j = 0; j < k; j++) {

@@ -35,8 +35,9 @@
  *       units read once (hits <= 1), then the rest, least recently read
  *       first within each (index units_victims). ahead is 1 for a
  *       unit on probation that was fetched ahead of its readers (a hint's)
- *       and not read since, 2 for one read on probation that a hint's
- *       coming read wants again, until the hint lets it go
+ *       and not read since, 2 for one on probation that a hint's
+ *       coming read wants again (read, or fetched by the hint for an
+ *       earlier entry), until the hint lets it go
  *       (index_units_wanted()): eviction passes
  *       over either while it is younger than EVICT_AHEAD_S (index
  *       units_ahead counts those). A column of
