@@ -219,6 +219,9 @@ struct inflight {
 					   it: kept for them (evict.h) */
 	bool wanted;			/* c->lock: read, and a hint's coming
 					   read wants it again (want_again()) */
+	int64_t stored_id;		/* c->lock: its row, once recorded
+					   kept (ahead): a read from now on is
+					   written as a read of it (entry_joined()) */
 	bool sliver;			/* part of a unit, for one read only */
 	bool buffered;			/* its bytes are kept in memory: writing
 					   them as they came failed (E6) */
@@ -313,6 +316,10 @@ struct cache {
 enum prefetch_policy prefetch_policy(struct cache *c);
 /* Count BYTES fetched (takes c->lock). */
 void cache_count_fetched(struct cache *c, uint64_t bytes);
+/* The unit UNIT_ID was read: its read time is written at the next flush
+ * (persist.c), which also lets go of what was kept for its readers.
+ * c->lock held. */
+void unit_read_now(struct cache *c, int64_t unit_id);
 
 /* known.c */
 /* The known unit of OBJECT_ID at OFF into *out; false if none is kept.
@@ -381,6 +388,9 @@ struct inflight *table_find(struct cache *c, int64_t object_id, uint64_t off);
 /* A new entry for UNIT in the table: the table's ref and the creator's. */
 struct inflight *entry_new(struct cache *c, struct cache_object *obj, struct extent unit);
 void table_remove(struct cache *c, struct inflight *e);
+/* A reader read E: what a hint kept for it is let go (its flag, or, once
+ * recorded kept, its row, at the next flush). */
+void entry_joined(struct cache *c, struct inflight *e);
 struct inflight *sliver_find(struct cache *c, const struct cache_object *obj,
 			     struct extent part);
 /* A sliver (PART of a unit): the list's ref and the creator's. */

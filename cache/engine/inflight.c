@@ -55,6 +55,13 @@ struct inflight *entry_new(struct cache *c, struct cache_object *obj, struct ext
 	return e;
 }
 
+void entry_joined(struct cache *c, struct inflight *e)
+{
+	e->ahead = false;	/* nothing to keep it for now */
+	if (e->stored_id > 0)
+		unit_read_now(c, e->stored_id);
+}
+
 void table_remove(struct cache *c, struct inflight *e)
 {
 	struct inflight **link = &c->table[table_slot(e->obj->id, e->unit.off)];

@@ -213,6 +213,7 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 {
 	struct cache_object *obj = v[0]->obj;
 	struct index_unit_new rec[PERSIST_BATCH];
+	struct inflight *of[PERSIST_BATCH];	/* rec[i]'s entry */
 	size_t k = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -222,6 +223,7 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 			/* read under the lock: a reader may join it still */
 			bool ahead = e->ahead, wanted = e->wanted;
 			pthread_mutex_unlock(&c->lock);
+			of[k] = e;
 			rec[k] = (struct index_unit_new){ .off = e->unit.off, .len = e->unit.len,
 							  .ahead = ahead, .wanted = wanted };
 			if (e->written) {	/* by the fetch thread */
@@ -251,6 +253,14 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 					.len = rec[i].len, .crc = rec[i].crc };
 		if (rec[i].err == 0 && u.id > 0)
 			known_put(c, &u, punches, true);
+		/* recorded kept for its readers: one that reads it from the
+		   table from now on, or did since its flag was taken above,
+		   lets go of it as a read of it cached does (read.c) */
+		if (rec[i].err == 0 && u.id > 0 && rec[i].ahead) {
+			of[i]->stored_id = u.id;
+			if (!of[i]->ahead)
+				unit_read_now(c, u.id);
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 	for (size_t i = 0; i < k; i++) {

@@ -121,9 +121,7 @@ static int read_cached(struct cache *c, struct cache_object *obj, struct extent 
 	    (index_unit_find(c->index, obj->id, unit.off, &again) != 0 || again.id != u.id))
 		return -ENOENT;
 	pthread_mutex_lock(&c->lock);
-	/* a unit read in several reads in a row counts once */
-	if (c->ntouched < TOUCH_MAX && (!c->ntouched || c->touched[c->ntouched - 1] != u.id))
-		c->touched[c->ntouched++] = u.id;
+	unit_read_now(c, u.id);
 	c->stats.hits++;
 	c->stats.bytes_served += part_len;
 	pthread_mutex_unlock(&c->lock);
@@ -145,7 +143,7 @@ static bool read_written(struct cache *c, struct inflight *e, struct extent part
 		      store_punches(c->store) == e->written_punches;
 	pthread_mutex_lock(&c->lock);
 	if (served) {
-		e->ahead = false;	/* read now, as by a reader that joined it */
+		entry_joined(c, e);	/* read now, as by a reader that joined it */
 		c->stats.bytes_served += part.len;
 	}
 	while (!served && table_find(c, e->obj->id, e->unit.off) == e)
@@ -236,7 +234,7 @@ static int read_lookup(struct read_op *r)
 			e = sliver_find(c, obj, part);
 		if (e) {
 			e->refs++;
-			e->ahead = false;	/* read now: nothing to keep it for */
+			entry_joined(c, e);
 		} else if (sliver) {
 			e = sliver_new(c, obj, part);
 			if (e)

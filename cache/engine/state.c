@@ -30,6 +30,13 @@ void cache_count_fetched(struct cache *c, uint64_t bytes)
 	pthread_mutex_unlock(&c->lock);
 }
 
+void unit_read_now(struct cache *c, int64_t unit_id)
+{
+	/* a unit read in several reads in a row counts once */
+	if (c->ntouched < TOUCH_MAX && (!c->ntouched || c->touched[c->ntouched - 1] != unit_id))
+		c->touched[c->ntouched++] = unit_id;
+}
+
 void cache_set_mounted_bytes(struct cache *c, uint64_t bytes)
 {
 	atomic_store(&c->mounted_bytes, bytes);
