@@ -67,10 +67,23 @@ tier_start() {
 	local i
 	for i in $(seq $((${TILEFS_WAIT_S:-90} * 10))); do
 		[ -s "$TIER_DIR/nginx.pid" ] && curl -s "${curl_ca[@]}" -o /dev/null "$TIER_URL/" &&
-			return 0
+			{ _tier_wait_logged "$TIER_LOG"; return; }
 		sleep 0.1
 	done
 	echo "tier_start: the tier does not answer on $TIER_URL" >&2
+	return 1
+}
+
+# _tier_wait_logged LOG: wait until nginx has logged the probe just
+# answered. It logs after it sends the answer, so a log truncated as soon
+# as curl returns could still get the probe's line afterwards.
+_tier_wait_logged() {
+	local i
+	for i in $(seq $((${TILEFS_WAIT_S:-90} * 10))); do
+		[ -s "$1" ] && return 0
+		sleep 0.1
+	done
+	echo "tier: nginx logged no line for its probe in $1" >&2
 	return 1
 }
 
@@ -199,7 +212,10 @@ EOF
 	local i ca=()
 	[ -n "$STORE_CA" ] && ca=(--cacert "$STORE_CA")
 	for i in $(seq $((${TILEFS_WAIT_S:-90} * 10))); do
-		curl -s "${ca[@]}" -o /dev/null "$STORE_URL" && : >"$STORE_LOG" && return 0
+		if curl -s "${ca[@]}" -o /dev/null "$STORE_URL"; then
+			_tier_wait_logged "$STORE_LOG" && : >"$STORE_LOG"
+			return
+		fi
 		sleep 0.1
 	done
 	echo "tier_store_start: the store does not answer on $STORE_URL" >&2
