@@ -227,8 +227,9 @@ int mount_cmd_main(int argc, char **argv)
 		.readahead_max = o.readahead,
 		.prefetch = o.prefetch,
 		.listing_ttl_s = (int)o.ttl,
-		/* half the connections, as for streaming: demand goes first */
-		.ahead_threads = (int)(o.max_connections + 1) / 2,
+		/* a thread a connection: half of them at most open files
+		   (demand goes first), the others list in the background */
+		.ahead_threads = (int)o.max_connections,
 		/* a mount serves reads even when its cache cannot (logged) */
 		.uncached_ok = true,
 		/* a cache larger than its disk would fill it: every unit

@@ -22,7 +22,11 @@
  *    They go in a queue of their own (NS_SOON), taken first: a reader
  *    waits for them now.
  * Each node is queued once a queue (queued[]), at most AHEAD_MAX at once
- * in NS_AHEAD.
+ * in NS_AHEAD. Files (opens and checks, sent as a reader's open would)
+ * take at most half the threads, so that readers find connections for
+ * their own; the others list folders, in background requests that the
+ * HTTP client starts on the connections readers leave idle (http.h), as
+ * many at once as the round trip asks for a walk to go at its pace.
  * Above listing.c, validate.c and tree.c, whose functions it calls;
  * namespace.c queues after each fresh listing (ns_ahead_queue()).
  *
@@ -157,23 +161,41 @@ static void ahead_one(struct namespace *ns, struct ns_node *n)
 		log_debug("revalidation ahead of %s failed; its open will ask again", n->name);
 }
 
+/* The next node a thread may take now, out of its queue (*SOON: of
+ * NS_SOON); NULL if none: the queues are empty, or hold files first while
+ * ns->ahead_files_max threads work on files. ns->lock held. */
+static struct ns_node *next_job(struct namespace *ns, bool *soon)
+{
+	bool files = ns->ahead_files < ns->ahead_files_max;
+	const struct ns_node *head = ns->queues[NS_AHEAD].head;
+	*soon = files && ns->queues[NS_SOON].head;
+	if (*soon)
+		return unqueue(ns, NS_SOON);
+	return head && (head->is_dir || files) ? unqueue(ns, NS_AHEAD) : NULL;
+}
+
 static void *ahead_thread(void *arg)
 {
 	struct namespace *ns = arg;
 	pthread_mutex_lock(&ns->lock);
 	for (;;) {
-		while (!ns->ahead_stopping && !ns->queues[NS_SOON].head &&
-		       !ns->queues[NS_AHEAD].head)
+		struct ns_node *n = NULL;
+		bool soon;
+		while (!ns->ahead_stopping && !(n = next_job(ns, &soon)))
 			pthread_cond_wait(&ns->ahead_work, &ns->lock);
 		if (ns->ahead_stopping)
 			break;
-		struct ns_node *n = unqueue(ns, NS_SOON);
-		if (n)
-			ahead_open(ns, n);
-		else if ((n = unqueue(ns, NS_AHEAD))->is_dir)
+		if (n->is_dir) {
 			ahead_list(ns, n);
-		else
-			ahead_one(ns, n);
+		} else {
+			ns->ahead_files++;
+			if (soon)
+				ahead_open(ns, n);
+			else
+				ahead_one(ns, n);
+			ns->ahead_files--;
+			pthread_cond_signal(&ns->ahead_work);	/* one held back by it */
+		}
 		ns_node_hold(n, -1);
 		if (!ns->queues[NS_SOON].head && !ns->queues[NS_AHEAD].head)
 			ns_names_shed(ns);	/* what the queues kept in use */
@@ -190,6 +212,7 @@ int ns_revalidate_ahead(struct namespace *ns, int threads)
 	ns->ahead = calloc((size_t)threads, sizeof(*ns->ahead));
 	if (!ns->ahead)
 		return -ENOMEM;
+	ns->ahead_files_max = (threads + 1) / 2;
 	for (; ns->nahead < threads; ns->nahead++)
 		if (pthread_create(&ns->ahead[ns->nahead], NULL, ahead_thread, ns) != 0)
 			break;

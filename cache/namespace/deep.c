@@ -136,11 +136,13 @@ void ns_deep_free(struct namespace *ns, struct ns_deep *d)
 	*d = (struct ns_deep){ 0 };
 }
 
-int ns_deep_fetch(struct namespace *ns, const char *dir_path, int pages, struct ns_deep *out)
+int ns_deep_fetch(struct namespace *ns, const char *dir_path, int pages, bool ahead,
+		  struct ns_deep *out)
 {
 	struct deep_list l = { .max = ns->max_names / 2 };
 	*out = (struct ns_deep){ 0 };
-	struct ns_pages p = { .deep = true, .max_pages = pages, .add = deep_add, .arg = &l };
+	struct ns_pages p = { .deep = true, .background = ahead, .max_pages = pages,
+			      .add = deep_add, .arg = &l };
 	int err = ns_pages_fetch(ns, dir_path, &p);
 	if (err && err != -E2BIG && err != -EFBIG)	/* the first ones, on a bound */
 		goto out;

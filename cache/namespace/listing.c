@@ -70,12 +70,13 @@ static int by_name(const void *a, const void *b)
 }
 
 /* List DIR_PATH into OUT, page by page. STALE_OK: the last listing can
- * stand in, so an origin found down is not retried (http.h). */
+ * stand in, so an origin found down is not retried (http.h). AHEAD: made
+ * ahead of the readers, in the background. */
 static int fetch_listing(struct namespace *ns, const char *dir_path, struct listing *out,
-			 bool stale_ok)
+			 bool stale_ok, bool ahead)
 {
-	struct ns_pages p = { .stale_ok = stale_ok, .max_pages = MAX_PAGES, .add = listing_add,
-			      .arg = out };
+	struct ns_pages p = { .stale_ok = stale_ok, .background = ahead, .max_pages = MAX_PAGES,
+			      .add = listing_add, .arg = out };
 	int err = ns_pages_fetch(ns, dir_path, &p);
 	memcpy(out->error, p.error, sizeof(out->error));
 	out->status = p.status;
@@ -180,7 +181,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir, bool ahea
 
 	struct ns_deep d = { 0 };
 	int err = 0;
-	if (deep && ns_deep_fetch(ns, path, ahead ? DEEP_PAGES_AHEAD : DEEP_PAGES, &d) == 0) {
+	if (deep && ns_deep_fetch(ns, path, ahead ? DEEP_PAGES_AHEAD : DEEP_PAGES, ahead, &d) == 0) {
 		pthread_mutex_lock(&ns->lock);
 		deep_attach(ns, dir, &d);
 		if (dir->listed) {
@@ -192,7 +193,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir, bool ahea
 	}
 	struct listing l = { .ns = ns };
 	err = !path ? -ENOMEM : listed && answer_stale(ns, path) ? -ENETDOWN :
-	      fetch_listing(ns, path, &l, listed);
+	      fetch_listing(ns, path, &l, listed, ahead);
 	if (!err && l.n > 0)
 		qsort(l.nodes, l.n, sizeof(*l.nodes), by_name);
 

@@ -45,7 +45,8 @@ int ns_new(struct source *src, struct http_client *http, struct cache *cache, in
 void ns_free(struct namespace *ns);
 /*
  * Revalidate ahead, with THREADS threads (call once, before any other
- * use; 0: off, the default). When a listing shows files that have a
+ * use; 0: off, the default), half of them at most working on files, the
+ * others listing folders ahead in background requests. When a listing shows files that have a
  * version in the cache but none pinned yet, and gave no ETag that could
  * vouch for it (plain HTTP), each is checked in the background, the HEAD
  * its first open would send, so that the open finds it current and sends

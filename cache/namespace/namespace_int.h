@@ -134,6 +134,9 @@ struct namespace {
 					 * the threads are joined: no lock */
 	int nahead;			/* as ahead; read under ns->lock only
 					 * while !ahead_stopping */
+	int ahead_files_max;		/* threads that may work on files at once:
+					 * written as ahead */
+	int ahead_files;		/* threads working on files; ns->lock */
 	bool ahead_stopping;		/* protected by ns->lock */
 	pthread_cond_t ahead_work;	/* the queue has a file, or stop; with
 					 * ns->lock */
@@ -194,6 +197,8 @@ struct ns_pages {
 	bool deep;			/* every key below (source_lists_deep()) */
 	bool stale_ok;			/* the last listing can stand in: an origin
 					   found down is not retried (http.h) */
+	bool background;		/* made ahead of the readers: its requests
+					   yield to theirs (http.h) */
 	int max_pages;
 	listing_entry_fn add;		/* each entry, with ARG: an error stops */
 	void *arg;
@@ -218,8 +223,10 @@ struct ns_deep {
 };
 /* List every key below DIR_PATH at once (source_lists_deep() must be
  * true), in PAGES pages at most, into OUT, with no lock: 0, or the error
- * of a page (OUT empty). Frees with ns_deep_free(). */
-int ns_deep_fetch(struct namespace *ns, const char *dir_path, int pages, struct ns_deep *out);
+ * of a page (OUT empty). AHEAD: in the background (struct ns_pages).
+ * Frees with ns_deep_free(). */
+int ns_deep_fetch(struct namespace *ns, const char *dir_path, int pages, bool ahead,
+		  struct ns_deep *out);
 void ns_deep_free(struct namespace *ns, struct ns_deep *d);
 
 /* listing.c */

@@ -34,7 +34,8 @@ int ns_pages_fetch(struct namespace *ns, const char *dir_path, struct ns_pages *
 			break;
 		}
 		struct http_request req = { .url = url, .log_name = log_name,
-					    .stale_ok = p->stale_ok };
+					    .stale_ok = p->stale_ok,
+					    .background = p->background };
 		source_prepare(ns->src, &req);
 		err = http_run(ns->http, &req);
 		if (err) {
