@@ -46,11 +46,12 @@ void ns_free(struct namespace *ns);
 /*
  * Revalidate ahead, with THREADS threads (call once, before any other
  * use; 0: off, the default), half of them at most working on files, the
- * others listing folders ahead in background requests. When a listing shows files that have a
- * version in the cache but none pinned yet, and gave no ETag that could
- * vouch for it (plain HTTP), each is checked in the background, the HEAD
- * its first open would send, so that the open finds it current and sends
- * nothing: after a remount, readers do not wait a round trip per file.
+ * others listing folders ahead in background requests. When a listing
+ * shows files that have a version in the cache but none pinned yet, and
+ * gave no ETag that could vouch for it (plain HTTP), each is checked in
+ * the background, the HEAD its first open would send, so that the open
+ * finds it current and sends nothing: after a remount, readers do not
+ * wait a round trip per file.
  * Once per file per namespace; never a file with nothing cached; off with
  * a ttl of 0. ns_stop_ahead() stops the threads (before the HTTP client
  * goes); ns_free() does too.

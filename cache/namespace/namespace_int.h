@@ -138,8 +138,8 @@ struct namespace {
 					 * written as ahead */
 	int ahead_files;		/* threads working on files; ns->lock */
 	bool ahead_stopping;		/* protected by ns->lock */
-	pthread_cond_t ahead_work;	/* the queue has a file, or stop; with
-					 * ns->lock */
+	pthread_cond_t ahead_work;	/* a queue has a node, a thread left its
+					 * file, or stop; with ns->lock */
 	struct ns_queue queues[NS_QUEUES];	/* protected by ns->lock */
 };
 
