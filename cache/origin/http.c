@@ -10,18 +10,15 @@
  * them at no cost measured (the commit that made them), and each thread's share
  * of the work stays small enough to grow with a machine of more. Each fetcher owns
  * a curl multi handle, its easy handles and its share of the connections;
- * nothing of one fetcher is touched by another. A submitter picks the
- * fetcher with the fewest requests in flight (for a background request,
- * the most room), appends the request to that fetcher's `submitted` under
+ * nothing of one fetcher is touched by another (but the counts
+ * http_share.c keeps of them). A submitter picks a fetcher
+ * (share_pick()), appends the request to that fetcher's `submitted` under
  * its lock and calls curl_multi_wakeup(). The fetcher moves submitted
  * requests to its multi handle (or to `delayed` while a backoff runs),
  * drives transfers with curl_multi_poll(), and calls done() for finished
  * requests: done() and sinks run on whichever fetch thread ran the request.
- * Background requests (prefetch) wait in `background` and start only on
- * half of the fetcher's connections, or on all those demand requests have
- * left idle lately (background_cap()), and never on the last free one, so
- * a demand read finds a connection when it comes, on every fetcher.
- * Stopping, each fetcher fails what it holds with -ECANCELED; a done() run
+ * Background requests (prefetch) wait in `background` until http_share.c
+ * lets them start, on connections demand requests leave idle. Stopping, each fetcher fails what it holds with -ECANCELED; a done() run
  * then may submit again (a retry) to a fetcher already ended, so once all
  * are joined http_client_free() fails what was submitted since, on its
  * own thread (fetchers_cancel_late()): every request gets its done().
@@ -55,42 +52,6 @@
  * connections / this would each hold too few to keep a host busy. */
 #define HTTP_FETCHER_CONNECTIONS 4
 #define HTTP_FETCHERS_MAX 64
-
-/* One fetch thread: its own multi handle, queues and connections. */
-struct fetcher {
-	struct http_client *client;
-	int index;			/* in client->fetchers, for its name */
-	int max_connections;		/* its share of the client's */
-	CURLM *multi;			/* this thread only */
-	pthread_t thread;
-	pthread_mutex_t lock;
-	struct http_request *submitted;	/* protected by lock, LIFO */
-	bool stopping;			/* protected by lock */
-	int background_room;		/* protected by lock: its part of
-					   http_background_room() */
-	atomic_int load;		/* requests submitted to it, not done */
-	struct http_request *delayed;	/* this thread only: in backoff */
-	struct http_request *active;	/* this thread only: on the multi */
-	struct http_request *background, *background_tail; /* this thread only:
-					   background requests not started yet */
-	int nactive, nactive_background; /* this thread only */
-	int nqueued_background;		/* this thread only: in `background` */
-	int demand_peak, demand_peak_prev; /* this thread only: the most demand
-					   requests in flight at once in this
-					   and the last window */
-	uint64_t peak_since_ms;		/* this thread only: this window's start */
-	uint64_t rng;			/* this thread only */
-};
-
-struct http_client {
-	struct http_config cfg;		/* set at start, read-only after */
-	int nfetchers;			/* read-only */
-	struct fetcher *fetchers;	/* read-only array */
-	atomic_uint next;		/* round robin among equally loaded */
-	pthread_mutex_t stats_lock;
-	struct http_stats stats;	/* protected by stats_lock */
-	struct reach reach;		/* does the origin answer? (atomics) */
-};
 
 void http_config_defaults(struct http_config *cfg)
 {
@@ -141,6 +102,8 @@ static int attempt_start(struct fetcher *c, struct http_request *req)
 	c->active = req;
 	c->nactive++;
 	c->nactive_background += req->background;
+	atomic_store(&c->busy, c->nactive);
+	atomic_fetch_add(&c->client->active, 1);
 	if (c->nactive - c->nactive_background > c->demand_peak)
 		c->demand_peak = c->nactive - c->nactive_background;
 	return 0;
@@ -155,13 +118,14 @@ static void attempt_end(struct fetcher *c, struct http_request *req)
 			*link = req->next;
 			c->nactive--;
 			c->nactive_background -= req->background;
+			atomic_store(&c->busy, c->nactive);
+			atomic_fetch_sub(&c->client->active, 1);
+			share_wake(c);
 			break;
 		}
 	}
 	req->next = NULL;
 }
-
-static void publish_room(struct fetcher *c);
 
 static void finish(struct fetcher *c, struct http_request *req, int err)
 {
@@ -181,7 +145,7 @@ static void finish(struct fetcher *c, struct http_request *req, int err)
 		client->stats.failures++;
 	pthread_mutex_unlock(&client->stats_lock);
 	atomic_fetch_sub(&c->load, 1);
-	publish_room(c);	/* before done(), which may wake a producer */
+	share_publish_room(c);	/* before done(), which may wake a producer */
 	req->done(req, req->arg);
 }
 
@@ -375,89 +339,21 @@ static long start_due(struct fetcher *c)
 	return wait;
 }
 
-/* How long a burst of demand requests keeps background ones off its
- * connections: one to two windows. */
-#define PEAK_WINDOW_MS 1000
-
-/* How many background requests may be in flight now: half the connections,
- * or more, those left when the most demand requests in flight at once
- * lately, and one spare, are set aside. Readers that come and go in bursts
- * (a loader's workers, a reader of several tiles at once) find as many
- * connections free when they come back; a background request started
- * meanwhile would hold one for its whole GET. (start_background() never
- * takes the last free connection either.) */
-static int background_cap(struct fetcher *c)
-{
-	uint64_t now = monotonic_ms();
-	int demand = c->nactive - c->nactive_background;
-	if (now - c->peak_since_ms >= PEAK_WINDOW_MS) {
-		c->demand_peak_prev = c->demand_peak;
-		c->demand_peak = demand;
-		c->peak_since_ms = now;
-	}
-	int busy = c->demand_peak > c->demand_peak_prev ? c->demand_peak : c->demand_peak_prev;
-	int idle = c->max_connections - busy - 1;
-	int half = c->max_connections / 2 > 0 ? c->max_connections / 2 : 1;
-	return idle > half ? idle : half;
-}
-
-/* Say how many more background requests would start now
- * (http_background_room()). */
-static void publish_room(struct fetcher *c)
-{
-	int room = background_cap(c) - c->nactive_background - c->nqueued_background;
-	pthread_mutex_lock(&c->lock);
-	for (struct http_request *req = c->submitted; req; req = req->next)
-		room -= req->background;
-	c->background_room = room > 0 ? room : 0;
-	pthread_mutex_unlock(&c->lock);
-}
-
-/* Start background requests while there is room for them, and say how
- * many more would start now (http_background_room()). */
-static void start_background(struct fetcher *c)
-{
-	int cap = background_cap(c);
-	while (c->background && c->nactive_background < cap &&
-	       c->nactive < c->max_connections - 1) {
-		struct http_request *req = c->background;
-		c->background = req->next;
-		if (!c->background)
-			c->background_tail = NULL;
-		c->nqueued_background--;
-		start_or_fail(c, req);
-	}
-	publish_room(c);
-}
-
-/* How long the fetch thread may sleep: while a demand peak is remembered,
- * no longer than a window, so the room it gives back is published. */
-static long poll_wait(struct fetcher *c, long wait)
-{
-	if ((c->demand_peak || c->demand_peak_prev) && wait > PEAK_WINDOW_MS)
-		return PEAK_WINDOW_MS;
-	return wait;
-}
-
-static int fetcher_room(struct fetcher *f)
-{
-	pthread_mutex_lock(&f->lock);
-	int room = f->background_room;
-	pthread_mutex_unlock(&f->lock);
-	return room;
-}
-
-int http_background_room(struct http_client *c)
-{
-	int room = 0;
-	for (int i = 0; i < c->nfetchers; i++)
-		room += fetcher_room(&c->fetchers[i]);
-	return room;
-}
-
 int http_connections(const struct http_client *c)
 {
 	return c->cfg.max_connections;
+}
+
+/* Start background requests while there is room for them
+ * (http_share.c), and say how many more would start now. */
+static void start_background(struct fetcher *c)
+{
+	struct http_request *req;
+	while ((req = share_next_background(c))) {
+		start_or_fail(c, req);
+		share_started(c);
+	}
+	share_publish_room(c);
 }
 
 static void *fetch_thread(void *arg)
@@ -517,7 +413,7 @@ static void *fetch_thread(void *arg)
 			on_attempt_done(c, req, msg->data.result);
 		}
 		start_background(c);
-		curl_multi_poll(c->multi, NULL, 0, (int)poll_wait(c, wait), NULL);
+		curl_multi_poll(c->multi, NULL, 0, (int)share_poll_wait(c, wait), NULL);
 	}
 
 	/* stopping: fail whatever is in flight or waiting; what their done()
@@ -576,7 +472,7 @@ static int fetcher_start(struct http_client *c, struct fetcher *f, int index)
 	curl_multi_setopt(f->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
 	curl_multi_setopt(f->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)f->max_connections);
 	curl_multi_setopt(f->multi, CURLMOPT_MAXCONNECTS, (long)f->max_connections * 2);
-	publish_room(f);
+	share_publish_room(f);
 	if (pthread_create(&f->thread, NULL, fetch_thread, f) != 0)
 		goto fail_thread;
 	return 0;
@@ -695,33 +591,13 @@ static void request_reset(struct http_request *req, size_t max_body)
 	req->submitted_us = monotonic_us();
 }
 
-/* The fetcher for REQ: the one with the fewest requests in flight (for a
- * background request, the most room for it, so it starts there at once),
- * the round robin taking turns among equals. */
-static struct fetcher *fetcher_pick(struct http_client *c, const struct http_request *req)
-{
-	unsigned first = atomic_fetch_add(&c->next, 1) % (unsigned)c->nfetchers;
-	struct fetcher *best = NULL;
-	int best_score = 0;
-
-	for (int i = 0; i < c->nfetchers; i++) {
-		struct fetcher *f = &c->fetchers[(first + (unsigned)i) % (unsigned)c->nfetchers];
-		int score = req->background ? -fetcher_room(f) : atomic_load(&f->load);
-		if (!best || score < best_score) {
-			best = f;
-			best_score = score;
-		}
-	}
-	return best;
-}
-
 void http_submit(struct http_client *c, struct http_request *req)
 {
 	request_reset(req, c->cfg.max_body);
 	pthread_mutex_lock(&c->stats_lock);
 	c->stats.in_flight++;
 	pthread_mutex_unlock(&c->stats_lock);
-	struct fetcher *f = fetcher_pick(c, req);
+	struct fetcher *f = share_pick(c, req);
 	atomic_fetch_add(&f->load, 1);
 	pthread_mutex_lock(&f->lock);
 	if (req->background && f->background_room > 0)
