@@ -155,7 +155,7 @@ static int order_add(struct control *ctl, struct order *o, unsigned lineno, stru
 	   (a version is cached): one index look-up a file, not a line */
 	struct cache_object *obj = l->window ? cache_objects_get(opened, url) : NULL;
 	if (l->window && !obj && cache_object_known(ctl->cache, url) &&
-	    cache_objects_open(opened, ctl->cache, url, rel, listed, &obj) != 0)
+	    cache_objects_open(opened, ctl->cache, url, rel, listed, false, &obj) != 0)
 		obj = NULL;	/* the hint thread will say */
 	if (obj) {
 		char reason[300];

@@ -309,7 +309,7 @@ static void plan_item(struct warm *w, struct item *it)
 	struct extent *units = NULL;
 	size_t n = 0;
 	bool *missing = NULL;
-	int err = cache_object_open(w->stack.cache, it->url, it->path, it->listed, &it->obj);
+	int err = cache_object_open(w->stack.cache, it->url, it->path, it->listed, false, &it->obj);
 
 	if (!err)
 		err = select_units(w, it, &units, &n);

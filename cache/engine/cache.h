@@ -89,10 +89,11 @@ void cache_stop_prefetch(struct cache *c);
  * opens the object at PATH in the mount: the namespace's open, which
  * pins the version it checks as a reader's open does, so that a reader's
  * open of a file a hint opened a moment before asks the origin nothing.
- * NULL (the default): cache_object_open() of the URL. Set before any
- * hint, cleared before ARG goes; not thread safe.
+ * NULL (the default): cache_object_open() of the URL. BACKGROUND as
+ * there. Set before any hint, cleared before ARG goes; not thread safe.
  */
-typedef int (*cache_open_fn)(void *arg, const char *path, struct cache_object **out);
+typedef int (*cache_open_fn)(void *arg, const char *path, bool background,
+			     struct cache_object **out);
 void cache_set_opener(struct cache *c, cache_open_fn fn, void *arg);
 /* Finish pending index writes, then free. */
 void cache_close(struct cache *c);
@@ -113,11 +114,14 @@ struct cache_listed {
  * HEAD when some version is cached, else a GET of its first unit (all of
  * it, when LISTED says it is small), which is kept. Either request
  * answered 2xx records the identity's proof; one refused (401, 403) fails
- * the open with -EACCES, and nothing cached is served. Caller releases
- * with cache_object_unref().
+ * the open with -EACCES, and nothing cached is served. BACKGROUND: an
+ * open made ahead of the readers, whose requests start only on the
+ * connections readers leave idle (http.h). Caller releases with
+ * cache_object_unref().
  */
 int cache_object_open(struct cache *c, const char *url, const char *log_name,
-		      const struct cache_listed *listed, struct cache_object **out);
+		      const struct cache_listed *listed, bool background,
+		      struct cache_object **out);
 /* The size up to which cache_object_open() of a file LISTED names fetches
  * it whole, with one GET. */
 uint64_t cache_whole_size(const struct cache *c);
@@ -128,12 +132,13 @@ uint64_t cache_whole_size(const struct cache *c);
  * cache's opener, LOG_NAME being the object's path in the mount:
  * cache_set_opener()), then gives the same object again until it is found
  * stale, the least recently used dropped for a new one. *OUT is the set's
- * (no reference to release). One thread at a time.
+ * (no reference to release); BACKGROUND as cache_object_open() says. One
+ * thread at a time.
  */
 struct cache_objects;
 struct cache_objects *cache_objects_new(size_t max);
 int cache_objects_open(struct cache_objects *s, struct cache *c, const char *url,
-		       const char *log_name, const struct cache_listed *listed,
+		       const char *log_name, const struct cache_listed *listed, bool background,
 		       struct cache_object **out);
 /* The object of URL S holds and that is not stale, or NULL: no request. */
 struct cache_object *cache_objects_get(struct cache_objects *s, const char *url);

@@ -508,12 +508,13 @@ struct hint_fetch_ops {
 					   again once the readers had it? */
 	void *arg;
 };
-/* Open the object of E (or take it from OPENED, where it stays) and send
- * for the units of E that are neither cached nor in flight, in background
- * GETs while the background budget has room. 0, or -errno when E cannot
- * be fetched (logged). */
+/* Open the object of E (or take it from OPENED, where it stays; in the
+ * background when AHEAD of its readers) and send for the units of E that
+ * are neither cached nor in flight, in background GETs while the
+ * background budget has room. 0, or -errno when E cannot be fetched
+ * (logged). */
 int hint_fetch(struct cache *c, struct cache_objects *opened, const struct hint_entry *e,
-	       const struct hint_fetch_ops *ops);
+	       bool ahead, const struct hint_fetch_ops *ops);
 
 /* hint.c */
 struct hint;

@@ -7,11 +7,17 @@
  * (hint_fetch.c), while the bytes of the entries between the readers'
  * cursor and the thread's stay under the hint's budget. An open of an
  * object not cached waits a round trip, and a data set of small files is
- * an open an entry: the workers (half as many as the connections, the
- * rest the readers') open that many at once, so the hint gets ahead of
- * readers that open a file each too. The entries of one object go to one
+ * an open an entry: the workers (one a connection) open that many at
+ * once, so the hint gets ahead of readers that open a file each too. An
+ * entry taken at or past the readers' cursor is opened in the background
+ * (cache_object_open()), on the connections readers leave idle, so no
+ * reader's request waits behind the hint's; one the readers have passed
+ * already is one they want now, and is opened as a reader's open would
+ * be. The entries of one object go to one
  * worker, which keeps it open: an order of a thousand windows of a dozen
- * scenes opens a dozen objects.
+ * scenes opens a dozen objects. An object the thread does not remember
+ * handing out goes to the least busy worker (worker_for()), so a slow
+ * open holds up no entry that another worker could take.
  *
  * Several clients hint at once (a process per GPU, each with its share of
  * the epoch): each client's hint is a plan of its own (hint_plan.h), which
@@ -85,6 +91,7 @@
 #define HINT_WORKERS_MAX 32	/* workers, at most */
 #define HINT_QUEUE 4		/* entries handed to a worker, not yet taken */
 #define HINT_OBJECTS 8		/* objects a worker keeps open */
+#define HINT_HOMES 256		/* objects whose worker the thread remembers */
 #define HINT_UNREAD_S 5		/* a unit kept for the readers this long
 				   unread: most likely skipped */
 
@@ -106,6 +113,7 @@ struct hint_worker {
 	pthread_cond_t wake;		/* a job, or stop */
 	struct hint_job q[HINT_QUEUE];	/* h->lock: from q[head], n of them */
 	size_t head, n;
+	bool busy;			/* h->lock: on a job */
 };
 
 struct hint {
@@ -126,6 +134,12 @@ struct hint {
 	uint64_t skipped, reads;	/* h->lock: of the plans dropped */
 	struct hint_worker workers[HINT_WORKERS_MAX];
 	size_t nworkers;		/* started */
+	struct {
+		uint64_t url_hash;
+		size_t worker;
+	} homes[HINT_HOMES];		/* h->lock: the last objects handed out,
+					   a ring of nhomes so far */
+	size_t nhomes;
 };
 
 struct hint *hint_new(struct cache *c)
@@ -281,12 +295,16 @@ static void *hint_worker(void *arg)
 		struct hint_job j = w->q[w->head];
 		w->head = (w->head + 1) % HINT_QUEUE;
 		w->n--;
+		w->busy = true;
+		bool ahead = j.i >= j.p->cursor;	/* of the readers (see above) */
 		pthread_mutex_unlock(&h->lock);
 		struct hint_fetch_ops ops = { job_go_on, job_sent, job_again, &j };
-		int err = !opened ? -ENOMEM : job_go_on(&j) ? hint_fetch(h->cache, opened, &j.e, &ops) :
+		int err = !opened ? -ENOMEM :
+			  job_go_on(&j) ? hint_fetch(h->cache, opened, &j.e, ahead, &ops) :
 			  -ECANCELED;
 		job_free(&j);
 		pthread_mutex_lock(&h->lock);
+		w->busy = false;
 		if (atomic_load(&j.p->generation) == j.gen)	/* else a new hint */
 			plan_done(j.p, j.i, err);
 		pthread_cond_signal(&h->wake);	/* room in its queue */
@@ -299,6 +317,32 @@ static void *hint_worker(void *arg)
 	pthread_mutex_unlock(&h->lock);
 	cache_objects_free(opened);
 	return NULL;
+}
+
+/* The worker for an entry of the object of URL_HASH: the one its last
+ * entry was handed to, if remembered (it keeps the object open; *HOME
+ * true), else the one with the fewest jobs. h->lock held. */
+static struct hint_worker *worker_for(struct hint *h, uint64_t url_hash, bool *home)
+{
+	size_t known = h->nhomes < HINT_HOMES ? h->nhomes : HINT_HOMES;
+	*home = true;
+	for (size_t i = 0; i < known; i++)
+		if (h->homes[i].url_hash == url_hash)
+			return &h->workers[h->homes[i].worker];
+	*home = false;
+	size_t best = 0;
+	for (size_t i = 1; i < h->nworkers; i++)
+		if (h->workers[i].n + h->workers[i].busy < h->workers[best].n + h->workers[best].busy)
+			best = i;
+	return &h->workers[best];
+}
+
+/* Remember W as the worker of the object of URL_HASH. h->lock held. */
+static void home_set(struct hint *h, uint64_t url_hash, const struct hint_worker *w)
+{
+	h->homes[h->nhomes % HINT_HOMES].url_hash = url_hash;
+	h->homes[h->nhomes % HINT_HOMES].worker = (size_t)(w - h->workers);
+	h->nhomes++;
 }
 
 /* The hint's thread: hands the entry at each plan's p->ahead to a worker
@@ -332,14 +376,17 @@ static void *hint_thread(void *arg)
 			cond_wait_ms(&h->wake, &h->lock, HINT_WAIT_MS);
 			continue;
 		}
-		struct hint_worker *w = &h->workers[p->v[p->ahead].url_hash % h->nworkers];
+		const struct hint_entry *e = &p->v[p->ahead];
+		bool home;
+		struct hint_worker *w = worker_for(h, e->url_hash, &home);
 		if (w->n == HINT_QUEUE) {
 			h->turn = turn;	/* the same entry once it has room */
 			pthread_cond_wait(&h->wake, &h->lock);
 			continue;
 		}
+		if (!home)
+			home_set(h, e->url_hash, w);
 		struct hint_job *j = &w->q[(w->head + w->n) % HINT_QUEUE];
-		const struct hint_entry *e = &p->v[p->ahead];
 		*j = (struct hint_job){ h, p, atomic_load(&p->generation), p->ahead, *e };
 		j->e.url = strdup(e->url);
 		j->e.log_name = strdup(e->log_name);
@@ -375,12 +422,13 @@ static void threads_stop(struct hint *h)
 	h->nworkers = 0;
 }
 
-/* Start the hint's thread and its workers (as many as the connections
- * the readers may leave idle: half of them). h->lock held. 0 or -EAGAIN. */
+/* Start the hint's thread and its workers (one a connection). h->lock
+ * held. 0 or -EAGAIN. */
 static int threads_start(struct hint *h)
 {
-	size_t want = http_connections(h->cache->http) / 2;
+	size_t want = (size_t)http_connections(h->cache->http);
 	want = want < 1 ? 1 : want > HINT_WORKERS_MAX ? HINT_WORKERS_MAX : want;
+	h->nhomes = 0;		/* (the workers of before are gone) */
 	for (size_t i = h->nworkers; i < want; i++) {	/* (some, if tried before) */
 		struct hint_worker *w = &h->workers[i];
 		w->h = h;

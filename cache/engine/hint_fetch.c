@@ -117,7 +117,7 @@ static int add_neighbours(const struct layout *l, struct extent **v, size_t *n)
 }
 
 int hint_fetch(struct cache *c, struct cache_objects *opened, const struct hint_entry *e,
-	       const struct hint_fetch_ops *ops)
+	       bool ahead, const struct hint_fetch_ops *ops)
 {
 	struct selection sel = { .ifd = -1 };
 	struct extent *v = NULL;
@@ -128,7 +128,8 @@ int hint_fetch(struct cache *c, struct cache_objects *opened, const struct hint_
 	struct cache_listed listed = { e->etag ? e->etag : "", e->size, e->mtime };
 	struct cache_object *obj;
 	bool open_now = !cache_objects_get(opened, e->url);
-	err = cache_objects_open(opened, c, e->url, e->log_name, e->etag ? &listed : NULL, &obj);
+	err = cache_objects_open(opened, c, e->url, e->log_name, e->etag ? &listed : NULL, ahead,
+				 &obj);
 	if (err) {
 		log_warn("hint: line %u: %s: cannot open (%s): skipped", e->line, e->log_name,
 			 strerror(-err));

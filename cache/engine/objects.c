@@ -66,7 +66,7 @@ struct cache_object *cache_objects_get(struct cache_objects *s, const char *url)
 }
 
 int cache_objects_open(struct cache_objects *s, struct cache *c, const char *url,
-		       const char *log_name, const struct cache_listed *listed,
+		       const char *log_name, const struct cache_listed *listed, bool background,
 		       struct cache_object **out)
 {
 	size_t slot = slot_of(s, url);
@@ -85,8 +85,9 @@ int cache_objects_open(struct cache_objects *s, struct cache *c, const char *url
 	}
 	struct cache_object *obj = NULL;
 	char *copy = strdup(url);
-	int err = !copy ? -ENOMEM : c->opener ? c->opener(c->opener_arg, log_name, &obj) :
-		  cache_object_open(c, url, log_name, listed, &obj);
+	int err = !copy ? -ENOMEM :
+		  c->opener ? c->opener(c->opener_arg, log_name, background, &obj) :
+		  cache_object_open(c, url, log_name, listed, background, &obj);
 	cache_object_unref(s->v[slot].obj);
 	free(s->v[slot].url);
 	s->v[slot].obj = err ? NULL : obj;

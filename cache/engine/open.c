@@ -103,6 +103,7 @@ static bool probe_claim(struct cache *c, const char *url, struct index_object *l
 struct fetched {
 	struct cache *cache;
 	const char *url, *log_name;
+	bool background;		/* its GETs are background ones */
 	struct version version;		/* what every GET is pinned to */
 	size_t n;
 	struct {
@@ -171,6 +172,7 @@ static int fetched_read(void *arg, void *buf, size_t len, uint64_t off)
 		end = size;
 	struct http_request req;
 	pinned_get(f->cache, f->url, f->log_name, &f->version, start, end - start, &req);
+	req.background = f->background;
 	req.body = malloc(req.len);
 	if (!req.body)
 		return -ENOMEM;
@@ -256,9 +258,10 @@ static void store_fetched(struct cache *c, struct cache_object *obj, const struc
 
 /* Run REQ (reset) against URL: a HEAD, or a GET of its first LEN bytes
  * into a buffer the caller frees (req->body). STALE_OK: the caller can
- * open the version it knows if no origin answers (http_request). */
+ * open the version it knows if no origin answers; BACKGROUND: made ahead
+ * of the readers (http_request). */
 static int probe_run(struct cache *c, const char *url, const char *log_name, uint64_t len,
-		     bool stale_ok, struct http_request *req)
+		     bool stale_ok, bool background, struct http_request *req)
 {
 	memset(req, 0, sizeof(*req));
 	req->url = url;
@@ -266,6 +269,7 @@ static int probe_run(struct cache *c, const char *url, const char *log_name, uin
 	req->head = len == 0;
 	req->len = len;
 	req->stale_ok = stale_ok;
+	req->background = background;
 	if (len && !(req->body = malloc(len)))
 		return -ENOMEM;
 	source_prepare(c->src, req);
@@ -289,10 +293,10 @@ static int fetch_first(struct cache *c, const char *url, const char *log_name,
 	uint64_t len = c->cfg.header_len;
 	if (listed && listed->size > (int64_t)len && (uint64_t)listed->size <= cache_whole_size(c))
 		len = (uint64_t)listed->size;
-	int err = probe_run(c, url, log_name, len, false, req);
+	int err = probe_run(c, url, log_name, len, false, f->background, req);
 	if (err == -ERANGE) {
 		free(req->body);
-		err = probe_run(c, url, log_name, 0, false, req);
+		err = probe_run(c, url, log_name, 0, false, f->background, req);
 	}
 	if (!err && req->body_len > 0) {
 		f->range[0].off = 0;
@@ -436,11 +440,13 @@ bool cache_object_known(struct cache *c, const char *url)
 }
 
 int cache_object_open(struct cache *c, const char *url, const char *log_name,
-		      const struct cache_listed *listed, struct cache_object **out)
+		      const struct cache_listed *listed, bool background,
+		      struct cache_object **out)
 {
 	struct index_object latest = { 0 }, found = { 0 };
 	struct http_request req = { 0 };
-	struct fetched f = { .cache = c, .url = url, .log_name = log_name };
+	struct fetched f = { .cache = c, .url = url, .log_name = log_name,
+			     .background = background };
 	char version[192];
 	void *blob = NULL;
 	size_t blob_len = 0;
@@ -468,7 +474,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	bool asked = false;	/* the origin told us the version */
 	if (!current) {
 		if (known)
-			err = probe_run(c, url, log_name, 0, stale_ok, &req);	/* just check it is current */
+			err = probe_run(c, url, log_name, 0, stale_ok, background, &req);	/* just check it is current */
 		else
 			err = fetch_first(c, url, log_name, listed, &req, &f);
 		if (err && stale_ok && reach_classify(req.status, err) < 0) {

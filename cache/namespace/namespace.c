@@ -156,7 +156,7 @@ int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out)
 	if (!err && n->is_dir && n->listed && !n->fixed && time(NULL) - n->listed_at >= ns->ttl_s)
 		clock_gettime(CLOCK_REALTIME, &n->changed_at);
 	else if (!err && !n->is_dir && !n->obj && n->listed_size < 0)
-		err = ns_file_validate(ns, n, &unchanged);	/* only a probe tells the size */
+		err = ns_file_validate(ns, n, false, &unchanged);	/* only a probe tells the size */
 	if (!err)
 		attr_of(ns, n, out);
 	ns_reap(ns);
@@ -187,9 +187,10 @@ int ns_readdir(struct namespace *ns, const char *path, size_t start, ns_fill_fn 
 }
 
 /* ns_open(); a reader's (READER) has the other files of a sample's
- * directory opened ahead, at once, beside its own. */
-static int open_file(struct namespace *ns, const char *path, bool reader, struct cache_object **out,
-		     bool *unchanged, bool *older_open)
+ * directory opened ahead, at once, beside its own; one made ahead of the
+ * readers (BACKGROUND) asks in the background (cache_object_open()). */
+static int open_file(struct namespace *ns, const char *path, bool reader, bool background,
+		     struct cache_object **out, bool *unchanged, bool *older_open)
 {
 	struct ns_node *n;
 
@@ -200,7 +201,7 @@ static int open_file(struct namespace *ns, const char *path, bool reader, struct
 	if (!err && reader)
 		ns_ahead_siblings(ns, n);
 	if (!err)
-		err = ns_file_validate(ns, n, unchanged);
+		err = ns_file_validate(ns, n, background, unchanged);
 	if (!err && n->older && !cache_object_shared(n->older)) {
 		cache_object_unref(n->older);	/* all its files are closed */
 		n->older = NULL;
@@ -217,13 +218,13 @@ static int open_file(struct namespace *ns, const char *path, bool reader, struct
 int ns_open(struct namespace *ns, const char *path, struct cache_object **out, bool *unchanged,
 	    bool *older_open)
 {
-	return open_file(ns, path, true, out, unchanged, older_open);
+	return open_file(ns, path, true, false, out, unchanged, older_open);
 }
 
-int ns_cache_opener(void *arg, const char *path, struct cache_object **out)
+int ns_cache_opener(void *arg, const char *path, bool background, struct cache_object **out)
 {
 	bool unchanged, older_open;
-	return open_file(arg, path, false, out, &unchanged, &older_open);	/* a hint
+	return open_file(arg, path, false, background, out, &unchanged, &older_open);	/* a hint
 						   knows what comes next */
 }
 

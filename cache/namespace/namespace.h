@@ -80,7 +80,7 @@ int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out);
 
 /* ns_open() as a cache_open_fn (cache_set_opener()): ARG the namespace;
  * it opens nothing else ahead. */
-int ns_cache_opener(void *arg, const char *path, struct cache_object **out);
+int ns_cache_opener(void *arg, const char *path, bool background, struct cache_object **out);
 
 /* The attributes of the file at PATH open with version OBJ (from
  * ns_open()), without a request: OBJ's size and the mtime ns_getattr()

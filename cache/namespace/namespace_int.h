@@ -185,10 +185,11 @@ bool ns_listing_disagrees(const struct ns_node *n);
 bool ns_listed_copy(const struct namespace *ns, const struct ns_node *n, struct cache_listed *out,
 		    char *etag);
 /* Make N's pinned version current (*UNCHANGED: it was); ns->lock held,
- * dropped while asking. ns_file_validate_held() if the caller holds N
- * (ns_node_hold()) already. */
-int ns_file_validate(struct namespace *ns, struct ns_node *n, bool *unchanged);
-int ns_file_validate_held(struct namespace *ns, struct ns_node *n, bool *unchanged);
+ * dropped while asking; BACKGROUND as cache_object_open() says.
+ * ns_file_validate_held() if the caller holds N (ns_node_hold()) already. */
+int ns_file_validate(struct namespace *ns, struct ns_node *n, bool background, bool *unchanged);
+int ns_file_validate_held(struct namespace *ns, struct ns_node *n, bool background,
+			  bool *unchanged);
 
 /* pages.c */
 

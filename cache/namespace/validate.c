@@ -65,7 +65,8 @@ static bool pinned_current(const struct namespace *ns, const struct ns_node *n)
 }
 
 /* ns->lock held (dropped while asking), and a hold on N */
-int ns_file_validate_held(struct namespace *ns, struct ns_node *n, bool *unchanged)
+int ns_file_validate_held(struct namespace *ns, struct ns_node *n, bool background,
+			  bool *unchanged)
 {
 	for (;;) {
 		if (pinned_current(ns, n)) {
@@ -85,8 +86,8 @@ int ns_file_validate_held(struct namespace *ns, struct ns_node *n, bool *unchang
 	pthread_mutex_unlock(&ns->lock);
 
 	struct cache_object *obj = NULL;
-	int err = url ? cache_object_open(ns->cache, url, path, fresh ? &listed : NULL, &obj)
-		      : -ENOMEM;
+	int err = url ? cache_object_open(ns->cache, url, path, fresh ? &listed : NULL, background,
+					  &obj) : -ENOMEM;
 	free(url);
 	free(path);
 
@@ -109,10 +110,10 @@ int ns_file_validate_held(struct namespace *ns, struct ns_node *n, bool *unchang
 }
 
 /* ns->lock held (dropped while asking) */
-int ns_file_validate(struct namespace *ns, struct ns_node *n, bool *unchanged)
+int ns_file_validate(struct namespace *ns, struct ns_node *n, bool background, bool *unchanged)
 {
 	ns_node_hold(n, 1);
-	int err = ns_file_validate_held(ns, n, unchanged);
+	int err = ns_file_validate_held(ns, n, background, unchanged);
 	ns_node_hold(n, -1);
 	return err;
 }

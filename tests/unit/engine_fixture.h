@@ -76,7 +76,7 @@ static inline struct cache_object *engine_object(struct engine *e, const char *p
 {
 	struct cache_object *obj = NULL;
 	char *url = source_object_url(e->src, path + 1);
-	int rc = cache_object_open(e->cache, url, path + 1, NULL, &obj);
+	int rc = cache_object_open(e->cache, url, path + 1, NULL, false, &obj);
 	if (rc)
 		printf("# opening %s: %s\n", path, strerror(-rc));
 	free(url);

@@ -28,8 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ORIGIN_OBJECTS 160
+#define ORIGIN_OBJECTS 192
 #define ORIGIN_LOG_MAX 8192		/* requests logged at most */
+#define ORIGIN_HELD_MAX 32		/* objects of held GETs told apart */
 #define ORIGIN_WAIT_S 60		/* bound on every wait for an event */
 
 struct origin_object {
@@ -63,8 +64,10 @@ struct origin_server {
 	bool hold;			/* lock: hold GETs starting at hold_off */
 	uint64_t hold_off;		/* lock */
 	size_t held;			/* lock: GETs held so far */
-	char held_paths[16][64];	/* lock: the objects of those, the first */
-	size_t held_objects;		/* lock: how many (of at most 16) */
+	char held_paths[ORIGIN_HELD_MAX][64];	/* lock: the objects of those,
+					   the first */
+	size_t held_objects;		/* lock: how many (of at most
+					   ORIGIN_HELD_MAX) */
 	size_t serving;			/* lock: connection threads running */
 };
 
@@ -169,7 +172,7 @@ static inline size_t origin_answer(struct origin_server *s, struct origin_reques
 		size_t k = 0;
 		while (k < s->held_objects && strcmp(s->held_paths[k], req->path) != 0)
 			k++;
-		if (k == s->held_objects && k < 16)
+		if (k == s->held_objects && k < ORIGIN_HELD_MAX)
 			snprintf(s->held_paths[s->held_objects++], 64, "%s", req->path);
 		pthread_cond_broadcast(&s->changed);
 		while (s->hold && pthread_cond_timedwait(&s->changed, &s->lock, &until) == 0)

@@ -327,7 +327,7 @@ static void test_ahead(struct http_client *http, struct source *src, const char 
 		return;
 	char *url = source_object_url(src, "b.tif");
 	struct cache_object *obj = NULL;
-	err = cache_object_open(cache, url, "b.tif", NULL, &obj);
+	err = cache_object_open(cache, url, "b.tif", NULL, false, &obj);
 	CHECK(err == 0 && cache_object_known(cache, url), "b.tif is cached (%d)", err);
 	cache_object_unref(obj);
 	free(url);

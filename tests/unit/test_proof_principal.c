@@ -229,7 +229,7 @@ static int mount_open_read(struct mount *m, char *buf, size_t buf_len)
 	struct cache_listed listed = { .etag = OBJECT_ETAG, .size = OBJECT_SIZE, .mtime = 1 };
 	struct cache_object *obj = NULL;
 	char *url = source_object_url(m->src, "a.bin");
-	int rc = url ? cache_object_open(m->cache, url, "a.bin", &listed, &obj) : -ENOMEM;
+	int rc = url ? cache_object_open(m->cache, url, "a.bin", &listed, false, &obj) : -ENOMEM;
 	free(url);
 	if (rc)
 		return rc;
