@@ -333,6 +333,7 @@ static int io_full(int fd, bool write, char *p, size_t len, uint64_t off)
 struct store_scan {
 	int fd;
 	bool direct;		/* O_DIRECT set on fd */
+	uint64_t size;		/* of the file, when opened */
 	char *buf;		/* cap bytes, on the page grid */
 	size_t cap;
 	uint64_t off;		/* the window: len bytes of the file at off */
@@ -345,6 +346,8 @@ struct store_scan *store_scan_open(int pin)
 	if (!s)
 		return NULL;
 	s->fd = pin;
+	struct stat st;
+	s->size = fstat(pin, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : UINT64_MAX;
 	int fl = fcntl(pin, F_GETFL);
 	s->direct = fl >= 0 && fcntl(pin, F_SETFL, fl | O_DIRECT) == 0;
 	return s;
@@ -374,9 +377,12 @@ const char *store_scan_read(struct store_scan *s, uint64_t off, size_t len, int 
 	if (s->buf && off >= s->off && off + len <= s->off + s->len)
 		return s->buf + (off - s->off);
 	uint64_t start = off / STORE_ALIGN * STORE_ALIGN;
-	size_t want = (size_t)(off + len - start) > STORE_WINDOW ? (size_t)(off + len - start)
-								 : STORE_WINDOW;
-	want = (want + STORE_ALIGN - 1) / STORE_ALIGN * STORE_ALIGN;
+	uint64_t end = start + STORE_WINDOW;	/* a window, not past the file's end */
+	if (end > s->size)
+		end = s->size;
+	if (end < off + len)
+		end = off + len;
+	size_t want = (size_t)((end - start + STORE_ALIGN - 1) / STORE_ALIGN * STORE_ALIGN);
 	if (want > s->cap) {
 		free(s->buf);
 		s->cap = 0;
