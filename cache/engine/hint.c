@@ -332,7 +332,8 @@ static struct hint_worker *worker_for(struct hint *h, uint64_t url_hash, bool *h
 	*home = false;
 	size_t best = 0;
 	for (size_t i = 1; i < h->nworkers; i++)
-		if (h->workers[i].n + h->workers[i].busy < h->workers[best].n + h->workers[best].busy)
+		if (h->workers[i].n + h->workers[i].busy <
+		    h->workers[best].n + h->workers[best].busy)
 			best = i;
 	return &h->workers[best];
 }

@@ -474,7 +474,8 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	bool asked = false;	/* the origin told us the version */
 	if (!current) {
 		if (known)
-			err = probe_run(c, url, log_name, 0, stale_ok, background, &req);	/* just check it is current */
+			err = probe_run(c, url, log_name, 0, stale_ok, background,
+					&req);	/* just check it is current */
 		else
 			err = fetch_first(c, url, log_name, listed, &req, &f);
 		if (err && stale_ok && reach_classify(req.status, err) < 0) {

@@ -126,7 +126,8 @@ void ns_ahead_siblings(struct namespace *ns, struct ns_node *file)
 static void ahead_open(struct namespace *ns, struct ns_node *n)
 {
 	bool unchanged;
-	if (!n->obj && !n->busy && ns_in_tree(n) && ns_file_validate_held(ns, n, false, &unchanged) != 0)
+	if (!n->obj && !n->busy && ns_in_tree(n) &&
+	    ns_file_validate_held(ns, n, false, &unchanged) != 0)
 		log_debug("open ahead of %s failed; its open will ask again", n->name);
 }
 
@@ -157,7 +158,8 @@ static void ahead_one(struct namespace *ns, struct ns_node *n)
 	free(url);
 	pthread_mutex_lock(&ns->lock);
 	bool unchanged;
-	if (known && !n->obj && ns_in_tree(n) && ns_file_validate_held(ns, n, false, &unchanged) != 0)
+	if (known && !n->obj && ns_in_tree(n) &&
+	    ns_file_validate_held(ns, n, false, &unchanged) != 0)
 		log_debug("revalidation ahead of %s failed; its open will ask again", n->name);
 }
 

@@ -156,7 +156,8 @@ int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out)
 	if (!err && n->is_dir && n->listed && !n->fixed && time(NULL) - n->listed_at >= ns->ttl_s)
 		clock_gettime(CLOCK_REALTIME, &n->changed_at);
 	else if (!err && !n->is_dir && !n->obj && n->listed_size < 0)
-		err = ns_file_validate(ns, n, false, &unchanged);	/* only a probe tells the size */
+		err = ns_file_validate(ns, n, false,
+				       &unchanged);	/* only a probe tells the size */
 	if (!err)
 		attr_of(ns, n, out);
 	ns_reap(ns);
@@ -224,8 +225,8 @@ int ns_open(struct namespace *ns, const char *path, struct cache_object **out, b
 int ns_cache_opener(void *arg, const char *path, bool background, struct cache_object **out)
 {
 	bool unchanged, older_open;
-	return open_file(arg, path, false, background, out, &unchanged, &older_open);	/* a hint
-						   knows what comes next */
+	/* a hint knows what comes next: nothing opened beside it */
+	return open_file(arg, path, false, background, out, &unchanged, &older_open);
 }
 
 void ns_open_attr(struct namespace *ns, const char *path, const struct cache_object *obj,

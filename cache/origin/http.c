@@ -18,15 +18,18 @@
  * drives transfers with curl_multi_poll(), and calls done() for finished
  * requests: done() and sinks run on whichever fetch thread ran the request.
  * Background requests (prefetch) wait in `background` until http_share.c
- * lets them start, on connections demand requests leave idle. Stopping, each fetcher fails what it holds with -ECANCELED; a done() run
- * then may submit again (a retry) to a fetcher already ended, so once all
- * are joined http_client_free() fails what was submitted since, on its
- * own thread (fetchers_cancel_late()): every request gets its done().
+ * lets them start, on connections demand requests leave idle. Stopping,
+ * each fetcher fails what it holds with -ECANCELED; a done() run then may
+ * submit again (a retry) to a fetcher already ended, so once all are
+ * joined http_client_free() fails what was submitted since, on its own
+ * thread (fetchers_cancel_late()): every request gets its done().
  *
  * LOCKS: each fetcher's lock guards its `submitted`, `stopping` and
  * `background_room`; the client's stats_lock guards the counters. Both
  * are leaves (neither is taken under the other), and done() and the
- * signer run with neither held.
+ * signer run with neither held. What http_share.c reads across threads
+ * (each fetcher's `load`, `busy` and `pool_wait`, the client's `active`)
+ * is atomic.
  */
 #include "cache/origin/http.h"
 #include "cache/origin/http_int.h"
