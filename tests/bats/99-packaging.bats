@@ -255,15 +255,23 @@ as_nobody() {
 	assert_eq "$(wc -l <"$ORIGIN_LOG")" 0 "requests to the origin before refusing"
 }
 
-@test "bash completion offers the commands, and the options tilefs mount --help lists" {
+@test "bash completion offers the commands, the options tilefs mount --help lists, and hint's own" {
+	mkdir -p "$T/comp/mnt"
+	: >"$T/comp/order.txt"
 	run -0 bash -c 'source /usr/share/bash-completion/completions/tilefs
 		COMP_WORDS=(tilefs w); COMP_CWORD=1; _tilefs; echo "${COMPREPLY[*]}"
 		COMP_WORDS=(tilefs mount --cache-s); COMP_CWORD=2; _tilefs; echo "${COMPREPLY[*]}"
-		COMP_WORDS=(tilefs mount --prefetch n); COMP_CWORD=3; _tilefs; echo "${COMPREPLY[*]}"'
+		COMP_WORDS=(tilefs mount --prefetch n); COMP_CWORD=3; _tilefs; echo "${COMPREPLY[*]}"
+		COMP_WORDS=(tilefs hint --cl); COMP_CWORD=2; _tilefs; echo "${COMPREPLY[*]}"
+		cd "$1"
+		COMP_WORDS=(tilefs hint mnt or); COMP_CWORD=3; _tilefs; echo "${COMPREPLY[*]}"' \
+		_ "$T/comp"
 	echo "$output"
 	assert_eq "${lines[0]}" "warm" "tilefs w<TAB>"
 	assert_eq "${lines[1]}" "--cache-size" "tilefs mount --cache-s<TAB>"
 	assert_eq "${lines[2]}" "none neighbors" "--prefetch n<TAB>"
+	assert_eq "${lines[3]}" "--client --clear --clear-all" "tilefs hint --cl<TAB>"
+	assert_eq "${lines[4]}" "order.txt" "tilefs hint MOUNTPOINT or<TAB> (the order file)"
 }
 
 @test "the package's Python module: a clean Python imports tilefs.torch from it, and a DataLoader epoch hinted through a mount reads every file right" {
