@@ -92,9 +92,10 @@ int store_hold(struct store *st, int64_t object_id);
  * Reading the data file open on PIN (store_pin()) from its start to its
  * end, as a seal checks it: store_scan_read() gives the LEN bytes at OFF
  * (offsets rising), from a window of the file read STORE_WINDOW at a
- * time (no further than the file's end), with O_DIRECT where the file system takes it, into one buffer for
- * the whole file: no page cache page is filled for it, and bytes still in
- * the page cache are written out first (the seal syncs them anyway). The
+ * time (no further than the file's end), with O_DIRECT where the file
+ * system takes it, into one buffer for the whole file: no page cache page
+ * is filled for it, and bytes still in the page cache are written out
+ * first (the seal syncs them anyway). The
  * pointer lasts until the next call; NULL with *ERR set (-EIO for a file
  * that ends early, -ENOMEM, -errno). The scan sets O_DIRECT on
  * PIN's open file: give it a pin of its own.
