@@ -226,7 +226,8 @@ int index_unit_evict(struct index *ix, const struct index_unit *u);
  */
 int index_object_evict(struct index *ix, int64_t object_id, uint64_t *bytes);
 /* Release the claims this process holds on OBJECT_ID's units and on it
- * whole; another process's are left alone (unit.h, invariant 8). */
+ * whole; another process's are left alone (unit.h, invariant 8). If the
+ * index would not write that, as index_unclaim() says. */
 int index_object_unclaim(struct index *ix, int64_t object_id);
 /*
  * Edges: the few bytes of a unit not cached whole that a reader's aligned
@@ -291,7 +292,10 @@ int index_claim(struct index *ix, int64_t object_id, uint64_t off, pid_t *holder
 int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size_t n,
 		 int *result);
 /* Release the claim on the unit at OFF if this process holds it; one
- * another process holds is left alone (invariant 8). */
+ * another process holds is left alone (invariant 8). If the index would
+ * not write that (a full or failing disk), the claim counts as released
+ * for this holder alone, and is released in the index when it writes
+ * again (index_claims.c). */
 int index_unclaim(struct index *ix, int64_t object_id, uint64_t off);
 /* 0 if this process holds the claim on the unit at OFF, -EBUSY if it does
  * not (another process does, or nobody), or the index's error. */

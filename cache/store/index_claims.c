@@ -3,8 +3,9 @@
  * unit.h, invariant 8): taken, released, and read, and the claims this
  * holder released that the index would not write (a full or failing
  * disk), which count as released for this holder, so its own readers
- * never wait on them. Below index_units.c, which records units under
- * these claims.
+ * never wait on them: a unit's (its row left), or an object's evicted
+ * whole (off -1, its units' rows left with it). Below index_units.c,
+ * which records units under these claims.
  */
 #include "cache/store/index.h"
 #include "cache/store/index_int.h"
@@ -41,6 +42,28 @@ int index_claim_put(struct index_conn *c, int64_t object_id, int64_t off)
 		sqlite3_bind_int64(s, 5, c->ix->holder);
 	}
 	return index_exec(c, s, "claim unit");
+}
+
+/* Release every claim this holder has on OBJECT_ID: its units' and the
+ * whole object's. */
+static int object_unclaim_in(struct index_conn *c, int64_t object_id)
+{
+	sqlite3_stmt *s = index_stmt(c, ST_OBJECT_UNCLAIM);
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_int64(s, 2, c->ix->holder);
+	}
+	return index_exec(c, s, "release claims");
+}
+
+/* Release KEY, a claim of this holder noted as released in memory only:
+ * off -1, an object evicted whole, goes with its units' claims of that
+ * eviction (no other claim of this holder on it is live while it is
+ * noted: claim_free()). */
+static int stuck_release(struct index_conn *c, struct index_claim_key key)
+{
+	return key.off < 0 ? object_unclaim_in(c, key.object_id) :
+			     index_claim_drop(c, key.object_id, key.off, c->ix->holder);
 }
 
 /* Is a claim of HOLDER (pid PID) still held? While its holder has its
@@ -131,10 +154,11 @@ static bool stuck_take_oldest(struct index *ix, struct index_claim_key *out)
 
 /* Inside a transaction: -EBUSY (*HOLDER_PID set) if the claim on
  * (OBJECT_ID, OFF) is held (claim_held()), this process's too, unless
- * this holder released it and the index would not write that: then, with
- * RETAKEN, it is taken out of those (stuck_take(), *RETAKEN set: the
- * caller notes it again if it does not take the claim after all) and its
- * own readers never wait on it; a claim its holder left behind (dead) is
+ * this holder released it and the index would not write that: then it is
+ * taken out of those (stuck_take(), *RETAKEN set: the caller notes it
+ * again if its transaction does not commit) and its own readers never
+ * wait on it; a whole object's (OFF -1) is released here, with its units'
+ * claims of the same eviction; a claim its holder left behind (dead) is
  * dropped; 0 when none is held now. */
 static int claim_free(struct index_conn *c, int64_t object_id, int64_t off, pid_t *holder_pid,
 		      bool *retaken)
@@ -142,12 +166,16 @@ static int claim_free(struct index_conn *c, int64_t object_id, int64_t off, pid_
 	pid_t pid;
 	int64_t holder;
 	int err = claim_get(c, object_id, off, &pid, &holder);
-	if (err)
-		return err == -ENOENT ? 0 : err;
-	if (retaken && holder == c->ix->holder && stuck_take(c->ix, object_id, off)) {
+	if (err && err != -ENOENT)
+		return err;
+	/* a note is this holder's: its row is, if still there (dropped with
+	   its object, the note goes as well) */
+	if ((err || holder == c->ix->holder) && stuck_take(c->ix, object_id, off)) {
 		*retaken = true;
-		return 0;	/* taken again by claim_put() */
+		return err ? 0 : stuck_release(c, (struct index_claim_key){ object_id, off });
 	}
+	if (err)
+		return 0;	/* none */
 	if (claim_held(c, pid, holder)) {
 		*holder_pid = pid;
 		return -EBUSY;
@@ -159,13 +187,15 @@ static int claim_free(struct index_conn *c, int64_t object_id, int64_t off, pid_
  * Nothing is written unless it returns 0. A process evicting OBJECT_ID
  * whole holds its whole-object claim (off -1: index_open.c, claims), and
  * then no unit of it is claimed, by this process either: its file is
- * about to be unlinked, so nothing may be written into it. */
+ * about to be unlinked, so nothing may be written into it. *WHOLE and
+ * *UNIT are set when a claim noted released in memory was taken out of
+ * the notes (claim_free()). */
 static int claim_one(struct index_conn *c, int64_t object_id, uint64_t off, pid_t *holder,
-		     bool *retaken)
+		     bool *whole, bool *unit)
 {
-	int err = claim_free(c, object_id, -1, holder, NULL);
+	int err = claim_free(c, object_id, -1, holder, whole);
 	if (!err)
-		err = claim_free(c, object_id, (int64_t)off, holder, retaken);
+		err = claim_free(c, object_id, (int64_t)off, holder, unit);
 	sqlite3_stmt *cached = err ? NULL : index_stmt(c, ST_UNIT_FIND);
 	if (cached) {
 		/* landed between the caller's lookup and this claim? */
@@ -184,15 +214,17 @@ int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size
 {
 	if (!ix)
 		return -ENODEV;	/* no index */
-	bool *retaken = calloc(n ? n : 1, sizeof(*retaken));	/* NULL: none retaken */
+	bool *retaken = calloc(n ? n : 1, sizeof(*retaken)), whole = false;
+	if (!retaken)
+		return -ENOMEM;
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_begin(c);
 	pid_t holder;
 
 	if (!err) {
 		for (size_t i = 0; i < n && !err; i++) {
-			result[i] = claim_one(c, object_id, offs[i], &holder,
-					      retaken ? &retaken[i] : NULL);
+			result[i] = claim_one(c, object_id, offs[i], &holder, &whole,
+					      &retaken[i]);
 			if (result[i] != -EBUSY && result[i] != -EEXIST)
 				err = result[i];
 		}
@@ -201,9 +233,12 @@ int index_claims(struct index *ix, int64_t object_id, const uint64_t *offs, size
 	for (size_t i = 0; i < n && err; i++)
 		result[i] = err;
 	index_conn_put(ix, c);
-	for (size_t i = 0; retaken && i < n; i++)
-		if (retaken[i] && result[i] != 0)	/* its row is as it was */
+	/* their rows are as they were */
+	for (size_t i = 0; i < n; i++)
+		if (retaken[i] && result[i] != 0)
 			stuck_add(ix, object_id, (int64_t)offs[i]);
+	if (whole && err)
+		stuck_add(ix, object_id, -1);
 	free(retaken);
 	return err;
 }
@@ -214,18 +249,34 @@ int index_claim(struct index *ix, int64_t object_id, uint64_t off, pid_t *holder
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
 	int err = index_begin(c);
-	bool retaken = false;
+	bool whole = false, retaken = false;
 
 	if (!err) {
-		err = claim_one(c, object_id, off, holder, &retaken);
+		err = claim_one(c, object_id, off, holder, &whole, &retaken);
 		if (err == -EBUSY || err == -EEXIST)
 			index_commit(c, err);		/* rolls back: nothing written */
 		else
 			err = index_commit(c, err);
 	}
 	index_conn_put(ix, c);
-	if (retaken && err)	/* its row is as it was */
+	/* their rows are as they were */
+	if (retaken && err)
 		stuck_add(ix, object_id, (int64_t)off);
+	if (whole && err)
+		stuck_add(ix, object_id, -1);
+	return err;
+}
+
+/* The release of KEY in the index gave ERR: noted released in memory
+ * only if it failed, else the oldest such note is released too (the
+ * index writes again). Returns ERR. */
+static int released(struct index_conn *c, struct index_claim_key key, int err)
+{
+	struct index_claim_key older;
+	if (err)
+		stuck_add(c->ix, key.object_id, key.off);
+	else if (stuck_take_oldest(c->ix, &older) && stuck_release(c, older) != 0)
+		stuck_add(c->ix, older.object_id, older.off);
 	return err;
 }
 
@@ -234,15 +285,20 @@ int index_unclaim(struct index *ix, int64_t object_id, uint64_t off)
 	if (!ix)
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
-	int err = index_claim_drop(c, object_id, (int64_t)off, ix->holder);
-	struct index_claim_key older;
-	/* the index writes again: release one released in memory before */
-	if (!err && stuck_take_oldest(ix, &older) &&
-	    index_claim_drop(c, older.object_id, older.off, ix->holder) != 0)
-		stuck_add(ix, older.object_id, older.off);
+	struct index_claim_key key = { object_id, (int64_t)off };
+	int err = released(c, key, index_claim_drop(c, object_id, key.off, ix->holder));
 	index_conn_put(ix, c);
-	if (err)
-		stuck_add(ix, object_id, (int64_t)off);
+	return err;
+}
+
+int index_object_unclaim(struct index *ix, int64_t object_id)
+{
+	if (!ix)
+		return -ENODEV;	/* no index */
+	struct index_conn *c = index_conn_get(ix);
+	struct index_claim_key key = { object_id, -1 };
+	int err = released(c, key, object_unclaim_in(c, object_id));
+	index_conn_put(ix, c);
 	return err;
 }
 

@@ -482,21 +482,6 @@ out:
 	return err;
 }
 
-int index_object_unclaim(struct index *ix, int64_t object_id)
-{
-	if (!ix)
-		return -ENODEV;	/* no index */
-	struct index_conn *c = index_conn_get(ix);
-	sqlite3_stmt *s = index_stmt(c, ST_OBJECT_UNCLAIM);
-	if (s) {
-		sqlite3_bind_int64(s, 1, object_id);
-		sqlite3_bind_int64(s, 2, ix->holder);
-	}
-	int err = index_exec(c, s, "release claims");
-	index_conn_put(ix, c);
-	return err;
-}
-
 int index_units_touch(struct index *ix, const int64_t *unit_ids, size_t n)
 {
 	if (!ix)

@@ -58,8 +58,9 @@
  *       (its claim wait) fetches the unit for itself and stores nothing.
  *       A release the index would not write (a full or failing disk)
  *       counts as released for its own holder alone, which takes the
- *       claim again at its next claim of the unit (index_claims.c); other
- *       holders still see it held.
+ *       claim again at its next claim of the unit, or of any unit of an
+ *       object released whole (index_claims.c); other holders still see
+ *       it held.
  *
  * Layer: the store. Includes cache/base/ and its own folder only; never the
  * origin, the engine or FUSE (tests/check-layers).

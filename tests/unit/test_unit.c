@@ -8,6 +8,7 @@
 #include "check.h"
 
 #include <errno.h>
+#include <sqlite3.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,21 @@ static int claim_elsewhere(int64_t object_id, uint64_t off)
 	int st;
 	waitpid(child, &st, 0);
 	return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+}
+
+/* Run SQL on the index through a connection of its own: 0, or -EIO. */
+static int sql_exec(const char *sql)
+{
+	char path[300];
+	sqlite3 *db;
+	snprintf(path, sizeof(path), "%s/index.db", dir);
+	int rc = sqlite3_open(path, &db);
+	if (rc == SQLITE_OK) {
+		sqlite3_busy_timeout(db, 10000);
+		rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+	}
+	sqlite3_close(db);
+	return rc == SQLITE_OK ? 0 : -EIO;
 }
 
 int main(void)
@@ -362,6 +378,48 @@ int main(void)
 	CHECK(index_claim(ix, sealed.id, UNIT_LEN, &holder) == 0,
 	      "the claim a dead process left is no longer in the way");
 	index_unclaim(ix, sealed.id, UNIT_LEN);
+
+	/* evicted whole, and the index would not write the release (a full
+	   disk): the claims count as released for this process alone */
+	index_unit_find(ix, sealed.id, 0, &u);
+	CHECK(index_unit_drop(ix, u.id) == 0, "its unit dropped");
+	for (uint64_t k = 0; k < 3; k++)
+		CHECK(index_claim(ix, sealed.id, k * UNIT_LEN, &holder) == 0 &&
+		      unit_put(ix, st, sealed.id, k * UNIT_LEN, UNIT_LEN, bytes) == 0,
+		      "put unit %llu once more", (unsigned long long)k);
+	CHECK(index_seal(ix, sealed.id, sealed.size, &stamp) == 0 &&
+	      index_object_evict(ix, sealed.id, &freed) == 0 && store_unlink(st, sealed.id) == 0,
+	      "sealed, evicted whole, unlinked");
+	CHECK(sql_exec("CREATE TRIGGER no_release BEFORE DELETE ON claims "
+		       "BEGIN SELECT RAISE(ABORT, 'disk full'); END;") == 0,
+	      "the index writes no release");
+	CHECK(index_object_unclaim(ix, sealed.id) != 0, "the release fails");
+	CHECK(claim_elsewhere(sealed.id, UNIT_LEN) == -EBUSY &&
+	      claim_elsewhere(sealed.id, 3 * UNIT_LEN) == -EBUSY,
+	      "another process sees the object claimed still");
+	int rc = index_claim(ix, sealed.id, UNIT_LEN, &holder);
+	CHECK(rc != 0 && rc != -EBUSY,
+	      "this process's claim is not refused as held, but fails with the index (%d)", rc);
+	CHECK(sql_exec("DROP TRIGGER no_release;") == 0, "the index writes again");
+	CHECK(index_claim(ix, sealed.id, UNIT_LEN, &holder) == 0 &&
+	      index_unclaim(ix, sealed.id, UNIT_LEN) == 0,
+	      "this process claims a unit of it, and releases it");
+	CHECK(claim_elsewhere(sealed.id, 0) == 0 && claim_elsewhere(sealed.id, 2 * UNIT_LEN) == 0 &&
+	      claim_elsewhere(sealed.id, 3 * UNIT_LEN) == 0,
+	      "the eviction's claims on its units and on it whole went with it");
+	for (uint64_t k = 0; k < 3; k++)
+		CHECK(index_claim(ix, sealed.id, k * UNIT_LEN, &holder) == 0 &&
+		      unit_put(ix, st, sealed.id, k * UNIT_LEN, UNIT_LEN, bytes) == 0,
+		      "put unit %llu for the last time", (unsigned long long)k);
+	CHECK(index_seal(ix, sealed.id, sealed.size, &stamp) == 0 &&
+	      index_object_evict(ix, sealed.id, &freed) == 0 && store_unlink(st, sealed.id) == 0 &&
+	      sql_exec("CREATE TRIGGER no_release BEFORE DELETE ON claims "
+		       "BEGIN SELECT RAISE(ABORT, 'disk full'); END;") == 0 &&
+	      index_object_unclaim(ix, sealed.id) != 0 && sql_exec("DROP TRIGGER no_release;") == 0,
+	      "evicted whole again, its release not written");
+	CHECK(index_claim(ix, 424242, 0, &holder) == 0 && index_unclaim(ix, 424242, 0) == 0 &&
+	      claim_elsewhere(sealed.id, 0) == 0 && claim_elsewhere(sealed.id, 3 * UNIT_LEN) == 0,
+	      "the next release the index writes releases the object's claims too");
 	CHECK(store_pin(st, 999999) == -ENOENT, "no data file: nothing to pin");
 
 	store_close(st);
