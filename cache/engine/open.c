@@ -54,16 +54,6 @@
 #define WHOLE_HEADERS 4			/* a file listed no larger than this many
 					   header_lens is fetched whole at once */
 
-/* The claims-table key of "probing URL": negative, so never an object id;
- * of the URL without its query, as the index keys it. */
-static int64_t url_claim_key(const char *url)
-{
-	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
-	for (size_t i = 0, len = index_url_key_len(url); i < len; i++)
-		h = (h ^ (unsigned char)url[i]) * 1099511628211ull;
-	return -(int64_t)(h >> 1) - 1;
-}
-
 /*
  * Nothing of URL is cached: become the one process that probes it, or wait
  * while another does. Returns true if we hold the probe claim; sets *known
@@ -73,7 +63,7 @@ static bool probe_claim(struct cache *c, const char *url, struct index_object *l
 			bool *known)
 {
 	struct timespec pause = { 0, 5 * 1000 * 1000 };
-	int64_t key = url_claim_key(url);
+	int64_t key = index_probe_key(url);
 
 	for (int i = 0; i < c->cfg.claim_wait_s * 200; i++) {
 		pid_t holder;
@@ -412,25 +402,23 @@ static bool proved(struct cache *c, int64_t id, const char *identity)
 }
 
 /*
- * Record that the principal whose request REQ (a 2xx) was has read version
- * ID: the one its signer signed that attempt as, which need not be the one
- * named before the request (a renewal between two attempts can hand other
- * keys, of another principal, to the retry). When it cannot be named (its
- * credential renewed since, or expired), nothing is recorded: the next
- * open asks again.
+ * The principal whose request REQ (a 2xx) was, into SIGNED_AS, to record
+ * that it has read the version REQ named: the one its signer signed that
+ * attempt as, which need not be the one named before the request (a
+ * renewal between two attempts can hand other keys, of another principal,
+ * to the retry). NULL when it cannot be named (its credential renewed
+ * since, or expired): nothing is recorded, and the next open asks again.
  */
-static void prove(struct cache *c, int64_t id, const struct http_request *req,
-		  const char *log_name)
+static const char *prover(struct cache *c, const struct http_request *req,
+			  const char *log_name, char signed_as[SOURCE_IDENTITY_LEN + 1])
 {
-	char signed_as[SOURCE_IDENTITY_LEN + 1];
 	int err = source_identity_signed(c->src, index_proof_salt(c->index), req, signed_as);
 
 	if (err)
 		log_debug("%s: no proof recorded (%s): the next open asks again", log_name,
 			  err == -ESTALE ? "its credentials were renewed meanwhile" :
 			  strerror(-err));
-	else
-		index_proof_put(c->index, id, signed_as);
+	return err ? NULL : signed_as;
 }
 
 bool cache_object_known(struct cache *c, const char *url)
@@ -472,6 +460,8 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	if (stale_ok && source_answer_stale(c->src, c->http, url))
 		current = true;
 	bool asked = false;	/* the origin told us the version */
+	char signed_as[SOURCE_IDENTITY_LEN + 1];
+	const char *proved_by = NULL;	/* who asked, to record once asked */
 	if (!current) {
 		if (known)
 			err = probe_run(c, url, log_name, 0, stale_ok, background,
@@ -503,6 +493,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 					goto fail;
 			}
 			version_of_answer(&f.version, &req);
+			proved_by = prover(c, &req, log_name, signed_as);
 			mtime = http_date_parse(req.last_modified);
 		}
 	}
@@ -531,6 +522,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 				 log_name);
 			found.id = uncached_id();
 		} else if ((err = index_object_add(c->index, url, &found, blob, blob_len,
+						   &(struct index_add_also){ proved_by, claimed },
 						   &created)) != 0) {
 			if (err == -ENOSPC || err == -EDQUOT)
 				room_wanted(c);	/* said with the data's disk-full */
@@ -539,18 +531,22 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 					 log_name);
 			err = 0;
 			found.id = uncached_id();
-		} else if (!created) {
-			/* another process added it first: cut it as it did */
-			free(blob);
-			blob = NULL;
-			indexed_cut(c, &found, log_name, &tiled, &legacy);
+		} else {
+			proved_by = NULL;	/* recorded with it, */
+			claimed = false;	/* and the probe claim released */
+			if (!created) {
+				/* another process added it first: cut it as it did */
+				free(blob);
+				blob = NULL;
+				indexed_cut(c, &found, log_name, &tiled, &legacy);
+			}
 		}
 		/* an older version's units are left to eviction: open files of
 		   this or another process may still read them */
 	}
 
-	if (asked && found.id >= 0)
-		prove(c, found.id, &req, log_name);
+	if (proved_by && found.id >= 0)
+		index_proof_put(c->index, found.id, proved_by);
 	struct cache_object *obj = object_new(c, found.id, url, log_name, &f.version, mtime);
 	err = -ENOMEM;
 	if (!obj)
@@ -569,7 +565,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	if (f.n > 0 && object_cut(obj) == 0)
 		store_fetched(c, obj, &f);
 	if (claimed)
-		index_unclaim(c->index, url_claim_key(url), 0);
+		index_unclaim(c->index, index_probe_key(url), 0);
 	fetched_release(&f);
 	free(blob);
 	log_debug("%s: opened (%s)", log_name, current ? "cached version" : "new version");
@@ -577,7 +573,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 	return 0;
 fail:
 	if (claimed)
-		index_unclaim(c->index, url_claim_key(url), 0);
+		index_unclaim(c->index, index_probe_key(url), 0);
 	fetched_release(&f);
 	free(blob);
 	pthread_mutex_lock(&c->lock);

@@ -285,9 +285,40 @@ int index_exec_keyed(struct index_conn *c, enum stmt_id id, int64_t a, int64_t b
 	return index_exec(c, s, what);
 }
 
+int index_claim_drop(struct index_conn *c, int64_t object_id, int64_t off, int64_t holder)
+{
+	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_DROP);
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_int64(s, 2, off);
+		sqlite3_bind_int64(s, 3, holder);
+	}
+	return index_exec(c, s, "release claim");
+}
+
+/* Record that IDENTITY has read version OBJECT_ID (index_proof_put()). */
+static int proof_put(struct index_conn *c, int64_t object_id, const char *identity)
+{
+	sqlite3_stmt *s = index_stmt(c, ST_PROOF_PUT);
+	if (s) {
+		sqlite3_bind_int64(s, 1, object_id);
+		sqlite3_bind_text(s, 2, identity, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, index_now());
+	}
+	return index_exec(c, s, "record proof");
+}
+
 size_t index_url_key_len(const char *url)
 {
 	return strcspn(url, "?#");
+}
+
+int64_t index_probe_key(const char *url)
+{
+	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
+	for (size_t i = 0, len = index_url_key_len(url); i < len; i++)
+		h = (h ^ (unsigned char)url[i]) * 1099511628211ull;
+	return -(int64_t)(h >> 1) - 1;
 }
 
 /* Is the row read into O within the limits (index.h)? Logs it if not. */
@@ -371,7 +402,8 @@ int index_object_usage(struct index *ix, int64_t id, uint64_t *units, uint64_t *
 	return err;
 }
 int index_object_add(struct index *ix, const char *url, struct index_object *obj,
-		     const void *map, size_t map_len, bool *created)
+		     const void *map, size_t map_len, const struct index_add_also *also,
+		     bool *created)
 {
 	if (!ix)
 		return -ENODEV;	/* no index */
@@ -420,6 +452,10 @@ int index_object_add(struct index *ix, const char *url, struct index_object *obj
 			sqlite3_bind_blob64(s, 3, map, map_len, SQLITE_STATIC);
 		err = index_exec(c, s, "add tile map");
 	}
+	if (!err && also && also->proved_by)
+		err = proof_put(c, obj->id, also->proved_by);
+	if (!err && also && also->probe_release)
+		err = index_claim_drop(c, index_probe_key(url), 0, ix->holder);
 	err = index_commit(c, err);
 	if (err)
 		*created = false;
@@ -670,13 +706,7 @@ int index_proof_put(struct index *ix, int64_t object_id, const char *identity)
 	if (!ix)
 		return -ENODEV;	/* no index */
 	struct index_conn *c = index_conn_get(ix);
-	sqlite3_stmt *s = index_stmt(c, ST_PROOF_PUT);
-	if (s) {
-		sqlite3_bind_int64(s, 1, object_id);
-		sqlite3_bind_text(s, 2, identity, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(s, 3, index_now());
-	}
-	int err = index_exec(c, s, "record proof");
+	int err = proof_put(c, object_id, identity);
 	index_conn_put(ix, c);
 	return err;
 }

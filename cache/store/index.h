@@ -91,6 +91,10 @@ const char *index_instance(struct index *ix);
 /* The length of the part of URL that keys its objects: all but its query
  * string and fragment. */
 size_t index_url_key_len(const char *url);
+/* The claims-table key of "probing URL" (an open that finds nothing of
+ * it cached claims (key, 0) while it asks the origin): negative, so never
+ * an object id; of URL's key, as objects are keyed. */
+int64_t index_probe_key(const char *url);
 
 /*
  * Objects are keyed by their URL without its query string and fragment
@@ -112,9 +116,18 @@ int index_object_usage(struct index *ix, int64_t id, uint64_t *units, uint64_t *
  * how to cut it (obj->header_len and MAP, an encoded tile map or NULL);
  * sets obj->id and obj->block_size to what the index holds. *created says
  * whether ours went in; if not, index_object_map() tells how it is cut.
+ * ALSO (or NULL) names what the open that read it records in the same
+ * transaction, so that a new object costs one commit, not three.
  */
+struct index_add_also {
+	const char *proved_by;	/* an identity that has read this version
+				   (index_proof_put()), or NULL */
+	bool probe_release;	/* release this holder's claim of
+				   (index_probe_key(url), 0) */
+};
 int index_object_add(struct index *ix, const char *url, struct index_object *obj,
-		     const void *map, size_t map_len, bool *created);
+		     const void *map, size_t map_len, const struct index_add_also *also,
+		     bool *created);
 /* How object ID is cut: *map (caller frees; NULL: not a usable TIFF).
  * -ENOENT: added before tile maps existed, so plain blocks. -EBADMSG: the
  * row is damaged (logged). */

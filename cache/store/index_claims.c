@@ -16,19 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Drop the claim on (OBJECT_ID, OFF) if HOLDER holds it, and no other's
- * (invariant 8). */
-int index_claim_drop(struct index_conn *c, int64_t object_id, int64_t off, int64_t holder)
-{
-	sqlite3_stmt *s = index_stmt(c, ST_CLAIM_DROP);
-	if (s) {
-		sqlite3_bind_int64(s, 1, object_id);
-		sqlite3_bind_int64(s, 2, off);
-		sqlite3_bind_int64(s, 3, holder);
-	}
-	return index_exec(c, s, "release claim");
-}
-
 /* Take the claim on (OBJECT_ID, OFF) for this process, in place of any
  * other: the caller checked that none is held. */
 int index_claim_put(struct index_conn *c, int64_t object_id, int64_t off)

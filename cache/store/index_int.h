@@ -84,12 +84,13 @@ struct index {
  * when the lock cannot be asked: a claim is never taken over on a guess. */
 bool index_holder_alive(struct index *ix, int64_t holder);
 
-/* index_claims.c, inside a transaction: drop the claim on (OBJECT_ID,
- * OFF) if HOLDER holds it, and no other's (invariant 8); take it for this
- * holder in place of any other (the caller checked that none is held);
- * 0 if this holder holds it, -EBUSY if not (another does, or none), or
- * the index's error. */
+/* index.c: drop the claim on (OBJECT_ID, OFF) if HOLDER holds it, and
+ * no other's (invariant 8). */
 int index_claim_drop(struct index_conn *c, int64_t object_id, int64_t off, int64_t holder);
+/* index_claims.c, inside a transaction: take the claim on (OBJECT_ID,
+ * OFF) for this holder in place of any other (the caller checked that
+ * none is held); 0 if this holder holds it, -EBUSY if not (another does,
+ * or none), or the index's error. */
 int index_claim_put(struct index_conn *c, int64_t object_id, int64_t off);
 int index_claim_ours_in(struct index_conn *c, int64_t object_id, int64_t off);
 

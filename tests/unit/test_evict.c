@@ -130,7 +130,7 @@ static struct index *index_with_object(char *dir, struct index_object *o)
 	*o = (struct index_object){ .size = 1 << 30, .block_size = 4096, .version = "\"v\"" };
 	CHECK(mkdtemp(dir) != NULL, "temp dir");
 	CHECK(index_open(dir, &ix, &rebuilt) == 0, "open");
-	CHECK(index_object_add(ix, "http://h/a", o, NULL, 0, &created) == 0, "an object");
+	CHECK(index_object_add(ix, "http://h/a", o, NULL, 0, NULL, &created) == 0, "an object");
 	return ix;
 }
 

@@ -38,13 +38,13 @@ int main(void)
 	struct index_object o1 = { .size = 1000, .block_size = 4096, .version = "\"e1\"" };
 	struct index_object o2 = { .size = 1000, .block_size = 65536, .version = "\"e1\"" };
 	struct index_object o3 = { .size = 1200, .block_size = 65536, .version = "\"e2\"" };
-	CHECK(index_object_add(ix, "http://h/a.tif", &o1, NULL, 0, &created) == 0, "add object");
+	CHECK(index_object_add(ix, "http://h/a.tif", &o1, NULL, 0, NULL, &created) == 0, "add object");
 	a = o1.id;
-	CHECK(index_object_add(ix, "http://h/a.tif", &o2, NULL, 0, &created) == 0 && o2.id == a,
+	CHECK(index_object_add(ix, "http://h/a.tif", &o2, NULL, 0, NULL, &created) == 0 && o2.id == a,
 	      "adding again finds the same id");
 	CHECK(o2.block_size == 4096, "and the block size it was first cut with (%llu)",
 	      (unsigned long long)o2.block_size);
-	CHECK(index_object_add(ix, "http://h/a.tif", &o3, NULL, 0, &created) == 0 && o3.id != a,
+	CHECK(index_object_add(ix, "http://h/a.tif", &o3, NULL, 0, NULL, &created) == 0 && o3.id != a,
 	      "a new version is a new object");
 	b = o3.id;
 	struct index_object latest;
@@ -112,6 +112,34 @@ int main(void)
 	CHECK(index_proof_put(ix, 999999, "id-a") == 0 &&
 	      index_proof_get(ix, 999999, "id-a", &proved) == -ENOENT,
 	      "no proof of an object the index does not hold");
+
+	/* an open that probed a URL: the object, its proof and the probe
+	   claim's release in one transaction */
+	const char *purl = "http://h/probed.tif?sig=S";
+	pid_t ph = 0;
+	int64_t pkey = index_probe_key(purl);
+	struct index_object po = { .size = 700, .block_size = 4096, .version = "\"p\"" };
+	CHECK(pkey < 0 && pkey == index_probe_key("http://h/probed.tif") &&
+	      index_probe_key("http://h/other.tif") != pkey,
+	      "a probe key: never an object id, the same for the URL without its query");
+	CHECK(index_claim(ix, pkey, 0, &ph) == 0, "claim the probe of a URL");
+	CHECK(index_object_add(ix, purl, &po, NULL, 0,
+			       &(struct index_add_also){ .proved_by = "id-p", .probe_release = true },
+			       &created) == 0 && created,
+	      "add the object it found, with its proof, releasing the probe claim");
+	CHECK(index_proof_get(ix, po.id, "id-p", &proved) == 0, "the proof is recorded");
+	child = fork();
+	if (child == 0) {
+		struct index *other;
+		bool r;
+		pid_t h = 0;
+		int rc = index_open(dir, &other, &r) ? 10 : index_claim(other, pkey, 0, &h);
+		index_close(other);
+		_exit(rc == 0 ? 0 : 11);
+	}
+	waitpid(child, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another process can claim the probe (%d)",
+	      WEXITSTATUS(st));
 
 	CHECK(index_object_drop(ix, a) == 0 && index_usage(ix, &usage) == 0 && usage == 512,
 	      "dropping an object drops its units (%llu)", (unsigned long long)usage);
@@ -252,7 +280,7 @@ int main(void)
 	/* the key is the URL without its query: no token stored, a renewed one hits */
 	CHECK(index_open(dir, &ix, &rebuilt) == 0, "reopen");
 	struct index_object q = { .size = 900, .block_size = 4096, .version = "\"q\"" };
-	CHECK(index_object_add(ix, "http://h/q.tif?sv=1&sig=SEKRIT-idx", &q, NULL, 0, &created) == 0,
+	CHECK(index_object_add(ix, "http://h/q.tif?sv=1&sig=SEKRIT-idx", &q, NULL, 0, NULL, &created) == 0,
 	      "add an object by a signed URL");
 	CHECK(index_object_latest(ix, "http://h/q.tif?sv=2&sig=RENEWED", &latest) == 0 &&
 	      latest.id == q.id, "a renewed query finds it");
@@ -280,7 +308,7 @@ int main(void)
 	      "block_size 0: the row is refused");
 	CHECK(index_object_get(ix, q.id, &latest) == -EBADMSG, "by id too");
 	struct index_object again = q;
-	CHECK(index_object_add(ix, "http://h/q.tif", &again, NULL, 0, &created) == -EBADMSG &&
+	CHECK(index_object_add(ix, "http://h/q.tif", &again, NULL, 0, NULL, &created) == -EBADMSG &&
 	      again.block_size == 4096, "adding it again fails, leaving our block size");
 	uint64_t hl = 7;
 	void *map = NULL;
@@ -325,7 +353,7 @@ int main(void)
 		struct index_object mo = { .size = 10, .block_size = 4096, .version = "\"m\"" };
 		int64_t when;
 		CHECK(mkdtemp(mdir) != NULL && index_open(mdir, &old, &rebuilt) == 0 &&
-		      index_object_add(old, "http://h/m", &mo, NULL, 0, &created) == 0,
+		      index_object_add(old, "http://h/m", &mo, NULL, 0, NULL, &created) == 0,
 		      "an index with an object");
 		index_close(old);
 		snprintf(cmd, sizeof(cmd), "sqlite3 %s/index.db \"DROP TABLE proofs; DROP TRIGGER "
@@ -353,7 +381,7 @@ int main(void)
 					{ .off = 4096, .len = 4096, .crc = 2, .err = -EIO } };
 	pid_t nh;
 	CHECK(index_object_latest(NULL, "http://h/a", &none) == -ENODEV &&
-	      index_object_add(NULL, "http://h/a", &none, NULL, 0, &created) == -ENODEV &&
+	      index_object_add(NULL, "http://h/a", &none, NULL, 0, NULL, &created) == -ENODEV &&
 	      index_unit_find(NULL, 1, 0, &nu) == -ENODEV &&
 	      index_claim(NULL, 1, 0, &nh) == -ENODEV && index_unclaim(NULL, 1, 0) == -ENODEV &&
 	      index_usage(NULL, &usage) == -ENODEV, "no index: lookups, adds, claims: -ENODEV");

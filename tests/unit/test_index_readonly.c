@@ -68,14 +68,14 @@ int main(void)
 	/* a real index, open in a writer: read beside its -wal and -shm */
 	CHECK(index_open(dir, &ix, &rebuilt) == 0, "a writer opens it");
 	struct index_object obj = { .size = 1000, .block_size = 4096, .version = "\"e1\"" };
-	CHECK(index_object_add(ix, "http://h/a.tif", &obj, NULL, 0, &created) == 0 && created,
+	CHECK(index_object_add(ix, "http://h/a.tif", &obj, NULL, 0, NULL, &created) == 0 && created,
 	      "the writer adds an object");
 	CHECK(index_open_readonly(dir, &ro) == 0, "opened read-only beside the writer");
 	struct index_object got;
 	CHECK(index_object_latest(ro, "http://h/a.tif", &got) == 0 && got.id == obj.id &&
 	      got.size == 1000, "the object is read");
 	struct index_object other = { .size = 2000, .block_size = 4096, .version = "\"e2\"" };
-	CHECK(index_object_add(ro, "http://h/b.tif", &other, NULL, 0, &created) != 0,
+	CHECK(index_object_add(ro, "http://h/b.tif", &other, NULL, 0, NULL, &created) != 0,
 	      "writing through it fails");
 	index_close(ro);
 	index_close(ix);

@@ -75,7 +75,7 @@ int main(void)
 	CHECK(index_open(dir, &ix, &rebuilt) == 0, "open the index");
 	CHECK(store_open(dir, index_instance(ix), &st) == 0, "open the store");
 	struct index_object obj = { .size = 1 << 20, .block_size = UNIT_LEN, .version = "\"v1\"" };
-	CHECK(index_object_add(ix, "http://h/a.tif", &obj, NULL, 0, &created) == 0 && created,
+	CHECK(index_object_add(ix, "http://h/a.tif", &obj, NULL, 0, NULL, &created) == 0 && created,
 	      "add an object");
 
 	/* put, then find and verify */
@@ -249,7 +249,7 @@ int main(void)
 	/* seals and pins (invariant 6) */
 	struct index_object sealed = { .size = 3 * UNIT_LEN, .block_size = UNIT_LEN,
 				       .version = "\"v1\"" };
-	CHECK(index_object_add(ix, "http://h/sealed.tif", &sealed, NULL, 0, &created) == 0,
+	CHECK(index_object_add(ix, "http://h/sealed.tif", &sealed, NULL, 0, NULL, &created) == 0,
 	      "add an object of three units");
 	for (uint64_t k = 0; k < 2; k++)
 		CHECK(index_claim(ix, sealed.id, k * UNIT_LEN, &holder) == 0 &&
