@@ -31,7 +31,8 @@ int main(void)
 	CHECK(mkdtemp(dir) != NULL, "temp dir");
 	CHECK(index_open(dir, &ix, &rebuilt) == 0, "open");
 	struct index_object o = { .size = 1 << 20, .block_size = 65536, .version = "\"v\"" };
-	CHECK(index_object_add(ix, "http://h/a.tif", &o, NULL, 0, NULL, &created) == 0, "an object");
+	CHECK(index_object_add(ix, "http://h/a.tif", &o, NULL, 0, NULL,
+			       &created) == 0, "an object");
 
 	CHECK(index_edge_get(ix, o.id, 100000, 10, got) == -ENOENT, "nothing kept yet");
 	CHECK(edge_put(ix, o.id, 100000, bytes, 5000) == 0, "keep 5000 bytes at 100000");
@@ -101,7 +102,8 @@ int main(void)
 	      (unsigned long long)usage);
 
 	/* several in one transaction, all or none */
-	CHECK(index_object_add(ix, "http://h/b.tif", &o, NULL, 0, NULL, &created) == 0, "another object");
+	CHECK(index_object_add(ix, "http://h/b.tif", &o, NULL, 0, NULL,
+			       &created) == 0, "another object");
 	struct index_edge two[] = { { o.id, 400000, bytes, 100 }, { o.id, 500000, bytes + 1, 200 } },
 			  bad[] = { { o.id, 700000, bytes, 100 }, { o.id, 800000, bytes, 0 } };
 	CHECK(index_edges_put(ix, bad, 2) == -EINVAL && index_usage(ix, &usage) == 0 &&

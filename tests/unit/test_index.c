@@ -38,13 +38,16 @@ int main(void)
 	struct index_object o1 = { .size = 1000, .block_size = 4096, .version = "\"e1\"" };
 	struct index_object o2 = { .size = 1000, .block_size = 65536, .version = "\"e1\"" };
 	struct index_object o3 = { .size = 1200, .block_size = 65536, .version = "\"e2\"" };
-	CHECK(index_object_add(ix, "http://h/a.tif", &o1, NULL, 0, NULL, &created) == 0, "add object");
+	CHECK(index_object_add(ix, "http://h/a.tif", &o1, NULL, 0, NULL,
+			       &created) == 0, "add object");
 	a = o1.id;
-	CHECK(index_object_add(ix, "http://h/a.tif", &o2, NULL, 0, NULL, &created) == 0 && o2.id == a,
+	CHECK(index_object_add(ix, "http://h/a.tif", &o2, NULL, 0, NULL,
+			       &created) == 0 && o2.id == a,
 	      "adding again finds the same id");
 	CHECK(o2.block_size == 4096, "and the block size it was first cut with (%llu)",
 	      (unsigned long long)o2.block_size);
-	CHECK(index_object_add(ix, "http://h/a.tif", &o3, NULL, 0, NULL, &created) == 0 && o3.id != a,
+	CHECK(index_object_add(ix, "http://h/a.tif", &o3, NULL, 0, NULL,
+			       &created) == 0 && o3.id != a,
 	      "a new version is a new object");
 	b = o3.id;
 	struct index_object latest;
@@ -123,9 +126,8 @@ int main(void)
 	      index_probe_key("http://h/other.tif") != pkey,
 	      "a probe key: never an object id, the same for the URL without its query");
 	CHECK(index_claim(ix, pkey, 0, &ph) == 0, "claim the probe of a URL");
-	CHECK(index_object_add(ix, purl, &po, NULL, 0,
-			       &(struct index_add_also){ .proved_by = "id-p", .probe_release = true },
-			       &created) == 0 && created,
+	struct index_add_also also = { .proved_by = "id-p", .probe_release = true };
+	CHECK(index_object_add(ix, purl, &po, NULL, 0, &also, &created) == 0 && created,
 	      "add the object it found, with its proof, releasing the probe claim");
 	CHECK(index_proof_get(ix, po.id, "id-p", &proved) == 0, "the proof is recorded");
 	child = fork();
@@ -280,7 +282,8 @@ int main(void)
 	/* the key is the URL without its query: no token stored, a renewed one hits */
 	CHECK(index_open(dir, &ix, &rebuilt) == 0, "reopen");
 	struct index_object q = { .size = 900, .block_size = 4096, .version = "\"q\"" };
-	CHECK(index_object_add(ix, "http://h/q.tif?sv=1&sig=SEKRIT-idx", &q, NULL, 0, NULL, &created) == 0,
+	CHECK(index_object_add(ix, "http://h/q.tif?sv=1&sig=SEKRIT-idx", &q, NULL, 0, NULL,
+			       &created) == 0,
 	      "add an object by a signed URL");
 	CHECK(index_object_latest(ix, "http://h/q.tif?sv=2&sig=RENEWED", &latest) == 0 &&
 	      latest.id == q.id, "a renewed query finds it");
