@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HINT_WAIT_MS 200	/* how often a wait for room looks again */
+#define ROOM_WAIT_MS 200	/* how often a wait for room looks again */
 
 /* Wait until background_room() allows one more background GET; false if
  * OPS say to stop, or the cache stops. */
@@ -32,7 +32,7 @@ static bool room(struct cache *c, const struct hint_fetch_ops *ops)
 		pthread_mutex_lock(&c->lock);
 		bool stopping = c->stopping;
 		if (!stopping)
-			cond_wait_ms(&c->work, &c->lock, HINT_WAIT_MS);
+			cond_wait_ms(&c->work, &c->lock, ROOM_WAIT_MS);
 		pthread_mutex_unlock(&c->lock);
 		if (stopping)
 			return false;

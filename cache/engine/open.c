@@ -524,7 +524,7 @@ int cache_object_open(struct cache *c, const char *url, const char *log_name,
 		} else if ((err = index_object_add(c->index, url, &found, blob, blob_len,
 						   &(struct index_add_also){ proved_by, claimed },
 						   &created)) != 0) {
-			if (err == -ENOSPC || err == -EDQUOT)
+			if (store_full(err))
 				room_wanted(c);	/* said with the data's disk-full */
 			else
 				log_warn("%s: the cache index cannot record it; reading it uncached",

@@ -265,7 +265,7 @@ static void persist(struct cache *c, struct inflight **v, size_t n)
 	pthread_mutex_unlock(&c->lock);
 	for (size_t i = 0; i < k; i++) {
 		stored |= rec[i].err == 0;
-		full |= rec[i].err == -ENOSPC || rec[i].err == -EDQUOT;
+		full |= store_full(rec[i].err);
 		if (rec[i].err && rec[i].err != -EBUSY)	/* -EBUSY: the claim passed
 							   to another process: its bytes now */
 			err = rec[i].err;

@@ -573,6 +573,11 @@ int store_stamp(int fd, struct store_stamp *out)
 	return 0;
 }
 
+bool store_full(int err)
+{
+	return err == -ENOSPC || err == -EDQUOT;
+}
+
 bool store_reserve_release(struct store *st)
 {
 	if (!st)

@@ -114,6 +114,9 @@ struct store_stamp {
 };
 int store_stamp(int fd, struct store_stamp *out);
 
+/* Is ERR, from a write of the store or the index, a disk with no room
+ * (-ENOSPC, or -EDQUOT: the user's quota)? */
+bool store_full(int err);
 /* Free the reserve (true if there was one) / make it again if it is gone. */
 bool store_reserve_release(struct store *st);
 void store_reserve_restore(struct store *st);
