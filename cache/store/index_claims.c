@@ -43,11 +43,11 @@ static int object_unclaim_in(struct index_conn *c, int64_t object_id)
 	return index_exec(c, s, "release claims");
 }
 
-/* Release KEY, a claim of this holder noted as released in memory only:
- * off -1, an object evicted whole, goes with its units' claims of that
- * eviction (no other claim of this holder on it is live while it is
- * noted: claim_free()). */
-static int stuck_release(struct index_conn *c, struct index_claim_key key)
+/* Release KEY, a claim of this holder: off -1, an object evicted whole,
+ * goes with its units' claims of that eviction (no other claim of this
+ * holder on it is live meanwhile, nor while it is noted released in
+ * memory: claim_free()). */
+static int key_release(struct index_conn *c, struct index_claim_key key)
 {
 	return key.off < 0 ? object_unclaim_in(c, key.object_id) :
 			     index_claim_drop(c, key.object_id, key.off, c->ix->holder);
@@ -159,7 +159,8 @@ static int claim_free(struct index_conn *c, int64_t object_id, int64_t off, pid_
 	   its object, the note goes as well) */
 	if ((err || holder == c->ix->holder) && stuck_take(c->ix, object_id, off)) {
 		*retaken = true;
-		return err ? 0 : stuck_release(c, (struct index_claim_key){ object_id, off });
+		/* a unit's row is taken again by claim_put() */
+		return err || off >= 0 ? 0 : object_unclaim_in(c, object_id);
 	}
 	if (err)
 		return 0;	/* none */
@@ -262,31 +263,30 @@ static int released(struct index_conn *c, struct index_claim_key key, int err)
 	struct index_claim_key older;
 	if (err)
 		stuck_add(c->ix, key.object_id, key.off);
-	else if (stuck_take_oldest(c->ix, &older) && stuck_release(c, older) != 0)
+	else if (stuck_take_oldest(c->ix, &older) && key_release(c, older) != 0)
 		stuck_add(c->ix, older.object_id, older.off);
+	return err;
+}
+
+/* Release KEY (key_release()), as index_unclaim() says. */
+static int unclaim(struct index *ix, struct index_claim_key key)
+{
+	if (!ix)
+		return -ENODEV;	/* no index */
+	struct index_conn *c = index_conn_get(ix);
+	int err = released(c, key, key_release(c, key));
+	index_conn_put(ix, c);
 	return err;
 }
 
 int index_unclaim(struct index *ix, int64_t object_id, uint64_t off)
 {
-	if (!ix)
-		return -ENODEV;	/* no index */
-	struct index_conn *c = index_conn_get(ix);
-	struct index_claim_key key = { object_id, (int64_t)off };
-	int err = released(c, key, index_claim_drop(c, object_id, key.off, ix->holder));
-	index_conn_put(ix, c);
-	return err;
+	return unclaim(ix, (struct index_claim_key){ object_id, (int64_t)off });
 }
 
 int index_object_unclaim(struct index *ix, int64_t object_id)
 {
-	if (!ix)
-		return -ENODEV;	/* no index */
-	struct index_conn *c = index_conn_get(ix);
-	struct index_claim_key key = { object_id, -1 };
-	int err = released(c, key, object_unclaim_in(c, object_id));
-	index_conn_put(ix, c);
-	return err;
+	return unclaim(ix, (struct index_claim_key){ object_id, -1 });
 }
 
 int index_claim_ours(struct index *ix, int64_t object_id, uint64_t off)
