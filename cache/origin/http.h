@@ -70,7 +70,7 @@ struct http_config {
 /* The defaults of http_config_defaults() that a command line may change
  * (tools/options.c shows them in --help). */
 #define HTTP_RETRIES_DEFAULT 5
-#define HTTP_CONNECTIONS_DEFAULT 32
+#define HTTP_CONNECTIONS_DEFAULT 64
 
 void http_config_defaults(struct http_config *cfg);
 

@@ -589,7 +589,7 @@ fetch_threads() {
 	# the default: one per 4 connections, whatever the cores
 	tilefs_mount "$ORIGIN_URL" "$MNT"
 	pid=$(tilefs_pid "$MNT")
-	assert_eq "$(fetch_threads "$pid" | wc -l)" 8 "fetch threads by default (32 connections)"
+	assert_eq "$(fetch_threads "$pid" | wc -l)" 16 "fetch threads by default (64 connections)"
 	tilefs_umount "$MNT"
 	tilefs_mount "$ORIGIN_URL" "$MNT" --connections 2
 	pid=$(tilefs_pid "$MNT")
