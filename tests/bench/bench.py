@@ -85,6 +85,9 @@ WORKLOADS = {
     "smallfiles": (56, "patches/s", "random patches of a folder each, four small band files, "
                    "through a torch DataLoader: cold, warm, remounted and hinted mounts "
                    "(smallfiles.py: its own data and origin)"),
+    "names": (56, "s", "find over a million objects of a synthesized S3 bucket (250 folders "
+              "of 1,000 patch folders of four band files), then random files read and "
+              "warmed, with the daemon's RSS (names.py: its own store)"),
     "smallraw": (56, "files/s", "20,000 small files read whole by 8 cat readers, no delay: "
                  "cold, warm, remounted, beside local disk, with the daemon's CPU "
                  "(smallraw.py: its own data and origin)"),
@@ -251,6 +254,34 @@ def describe(wl, files):
         like, kind, len(fs), fs[0]["block"][0], fs[0]["block"][1], fs[0]["compression"])
 
 
+# ---------------------------------------------------------------- names
+
+def run_names(ctx, notes):
+    """The names workload (issue 56): tests/bench/names.py with this run's
+    tilefs; its figures to results/<ts>/names.json and a line of notes.
+    BENCH_NAMES_GROUPS=N lists N folders of 1,000 patches (250)."""
+    out = os.path.join(ctx.results, "names.json")
+    log("[56] names: %s" % WORKLOADS["names"][2])
+    groups = os.environ.get("BENCH_NAMES_GROUPS", "250")
+    r = subprocess.run([PY, os.path.join(HERE, "names.py"), "--tilefs", ctx.tilefs,
+                        "--groups", groups, "--json", out], stdout=subprocess.DEVNULL,
+                       stderr=open(os.path.join(ctx.logs, "names.log"), "w"))
+    try:
+        with open(out) as f:
+            res = json.load(f)
+        note = ("names (%d objects): find %.1f s%s, %d listings, RSS %.0f MB after it; %d "
+                "random files read at %.0f/s; %d warmed at %.0f/s" % (
+                    res["objects"], res["list_s"], "" if res["found"] else " (stopped)",
+                    res["list_requests"][0], res["rss_listed_mb"]["VmRSS"], res["reads"],
+                    res["read_files_per_s"], res["warms"], res["warm_files_per_s"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        note = "names: failed (exit %d; logs/names.log)" % r.returncode
+    if r.returncode != 0:
+        ctx.failed.append("names: names.py exit %d (logs/names.log)" % r.returncode)
+    log("  " + note)
+    notes.append(note)
+
+
 # ---------------------------------------------------------------- million
 
 def run_million(ctx, notes):
@@ -331,6 +362,7 @@ def run_smallraw(ctx, notes, rows):
 # tables to ctx.sections, and what failed (wrong bytes, a failing tilefs)
 # to ctx.failed
 SEPARATE = {"million": lambda ctx, notes, rows: run_million(ctx, notes),
+            "names": lambda ctx, notes, rows: run_names(ctx, notes),
             "throughput": run_throughput, "tilebytes": run_tilebytes, "xarray": run_xarray,
             "listing": run_listing, "smallfiles": run_smallfiles, "smallraw": run_smallraw}
 

@@ -36,7 +36,14 @@ With SIGV4_REGION=R, the bucket is in region R (us-east-1 otherwise): a
 request signed for another region gets, as S3 answers it, 400
 AuthorizationHeaderMalformed naming the region expected in its message
 and in <Region>.
+
+With SIGV4_SYNTH=GROUPS,PATCHES,SIZE, ROOT is not read: the bucket holds
+a tree made up as it is asked for, GROUPS folders gNNN/ of PATCHES patch
+folders S2A_patch_NNNNNNN/ of four band files (B02.tif, B03.tif, B04.tif,
+B08.tif) of SIZE bytes each (synth_data(): the key, repeated), so that a
+million keys cost no disk (tests/bench/names.py).
 """
+import bisect
 import datetime
 import hashlib
 import http.server
@@ -96,6 +103,68 @@ def expected_authorization(method, host, raw_path, amz_date, token, key, secret)
 
 REGION = os.environ.get("SIGV4_REGION", "us-east-1")
 DELAY_S = int(os.environ.get("SIGV4_DELAY_MS", "0")) / 1000.0
+
+
+SYNTH = tuple(int(v) for v in os.environ["SIGV4_SYNTH"].split(",")) \
+    if os.environ.get("SIGV4_SYNTH") else None
+BANDS = ("B02.tif", "B03.tif", "B04.tif", "B08.tif")
+
+
+def synth_data(key):
+    """The bytes of synthetic key KEY: the key and a newline, repeated to
+    the tree's SIZE."""
+    unit = (key + "\n").encode()
+    return (unit * (SYNTH[2] // len(unit) + 1))[:SYNTH[2]]
+
+
+def synth_key(i):
+    """The synthetic tree's I-th key in key order (zero-padded numbers:
+    key order is index order)."""
+    p = i // len(BANDS)
+    return "g%03d/S2A_patch_%07d/%s" % (p // SYNTH[1], p, BANDS[i % len(BANDS)])
+
+
+def synth_range(prefix):
+    """[lo, hi) of the indexes of the keys below folder PREFIX ("", "gNNN/"
+    or "gNNN/S2A_patch_NNNNNNN/"); (0, 0) if it is no folder of the tree."""
+    m = re.fullmatch(r"(?:g(\d{3})/(?:S2A_patch_(\d{7})/)?)?", prefix)
+    n = len(BANDS)
+    if not m:
+        return 0, 0
+    g, p = (int(v) if v is not None else None for v in m.groups())
+    if g is None:
+        return 0, SYNTH[0] * SYNTH[1] * n
+    if g >= SYNTH[0] or (p is not None and p // SYNTH[1] != g):
+        return 0, 0
+    if p is None:
+        return g * SYNTH[1] * n, (g + 1) * SYNTH[1] * n
+    return p * n, (p + 1) * n
+
+
+def synth_names(prefix, delimited, after, n):
+    """At most N names below folder PREFIX after the relative name AFTER,
+    in order: DELIMITED, the names right below it (a folder's with "/");
+    else every key below it, relative to PREFIX."""
+    lo, hi = synth_range(prefix)
+    if lo == hi:
+        return []
+    keys = range(lo, hi)
+    start = bisect.bisect_right(keys, prefix + after, key=synth_key) if after else 0
+    if not delimited:
+        return [synth_key(i)[len(prefix):] for i in keys[start:start + n]]
+    out = []
+    i = lo + start
+    while i < hi and len(out) < n:
+        name = synth_key(i)[len(prefix):]
+        if "/" in name:
+            name = name.split("/", 1)[0] + "/"
+            # the next name: past every key below this folder
+            i = synth_range(prefix + name)[1]
+        else:
+            i += 1
+        if not after or name > after:
+            out.append(name)
+    return out
 
 
 def signed_region(authorization):
@@ -160,10 +229,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                 int(query.get("max-keys", ["1000"])[0]),
                                 bytes.fromhex(query.get("continuation-token", [""])[0]).decode())
         parts = urllib.parse.unquote(self.path.split("?")[0]).lstrip("/").split("/", 1)
-        path = os.path.join(ROOT, parts[1] if len(parts) > 1 else "")
-        if not os.path.isfile(path):
+        key = parts[1] if len(parts) > 1 else ""
+        if SYNTH:
+            lo, hi = synth_range(key.rsplit("/", 1)[0] + "/" if "/" in key else "-")
+            data = synth_data(key) if key in (synth_key(i) for i in range(lo, hi)) else None
+        else:
+            path = os.path.join(ROOT, key)
+            data = open(path, "rb").read() if os.path.isfile(path) else None
+        if data is None:
             return self.answer(404, {}, b"<Error><Code>NoSuchKey</Code></Error>")
-        data = open(path, "rb").read()
         etag = '"' + hashlib.md5(data).hexdigest() + '"'
         match = self.headers.get("If-Match")
         if match and match != etag:
@@ -182,6 +256,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         DELIMITED, its names; else every key below it, in key order; at
         most MAX_KEYS of them, those after the key AFTER ("": from the
         first)."""
+        if SYNTH:
+            return self.synth_listing(prefix, delimited, max_keys, after)
         d = os.path.join(ROOT, prefix)
         if delimited:
             names = sorted(os.listdir(d)) if os.path.isdir(d) else []
@@ -205,6 +281,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         f"<LastModified>{modified.strftime('%Y-%m-%dT%H:%M:%S.000Z')}"
                         f"</LastModified><ETag>&quot;{hashlib.md5(data).hexdigest()}&quot;"
                         f"</ETag><Size>{len(data)}</Size></Contents>")
+        return self.list_answer(prefix, delimited, names, truncated, rows)
+
+    def synth_listing(self, prefix, delimited, max_keys, after):
+        """listing() of the synthetic tree (SIGV4_SYNTH)."""
+        names = synth_names(prefix, delimited, after, max(1, max_keys) + 1)
+        truncated = len(names) > max(1, max_keys)
+        names = names[:max(1, max_keys)]
+        rows = []
+        for name in names:
+            key = urllib.parse.quote(prefix + name)
+            if name.endswith("/"):
+                rows.append(f"<CommonPrefixes><Prefix>{key}</Prefix></CommonPrefixes>")
+                continue
+            data = synth_data(prefix + name)
+            rows.append(f"<Contents><Key>{key}</Key>"
+                        "<LastModified>2026-01-01T00:00:00.000Z</LastModified>"
+                        f"<ETag>&quot;{hashlib.md5(data).hexdigest()}&quot;</ETag>"
+                        f"<Size>{len(data)}</Size></Contents>")
+        return self.list_answer(prefix, delimited, names, truncated, rows)
+
+    def list_answer(self, prefix, delimited, names, truncated, rows):
+        """A ListObjectsV2 answer of ROWS, NAMES' last the next token."""
         body = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult>'
                 f"<Prefix>{urllib.parse.quote(prefix)}</Prefix>"
                 f"{'<Delimiter>/</Delimiter>' if delimited else ''}"
