@@ -21,8 +21,10 @@
 
 #define MAX_ENTRIES 1000000	/* per directory: ~150 MB of nodes */
 #define DEEP_PAGES 32		/* pages of a deep listing a reader waits for */
-#define DEEP_PAGES_AHEAD 2	/* of one made ahead of the readers: many may be
-				   made at once, each of a folder no reader is in */
+#define DEEP_PAGES_AHEAD 8	/* of one made ahead of the readers: many may be
+				   made at once, each of a folder no reader is in
+				   (8,000 keys of S3's pages: a folder of 2,000
+				   patches of four files whole) */
 #define MAX_PAGES 100000
 
 

@@ -109,17 +109,28 @@ all_listed() {
 	done
 }
 
-@test "deep listing: folders listed ahead of a reader take two deep pages each at most (--page-size 1), then one level; every name right" {
+@test "deep listing: folders listed ahead of a reader take eight deep pages each at most (--page-size 1), then one level; every name right" {
+	# a folder of 12 files beside the patches, after them in key order
+	mkdir -p "$TREE/wide"
+	local i deep
+	for ((i = 0; i < 12; i++)); do
+		echo "wide $i" >"$TREE/wide/f$(printf %02d "$i").txt"
+	done
+	s3_upload "$TREE/wide" data/wide
 	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --page-size 1
 	# the root's 32 pages of one key: index.txt and p0000-p0009 whole;
 	# a reader entering p0100 has the folders beside it listed ahead
 	ls "$MNT/p0100" >/dev/null
 	wait_until "every folder beside p0100 listed ahead" all_listed 11 119
-	local i deep
+	wait_until "wide/ listed ahead" grep -aq "prefix=data%2Fwide%2F" "$S3_LOG"
 	for ((i = 11; i < FOLDERS; i++)); do
 		[ "$i" = 100 ] && continue
 		deep=$(grep -a "prefix=data%2Fp$(printf %04d "$i")%2F" "$S3_LOG" | grep -avc 'delimiter=' || true)
-		[ "$deep" -le 2 ] || fail "p$(printf %04d "$i"), listed ahead, took $deep deep pages"
+		[ "$deep" -le 3 ] || fail "p$(printf %04d "$i") (3 keys), listed ahead, took $deep deep pages"
 	done
 	names_match
+	# its 12 keys: 8 deep pages, then a listing of its own level
+	deep=$(grep -a "prefix=data%2Fwide%2F" "$S3_LOG" | grep -avc 'delimiter=' || true)
+	assert_eq "$deep" 8 "deep pages of wide/, listed ahead"
+	cmp_tree "$TREE" "$MNT"
 }
