@@ -23,7 +23,6 @@ The exit status is 1 if a name is missing or extra, a byte is wrong, or a
 step failed; never for a slow step.
 """
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -36,10 +35,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-LIB = os.path.join(REPO, "tests", "lib")
 BANDS = ("B02.tif", "B03.tif", "B04.tif", "B08.tif")
-KEYS = {"AWS_ACCESS_KEY_ID": "S3RVER", "AWS_SECRET_ACCESS_KEY": "S3RVER",
-        "AWS_EC2_METADATA_DISABLED": "true"}
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True
+from origin import S3Store  # noqa: E402
 
 
 def log(msg):
@@ -69,20 +68,10 @@ def status(pid):
     return out
 
 
-def requests(logf, off):
-    """(listings, GETs of objects, HEADs) in the store's log past OFF."""
-    lists = gets = heads = 0
-    with open(logf) as f:
-        f.seek(off)
-        for line in f:
-            method, path = line.split(" ", 2)[:2]
-            if method == "HEAD":
-                heads += 1
-            elif path.strip("/").count("/") == 0:
-                lists += 1
-            else:
-                gets += 1
-    return lists, gets, heads
+def requests(store, off):
+    """(listings, GETs of objects, HEADs) the store answered past OFF."""
+    t = store.since(off)
+    return t["listings"], t["data_gets"], t["methods"].get("HEAD", 0)
 
 
 def read_all(mnt, keys, size, threads=8):
@@ -131,16 +120,11 @@ def main():
     mnt, cache = os.path.join(scratch, "mnt"), os.path.join(scratch, "cache")
     os.makedirs(mnt)
     os.makedirs(os.path.join(scratch, "root"))
-    storelog = os.path.join(scratch, "store.log")
-    open(storelog, "w").close()
-    env = dict(os.environ, **KEYS)
-    store = subprocess.Popen([sys.executable, os.path.join(LIB, "sigv4_store.py"),
-                              os.path.join(scratch, "root"), storelog], stdout=subprocess.PIPE,
-                             text=True, env=dict(env, SIGV4_DELAY_MS=str(a.delay_ms),
-                                                 SIGV4_SYNTH="%d,%d,%d" % (a.groups, a.patches,
-                                                                          a.size)))
-    port = int(store.stdout.readline())
-    endpoint = ["--endpoint", "http://127.0.0.1:%d" % port]
+    env = dict(os.environ, **S3Store.environment())
+    store = S3Store(os.path.join(scratch, "root"), a.delay_ms, scratch,
+                    synth="%d,%d,%d" % (a.groups, a.patches, a.size))
+    store.start()
+    endpoint = store.tilefs_args()
     res = {"objects": nkeys, "names": want_names, "size": a.size, "delay_ms": a.delay_ms,
            "reads": a.reads, "warms": a.warm, "ok": True}
     daemon = None
@@ -148,7 +132,7 @@ def main():
         t0 = time.time()
         daemon = subprocess.Popen([a.tilefs, "mount", "-f", "--cache-dir", cache,
                                    "--log-file", os.path.join(scratch, "tilefs.log")]
-                                  + a.mount_args.split() + endpoint + ["s3://eo", mnt], env=env,
+                                  + a.mount_args.split() + endpoint + [store.url, mnt], env=env,
                                   stdin=subprocess.DEVNULL)
         for _ in range(600):
             if os.path.ismount(mnt) or daemon.poll() is not None:
@@ -172,7 +156,7 @@ def main():
             res["found"] = None
             log("find: stopped after %d s" % a.find_timeout)
         res["list_s"] = time.time() - t0
-        res["list_requests"] = requests(storelog, off)
+        res["list_requests"] = requests(store, off)
         res["rss_listed_mb"] = status(daemon.pid)
         log("find: %.1f s, %s names, requests (lists, GETs, HEADs) %s, RSS %s" % (
             res["list_s"], res["found"], res["list_requests"], res["rss_listed_mb"]))
@@ -180,11 +164,11 @@ def main():
         picked = rng.sample(range(nkeys), min(nkeys, a.reads + a.warm))
         reads = [key_of(i, a.patches) for i in picked[:a.reads]]
         warms = [key_of(i, a.patches) for i in picked[a.reads:]]
-        off = os.path.getsize(storelog)
+        off = store.offset()
         t0 = time.time()
         wrong = read_all(mnt, reads, a.size)
         res["read_files_per_s"] = len(reads) / (time.time() - t0)
-        res["read_requests"] = requests(storelog, off)
+        res["read_requests"] = requests(store, off)
         res["read_wrong"] = len(wrong)
         res["rss_read_mb"] = status(daemon.pid)
         log("read %d: %.0f files/s, requests %s, wrong %d" % (
@@ -192,16 +176,16 @@ def main():
         listf = os.path.join(scratch, "warm.txt")
         with open(listf, "w") as f:
             f.write("".join(k + "\n" for k in warms))
-        off = os.path.getsize(storelog)
+        off = store.offset()
         t0 = time.time()
         w = subprocess.run([a.tilefs, "warm", "--cache-dir", cache, "--from-file", listf]
-                           + endpoint + ["s3://eo"], env=env, capture_output=True, text=True)
+                           + endpoint + [store.url], env=env, capture_output=True, text=True)
         res["warm_files_per_s"] = len(warms) / (time.time() - t0)
         res["warm_exit"] = w.returncode
-        res["warm_requests"] = requests(storelog, off)
-        off = os.path.getsize(storelog)
+        res["warm_requests"] = requests(store, off)
+        off = store.offset()
         wrong = read_all(mnt, warms, a.size)
-        res["warmed_read_requests"] = requests(storelog, off)
+        res["warmed_read_requests"] = requests(store, off)
         res["warmed_wrong"] = len(wrong)
         log("warm %d: %.0f files/s, exit %d, requests %s; read after: requests %s, wrong %d%s" % (
             len(warms), res["warm_files_per_s"], w.returncode, res["warm_requests"],
@@ -220,8 +204,7 @@ def main():
                 daemon.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 daemon.kill()
-        store.terminate()
-        store.wait()
+        store.stop()
         if a.keep:
             log("kept %s" % scratch)
         else:

@@ -265,10 +265,12 @@ class S3Store:
     """tests/lib/sigv4_store.py serving ROOT as bucket eo on 127.0.0.1 (an S3
     store that checks Signature V4, ListObjectsV2 pages of 1,000 keys),
     DELAY_MS before each answer; as Origin for a contestant: url,
-    tilefs_args(), offset(), since(). Its keys are environment()'s."""
+    tilefs_args(), offset(), since(). Its keys are environment()'s. With
+    SYNTH ("GROUPS,PATCHES,SIZE"), ROOT is not read: the store makes up its
+    tree (sigv4_store.py's SIGV4_SYNTH)."""
 
-    def __init__(self, root, delay_ms, scratch):
-        self.root, self.delay_ms = root, delay_ms
+    def __init__(self, root, delay_ms, scratch, synth=None):
+        self.root, self.delay_ms, self.synth = root, delay_ms, synth
         self.log = os.path.join(scratch, "sigv4_store.log")
         self.url = "s3://eo"
         self.proc = None
@@ -277,6 +279,8 @@ class S3Store:
     def start(self):
         open(self.log, "w").close()
         env = dict(os.environ, SIGV4_DELAY_MS=str(self.delay_ms))
+        if self.synth:
+            env["SIGV4_SYNTH"] = self.synth
         lib = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib")
         self.proc = subprocess.Popen([sys.executable, os.path.join(lib, "sigv4_store.py"),
                                       self.root, self.log], stdout=subprocess.PIPE, env=env,
@@ -310,7 +314,7 @@ class S3Store:
         """As Origin.since(), from the store's log (METHOD PATH "RANGE"
         STATUS BYTES HOST KEY): listings are GETs of the bucket itself."""
         t = {"requests": 0, "bytes": 0, "methods": {}, "data_gets": 0, "data_bytes": 0,
-             "again": 0}
+             "again": 0, "listings": 0}
         with open(self.log) as f:
             f.seek(off)
             lines = f.read().splitlines()
@@ -325,7 +329,9 @@ class S3Store:
             t["requests"] += 1
             t["methods"][method] = t["methods"].get(method, 0) + 1
             t["bytes"] += n
-            if method == "GET" and path not in ("/eo", "/eo/") and status in ("200", "206"):
+            if method == "GET" and path in ("/eo", "/eo/"):
+                t["listings"] += 1
+            elif method == "GET" and status in ("200", "206"):
                 t["data_gets"] += 1
                 t["data_bytes"] += n
         return t
