@@ -23,14 +23,23 @@ setup() {
 	[ -z "${LIFETIME:-}" ] || echo "$LIFETIME" >"$ID/lifetime"
 	"$PY" "$TESTS_LIB/aws_identity.py" "$ID" 2>"$T/identity.err" 3>&- &
 	IDENTITY_PID=$!
-	SIGV4_KEYS=$ID/keys.json "$PY" "$TESTS_LIB/sigv4_store.py" "$SAMPLES" "$T/store.log" \
+	start_store
+	wait_until "the identity emulator's start" test -s "$ID/port"
+	ID_URL=http://127.0.0.1:$(cat "$ID/port")
+	(cd "$SAMPLES" && find . -type f | sed 's|^\./||' | sort) >"$T/list"
+}
+
+# start_store [SECONDS]: the store, its clock SECONDS (0) ahead of ours;
+# one started before is stopped first
+start_store() {
+	[ -z "${STORE_PID:-}" ] || { kill "$STORE_PID"; wait "$STORE_PID" || true; }
+	rm -f "$T/store.port"
+	SIGV4_KEYS=$ID/keys.json SIGV4_CLOCK_AHEAD_S=${1:-0} \
+		"$PY" "$TESTS_LIB/sigv4_store.py" "$SAMPLES" "$T/store.log" \
 		>"$T/store.port" 2>"$T/store.err" 3>&- &
 	STORE_PID=$!
-	wait_until "the identity emulator's start" test -s "$ID/port"
 	wait_until "the store's start" test -s "$T/store.port"
-	ID_URL=http://127.0.0.1:$(cat "$ID/port")
 	STORE_URL=http://127.0.0.1:$(cat "$T/store.port")
-	(cd "$SAMPLES" && find . -type f | sed 's|^\./||' | sort) >"$T/list"
 }
 
 teardown() {
@@ -226,6 +235,36 @@ mount_dev() {
 	read_all || fail "a file differs after the new login"
 	grep -q "^sso presented sha256:$(sha16 sso-access-again) " "$ID/log" ||
 		fail "the new token was never sent"
+	no_issued_secret "$TILEFS_LOG"
+}
+
+@test "aws profiles: a store whose clock is 8 s ahead refuses SSO role keys before they expire: a HEAD's bare 400 renews them; once the token has expired, EACCES" {
+	echo 20 >"$ID/lifetime"
+	start_store 8
+	sso_config
+	sso_login corp "sso-access-short" "$(date -u -d '+40 seconds' +%Y-%m-%dT%H:%M:%SZ)"
+	mount_dev --log-level info
+	read_all || fail "a file differs"
+	local f deadline=$((SECONDS + 180)) out
+	f=$(head -1 "$T/list")
+	while out=$(cat "$MNT/$f" 2>&1 >/dev/null); do
+		[ "$SECONDS" -lt "$deadline" ] || fail "reads never failed once the token expired"
+		sleep 1
+	done
+	[[ $out == *"Permission denied"* ]] || fail "a read failed with: $out"
+	# the store said no more than 400 to a HEAD (no body) while our
+	# clock still held the keys good
+	[ "$(awk '$1 == "HEAD" && $4 == 400' "$T/store.log" | wc -l)" -gt 0 ] ||
+		fail "no HEAD refused: $(awk '$4 != 200 && $4 != 206' "$T/store.log")"
+	grep -q "the store refused the credentials from .* as expired or revoked; renewing them" \
+		"$TILEFS_LOG" || fail "no renewal on the refusal: $(grep -i s3: "$TILEFS_LOG")"
+	sso_login corp "sso-access-again"
+	deadline=$((SECONDS + 180))
+	until cmp -s "$SAMPLES/$f" "$MNT/$f"; do
+		[ "$SECONDS" -lt "$deadline" ] || fail "the mount did not recover after a new login"
+		sleep 1
+	done
+	read_all || fail "a file differs after the new login"
 	no_issued_secret "$TILEFS_LOG"
 }
 

@@ -27,7 +27,8 @@ identity emulator (tests/lib/aws_identity.py) issued and lists in FILE
 them with its session token, or it gets 403 InvalidAccessKeyId or
 InvalidToken; it may take the "Actions" listed with it (GET and LIST when
 none are); one whose keys are past ExpiresEpoch gets 400 ExpiredToken,
-as S3 answers.
+as S3 answers. With SIGV4_CLOCK_AHEAD_S=N too, the store's clock runs N
+seconds ahead of the machine's: it finds keys expired that much sooner.
 
 With SIGV4_DELAY_MS=N, every answer waits N ms before it is sent (a
 store's first-byte time).
@@ -89,7 +90,7 @@ def key_secret(key, token):
         if k["AccessKeyId"] == key:
             if k.get("Token") != token:
                 return None, set(), (403, "InvalidToken")
-            if time.time() >= k["ExpiresEpoch"]:
+            if time.time() + CLOCK_AHEAD_S >= k["ExpiresEpoch"]:
                 return None, set(), (400, "ExpiredToken")
             return k["SecretAccessKey"], set(k.get("Actions", ["GET", "LIST"])), None
     return None, set(), (403, "InvalidAccessKeyId")
@@ -103,6 +104,7 @@ def expected_authorization(method, host, raw_path, amz_date, token, key, secret)
 
 REGION = os.environ.get("SIGV4_REGION", "us-east-1")
 DELAY_S = int(os.environ.get("SIGV4_DELAY_MS", "0")) / 1000.0
+CLOCK_AHEAD_S = int(os.environ.get("SIGV4_CLOCK_AHEAD_S", "0"))
 
 
 SYNTH = tuple(int(v) for v in os.environ["SIGV4_SYNTH"].split(",")) \

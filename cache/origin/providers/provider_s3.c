@@ -683,8 +683,11 @@ static bool follow_region(struct s3_source *s, long status, const char *body, si
 /* S3 refuses expired or revoked temporary credentials with 400
  * ExpiredToken, InvalidToken or TokenRefreshRequired (403 for some
  * compatible servers): renewed, or refused for good when they cannot be
- * (http_rejected_fn); and a signature for another region with 400 naming
- * the region (follow_region()). */
+ * (http_rejected_fn). Its answer to a HEAD has no body to say so: a bare
+ * 400 or 403 is taken for an expiry while the keys are due for renewal
+ * (a store whose clock is ahead of ours refuses them before we see them
+ * expire), and is what it says otherwise. A signature for another region
+ * gets 400 naming the region (follow_region()). */
 static int s3_credentials_rejected(void *signer, long status, const char *body, size_t len)
 {
 	struct s3_source *s = signer;
@@ -694,11 +697,17 @@ static int s3_credentials_rejected(void *signer, long status, const char *body, 
 
 	if (follow_region(s, status, body, len))
 		return 1;
-	if ((status != 400 && status != 403) || !xml_text(doc, "Code", code, sizeof(code)))
+	if (status != 400 && status != 403)
 		return 0;
-	if (strcmp(code, "ExpiredToken") != 0 && strcmp(code, "InvalidToken") != 0 &&
-	    strcmp(code, "TokenRefreshRequired") != 0)
+	if (xml_text(doc, "Code", code, sizeof(code))) {
+		if (strcmp(code, "ExpiredToken") != 0 && strcmp(code, "InvalidToken") != 0 &&
+		    strcmp(code, "TokenRefreshRequired") != 0)
+			return 0;
+	} else if (!s->renewable || !renewal_due(&s->renewal, now)) {
+		/* an answer to HEAD names no code: taken as an expiry only
+		   while the keys are due, the store's clock may be ahead */
 		return 0;
+	}
 	if (!s->renewable)
 		return -EACCES;
 	log_warn("s3: the store refused the credentials from %s as expired or revoked; "

@@ -296,6 +296,14 @@ int renewal_get(struct renewal *r, time_t now, void *out)
 	return renewal_get_serial(r, now, out, NULL);
 }
 
+bool renewal_due(struct renewal *r, time_t now)
+{
+	pthread_mutex_lock(&r->lock);
+	bool due = r->expires && now >= renew_at(r->obtained, r->expires);
+	pthread_mutex_unlock(&r->lock);
+	return due;
+}
+
 uint64_t renewal_serial(struct renewal *r)
 {
 	pthread_mutex_lock(&r->lock);

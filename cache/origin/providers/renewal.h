@@ -122,6 +122,9 @@ time_t renew_at(time_t obtained, time_t expires);
 int renewal_get(struct renewal *r, time_t now, void *out);
 int renewal_get_serial(struct renewal *r, time_t now, void *out, uint64_t *serial);
 
+/* Is R's credential in place due for renewal at NOW (or expired)? */
+bool renewal_due(struct renewal *r, time_t now);
+
 /* The serial of R's credential in place now (see the head of this file). */
 uint64_t renewal_serial(struct renewal *r);
 
