@@ -138,6 +138,13 @@ static void ahead_list(struct namespace *ns, struct ns_node *n)
 	bool fresh = false;
 	if (n->listed || n->busy || !ns_in_tree(n))
 		return;
+	if (n->parent && n->parent->keys_per_dir && !n->nchildren) {
+		/* with the folders after it, in one listing */
+		if (ns_dir_list_run(ns, n) != 0)
+			log_debug("listing ahead of a run from %s failed; its readers will list it",
+				  n->name);
+		return;
+	}
 	if (ns_dir_refresh(ns, n, true, &fresh) == 0 && fresh)
 		ns_ahead_queue(ns, n, false);
 }

@@ -10,7 +10,9 @@
  * for a listing made ahead of the readers) or half the bound on names. The keys it has then are all those before the last one, in the
  * store's order, so each folder it saw is whole except the last key's
  * folder and that folder's ancestors: those are left to their own
- * listings, the rest counts as listed.
+ * listings, the rest counts as listed. Those left are wide: the keys a
+ * folder of each held, as far as listed, sizes the runs its folders are
+ * listed in (listing.c).
  */
 #include "cache/namespace/namespace_int.h"
 #include "cache/namespace/namespace.h"
@@ -128,6 +130,28 @@ static int place(struct namespace *ns, struct ns_deep *out, struct deep_entry *e
 	}
 }
 
+/* The files at any depth below N. */
+static size_t files_below(const struct ns_node *n)
+{
+	size_t files = 0;
+	for (size_t i = 0; i < n->nchildren; i++)
+		files += n->children[i]->is_dir ? files_below(n->children[i]) : 1;
+	return files;
+}
+
+/* The keys a folder of N held, on average, as far as listed (at least 1;
+ * 0 if N has no folder). */
+static uint32_t keys_per_dir(const struct ns_node *n)
+{
+	size_t dirs = 0;
+	for (size_t i = 0; i < n->nchildren; i++)
+		dirs += n->children[i]->is_dir;
+	if (!dirs)
+		return 0;
+	size_t keys = files_below(n) / dirs;
+	return keys < 1 ? 1 : keys > UINT32_MAX ? UINT32_MAX : (uint32_t)keys;
+}
+
 void ns_deep_free(struct namespace *ns, struct ns_deep *d)
 {
 	if (d->top)
@@ -136,13 +160,14 @@ void ns_deep_free(struct namespace *ns, struct ns_deep *d)
 	*d = (struct ns_deep){ 0 };
 }
 
-int ns_deep_fetch(struct namespace *ns, const char *dir_path, int pages, bool ahead,
-		  struct ns_deep *out)
+int ns_deep_fetch(struct namespace *ns, const char *dir_path, const char *names, int pages,
+		  bool ahead, struct ns_deep *out)
 {
 	struct deep_list l = { .max = ns->max_names / 2 };
 	*out = (struct ns_deep){ 0 };
-	struct ns_pages p = { .deep = true, .background = ahead, .max_pages = pages,
-			      .add = deep_add, .arg = &l };
+	names = names ? names : "";
+	struct ns_pages p = { .deep = true, .names = names, .background = ahead,
+			      .max_pages = pages, .add = deep_add, .arg = &l };
 	int err = ns_pages_fetch(ns, dir_path, &p);
 	if (err && err != -E2BIG && err != -EFBIG)	/* the first ones, on a bound */
 		goto out;
@@ -159,19 +184,23 @@ int ns_deep_fetch(struct namespace *ns, const char *dir_path, int pages, bool ah
 	for (size_t i = 0; i < l.n && !err; i++)
 		err = place(ns, out, &l.v[i]);
 	if (!err && !whole && last) {
-		/* the last key's folders may have more keys after it */
+		/* the last key's folders may have more keys after it: wide */
 		struct ns_node *dir = out->top;
+		dir->keys_per_dir = keys_per_dir(dir);
 		for (char *part = last, *slash; dir && (slash = strchr(part, '/')); part = slash + 1) {
 			*slash = '\0';
 			dir = ns_child_find(dir, part, NULL);
 			for (size_t i = 0; dir && i < out->ndirs; i++)
 				if (out->dirs[i] == dir)
 					out->dirs[i] = NULL;
+			if (dir)
+				dir->keys_per_dir = keys_per_dir(dir);
 		}
 	}
 	out->whole = whole;
 	free(last);
-	log_debug("listed /%s deep: %zu names%s", dir_path, l.n, whole ? "" : " (the first ones)");
+	log_debug("listed /%s%s%s%s deep: %zu names%s", dir_path, dir_path[0] && names[0] ? "/" : "",
+		  names, names[0] ? "*" : "", l.n, whole ? "" : " (the first ones)");
 out:
 	for (size_t i = 0; i < l.n; i++) {
 		free(l.v[i].path);

@@ -26,6 +26,9 @@
 				   (8,000 keys of S3's pages: a folder of 2,000
 				   patches of four files whole) */
 #define MAX_PAGES 100000
+#define RUN_KEYS 2000		/* keys a run of a wide folder's folders is sized
+				   for (ns_dir_list_run()): two pages of S3's;
+				   it takes DEEP_PAGES_AHEAD at most */
 
 
 struct listing {
@@ -131,33 +134,42 @@ static bool answer_stale(struct namespace *ns, const char *dir_path)
 	return stale;
 }
 
+/* Move the children of FROM, a folder listed deep and still detached,
+ * under DIR, which has none; ns->lock held. */
+static void adopt(struct ns_node *dir, struct ns_node *from)
+{
+	dir->children = from->children;
+	dir->nchildren = from->nchildren;
+	from->children = NULL;
+	from->nchildren = 0;
+	for (size_t i = 0; i < dir->nchildren; i++)
+		dir->children[i]->parent = dir;
+}
+
+/* DIR's names are all there, as listed at NOW; ns->lock held. */
+static void mark_listed(struct namespace *ns, struct ns_node *dir, time_t now)
+{
+	if (dir->dropped)
+		clock_gettime(CLOCK_REALTIME, &dir->changed_at);
+	dir->dropped = false;
+	dir->listed = true;
+	dir->listed_at = now;
+	count_bytes(ns, dir);
+}
+
 /* DIR, never listed, is a folder of no child yet, busy: put the subtree D
  * listed deep under it, count its folders listed whole as listed (DIR
- * too, if D is whole). ns->lock held. */
+ * too, if D is whole; if not, DIR is wide). ns->lock held. */
 static void deep_attach(struct namespace *ns, struct ns_node *dir, struct ns_deep *d)
 {
 	time_t now = time(NULL);
-	dir->children = d->top->children;
-	dir->nchildren = d->top->nchildren;
-	d->top->children = NULL;
-	d->top->nchildren = 0;
-	for (size_t i = 0; i < dir->nchildren; i++)
-		dir->children[i]->parent = dir;
-	for (size_t i = 0; i < d->ndirs; i++) {
-		if (!d->dirs[i])
-			continue;
-		d->dirs[i]->listed = true;
-		d->dirs[i]->listed_at = now;
-		count_bytes(ns, d->dirs[i]);
-	}
-	if (d->whole) {
-		if (dir->dropped)
-			clock_gettime(CLOCK_REALTIME, &dir->changed_at);
-		dir->dropped = false;
-		dir->listed = true;
-		dir->listed_at = now;
-		count_bytes(ns, dir);
-	}
+	dir->keys_per_dir = d->top->keys_per_dir;
+	adopt(dir, d->top);
+	for (size_t i = 0; i < d->ndirs; i++)
+		if (d->dirs[i])
+			mark_listed(ns, d->dirs[i], now);
+	if (d->whole)
+		mark_listed(ns, dir, now);
 	ns_deep_free(ns, d);
 }
 
@@ -183,7 +195,8 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir, bool ahea
 
 	struct ns_deep d = { 0 };
 	int err = 0;
-	if (deep && ns_deep_fetch(ns, path, ahead ? DEEP_PAGES_AHEAD : DEEP_PAGES, ahead, &d) == 0) {
+	if (deep &&
+	    ns_deep_fetch(ns, path, NULL, ahead ? DEEP_PAGES_AHEAD : DEEP_PAGES, ahead, &d) == 0) {
 		pthread_mutex_lock(&ns->lock);
 		deep_attach(ns, dir, &d);
 		if (dir->listed) {
@@ -285,3 +298,114 @@ int ns_dir_refresh(struct namespace *ns, struct ns_node *dir, bool ahead, bool *
 	return err;
 }
 
+
+/* The length of the prefix of the name of DIR's child POS that the child
+ * before it does not share, lengthened until at most MAX children from
+ * POS on share it (or it is the whole name); *END: the first child after
+ * them. ns->lock held. */
+static size_t run_prefix(const struct ns_node *dir, size_t pos, size_t max, size_t *end)
+{
+	const char *name = dir->children[pos]->name;
+	size_t len = strlen(name), n = 0;
+	if (pos > 0)	/* the names are sorted and differ: NAME goes on past */
+		for (const char *prev = dir->children[pos - 1]->name; prev[n] == name[n]; n++)
+			;
+	for (n++;; n++) {
+		size_t j = pos + 1;
+		while (j < dir->nchildren && strncmp(dir->children[j]->name, name, n) == 0)
+			j++;
+		if (j - pos <= max || n >= len) {
+			*end = j;
+			return n;
+		}
+	}
+}
+
+/* Put the folders of RUN (N of DIR's, sorted, busy) that D lists whole
+ * in the tree, with the folders below them it lists whole. ns->lock
+ * held. */
+static void run_attach(struct namespace *ns, struct ns_node *dir, struct ns_node **run, size_t n,
+		       struct ns_deep *d)
+{
+	time_t now = time(NULL);
+	for (size_t i = 0; i < d->ndirs; i++) {
+		struct ns_node *x = d->dirs[i];
+		if (!x || x->parent != d->top)
+			continue;
+		struct ns_node **live = bsearch(&x, run, n, sizeof(*run), by_name);
+		if (live && !(*live)->nchildren && ns_in_tree(*live)) {
+			adopt(*live, x);
+			mark_listed(ns, *live, now);
+		}
+	}
+	for (size_t i = 0; i < d->ndirs; i++) {	/* below them: those moved */
+		struct ns_node *x = d->dirs[i], *up = x;
+		if (!x || x->parent == d->top)
+			continue;
+		while (up->parent && up->parent != d->top && up->parent != dir)
+			up = up->parent;
+		if (up->parent == dir)
+			mark_listed(ns, x, now);
+	}
+	ns_deep_free(ns, d);
+}
+
+/* ns_dir_list_run()'s listing of one run, from FIRST, a folder of DIR;
+ * *NEXT: the first of the run's folders it left unlisted (NULL: none),
+ * which stays in the tree while ns->lock is held. */
+static int list_run(struct namespace *ns, struct ns_node *dir, struct ns_node *first,
+		    struct ns_node **next)
+{
+	size_t pos, end;
+	*next = NULL;
+	if (ns_child_find(dir, first->name, &pos) != first)
+		return -ENOENT;
+	size_t max = RUN_KEYS / dir->keys_per_dir;
+	size_t len = run_prefix(dir, pos, max ? max : 1, &end);
+	struct ns_node **run = malloc((end - pos) * sizeof(*run));
+	char *path = ns_node_path(dir), *names = strndup(first->name, len);
+	int err = -ENOMEM;
+	if (!run || !path || !names)
+		goto out;
+	size_t n = 0;
+	for (size_t i = pos; i < end; i++) {
+		struct ns_node *c = dir->children[i];
+		if (c->is_dir && !c->listed && !c->busy && !c->fixed && !c->nchildren) {
+			c->busy = true;
+			ns_node_hold(c, 1);
+			run[n++] = c;
+		}
+	}
+	pthread_mutex_unlock(&ns->lock);
+	struct ns_deep d;
+	err = ns_deep_fetch(ns, path, names, DEEP_PAGES_AHEAD, true, &d);
+	pthread_mutex_lock(&ns->lock);
+	if (!err) {
+		run_attach(ns, dir, run, n, &d);
+		ns_names_shed(ns);
+	}
+	for (size_t i = 0; i < n; i++) {
+		run[i]->busy = false;
+		ns_node_hold(run[i], -1);
+		if (!*next && !run[i]->listed && ns_in_tree(run[i]))
+			*next = run[i];
+	}
+	pthread_cond_broadcast(&ns->done);
+out:
+	free(names);
+	free(path);
+	free(run);
+	return err;
+}
+
+int ns_dir_list_run(struct namespace *ns, struct ns_node *first)
+{
+	struct ns_node *dir = first->parent, *next;
+	if (!dir || !dir->keys_per_dir)
+		return -ENOENT;
+	int err;
+	/* a run its pages could not hold whole: the rest in runs of their own */
+	while (!(err = list_run(ns, dir, first, &next)) && next && next != first)
+		first = next;
+	return err;
+}

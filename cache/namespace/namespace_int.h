@@ -81,6 +81,11 @@ struct ns_node {
 	bool busy;			/* a thread lists it (or validates a file),
 					 * ns->lock dropped; others wait on ns->done */
 	bool dropped;			/* its listing was dropped (ns_names_shed()) */
+	uint32_t keys_per_dir;		/* wide: a deep listing of it or above it
+					 * stopped at its bound within it, having
+					 * shown this many keys a folder of it; its
+					 * folders are then listed a run at a time
+					 * (ns_dir_list_run()). 0: not wide */
 	uint64_t used;			/* ns->uses when last listed or looked in */
 	time_t listed_at;
 	struct timespec changed_at;	/* its names may have changed since (ns_attr);
@@ -196,6 +201,7 @@ int ns_file_validate_held(struct namespace *ns, struct ns_node *n, bool backgrou
 /* What ns_pages_fetch() lists and where its entries go. */
 struct ns_pages {
 	bool deep;			/* every key below (source_lists_deep()) */
+	const char *names;		/* deep: only paths that start so (NULL: all) */
 	bool stale_ok;			/* the last listing can stand in: an origin
 					   found down is not retried (http.h) */
 	bool background;		/* made ahead of the readers: its requests
@@ -220,14 +226,16 @@ struct ns_deep {
 	struct ns_node **dirs;		/* its folders, NULL for those not
 					   listed whole (more keys may follow) */
 	size_t ndirs;
-	bool whole;			/* every key below was listed */
+	bool whole;			/* every key below was listed; if not, the
+					   last key's folders, top too, are wide */
 };
 /* List every key below DIR_PATH at once (source_lists_deep() must be
- * true), in PAGES pages at most, into OUT, with no lock: 0, or the error
- * of a page (OUT empty). AHEAD: in the background (struct ns_pages).
- * Frees with ns_deep_free(). */
-int ns_deep_fetch(struct namespace *ns, const char *dir_path, int pages, bool ahead,
-		  struct ns_deep *out);
+ * true), or those whose path below it starts with NAMES (NULL: all), in
+ * PAGES pages at most, into OUT, with no lock: 0, or the error of a page
+ * (OUT empty). AHEAD: in the background (struct ns_pages). Frees with
+ * ns_deep_free(). */
+int ns_deep_fetch(struct namespace *ns, const char *dir_path, const char *names, int pages,
+		  bool ahead, struct ns_deep *out);
 void ns_deep_free(struct namespace *ns, struct ns_deep *d);
 
 /* listing.c */
@@ -238,6 +246,14 @@ void ns_deep_free(struct namespace *ns, struct ns_deep *d);
  * store can (deep.c), taking fewer pages AHEAD of the readers. ns->lock
  * held (dropped while fetching). */
 int ns_dir_refresh(struct namespace *ns, struct ns_node *dir, bool ahead, bool *fresh);
+/* FIRST, a folder never listed of a wide folder (keys_per_dir), and the
+ * never-listed folders after it whose names share a prefix (as many as
+ * two pages of keys hold, by keys_per_dir): list them in one deep
+ * listing of a few pages, in the background, each busy meanwhile; those
+ * it lists whole count as listed, the rest go on in runs of their own
+ * while a run lists any. ns->lock held (dropped while fetching). 0 or the
+ * listing's -errno. */
+int ns_dir_list_run(struct namespace *ns, struct ns_node *first);
 /* Tell the cache how many bytes the listings so far show; ns->lock held. */
 void ns_tell_cache_bytes(struct namespace *ns);
 

@@ -19,14 +19,16 @@ int ns_pages_fetch(struct namespace *ns, const char *dir_path, struct ns_pages *
 	char *cursor = NULL;
 	int err = 0, pages = 0;
 	char log_name[512];
-	snprintf(log_name, sizeof(log_name), "listing of %s/%s", p->deep ? "all below " : "",
-		 dir_path);
+	const char *names = p->names ? p->names : "";
+	snprintf(log_name, sizeof(log_name), "listing of %s/%s%s%s%s", p->deep ? "all below " : "",
+		 dir_path, dir_path[0] && names[0] ? "/" : "", names, names[0] ? "*" : "");
 	do {
 		if (++pages > p->max_pages) {
 			err = -E2BIG;
 			break;
 		}
-		char *url = p->deep ? source_deep_listing_url(ns->src, dir_path, cursor) :
+		char *url = p->deep ? source_deep_listing_url(ns->src, dir_path,
+							      names, cursor) :
 				      source_listing_url(ns->src, dir_path, cursor);
 		char *next = NULL;
 		if (!url) {

@@ -55,9 +55,10 @@ listings() {
 	esac
 }
 
-# names_match: find over the mount names what the tree holds, no more
+# names_match [DIR]: find over the mount (or DIR in it) names what the
+# tree holds, no more
 names_match() {
-	diff <(cd "$TREE" && find . | sort) <(cd "$MNT" && find . | sort) >&2 ||
+	diff <(cd "$TREE" && find . | sort) <(cd "${1:-$MNT}" && find . | sort) >&2 ||
 		fail "the mount's names differ from the origin's"
 }
 
@@ -84,53 +85,93 @@ names_match() {
 	assert_eq "$(s3_data_gets)" 0 "ranged GETs after the remount"
 }
 
-@test "deep listing: past the pages one listing may take (--page-size 10), the folders it saw whole are listed, the rest one by one; every name and byte right" {
-	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --page-size 10
-	names_match
-	cmp_tree "$TREE" "$MNT"
+# runs_listed PREFIX...: the daemon's log says each run of root folders
+# named PREFIX* was listed deep (ahead of the readers; it is in the tree
+# once the line is written, or busy: a reader waits for it)
+runs_listed() {
+	local p
+	for p in "$@"; do
+		grep -q "listed /$p\* deep: " "$TILEFS_LOG" || return 1
+	done
+}
+
+# own_listings FROM TO: the deep listings of a single folder pFROM..pTO
+# asked (a folder listed on its own, not in a run)
+own_listings() {
+	local i n=0
+	for ((i = $1; i <= $2; i++)); do
+		n=$((n + $(grep -ac "prefix=data%2Fp$(printf %04d "$i")%2F" "$S3_LOG" || true)))
+	done
+	echo "$n"
+}
+
+@test "deep listing: past the pages one listing may take (--page-size 10), the folders it saw whole are listed; those after, listed ahead a run of names at a time; every name and byte right" {
+	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --page-size 10 \
+		--log-level debug
+	# 32 deep pages of 10 keys: index.txt and p0000-p0105 whole, p0106
+	# seen in part; a reader entering p0106 lists it one level
+	ls "$MNT/p0106" >/dev/null
+	# the folders after it, listed ahead: p0107, p0108 and p0109 alone (each
+	# shares all but its last digit with the one before), then p0110-p0119
+	# in one listing of the names p011*, three pages
+	wait_until "the runs after p0106 listed" runs_listed p0107 p0108 p0109 p011
 	echo "deep pages: $(listings deep), one-level pages: $(listings one)" >&2
-	# 32 deep pages of 10 keys: index.txt and p0000-p0105 whole, never
-	# listed again; the root, p0106 (seen in part) and the folders after
-	# it listed on their own, a page each
 	local i
 	for ((i = 0; i < 106; i++)); do
-		! grep -aq "prefix=data%2Fp$(printf %04d "$i")%2F" "$S3_LOG" ||
+		! grep -aq "prefix=data%2Fp$(printf %04d "$i")" "$S3_LOG" ||
 			fail "p$(printf %04d "$i"), listed whole, was listed again"
 	done
-	assert_eq "$(listings deep)" $((32 + FOLDERS - 107)) "deep listing pages"
+	assert_eq "$(grep -ac 'prefix=data%2Fp011&' "$S3_LOG")" 3 "pages of the run p011*"
+	assert_eq "$(listings deep)" $((32 + 3 + 3)) "deep listing pages"
 	assert_eq "$(listings one)" 2 "one-level listings (the root, p0106)"
+	names_match
+	cmp_tree "$TREE" "$MNT"
+	assert_eq "$(listings)" $((32 + 3 + 3 + 2)) "listings after find and reads"
+	assert_eq "$(own_listings 107 119)" 0 "folders after p0106 listed on their own"
 }
 
-# all_listed FROM TO: every folder pFROM..pTO has had a listing asked
-all_listed() {
-	local i
-	for ((i = $1; i <= $2; i++)); do
-		grep -aq "prefix=data%2Fp$(printf %04d "$i")%2F" "$S3_LOG" || return 1
-	done
-}
-
-@test "deep listing: folders listed ahead of a reader take eight deep pages each at most (--page-size 1), then one level; every name right" {
-	# a folder of 12 files beside the patches, after them in key order
+@test "deep listing: the folders beside a reader's, in a folder too wide for one listing (--page-size 4), are listed ahead in runs of eight deep pages at most; every name right" {
+	# a folder of 40 files beside the patches, after them in key order
 	mkdir -p "$TREE/wide"
-	local i deep
-	for ((i = 0; i < 12; i++)); do
+	local i
+	for ((i = 0; i < 40; i++)); do
 		echo "wide $i" >"$TREE/wide/f$(printf %02d "$i").txt"
 	done
 	s3_upload "$TREE/wide" data/wide
-	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --page-size 1
-	# the root's 32 pages of one key: index.txt and p0000-p0009 whole;
-	# a reader entering p0100 has the folders beside it listed ahead
+	tilefs_mount "s3://$S3_BUCKET/data" "$MNT" --endpoint "$S3_ENDPOINT" --page-size 4 \
+		--log-level debug
+	# the root's 32 pages of 4 keys: index.txt and p0000-p0041 whole, p0042
+	# in part; a reader entering p0100 has the folders beside it listed
+	# ahead: p0043-p0049 and p0101-p0109 alone, p005*-p009* and p011* ten
+	# folders a listing, w* (wide/) cut at eight pages and left to its reader
 	ls "$MNT/p0100" >/dev/null
-	wait_until "every folder beside p0100 listed ahead" all_listed 11 119
-	wait_until "wide/ listed ahead" grep -aq "prefix=data%2Fwide%2F" "$S3_LOG"
-	for ((i = 11; i < FOLDERS; i++)); do
-		[ "$i" = 100 ] && continue
-		deep=$(grep -a "prefix=data%2Fp$(printf %04d "$i")%2F" "$S3_LOG" | grep -avc 'delimiter=' || true)
-		[ "$deep" -le 3 ] || fail "p$(printf %04d "$i") (3 keys), listed ahead, took $deep deep pages"
+	local runs=(p0043 p0044 p0045 p0046 p0047 p0048 p0049 p005 p006 p007 p008 p009
+		    p0101 p0102 p0103 p0104 p0105 p0106 p0107 p0108 p0109 p011 w)
+	wait_until "every run beside p0100 listed ahead" runs_listed "${runs[@]}"
+	wait_until "p0042 listed ahead, one level" grep -aq "delimiter=%2F.*prefix=data%2Fp0042%2F\|prefix=data%2Fp0042%2F.*delimiter=%2F" "$S3_LOG"
+	assert_eq "$(grep -ac 'prefix=data%2Fw&' "$S3_LOG")" 8 "deep pages of the run w*, ahead"
+	for ((i = 5; i <= 9; i++)); do
+		assert_eq "$(grep -ac "prefix=data%2Fp00$i&" "$S3_LOG")" 8 "pages of the run p00$i*"
 	done
+	assert_eq "$(own_listings 43 119)" 1 "folders listed on their own (p0100, by its reader)"
+	local before
+	before=$(listings)
 	names_match
-	# its 12 keys: 8 deep pages, then a listing of its own level
-	deep=$(grep -a "prefix=data%2Fwide%2F" "$S3_LOG" | grep -avc 'delimiter=' || true)
-	assert_eq "$deep" 8 "deep pages of wide/, listed ahead"
 	cmp_tree "$TREE" "$MNT"
+	# wide/, cut, is listed by its reader: its 40 keys, ten pages
+	assert_eq "$(grep -ac 'prefix=data%2Fwide%2F' "$S3_LOG")" 10 "pages of wide/, by its reader"
+	assert_eq "$(listings)" $((before + 10)) "listings during find"
+}
+
+@test "deep listing: a folder the root's deep listing saw in part (the bucket mounted, --page-size 10) is wide too: the folders beside a reader's are listed ahead in runs" {
+	tilefs_mount "s3://$S3_BUCKET" "$MNT" --endpoint "$S3_ENDPOINT" --page-size 10 \
+		--log-level debug
+	# the root's 32 deep pages: data/index.txt and data/p0000-p0105 whole;
+	# data/ and data/p0106 seen in part, each listed one level when entered
+	ls "$MNT/data/p0106" >/dev/null
+	wait_until "the runs after p0106 listed" runs_listed data/p0107 data/p0108 data/p0109 data/p011
+	assert_eq "$(grep -ac 'prefix=data%2Fp011&' "$S3_LOG")" 3 "pages of the run data/p011*"
+	names_match "$MNT/data"
+	assert_eq "$(own_listings 107 119)" 0 "folders after p0106 listed on their own"
+	assert_eq "$(listings deep)" $((32 + 3 + 3)) "deep listing pages"
 }

@@ -11,7 +11,8 @@ step timed, through one mount with default options on an empty cache:
 
   list   `find` over the whole tree: seconds, names (checked against the
          tree's count), listing requests (the mount's own included), the
-         daemon's RSS after it
+         daemon's RSS after it (not with --no-find: the reads come first,
+         as a data loader's first epoch would)
   read   READS random files read whole by 8 threads, each checked
          against the bytes the store made: files/s, GETs
   warm   `tilefs warm --from-file` of WARM other random files into the
@@ -110,6 +111,8 @@ def main():
     ap.add_argument("--find-timeout", type=int, default=1200,
                     help="seconds find may take before it is stopped (a slow step, not a "
                     "failure) [1200]")
+    ap.add_argument("--no-find", dest="find", action="store_false",
+                    help="read right after the mount, as a data loader's first epoch would")
     ap.add_argument("--mount-args", default="", help="more options of tilefs mount")
     ap.add_argument("--keep", action="store_true", help="keep the scratch dir (logs)")
     ap.add_argument("--json", help="also write the result here")
@@ -143,23 +146,24 @@ def main():
                 scratch, "tilefs.log"))
         res["mount_s"] = time.time() - t0
         res["rss_mounted_mb"] = status(daemon.pid)["VmRSS"]
-        log("find over %d names, %d ms a request" % (want_names, a.delay_ms))
-        off = 0		# (the mount's own listing counts)
-        t0 = time.time()
-        try:
-            out = subprocess.run(["find", mnt], capture_output=True, text=True, check=True,
-                                 timeout=a.find_timeout)
-            res["found"] = len(out.stdout.splitlines()) - 1
-            if res["found"] != want_names:
-                res["ok"] = False
-        except subprocess.TimeoutExpired:
-            res["found"] = None
-            log("find: stopped after %d s" % a.find_timeout)
-        res["list_s"] = time.time() - t0
-        res["list_requests"] = requests(store, off)
-        res["rss_listed_mb"] = status(daemon.pid)
-        log("find: %.1f s, %s names, requests (lists, GETs, HEADs) %s, RSS %s" % (
-            res["list_s"], res["found"], res["list_requests"], res["rss_listed_mb"]))
+        if a.find:
+            log("find over %d names, %d ms a request" % (want_names, a.delay_ms))
+            off = 0		# (the mount's own listing counts)
+            t0 = time.time()
+            try:
+                out = subprocess.run(["find", mnt], capture_output=True, text=True, check=True,
+                                     timeout=a.find_timeout)
+                res["found"] = len(out.stdout.splitlines()) - 1
+                if res["found"] != want_names:
+                    res["ok"] = False
+            except subprocess.TimeoutExpired:
+                res["found"] = None
+                log("find: stopped after %d s" % a.find_timeout)
+            res["list_s"] = time.time() - t0
+            res["list_requests"] = requests(store, off)
+            res["rss_listed_mb"] = status(daemon.pid)
+            log("find: %.1f s, %s names, requests (lists, GETs, HEADs) %s, RSS %s" % (
+                res["list_s"], res["found"], res["list_requests"], res["rss_listed_mb"]))
         rng = random.Random(a.seed)
         picked = rng.sample(range(nkeys), min(nkeys, a.reads + a.warm))
         reads = [key_of(i, a.patches) for i in picked[:a.reads]]

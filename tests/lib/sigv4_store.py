@@ -127,26 +127,17 @@ def synth_key(i):
 
 
 def synth_range(prefix):
-    """[lo, hi) of the indexes of the keys below folder PREFIX ("", "gNNN/"
-    or "gNNN/S2A_patch_NNNNNNN/"); (0, 0) if it is no folder of the tree."""
-    m = re.fullmatch(r"(?:g(\d{3})/(?:S2A_patch_(\d{7})/)?)?", prefix)
-    n = len(BANDS)
-    if not m:
-        return 0, 0
-    g, p = (int(v) if v is not None else None for v in m.groups())
-    if g is None:
-        return 0, SYNTH[0] * SYNTH[1] * n
-    if g >= SYNTH[0] or (p is not None and p // SYNTH[1] != g):
-        return 0, 0
-    if p is None:
-        return g * SYNTH[1] * n, (g + 1) * SYNTH[1] * n
-    return p * n, (p + 1) * n
+    """[lo, hi) of the indexes of the keys that start with PREFIX (keys
+    in key order are in index order)."""
+    keys = range(SYNTH[0] * SYNTH[1] * len(BANDS))
+    lo = bisect.bisect_left(keys, prefix, key=synth_key)
+    return lo, bisect.bisect_left(keys, prefix + "\U0010ffff", lo=lo, key=synth_key)
 
 
 def synth_names(prefix, delimited, after, n):
-    """At most N names below folder PREFIX after the relative name AFTER,
-    in order: DELIMITED, the names right below it (a folder's with "/");
-    else every key below it, relative to PREFIX."""
+    """At most N names of keys that start with PREFIX after the relative
+    name AFTER, in order: DELIMITED, up to the next "/" (a folder's with
+    it); else every key, relative to PREFIX."""
     lo, hi = synth_range(prefix)
     if lo == hi:
         return []
@@ -254,27 +245,31 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.answer(200, {"ETag": etag}, data)
 
     def listing(self, prefix, delimited, max_keys, after):
-        """ListObjectsV2 of the directory PREFIX names ("" or "a/b/"):
-        DELIMITED, its names; else every key below it, in key order; at
-        most MAX_KEYS of them, those after the key AFTER ("": from the
-        first)."""
+        """ListObjectsV2 of the keys that start with PREFIX ("", "a/b/" or
+        "a/b/c", as S3 takes any): DELIMITED, the names up to the next "/"
+        (a folder's with it); else every key, in key order; at most
+        MAX_KEYS of them, those after the name AFTER ("": from the first),
+        names relative to PREFIX."""
         if SYNTH:
             return self.synth_listing(prefix, delimited, max_keys, after)
-        d = os.path.join(ROOT, prefix)
+        base = prefix[:prefix.rfind("/") + 1]      # the folder PREFIX is in
+        d = os.path.join(ROOT, base)
         if delimited:
-            names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+            keys = [base + n + ("/" if os.path.isdir(os.path.join(d, n)) else "")
+                    for n in (os.listdir(d) if os.path.isdir(d) else [])]
         else:
-            names = sorted(os.path.relpath(os.path.join(top, f), d)
-                           for top, _, files in os.walk(d) for f in files)
+            keys = [base + os.path.relpath(os.path.join(top, f), d)
+                    for top, _, files in os.walk(d) for f in files]
+        names = sorted(k[len(prefix):] for k in keys if k.startswith(prefix))
         names = [n for n in names if n > after][:max(1, max_keys) + 1]
         truncated = len(names) > max(1, max_keys)
         names = names[:max(1, max_keys)]
         rows = []
         for name in names:
-            full = os.path.join(d, name)
+            full = os.path.join(ROOT, prefix + name)
             key = urllib.parse.quote(prefix + name)
-            if os.path.isdir(full):
-                rows.append(f"<CommonPrefixes><Prefix>{key}/</Prefix></CommonPrefixes>")
+            if name.endswith("/"):
+                rows.append(f"<CommonPrefixes><Prefix>{key}</Prefix></CommonPrefixes>")
                 continue
             data = open(full, "rb").read()
             modified = datetime.datetime.fromtimestamp(os.stat(full).st_mtime,

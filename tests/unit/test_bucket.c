@@ -63,8 +63,11 @@ int main(void)
 	CHECK(strcmp(url, "http://h/eo/p/a%20b/c%2Bd.tif") == 0, "object URL: %s", url);
 	free(url);
 	char dp[64];
-	bucket_dir_prefix("p/", "d", dp, sizeof(dp));
+	bucket_dir_prefix("p/", "d", "", dp, sizeof(dp));
 	CHECK(strcmp(dp, "p/d/") == 0, "directory prefix");
+	CHECK(bucket_dir_prefix("p/", "d", "S2A_01", dp, sizeof(dp)) && strcmp(dp, "p/d/S2A_01") == 0,
+	      "a run of a directory's names: %s", dp);
+	CHECK(!bucket_dir_prefix("p/", "d", "S2A_01", dp, 10), "a prefix that does not fit");
 	url = bucket_listing_url("http://h/eo", "delimiter=%2F", "p/d/", "max-keys", 0, "marker",
 				 NULL);
 	CHECK(strcmp(url, "http://h/eo?delimiter=%2F&prefix=p%2Fd%2F") == 0, "listing URL: %s", url);

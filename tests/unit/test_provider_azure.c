@@ -295,9 +295,13 @@ static void test_listing(void)
 
 	/* listed deep (no delimiter): every blob below, paths, a marker a folder */
 	CHECK(source_lists_deep(src), "Azure lists deep");
-	char *url = source_deep_listing_url(src, "eo", NULL);
+	char *url = source_deep_listing_url(src, "eo", "", NULL);
 	CHECK(url && strstr(url, "&prefix=top/eo/") && !strstr(url, "delimiter"),
 	      "deep listing URL: %s", url ? url : "(none)");
+	free(url);
+	url = source_deep_listing_url(src, "eo", "S2A_01", NULL);
+	CHECK(url && strstr(url, "&prefix=top/eo/S2A_01") && !strstr(url, "delimiter"),
+	      "deep listing URL of a run of names: %s", url ? url : "(none)");
 	free(url);
 	static const char deep[] = "<EnumerationResults><Blobs>"
 				   "<Blob><Name>top/eo/p1/</Name></Blob>"

@@ -60,9 +60,11 @@ char *bucket_object_url(const char *base_url, const char *prefix, const char *pa
 	return url;
 }
 
-void bucket_dir_prefix(const char *prefix, const char *dir, char *out, size_t size)
+bool bucket_dir_prefix(const char *prefix, const char *dir, const char *names, char *out,
+		       size_t size)
 {
-	snprintf(out, size, "%s%s%s", prefix, dir, dir[0] ? "/" : "");
+	int n = snprintf(out, size, "%s%s%s%s", prefix, dir, dir[0] ? "/" : "", names);
+	return n >= 0 && (size_t)n < size;
 }
 
 char *bucket_listing_url(const char *base_url, const char *fixed, const char *dir_prefix,

@@ -27,8 +27,11 @@ int bucket_parse(const char *text, size_t scheme_len, char **bucket, char **pref
 		 size_t err_size);
 /* BASE_URL + "/" + the encoded key PREFIX + PATH; caller frees. */
 char *bucket_object_url(const char *base_url, const char *prefix, const char *path);
-/* The key prefix a directory lists under: PREFIX + DIR + "/" ("" dir: PREFIX). */
-void bucket_dir_prefix(const char *prefix, const char *dir, char *out, size_t size);
+/* The key prefix a directory lists under: PREFIX + DIR + "/" ("" dir:
+ * PREFIX), + NAMES (source_deep_listing_url(); ""). False if it does not
+ * fit in SIZE bytes. */
+bool bucket_dir_prefix(const char *prefix, const char *dir, const char *names, char *out,
+		       size_t size);
 /*
  * BASE_URL + "?" + FIXED ("" or "k=v&..."), "&prefix=" + the encoded
  * DIR_PREFIX, then

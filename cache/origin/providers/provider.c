@@ -157,13 +157,14 @@ bool source_lists_deep(const struct source *src)
 	return src->provider->deep_listing_url != NULL;
 }
 
-char *source_deep_listing_url(struct source *src, const char *dir, const char *cursor)
+char *source_deep_listing_url(struct source *src, const char *dir, const char *names,
+			      const char *cursor)
 {
 	if (!source_lists_deep(src)) {
 		errno = ENOTSUP;
 		return NULL;
 	}
-	return src->provider->deep_listing_url(src, dir, cursor);
+	return src->provider->deep_listing_url(src, dir, names, cursor);
 }
 
 int source_parse_deep_listing(struct source *src, const char *dir, const char *body, size_t len,

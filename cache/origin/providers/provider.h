@@ -105,9 +105,13 @@ int source_parse_listing(struct source *src, const char *dir, const char *body, 
  * above, but each entry's name is a path below DIR ("a/b.tif", every part
  * a valid name), in the store's key order; a directory's marker object
  * ("a/") comes as a directory entry. Plain HTTP cannot: NULL, -ENOTSUP.
+ * A NAMES prefix ("" for all) lists only the paths below DIR that start
+ * so: the subtrees of a run of DIR's folders (names "S2A_patch_01", for
+ * the folders S2A_patch_0100 to S2A_patch_0199).
  */
 bool source_lists_deep(const struct source *src);
-char *source_deep_listing_url(struct source *src, const char *dir, const char *cursor);
+char *source_deep_listing_url(struct source *src, const char *dir, const char *names,
+			      const char *cursor);
 int source_parse_deep_listing(struct source *src, const char *dir, const char *body, size_t len,
 			      listing_entry_fn add, void *arg, char **next_cursor);
 /*

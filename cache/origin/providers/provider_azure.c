@@ -381,16 +381,18 @@ static char *azure_object_url(struct source *src, const char *path)
 }
 
 /* Blob names in the listing of DIR start with this; caller frees. */
-static char *listing_prefix(struct azure_source *az, const char *dir)
+static char *listing_prefix(struct azure_source *az, const char *dir, const char *names)
 {
-	return format("%s%s%s", az->prefix, dir, dir[0] ? "/" : "");
+	return format("%s%s%s%s", az->prefix, dir, dir[0] ? "/" : "", names);
 }
 
-/* List Blobs of DIR: with DEEP, every blob below it, else one level. */
-static char *listing_url(struct source *src, const char *dir, const char *cursor, bool deep)
+/* List Blobs of DIR: with DEEP, every blob below it whose path starts
+ * with NAMES, else one level. */
+static char *listing_url(struct source *src, const char *dir, const char *names,
+			 const char *cursor, bool deep)
 {
 	struct azure_source *az = (struct azure_source *)src;
-	char *prefix = listing_prefix(az, dir);
+	char *prefix = listing_prefix(az, dir, names);
 	char *enc_prefix = prefix ? url_encode(prefix, true) : NULL;
 	char *enc_cursor = cursor ? url_encode(cursor, true) : NULL;
 	char *url = NULL;
@@ -414,19 +416,20 @@ out:
 
 static char *azure_listing_url(struct source *src, const char *dir, const char *cursor)
 {
-	return listing_url(src, dir, cursor, false);
+	return listing_url(src, dir, "", cursor, false);
 }
 
-static char *azure_deep_listing_url(struct source *src, const char *dir, const char *cursor)
+static char *azure_deep_listing_url(struct source *src, const char *dir, const char *names,
+				    const char *cursor)
 {
-	return listing_url(src, dir, cursor, true);
+	return listing_url(src, dir, names, cursor, true);
 }
 
 /* A List Blobs page of DIR; DEEP: listed without delimiter. */
 static int parse_listing(struct source *src, const char *dir, bool deep, const char *body,
 			 size_t len, listing_entry_fn add, void *arg, char **next_cursor)
 {
-	char *prefix = listing_prefix((struct azure_source *)src, dir);
+	char *prefix = listing_prefix((struct azure_source *)src, dir, "");
 	int err = prefix ? azure_listing_parse(prefix, dir, deep, body, len, add, arg, next_cursor)
 			 : -ENOMEM;
 	free(prefix);

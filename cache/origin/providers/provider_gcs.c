@@ -210,23 +210,26 @@ static char *gcs_object_url(struct source *src, const char *path)
 
 /* The XML API's listing of DIR's keys: with DEEP, all below it, else one
  * level. */
-static char *listing_url(struct source *src, const char *dir, const char *cursor, bool deep)
+static char *listing_url(struct source *src, const char *dir, const char *names,
+			 const char *cursor, bool deep)
 {
 	struct gcs_source *g = (struct gcs_source *)src;
 	char prefix[4096];
-	bucket_dir_prefix(g->prefix, dir, prefix, sizeof(prefix));
+	if (!bucket_dir_prefix(g->prefix, dir, names, prefix, sizeof(prefix)))
+		return NULL;
 	return bucket_listing_url(g->base_url, deep ? "" : "delimiter=%2F", prefix, "max-keys",
 				  g->page_size, "marker", cursor);
 }
 
 static char *gcs_listing_url(struct source *src, const char *dir, const char *cursor)
 {
-	return listing_url(src, dir, cursor, false);
+	return listing_url(src, dir, "", cursor, false);
 }
 
-static char *gcs_deep_listing_url(struct source *src, const char *dir, const char *cursor)
+static char *gcs_deep_listing_url(struct source *src, const char *dir, const char *names,
+				  const char *cursor)
 {
-	return listing_url(src, dir, cursor, true);
+	return listing_url(src, dir, names, cursor, true);
 }
 
 static int gcs_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
@@ -234,7 +237,7 @@ static int gcs_parse_listing(struct source *src, const char *dir, const char *bo
 {
 	struct gcs_source *g = (struct gcs_source *)src;
 	char prefix[4096];
-	bucket_dir_prefix(g->prefix, dir, prefix, sizeof(prefix));
+	bucket_dir_prefix(g->prefix, dir, "", prefix, sizeof(prefix));
 	return bucket_listing_parse(prefix, body, len, add, arg, next_cursor);
 }
 
@@ -243,7 +246,7 @@ static int gcs_parse_deep_listing(struct source *src, const char *dir, const cha
 {
 	struct gcs_source *g = (struct gcs_source *)src;
 	char prefix[4096];
-	bucket_dir_prefix(g->prefix, dir, prefix, sizeof(prefix));
+	bucket_dir_prefix(g->prefix, dir, "", prefix, sizeof(prefix));
 	return bucket_deep_listing_parse(prefix, body, len, add, arg, next_cursor);
 }
 

@@ -47,7 +47,8 @@ struct provider {
 			     listing_entry_fn add, void *arg, char **next_cursor);
 	/* See source_lists_deep(): the listing of every key below DIR, and
 	 * its pages; NULL: the store cannot list so (plain HTTP). */
-	char *(*deep_listing_url)(struct source *src, const char *dir, const char *cursor);
+	char *(*deep_listing_url)(struct source *src, const char *dir, const char *names,
+				  const char *cursor);
 	int (*parse_deep_listing)(struct source *src, const char *dir, const char *body,
 				  size_t len, listing_entry_fn add, void *arg, char **next_cursor);
 	/* Sign each attempt of a request (see http.h); NULL: anonymous. */

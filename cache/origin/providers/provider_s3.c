@@ -493,11 +493,13 @@ static char *s3_object_url(struct source *src, const char *path)
 }
 
 /* ListObjectsV2 of DIR's keys: with DEEP, all below it, else one level. */
-static char *listing_url(struct source *src, const char *dir, const char *cursor, bool deep)
+static char *listing_url(struct source *src, const char *dir, const char *names,
+			 const char *cursor, bool deep)
 {
 	struct s3_source *s = (struct s3_source *)src;
 	char prefix[4096], base[1100];
-	bucket_dir_prefix(s->prefix, dir, prefix, sizeof(prefix));
+	if (!bucket_dir_prefix(s->prefix, dir, names, prefix, sizeof(prefix)))
+		return NULL;
 	/* virtual-hosted URLs have no path yet: the listing is of "/" */
 	size_t host_len;
 	bool bare = url_host(s->base_url, &host_len)[host_len] != '/';
@@ -509,12 +511,13 @@ static char *listing_url(struct source *src, const char *dir, const char *cursor
 
 static char *s3_listing_url(struct source *src, const char *dir, const char *cursor)
 {
-	return listing_url(src, dir, cursor, false);
+	return listing_url(src, dir, "", cursor, false);
 }
 
-static char *s3_deep_listing_url(struct source *src, const char *dir, const char *cursor)
+static char *s3_deep_listing_url(struct source *src, const char *dir, const char *names,
+				 const char *cursor)
 {
-	return listing_url(src, dir, cursor, true);
+	return listing_url(src, dir, names, cursor, true);
 }
 
 static int s3_parse_listing(struct source *src, const char *dir, const char *body, size_t len,
@@ -522,7 +525,7 @@ static int s3_parse_listing(struct source *src, const char *dir, const char *bod
 {
 	struct s3_source *s = (struct s3_source *)src;
 	char prefix[4096];
-	bucket_dir_prefix(s->prefix, dir, prefix, sizeof(prefix));
+	bucket_dir_prefix(s->prefix, dir, "", prefix, sizeof(prefix));
 	return bucket_listing_parse(prefix, body, len, add, arg, next_cursor);
 }
 
@@ -531,7 +534,7 @@ static int s3_parse_deep_listing(struct source *src, const char *dir, const char
 {
 	struct s3_source *s = (struct s3_source *)src;
 	char prefix[4096];
-	bucket_dir_prefix(s->prefix, dir, prefix, sizeof(prefix));
+	bucket_dir_prefix(s->prefix, dir, "", prefix, sizeof(prefix));
 	return bucket_deep_listing_parse(prefix, body, len, add, arg, next_cursor);
 }
 
