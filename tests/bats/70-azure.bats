@@ -213,6 +213,29 @@ no_secret_in() {
 	tilefs_umount "$MNT"
 }
 
+@test "a folder too wide for one listing (--page-size 2): the folders beside a reader's are listed ahead in runs of names; every name and byte right" {
+	use_shared_key
+	local flat=$T/flat i b
+	for ((i = 0; i < 60; i++)); do
+		mkdir -p "$flat/p$(printf %03d "$i")"
+		for b in B02 B03 B04; do
+			echo "patch $i band $b" >"$flat/p$(printf %03d "$i")/$b.txt"
+		done
+	done
+	azurite_put_tree cogs flat "$flat"
+	tilefs_mount "az://$AZURITE_ACCOUNT/cogs/flat" "$MNT" --endpoint "$AZURITE_ENDPOINT" \
+		--page-size 2 --log-level debug
+	# the root's 32 pages of 2 blobs: p000-p020 whole, p021 in part; a
+	# reader in p040 has p030-p039 listed ahead in one listing of p03*
+	ls "$MNT/p040" >/dev/null
+	wait_until "the run p03* listed ahead" grep -q "listed /p03\* deep: " "$TILEFS_LOG"
+	grep -q "prefix=flat/p03&" "$AZURITE_LOG" ||
+		fail "Azurite saw no listing of the names p03*: $(grep -o 'prefix=[^&]*' "$AZURITE_LOG" | sort -u)"
+	same_listing "$flat" "$MNT"
+	cmp_tree "$flat" "$MNT"
+	! grep -q "prefix=flat/p031/" "$AZURITE_LOG" || fail "p031, in the run p03*, was listed on its own"
+}
+
 @test "workload identity whose token file cannot be read: one message, naming what was tried and the file, no log line before it" {
 	mkdir -p "$MNT"
 	AZURE_AUTHORITY_HOST=http://127.0.0.1:9 AZURE_TENANT_ID=tenant-1 AZURE_CLIENT_ID=app-1 \
