@@ -7,12 +7,13 @@
  * puts it in the tree. Above tree.c; listing.c calls it.
  *
  * A deep listing stops after the pages its caller allows (listing.c: fewer
- * for a listing made ahead of the readers) or half the bound on names. The keys it has then are all those before the last one, in the
- * store's order, so each folder it saw is whole except the last key's
- * folder and that folder's ancestors: those are left to their own
- * listings, the rest counts as listed. Those left are wide: the keys a
- * folder of each held, as far as listed, sizes the runs its folders are
- * listed in (listing.c).
+ * for a listing made ahead of the readers) or half the bound on names.
+ * The keys it has then are all those before the last one, in the store's
+ * order, so each folder it saw is whole except the last key's folder and
+ * that folder's ancestors: those are left to their own listings, the
+ * rest counts as listed. Those left are wide: the keys a folder of each
+ * held, as far as listed, sizes the runs its folders are listed in
+ * (listing.c).
  */
 #include "cache/namespace/namespace_int.h"
 #include "cache/namespace/namespace.h"
@@ -141,7 +142,7 @@ static size_t files_below(const struct ns_node *n)
 
 /* The keys a folder of N held, on average, as far as listed (at least 1;
  * 0 if N has no folder). */
-static uint32_t keys_per_dir(const struct ns_node *n)
+static uint32_t keys_a_folder(const struct ns_node *n)
 {
 	size_t dirs = 0;
 	for (size_t i = 0; i < n->nchildren; i++)
@@ -186,7 +187,7 @@ int ns_deep_fetch(struct namespace *ns, const char *dir_path, const char *names,
 	if (!err && !whole && last) {
 		/* the last key's folders may have more keys after it: wide */
 		struct ns_node *dir = out->top;
-		dir->keys_per_dir = keys_per_dir(dir);
+		dir->keys_per_dir = keys_a_folder(dir);
 		for (char *part = last, *slash; dir && (slash = strchr(part, '/')); part = slash + 1) {
 			*slash = '\0';
 			dir = ns_child_find(dir, part, NULL);
@@ -194,7 +195,7 @@ int ns_deep_fetch(struct namespace *ns, const char *dir_path, const char *names,
 				if (out->dirs[i] == dir)
 					out->dirs[i] = NULL;
 			if (dir)
-				dir->keys_per_dir = keys_per_dir(dir);
+				dir->keys_per_dir = keys_a_folder(dir);
 		}
 	}
 	out->whole = whole;

@@ -298,7 +298,6 @@ int ns_dir_refresh(struct namespace *ns, struct ns_node *dir, bool ahead, bool *
 	return err;
 }
 
-
 /* The length of the prefix of the name of DIR's child POS that the child
  * before it does not share, lengthened until at most MAX children from
  * POS on share it (or it is the whole name); *END: the first child after
