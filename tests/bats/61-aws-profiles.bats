@@ -106,6 +106,31 @@ reads_until_issued() {
 	done
 }
 
+# reads_fail_eacces: read the first file each second until a read fails
+# (180 s at most): it must fail with EACCES
+reads_fail_eacces() {
+	local f deadline=$((SECONDS + 180)) out
+	f=$(head -1 "$T/list")
+	while out=$(cat "$MNT/$f" 2>&1 >/dev/null); do
+		[ "$SECONDS" -lt "$deadline" ] || { fail "reads never failed once the token expired"; return 1; }
+		sleep 1
+	done
+	[[ $out == *"Permission denied"* ]] || fail "a read failed with: $out"
+}
+
+# login_again_recovers: a new SSO login; the first file reads again
+# (180 s at most), then every file, each right
+login_again_recovers() {
+	local f deadline=$((SECONDS + 180))
+	f=$(head -1 "$T/list")
+	sso_login corp "sso-access-again"
+	until cmp -s "$SAMPLES/$f" "$MNT/$f"; do
+		[ "$SECONDS" -lt "$deadline" ] || { fail "the mount did not recover after a new login"; return 1; }
+		sleep 1
+	done
+	read_all || fail "a file differs after the new login"
+}
+
 # sha16 TEXT: the first 16 hex digits of TEXT's SHA-256, as the emulator logs it
 sha16() {
 	printf %s "$1" | sha256sum | cut -c1-16
@@ -216,23 +241,11 @@ mount_dev() {
 	sso_login corp "sso-access-short" "$(date -u -d '+40 seconds' +%Y-%m-%dT%H:%M:%SZ)"
 	mount_dev --log-level info --metrics-file "$T/m.prom"
 	read_all || fail "a file differs"
-	local f deadline=$((SECONDS + 180)) out
-	f=$(head -1 "$T/list")
-	while out=$(cat "$MNT/$f" 2>&1 >/dev/null); do
-		[ "$SECONDS" -lt "$deadline" ] || fail "reads never failed once the token expired"
-		sleep 1
-	done
-	[[ $out == *"Permission denied"* ]] || fail "a read failed with: $out"
+	reads_fail_eacces
 	grep -q "the SSO token of profile dev expired at .*: run \`aws sso login --profile dev\`" \
 		"$TILEFS_LOG" || fail "no line saying what to run: $(grep -i sso "$TILEFS_LOG")"
 	wait_until "tilefs_credentials_expired 1" metric_is "$T/m.prom" tilefs_credentials_expired 1
-	sso_login corp "sso-access-again"
-	deadline=$((SECONDS + 180))
-	until cmp -s "$SAMPLES/$f" "$MNT/$f"; do
-		[ "$SECONDS" -lt "$deadline" ] || fail "the mount did not recover after a new login"
-		sleep 1
-	done
-	read_all || fail "a file differs after the new login"
+	login_again_recovers
 	grep -q "^sso presented sha256:$(sha16 sso-access-again) " "$ID/log" ||
 		fail "the new token was never sent"
 	no_issued_secret "$TILEFS_LOG"
@@ -245,26 +258,14 @@ mount_dev() {
 	sso_login corp "sso-access-short" "$(date -u -d '+40 seconds' +%Y-%m-%dT%H:%M:%SZ)"
 	mount_dev --log-level info
 	read_all || fail "a file differs"
-	local f deadline=$((SECONDS + 180)) out
-	f=$(head -1 "$T/list")
-	while out=$(cat "$MNT/$f" 2>&1 >/dev/null); do
-		[ "$SECONDS" -lt "$deadline" ] || fail "reads never failed once the token expired"
-		sleep 1
-	done
-	[[ $out == *"Permission denied"* ]] || fail "a read failed with: $out"
+	reads_fail_eacces
 	# the store said no more than 400 to a HEAD (no body) while our
 	# clock still held the keys good
 	[ "$(awk '$1 == "HEAD" && $4 == 400' "$T/store.log" | wc -l)" -gt 0 ] ||
 		fail "no HEAD refused: $(awk '$4 != 200 && $4 != 206' "$T/store.log")"
 	grep -q "the store refused the credentials from .* as expired or revoked; renewing them" \
 		"$TILEFS_LOG" || fail "no renewal on the refusal: $(grep -i s3: "$TILEFS_LOG")"
-	sso_login corp "sso-access-again"
-	deadline=$((SECONDS + 180))
-	until cmp -s "$SAMPLES/$f" "$MNT/$f"; do
-		[ "$SECONDS" -lt "$deadline" ] || fail "the mount did not recover after a new login"
-		sleep 1
-	done
-	read_all || fail "a file differs after the new login"
+	login_again_recovers
 	no_issued_secret "$TILEFS_LOG"
 }
 
