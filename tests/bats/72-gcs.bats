@@ -104,6 +104,30 @@ seconds_since_t0() {
 		fail "no log line about the refused token"
 }
 
+@test "a folder too wide for one listing (--page-size 2): listed deep, then the folders beside a reader's in runs of names; every name and byte right" {
+	local flat=$T/gcs/eo/flat i b
+	for ((i = 0; i < 60; i++)); do
+		mkdir -p "$flat/p$(printf %03d "$i")"
+		for b in B02 B03 B04; do
+			echo "patch $i band $b" >"$flat/p$(printf %03d "$i")/$b.txt"
+		done
+	done
+	gcs_start --lifetime 3600
+	tilefs_mount "gs://eo/flat" "$MNT" --endpoint "$GCS_ENDPOINT" --ca-file "$T/tls/ca.pem" \
+		--page-size 2 --log-level debug
+	# the root's 32 deep pages of 2 keys: p000-p020 whole, p021 in part; a
+	# reader in p040 has p030-p039 listed ahead in a listing of p03* (cut
+	# at 8 pages: p030-p034 whole, the rest in runs of their own)
+	ls "$MNT/p040" >/dev/null
+	grep -q "listed / deep: 64 names (the first ones)" "$TILEFS_LOG" ||
+		fail "the root was not listed deep: $(grep 'listed /' "$TILEFS_LOG")"
+	wait_until "the run p03* listed ahead" grep -q "listed /p03\* deep: 16 names (the first ones)$" "$TILEFS_LOG"
+	diff <(cd "$flat" && find . | sort) <(cd "$MNT" && find . | sort) >&2 ||
+		fail "the mount's names differ from the origin's"
+	cmp_tree "$flat" "$MNT"
+	! grep -q "listed /p031 deep" "$TILEFS_LOG" || fail "p031, in the run p03*, was listed on its own"
+}
+
 @test "no credentials and no metadata server: exit 1 naming what was tried, in order" {
 	gcs_start --lifetime 60
 	identity_stop	# the metadata server is gone; its address stays

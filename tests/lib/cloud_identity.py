@@ -63,7 +63,9 @@ tests: no real server here plays these parts.
                  (else 403): that account's email, plain text (Content-Type
                  application/text, no newline), as GCE answers.
   GCS data plane GET and HEAD /BUCKET/KEY (Range honoured) and GET
-                 /BUCKET?prefix=&delimiter=/&marker= (ListBucketResult),
+                 /BUCKET?prefix=&delimiter=/&marker=&max-keys= (ListBucketResult:
+                 any prefix; without the delimiter every key below it;
+                 pages of max-keys, NextMarker when more follow),
                  serving the files under --gcs-root DIR/BUCKET/; any other
                  Authorization than a current token of ours: 401
                  AuthenticationRequired (an XML error body, as GCS does).
@@ -424,22 +426,35 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.reply(200, data, headers, "application/octet-stream")
 
     def listing(self, top, bucket, q):
+        """The keys that start with prefix=, in key order: with
+        delimiter=/, those up to the next "/" rolled up into
+        CommonPrefixes; at most max-keys (1000) keys and prefixes after
+        marker=, with NextMarker when more follow, as the XML API pages."""
         prefix = q.get("prefix", [""])[0]
-        entries, dirs = [], set()
+        delimited = q.get("delimiter", [""])[0] == "/"
+        marker = q.get("marker", [""])[0]
+        page = max(1, int(q.get("max-keys", ["1000"])[0] or 1000))
+        names = set()
         for d, _, files in os.walk(top):
             for name in files:
                 key = os.path.relpath(os.path.join(d, name), top)
                 if not key.startswith(prefix):
                     continue
                 rest = key[len(prefix):]
-                if "/" in rest:
-                    dirs.add(prefix + rest.split("/", 1)[0] + "/")
-                else:
-                    entries.append(key)
+                if delimited and "/" in rest:
+                    key = prefix + rest.split("/", 1)[0] + "/"
+                if key > marker:
+                    names.add(key)
+        names = sorted(names)
+        truncated = len(names) > page
+        names = names[:page]
+        entries = [k for k in names if not k.endswith("/")]
+        dirs = [k for k in names if k.endswith("/")]
         out = ["<?xml version='1.0' encoding='UTF-8'?><ListBucketResult>"
-               "<Name>%s</Name><Prefix>%s</Prefix><IsTruncated>false</IsTruncated>"
-               % (escape(bucket), escape(prefix))]
-        for key in sorted(entries):
+               "<Name>%s</Name><Prefix>%s</Prefix><IsTruncated>%s</IsTruncated>%s"
+               % (escape(bucket), escape(prefix), "true" if truncated else "false",
+                  "<NextMarker>%s</NextMarker>" % escape(names[-1]) if truncated else "")]
+        for key in entries:
             path = os.path.join(top, key)
             with open(path, "rb") as f:
                 etag = hashlib.md5(f.read()).hexdigest()
@@ -448,7 +463,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                        % (escape(key), os.path.getsize(path), etag,
                           time.strftime("%Y-%m-%dT%H:%M:%S.000Z",
                                         time.gmtime(os.path.getmtime(path)))))
-        for p in sorted(dirs):
+        for p in dirs:
             out.append("<CommonPrefixes><Prefix>%s</Prefix></CommonPrefixes>" % escape(p))
         out.append("</ListBucketResult>")
         self.reply(200, "".join(out).encode(), ctype="application/xml")
