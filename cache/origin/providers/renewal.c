@@ -264,13 +264,18 @@ void renewal_release(struct renewal *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* Is the credential in place due for renewal at NOW? r->lock held. */
+static bool due_locked(const struct renewal *r, time_t now)
+{
+	return r->expires && now >= renew_at(r->obtained, r->expires);
+}
+
 int renewal_get_serial(struct renewal *r, time_t now, void *out, uint64_t *serial)
 {
 	int err = 0;
 
 	pthread_mutex_lock(&r->lock);
-	if (r->expires && now >= renew_at(r->obtained, r->expires) && now >= r->next_try &&
-	    !r->renewing)
+	if (due_locked(r, now) && now >= r->next_try && !r->renewing)
 		start_locked(r, now);
 	/* (R3): the credential in hand while it holds; else the renewal */
 	if (r->expires && now >= r->expires)
@@ -299,7 +304,7 @@ int renewal_get(struct renewal *r, time_t now, void *out)
 bool renewal_due(struct renewal *r, time_t now)
 {
 	pthread_mutex_lock(&r->lock);
-	bool due = r->expires && now >= renew_at(r->obtained, r->expires);
+	bool due = due_locked(r, now);
 	pthread_mutex_unlock(&r->lock);
 	return due;
 }
