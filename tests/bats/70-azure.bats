@@ -215,18 +215,14 @@ no_secret_in() {
 
 @test "a folder too wide for one listing (--page-size 2): the folders beside a reader's are listed ahead in runs of names; every name and byte right" {
 	use_shared_key
-	local flat=$T/flat i b
-	for ((i = 0; i < 60; i++)); do
-		mkdir -p "$flat/p$(printf %03d "$i")"
-		for b in B02 B03 B04; do
-			echo "patch $i band $b" >"$flat/p$(printf %03d "$i")/$b.txt"
-		done
-	done
+	local flat=$T/flat
+	patch_folders "$flat" 60
 	azurite_put_tree cogs flat "$flat"
 	tilefs_mount "az://$AZURITE_ACCOUNT/cogs/flat" "$MNT" --endpoint "$AZURITE_ENDPOINT" \
 		--page-size 2 --log-level debug
 	# the root's 32 pages of 2 blobs: p000-p020 whole, p021 in part; a
-	# reader in p040 has p030-p039 listed ahead in one listing of p03*
+	# reader in p040 has p030-p039 listed ahead in a listing of p03* (cut
+	# at 8 pages: p030-p034 whole, the rest in runs of their own)
 	ls "$MNT/p040" >/dev/null
 	wait_until "the run p03* listed ahead" grep -q "listed /p03\* deep: " "$TILEFS_LOG"
 	grep -q "prefix=flat/p03&" "$AZURITE_LOG" ||

@@ -105,13 +105,8 @@ seconds_since_t0() {
 }
 
 @test "a folder too wide for one listing (--page-size 2): listed deep, then the folders beside a reader's in runs of names; every name and byte right" {
-	local flat=$T/gcs/eo/flat i b
-	for ((i = 0; i < 60; i++)); do
-		mkdir -p "$flat/p$(printf %03d "$i")"
-		for b in B02 B03 B04; do
-			echo "patch $i band $b" >"$flat/p$(printf %03d "$i")/$b.txt"
-		done
-	done
+	local flat=$T/gcs/eo/flat
+	patch_folders "$flat" 60
 	gcs_start --lifetime 3600
 	tilefs_mount "gs://eo/flat" "$MNT" --endpoint "$GCS_ENDPOINT" --ca-file "$T/tls/ca.pem" \
 		--page-size 2 --log-level debug

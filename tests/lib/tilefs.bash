@@ -350,6 +350,20 @@ run_to() {
 	timeout -k 5 "$t" "$@"
 }
 
+# patch_folders DIR N: N patch folders p000, p001... under DIR, each of
+# three small band files (B02.txt, B03.txt, B04.txt): a flat folder of
+# samples, as BigEarthNet's
+patch_folders() {
+	local i b d
+	for ((i = 0; i < $2; i++)); do
+		d=$1/p$(printf %03d "$i")
+		mkdir -p "$d"
+		for b in B02 B03 B04; do
+			echo "patch $i band $b" >"$d/$b.txt"
+		done
+	done
+}
+
 # cmp_tree LOCALDIR MNTDIR [SKIP]: every file under LOCALDIR (but those
 # under its folder SKIP) reads identical under MNTDIR. Prints the first
 # mismatches.
