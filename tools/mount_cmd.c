@@ -250,10 +250,7 @@ int mount_cmd_main(int argc, char **argv)
 		}
 	} else {
 		/* the root listing shows the origin answers (and is kept) */
-		struct ns_attr root;
-		err = ns_getattr(stack.ns, "", &root);
-		if (!err)
-			err = ns_readdir(stack.ns, "", 0, NULL, NULL);
+		err = ns_check_listing(stack.ns, "");
 		if (err) {
 			ns_list_error(stack.ns, err, o.foreground && !o.log_file ? NULL : log_path,
 				      err_text, sizeof(err_text));

@@ -83,6 +83,17 @@ static struct ns_node *unqueue(struct namespace *ns, enum ns_queue_kind k)
 	return n;
 }
 
+/* Queue DIR's folders never listed, to be listed ahead; ns->lock held. */
+static void queue_folders(struct namespace *ns, struct ns_node *dir)
+{
+	size_t *len = &ns->queues[NS_AHEAD].len;
+	for (size_t i = 0; i < dir->nchildren && *len < AHEAD_MAX; i++) {
+		struct ns_node *n = dir->children[i];
+		if (n->is_dir && !n->queued[NS_AHEAD] && !n->listed && !n->busy && !n->fixed)
+			queue(ns, NS_AHEAD, n);
+	}
+}
+
 void ns_ahead_queue(struct namespace *ns, struct ns_node *dir, bool walked)
 {
 	if (ns->ahead_stopping || !ns->nahead || ns->ttl_s == 0)
@@ -94,11 +105,16 @@ void ns_ahead_queue(struct namespace *ns, struct ns_node *dir, bool walked)
 			queue(ns, NS_AHEAD, n);
 	}
 	struct ns_node *up = walked ? dir->parent : NULL;
-	for (size_t i = 0; up && i < up->nchildren && *len < AHEAD_MAX; i++) {
-		struct ns_node *n = up->children[i];
-		if (n->is_dir && !n->queued[NS_AHEAD] && !n->listed && !n->busy && !n->fixed)
-			queue(ns, NS_AHEAD, n);
-	}
+	if (up && up->cut && !up->listed)
+		up->entered = true;	/* the rest of them, once it is listed whole */
+	if (up)
+		queue_folders(ns, up);
+}
+
+void ns_ahead_relist(struct namespace *ns, struct ns_node *dir)
+{
+	if (!ns->ahead_stopping && ns->nahead && !dir->queued[NS_AHEAD] && !dir->busy)
+		queue(ns, NS_AHEAD, dir);
 }
 
 void ns_ahead_siblings(struct namespace *ns, struct ns_node *file)
@@ -136,7 +152,7 @@ static void ahead_open(struct namespace *ns, struct ns_node *n)
 static void ahead_list(struct namespace *ns, struct ns_node *n)
 {
 	bool fresh = false;
-	if (n->listed || n->busy || !ns_in_tree(n))
+	if ((n->listed && time(NULL) - n->listed_at < ns->ttl_s) || n->busy || !ns_in_tree(n))
 		return;
 	if (n->parent && n->parent->keys_per_dir && !n->nchildren) {
 		/* with the folders after it, in one listing */
@@ -145,8 +161,13 @@ static void ahead_list(struct namespace *ns, struct ns_node *n)
 				  n->name);
 		return;
 	}
-	if (ns_dir_refresh(ns, n, true, &fresh) == 0 && fresh)
-		ns_ahead_queue(ns, n, false);
+	if (ns_dir_refresh(ns, n, true, &fresh) != 0 || !fresh)
+		return;
+	ns_ahead_queue(ns, n, false);
+	if (n->entered && n->listed) {
+		n->entered = false;	/* as a reader's walk into one of them */
+		queue_folders(ns, n);
+	}
 }
 
 /* Revalidate N, queued and held, if a version of it is cached and none is
@@ -196,6 +217,8 @@ static void *ahead_thread(void *arg)
 			break;
 		if (n->is_dir) {
 			ahead_list(ns, n);
+			if (n->cut)	/* queued again when a lookup finds it behind */
+				n->queued[NS_AHEAD] = false;
 		} else {
 			ns->ahead_files++;
 			if (soon)

@@ -11,9 +11,10 @@
  * The keys it has then are all those before the last one, in the store's
  * order, so each folder it saw is whole except the last key's folder and
  * that folder's ancestors: those are left to their own listings, the
- * rest counts as listed. Those left are wide: the keys a folder of each
- * held, as far as listed, sizes the runs its folders are listed in
- * (listing.c).
+ * rest counts as listed. Those left are cut: a lookup in one does not
+ * wait for its whole listing (listing.c). Those of them that hold folders
+ * are wide too: the keys a folder of each held, as far as listed, sizes
+ * the runs its folders are listed in (listing.c).
  */
 #include "cache/namespace/namespace_int.h"
 #include "cache/namespace/namespace.h"
@@ -185,17 +186,22 @@ int ns_deep_fetch(struct namespace *ns, const char *dir_path, const char *names,
 	for (size_t i = 0; i < l.n && !err; i++)
 		err = place(ns, out, &l.v[i]);
 	if (!err && !whole && last) {
-		/* the last key's folders may have more keys after it: wide */
+		/* the last key's folders may have more keys after it: cut,
+		 * and wide if they hold folders */
 		struct ns_node *dir = out->top;
-		dir->keys_per_dir = keys_a_folder(dir);
-		for (char *part = last, *slash; dir && (slash = strchr(part, '/')); part = slash + 1) {
+		time_t now = time(NULL);
+		for (char *part = last, *slash;; part = slash + 1) {
+			dir->keys_per_dir = keys_a_folder(dir);
+			dir->cut = true;
+			dir->listed_at = now;
+			if (!(slash = strchr(part, '/')))
+				break;
 			*slash = '\0';
-			dir = ns_child_find(dir, part, NULL);
-			for (size_t i = 0; dir && i < out->ndirs; i++)
+			if (!(dir = ns_child_find(dir, part, NULL)))
+				break;
+			for (size_t i = 0; i < out->ndirs; i++)
 				if (out->dirs[i] == dir)
 					out->dirs[i] = NULL;
-			if (dir)
-				dir->keys_per_dir = keys_a_folder(dir);
 		}
 	}
 	out->whole = whole;

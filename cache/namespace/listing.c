@@ -164,6 +164,9 @@ static void deep_attach(struct namespace *ns, struct ns_node *dir, struct ns_dee
 {
 	time_t now = time(NULL);
 	dir->keys_per_dir = d->top->keys_per_dir;
+	dir->cut = d->top->cut;
+	if (dir->cut)
+		dir->listed_at = d->top->listed_at;
 	adopt(dir, d->top);
 	for (size_t i = 0; i < d->ndirs; i++)
 		if (d->dirs[i])
@@ -173,12 +176,13 @@ static void deep_attach(struct namespace *ns, struct ns_node *dir, struct ns_dee
 	ns_deep_free(ns, d);
 }
 
-/* ns_dir_refresh() with DIR held. */
+/* ns_dir_refresh() with DIR held; PART: for a lookup (ns_dir_find()),
+ * which takes a folder cut as it is. */
 static int dir_refresh_held(struct namespace *ns, struct ns_node *dir, bool ahead,
-			    bool *listed_now)
+			    bool *listed_now, bool part)
 {
 	for (;;) {
-		if (dir->fixed)
+		if (dir->fixed || (part && dir->cut))
 			return 0;
 		if (dir->listed && time(NULL) - dir->listed_at < ns->ttl_s)
 			return 0;
@@ -199,7 +203,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir, bool ahea
 	    ns_deep_fetch(ns, path, NULL, ahead ? DEEP_PAGES_AHEAD : DEEP_PAGES, ahead, &d) == 0) {
 		pthread_mutex_lock(&ns->lock);
 		deep_attach(ns, dir, &d);
-		if (dir->listed) {
+		if (dir->listed || (part && dir->cut)) {
 			*listed_now = true;
 			ns_names_shed(ns);
 			goto done;
@@ -293,9 +297,96 @@ int ns_dir_refresh(struct namespace *ns, struct ns_node *dir, bool ahead, bool *
 	*fresh = false;
 	dir->used = ++ns->uses;
 	ns_node_hold(dir, 1);
-	int err = dir_refresh_held(ns, dir, ahead, fresh);
+	int err = dir_refresh_held(ns, dir, ahead, fresh, false);
 	ns_node_hold(dir, -1);
 	return err;
+}
+
+/* Mark listed each folder of D listed whole that lies under DIR now
+ * (moved there from D->top, or below a folder that adopted its
+ * children). ns->lock held. */
+static void mark_moved(struct namespace *ns, struct ns_node *dir, struct ns_deep *d, time_t now)
+{
+	for (size_t i = 0; i < d->ndirs; i++) {
+		struct ns_node *up = d->dirs[i];
+		if (!up)
+			continue;
+		while (up->parent && up->parent != d->top && up->parent != dir)
+			up = up->parent;
+		if (up->parent == dir)
+			mark_listed(ns, d->dirs[i], now);
+	}
+}
+
+/* Put the names of D, listed deep below DIR, in DIR where it has none of
+ * the name (a name known by now is left as it is), with their subtrees;
+ * the folders D lists whole count as listed. ns->lock held. */
+static void probe_attach(struct namespace *ns, struct ns_node *dir, struct ns_deep *d)
+{
+	struct ns_node *top = d->top;
+	size_t kept = 0, moved = 0;
+	for (size_t i = 0; i < top->nchildren; i++) {
+		struct ns_node *c = top->children[i];
+		size_t pos;
+		if (!ns_child_find(dir, c->name, &pos) && ns_child_insert(dir, c, pos) == 0) {
+			c->parent = dir;
+			moved++;
+		} else {
+			top->children[kept++] = c;
+		}
+	}
+	top->nchildren = kept;
+	mark_moved(ns, dir, d, time(NULL));
+	if (moved && dir->listed)
+		clock_gettime(CLOCK_REALTIME, &dir->changed_at);
+	ns_deep_free(ns, d);
+}
+
+/* Look for NAME in DIR alone: one deep listing of the keys below DIR that
+ * start with it (the name, a folder of that name, and names that go on
+ * from it), put in DIR (probe_attach()); *WALKED: NAME's folder, if this
+ * listed it whole. ns->lock held (dropped while fetching), and a hold on
+ * DIR. */
+static int probe(struct namespace *ns, struct ns_node *dir, const char *name,
+		 struct ns_node **walked)
+{
+	char *path = ns_node_path(dir);
+	if (!path)
+		return -ENOMEM;
+	pthread_mutex_unlock(&ns->lock);
+	struct ns_deep d;
+	int err = ns_deep_fetch(ns, path, name, DEEP_PAGES, false, &d);
+	free(path);
+	pthread_mutex_lock(&ns->lock);
+	if (err)
+		return err;
+	probe_attach(ns, dir, &d);
+	struct ns_node *n = ns_child_find(dir, name, NULL);
+	if (n && n->is_dir && n->listed)
+		*walked = n;
+	ns_names_shed(ns);
+	return 0;
+}
+
+int ns_dir_find(struct namespace *ns, struct ns_node *dir, const char *name,
+		struct ns_node **out, struct ns_node **walked, bool *behind)
+{
+	bool fresh = false;
+	*out = *walked = NULL;
+	*behind = false;
+	dir->used = ++ns->uses;
+	ns_node_hold(dir, 1);
+	/* (with a ttl of 0 every lookup lists: none is cut short) */
+	int err = dir_refresh_held(ns, dir, false, &fresh, ns->ttl_s > 0);
+	if (fresh)
+		*walked = dir;
+	if (!err && name && !(*out = ns_child_find(dir, name, NULL)) && dir->cut &&
+	    !dir->listed && ns->ttl_s > 0 && !(err = probe(ns, dir, name, walked)))
+		*out = ns_child_find(dir, name, NULL);
+	*behind = !err && dir->cut && ns->ttl_s > 0 &&
+		  (!dir->listed || time(NULL) - dir->listed_at >= ns->ttl_s);
+	ns_node_hold(dir, -1);
+	return err ? err : *out || !name ? 0 : -ENOENT;
 }
 
 /* The length of the prefix of the name of DIR's child POS that the child
@@ -337,15 +428,7 @@ static void run_attach(struct namespace *ns, struct ns_node *dir, struct ns_node
 			mark_listed(ns, *live, now);
 		}
 	}
-	for (size_t i = 0; i < d->ndirs; i++) {	/* below them: those moved */
-		struct ns_node *x = d->dirs[i], *up = x;
-		if (!x || x->parent == d->top)
-			continue;
-		while (up->parent && up->parent != d->top && up->parent != dir)
-			up = up->parent;
-		if (up->parent == dir)
-			mark_listed(ns, x, now);
-	}
+	mark_moved(ns, dir, d, now);	/* below them */
 	ns_deep_free(ns, d);
 }
 

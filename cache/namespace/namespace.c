@@ -77,7 +77,27 @@ static int dir_refresh(struct namespace *ns, struct ns_node *dir)
 	return err;
 }
 
-/* The node at PATH, listing directories on the way; ns->lock held. */
+/* DIR's child NAME (NULL: none looked for) in *OUT, DIR listed as a
+ * lookup lists it (ns_dir_find()): a fresh listing's files go to
+ * revalidation ahead, and the folders beside one a reader entered listed
+ * the first time to be listed ahead; a folder too large to wait for is
+ * listed whole in the background. ns->lock held (dropped while
+ * fetching). */
+static int dir_find(struct namespace *ns, struct ns_node *dir, const char *name,
+		    struct ns_node **out)
+{
+	struct ns_node *walked;
+	bool behind;
+	int err = ns_dir_find(ns, dir, name, out, &walked, &behind);
+	if (walked)
+		ns_ahead_queue(ns, walked, true);
+	if (behind)
+		ns_ahead_relist(ns, dir);
+	return err;
+}
+
+/* The node at PATH, listing directories on the way (dir_find()); ns->lock
+ * held (dropped while fetching). */
 static int resolve(struct namespace *ns, const char *path, struct ns_node **out)
 {
 	struct ns_node *n = ns->root;
@@ -96,12 +116,9 @@ static int resolve(struct namespace *ns, const char *path, struct ns_node **out)
 			path++;
 		if (!n->is_dir)
 			return -ENOTDIR;
-		int err = dir_refresh(ns, n);
+		int err = dir_find(ns, n, name, &n);
 		if (err)
 			return err;
-		n = ns_child_find(n, name, NULL);
-		if (!n)
-			return -ENOENT;
 	}
 	*out = n;
 	return 0;
@@ -182,6 +199,20 @@ int ns_readdir(struct namespace *ns, const char *path, size_t start, ns_fill_fn 
 		if (fill(arg, dir->children[i]->name, &attr))
 			break;
 	}
+	ns_reap(ns);
+	pthread_mutex_unlock(&ns->lock);
+	return err;
+}
+
+int ns_check_listing(struct namespace *ns, const char *path)
+{
+	struct ns_node *dir, *none;
+	pthread_mutex_lock(&ns->lock);
+	int err = resolve(ns, path, &dir);
+	if (!err && !dir->is_dir)
+		err = -ENOTDIR;
+	if (!err)
+		err = dir_find(ns, dir, NULL, &none);
 	ns_reap(ns);
 	pthread_mutex_unlock(&ns->lock);
 	return err;

@@ -95,6 +95,11 @@ typedef int (*ns_fill_fn)(void *arg, const char *name, const struct ns_attr *att
 int ns_readdir(struct namespace *ns, const char *path, size_t start, ns_fill_fn fill,
 	       void *arg);
 
+/* Check that the origin lists the directory at PATH, as a lookup in it
+ * would: a folder of more names than one deep listing takes shows its
+ * first ones, the rest listed in the background. */
+int ns_check_listing(struct namespace *ns, const char *path);
+
 /* Pin the current version of the file at PATH; *unchanged says whether it
  * is the version the previous open got, *older_open whether files of an
  * older version are still open. Caller unrefs *out. The first open in a

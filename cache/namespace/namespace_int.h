@@ -94,6 +94,14 @@ struct ns_node {
 	bool siblings_done;		/* its files were opened ahead once
 					 * (ns_ahead_siblings()) */
 	bool bytes_unknown;		/* a file listed without a size */
+	bool cut;			/* a deep listing of it or above it stopped
+					 * within it (listed_at: when, until it is
+					 * listed): a folder of more names than a
+					 * deep listing takes, whose lookups do not
+					 * wait for its listing (ns_dir_find()) */
+	bool entered;			/* cut and not listed whole when a reader
+					 * entered a folder of it: its folders are
+					 * listed ahead once it is (ahead.c) */
 	/* files */
 	struct cache_object *obj;	/* the version last pinned */
 	struct cache_object *older;	/* the version before, while still open */
@@ -246,6 +254,19 @@ void ns_deep_free(struct namespace *ns, struct ns_deep *d);
  * store can (deep.c), taking fewer pages AHEAD of the readers. ns->lock
  * held (dropped while fetching). */
 int ns_dir_refresh(struct namespace *ns, struct ns_node *dir, bool ahead, bool *fresh);
+/* DIR's child NAME, in *OUT, for a reader's lookup: DIR listed first as
+ * ns_dir_refresh() does, except in a folder cut (a deep listing stopped
+ * within it), where a lookup does not wait for its whole listing: while
+ * the folder was never listed whole, a name the listings so far did not
+ * show is looked for alone (one deep listing of the keys below DIR that
+ * start with NAME, the folders it lists whole then listed), and once its
+ * listing is older than the ttl, the last one answers; *BEHIND then says
+ * to list it whole in the background. *WALKED: the folder a listing made
+ * for this lookup listed fresh (DIR, or NAME's), NULL if none. NAME NULL:
+ * DIR listed as for a lookup, nothing looked for. ns->lock held (dropped
+ * while fetching). 0, -ENOENT, or a listing's -errno. */
+int ns_dir_find(struct namespace *ns, struct ns_node *dir, const char *name,
+		struct ns_node **out, struct ns_node **walked, bool *behind);
 /* FIRST, a folder never listed of a wide folder (keys_per_dir), and the
  * never-listed folders after it whose names share a prefix (as many as
  * two pages of keys hold, by keys_per_dir): list them in one deep
@@ -266,6 +287,10 @@ void ns_tell_cache_bytes(struct namespace *ns);
  * entered DIR (WALKED: not a listing ahead), the directories beside it
  * that were never listed, to be listed ahead. ns->lock held. */
 void ns_ahead_queue(struct namespace *ns, struct ns_node *dir, bool walked);
+/* A lookup in DIR, cut (ns_dir_find()), did not wait for its listing
+ * (never listed whole, or older than the ttl): list it whole in the
+ * background, once at a time. ns->lock held. */
+void ns_ahead_relist(struct namespace *ns, struct ns_node *dir);
 /* A reader opens FILE, the first of its directory: a directory below the
  * root of at most AHEAD_SIBLINGS files, each one an open fetches whole
  * (cache_whole_size()), and nothing else, is a sample (a patch's band

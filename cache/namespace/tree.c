@@ -241,6 +241,7 @@ static size_t listing_drop(struct namespace *ns, struct ns_node *dir)
 	dir->children = NULL;
 	dir->nchildren = 0;
 	dir->listed = false;
+	dir->cut = false;	/* known again from its next listing */
 	dir->dropped = true;
 	return gone;
 }

@@ -33,11 +33,12 @@ bool ns_listing_disagrees(const struct ns_node *n)
 	return n->listed_etag && !cache_object_listed(n->obj, &l);
 }
 
-/* Is N's directory listing younger than the ttl? ns->lock held. */
+/* Is the listing that showed N younger than the ttl (its directory's, or
+ * the deep listing that stopped within it)? ns->lock held. */
 static bool listing_fresh(const struct namespace *ns, const struct ns_node *n)
 {
 	const struct ns_node *dir = n->parent;
-	return dir && dir->listed && time(NULL) - dir->listed_at < ns->ttl_s;
+	return dir && (dir->listed || dir->cut) && time(NULL) - dir->listed_at < ns->ttl_s;
 }
 
 /* ns->lock held */

@@ -42,6 +42,7 @@ PY
 teardown() {
 	tilefs_teardown
 	s3rver_stop
+	sigv4_store_stop
 }
 
 # listings [deep|one]: the listing requests s3rver answered so far (its
@@ -174,4 +175,52 @@ own_listings() {
 	names_match "$MNT/data"
 	assert_eq "$(own_listings 107 119)" 0 "folders after p0106 listed on their own"
 	assert_eq "$(listings deep)" $((32 + 3 + 3)) "deep listing pages"
+}
+
+@test "deep listing: a lookup in a folder too large for one deep listing (--page-size 10) does not wait for its whole listing: a name past the pages is looked for alone, so a store that refuses every one-level listing still serves every file" {
+	# a flat folder of 400 files, first in key order: the root's 32 deep
+	# pages see flat/f0000-f0318 and nothing after
+	mkdir -p "$TREE/flat"
+	local i
+	for ((i = 0; i < 400; i++)); do
+		echo "flat $i" >"$TREE/flat/f$(printf %04d "$i").txt"
+	done
+	SIGV4_SLOW_DOWN_ONE_LEVEL=1 sigv4_store_start "$T"
+	tilefs_mount "s3://$S3_BUCKET/tree" "$MNT" --endpoint "$SIGV4_ENDPOINT" --page-size 10 \
+		--log-level debug
+	# each name past the pages: one deep listing of the keys that start
+	# with it, a page
+	cmp "$TREE/p0119/B03.bin" "$MNT/p0119/B03.bin"
+	grep -aq "listed /p0119\* deep: 3 names$" "$TILEFS_LOG" || fail "p0119 not looked for alone"
+	cmp "$TREE/flat/f0399.txt" "$MNT/flat/f0399.txt"
+	grep -aq "listed /flat/f0399.txt\* deep: 1 names$" "$TILEFS_LOG" ||
+		fail "flat/f0399 not looked for alone"
+	cmp "$TREE/flat/f0003.txt" "$MNT/flat/f0003.txt"
+	cmp "$TREE/index.txt" "$MNT/index.txt"
+	run -1 cat "$MNT/p0200/B02.bin"
+	[[ $output == *"No such file or directory"* ]] || fail "p0200: $output"
+	# what needs every name fails
+	run ! ls "$MNT"
+	echo "$output" >&2
+	# the one-level listings asked were refused: SlowDown, no other answer
+	grep -aq ' 503 ' "$SIGV4_LOG" || fail "no one-level listing asked"
+}
+
+@test "deep listing: once the listing of a folder too large for one deep listing is older than --ttl, lookups in it take its names while a new one is fetched; files are checked by their opens" {
+	SIGV4_HOLD_ONE_LEVEL=$T/hold sigv4_store_start "$T"
+	tilefs_mount "s3://$S3_BUCKET/tree" "$MNT" --endpoint "$SIGV4_ENDPOINT" --page-size 10 \
+		--ttl 2
+	names_match		# the root listed whole, one level
+	cmp "$TREE/p0000/B02.bin" "$MNT/p0000/B02.bin"
+	assert_eq "$(cat "$MNT/index.txt")" "patches" "index.txt before"
+	sleep 3			# the root's listing older than the ttl
+	touch "$T/hold"		# the store holds every one-level listing from now on
+	echo "changed" >"$TREE/index.txt"
+	# index.txt, in the root's last listing, is opened at once and checked
+	# by its open (a HEAD): the new bytes, not the cached ones
+	run timeout 60 cat "$MNT/index.txt"
+	assert_eq "$status" 0 "cat's status while the root's new listing is held"
+	assert_eq "$output" "changed" "index.txt"
+	rm "$T/hold"
+	names_match
 }

@@ -9,6 +9,8 @@ of four band files of SIZE bytes (250 x 1,000 x 4 = 1,000,000 objects by
 default), every answer DELAY_MS late, every signature checked. Then, each
 step timed, through one mount with default options on an empty cache:
 
+  first  the last file of the tree read right after the mount: seconds,
+         requests (a name past what the first listing shows)
   list   `find` over the whole tree: seconds, names (checked against the
          tree's count), listing requests (the mount's own included), the
          daemon's RSS after it (not with --no-find: the reads come first,
@@ -146,6 +148,14 @@ def main():
                 scratch, "tilefs.log"))
         res["mount_s"] = time.time() - t0
         res["rss_mounted_mb"] = status(daemon.pid)["VmRSS"]
+        off = store.offset()
+        t0 = time.time()
+        wrong = read_all(mnt, [key_of(nkeys - 1, a.patches)], a.size, threads=1)
+        res["first_read_s"] = time.time() - t0
+        res["first_read_requests"] = requests(store, off)
+        res["ok"] = res["ok"] and not wrong
+        log("first read, the last file: %.2f s, requests %s" % (
+            res["first_read_s"], res["first_read_requests"]))
         if a.find:
             log("find over %d names, %d ms a request" % (want_names, a.delay_ms))
             off = 0		# (the mount's own listing counts)

@@ -33,6 +33,12 @@ seconds ahead of the machine's: it finds keys expired that much sooner.
 With SIGV4_DELAY_MS=N, every answer waits N ms before it is sent (a
 store's first-byte time).
 
+With SIGV4_SLOW_DOWN_ONE_LEVEL=1, every listing of one level (with the
+delimiter) gets 503 SlowDown, as S3 answers a prefix it throttles: only
+listings of every key below a prefix are answered. With
+SIGV4_HOLD_ONE_LEVEL=FILE, a listing of one level waits unanswered while
+FILE exists.
+
 With SIGV4_REGION=R, the bucket is in region R (us-east-1 otherwise): a
 request signed for another region gets, as S3 answers it, 400
 AuthorizationHeaderMalformed naming the region expected in its message
@@ -105,6 +111,8 @@ def expected_authorization(method, host, raw_path, amz_date, token, key, secret)
 REGION = os.environ.get("SIGV4_REGION", "us-east-1")
 DELAY_S = int(os.environ.get("SIGV4_DELAY_MS", "0")) / 1000.0
 CLOCK_AHEAD_S = int(os.environ.get("SIGV4_CLOCK_AHEAD_S", "0"))
+SLOW_DOWN_ONE_LEVEL = os.environ.get("SIGV4_SLOW_DOWN_ONE_LEVEL") == "1"
+HOLD_ONE_LEVEL = os.environ.get("SIGV4_HOLD_ONE_LEVEL")
 
 
 SYNTH = tuple(int(v) for v in os.environ["SIGV4_SYNTH"].split(",")) \
@@ -135,14 +143,14 @@ def synth_range(prefix):
 
 
 def synth_names(prefix, delimited, after, n):
-    """At most N names of keys that start with PREFIX after the relative
-    name AFTER, in order: DELIMITED, up to the next "/" (a folder's with
-    it); else every key, relative to PREFIX."""
+    """At most N names of keys that start with PREFIX after the key AFTER
+    (None: from the first), in order: DELIMITED, up to the next "/" (a
+    folder's with it); else every key, relative to PREFIX."""
     lo, hi = synth_range(prefix)
     if lo == hi:
         return []
     keys = range(lo, hi)
-    start = bisect.bisect_right(keys, prefix + after, key=synth_key) if after else 0
+    start = bisect.bisect_right(keys, after, key=synth_key) if after is not None else 0
     if not delimited:
         return [synth_key(i)[len(prefix):] for i in keys[start:start + n]]
     out = []
@@ -155,7 +163,7 @@ def synth_names(prefix, delimited, after, n):
             i = synth_range(prefix + name)[1]
         else:
             i += 1
-        if not after or name > after:
+        if after is None or prefix + name > after:
             out.append(name)
     return out
 
@@ -217,10 +225,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         action = "LIST" if query.get("list-type") else "GET"
         if action not in actions:
             return self.answer(403, {}, b"<Error><Code>AccessDenied</Code></Error>")
+        while action == "LIST" and HOLD_ONE_LEVEL and "delimiter" in query and \
+                os.path.exists(HOLD_ONE_LEVEL):
+            time.sleep(0.05)
+        if action == "LIST" and SLOW_DOWN_ONE_LEVEL and "delimiter" in query:
+            return self.answer(503, {"Content-Type": "application/xml"},
+                               b"<Error><Code>SlowDown</Code><Message>Please reduce your "
+                               b"request rate.</Message></Error>")
         if action == "LIST":
             return self.listing(query.get("prefix", [""])[0], "delimiter" in query,
                                 int(query.get("max-keys", ["1000"])[0]),
-                                bytes.fromhex(query.get("continuation-token", [""])[0]).decode())
+                                bytes.fromhex(query["continuation-token"][0]).decode()
+                                if "continuation-token" in query else None)
         parts = urllib.parse.unquote(self.path.split("?")[0]).lstrip("/").split("/", 1)
         key = parts[1] if len(parts) > 1 else ""
         if SYNTH:
@@ -248,8 +264,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         """ListObjectsV2 of the keys that start with PREFIX ("", "a/b/" or
         "a/b/c", as S3 takes any): DELIMITED, the names up to the next "/"
         (a folder's with it); else every key, in key order; at most
-        MAX_KEYS of them, those after the name AFTER ("": from the first),
-        names relative to PREFIX."""
+        MAX_KEYS of them, those after the key AFTER (None: from the first),
+        names relative to PREFIX ("" for a key that is PREFIX)."""
         if SYNTH:
             return self.synth_listing(prefix, delimited, max_keys, after)
         base = prefix[:prefix.rfind("/") + 1]      # the folder PREFIX is in
@@ -261,7 +277,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             keys = [base + os.path.relpath(os.path.join(top, f), d)
                     for top, _, files in os.walk(d) for f in files]
         names = sorted(k[len(prefix):] for k in keys if k.startswith(prefix))
-        names = [n for n in names if n > after][:max(1, max_keys) + 1]
+        names = [n for n in names if after is None or prefix + n > after]
+        names = names[:max(1, max_keys) + 1]
         truncated = len(names) > max(1, max_keys)
         names = names[:max(1, max_keys)]
         rows = []
@@ -299,13 +316,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.list_answer(prefix, delimited, names, truncated, rows)
 
     def list_answer(self, prefix, delimited, names, truncated, rows):
-        """A ListObjectsV2 answer of ROWS, NAMES' last the next token."""
+        """A ListObjectsV2 answer of ROWS, NAMES' last key the next token."""
         body = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult>'
                 f"<Prefix>{urllib.parse.quote(prefix)}</Prefix>"
                 f"{'<Delimiter>/</Delimiter>' if delimited else ''}"
                 f"<EncodingType>url</EncodingType>"
                 f"<IsTruncated>{'true' if truncated else 'false'}</IsTruncated>"
-                + (f"<NextContinuationToken>{names[-1].encode().hex()}"
+                + (f"<NextContinuationToken>{(prefix + names[-1]).encode().hex()}"
                    "</NextContinuationToken>" if truncated else "") +
                 f"{''.join(rows)}</ListBucketResult>").encode()
         return self.answer(200, {"Content-Type": "application/xml"}, body)
