@@ -185,14 +185,16 @@ int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out)
 int ns_readdir(struct namespace *ns, const char *path, size_t start, ns_fill_fn fill,
 	       void *arg)
 {
-	struct ns_node *dir;
+	struct ns_node *dir, *none;
 
 	pthread_mutex_lock(&ns->lock);
 	int err = resolve(ns, path, &dir);
 	if (!err && !dir->is_dir)
 		err = -ENOTDIR;
+	/* every name; but a folder too large to wait for, listed whole
+	 * before, shows that listing while a new one is fetched */
 	if (!err)
-		err = dir_refresh(ns, dir);
+		err = dir->cut && dir->listed ? dir_find(ns, dir, NULL, &none) : dir_refresh(ns, dir);
 	for (size_t i = start; !err && fill && i < dir->nchildren; i++) {
 		struct ns_attr attr;
 		attr_of(ns, dir->children[i], &attr);

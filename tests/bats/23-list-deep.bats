@@ -206,7 +206,7 @@ own_listings() {
 	grep -aq ' 503 ' "$SIGV4_LOG" || fail "no one-level listing asked"
 }
 
-@test "deep listing: once the listing of a folder too large for one deep listing is older than --ttl, lookups in it take its names while a new one is fetched; files are checked by their opens" {
+@test "deep listing: once the listing of a folder too large for one deep listing is older than --ttl, lookups and ls in it take its names while a new one is fetched; files are checked by their opens" {
 	SIGV4_HOLD_ONE_LEVEL=$T/hold sigv4_store_start "$T"
 	tilefs_mount "s3://$S3_BUCKET/tree" "$MNT" --endpoint "$SIGV4_ENDPOINT" --page-size 10 \
 		--ttl 2
@@ -221,6 +221,14 @@ own_listings() {
 	run timeout 60 cat "$MNT/index.txt"
 	assert_eq "$status" 0 "cat's status while the root's new listing is held"
 	assert_eq "$output" "changed" "index.txt"
+	# ls shows the last listing meanwhile (the stat shows the kernel a new
+	# mtime, so that it reads the entries again)
+	stat "$MNT" >/dev/null
+	run timeout 60 ls "$MNT"
+	assert_eq "$status" 0 "ls's status while the root's new listing is held"
+	assert_eq "$(echo "$output" | wc -l)" $((FOLDERS + 1)) "names ls shows"
+	# (one that waited for the listing would have given up on it first)
+	! grep -a "listing of /: " "$TILEFS_LOG" || fail "ls waited for the root's new listing"
 	rm "$T/hold"
 	names_match
 }
