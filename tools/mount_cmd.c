@@ -250,7 +250,7 @@ int mount_cmd_main(int argc, char **argv)
 		}
 	} else {
 		/* the root listing shows the origin answers (and is kept) */
-		err = ns_check_listing(stack.ns, "");
+		err = ns_readdir(stack.ns, "", 0, NULL, NULL);
 		if (err) {
 			ns_list_error(stack.ns, err, o.foreground && !o.log_file ? NULL : log_path,
 				      err_text, sizeof(err_text));

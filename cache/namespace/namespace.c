@@ -192,29 +192,17 @@ int ns_readdir(struct namespace *ns, const char *path, size_t start, ns_fill_fn 
 	if (!err && !dir->is_dir)
 		err = -ENOTDIR;
 	/* every name; but a folder too large to wait for, listed whole
-	 * before, shows that listing while a new one is fetched */
+	 * before, shows that listing while a new one is fetched (and a check
+	 * lists as a lookup would) */
 	if (!err)
-		err = dir->cut && dir->listed ? dir_find(ns, dir, NULL, &none) : dir_refresh(ns, dir);
+		err = !fill || (dir->cut && dir->listed) ? dir_find(ns, dir, NULL, &none) :
+							    dir_refresh(ns, dir);
 	for (size_t i = start; !err && fill && i < dir->nchildren; i++) {
 		struct ns_attr attr;
 		attr_of(ns, dir->children[i], &attr);
 		if (fill(arg, dir->children[i]->name, &attr))
 			break;
 	}
-	ns_reap(ns);
-	pthread_mutex_unlock(&ns->lock);
-	return err;
-}
-
-int ns_check_listing(struct namespace *ns, const char *path)
-{
-	struct ns_node *dir, *none;
-	pthread_mutex_lock(&ns->lock);
-	int err = resolve(ns, path, &dir);
-	if (!err && !dir->is_dir)
-		err = -ENOTDIR;
-	if (!err)
-		err = dir_find(ns, dir, NULL, &none);
 	ns_reap(ns);
 	pthread_mutex_unlock(&ns->lock);
 	return err;

@@ -90,15 +90,12 @@ void ns_open_attr(struct namespace *ns, const char *path, const struct cache_obj
 
 /* List the directory at PATH, calling fill() for its entries in name
  * order from the START-th (0: the first) until fill() returns nonzero.
- * FILL may be NULL: just make the listing current. */
+ * FILL may be NULL: only check that the origin lists it, as a lookup in
+ * it would (a folder of more names than one deep listing takes shows its
+ * first ones, the rest is listed in the background). */
 typedef int (*ns_fill_fn)(void *arg, const char *name, const struct ns_attr *attr);
 int ns_readdir(struct namespace *ns, const char *path, size_t start, ns_fill_fn fill,
 	       void *arg);
-
-/* Check that the origin lists the directory at PATH, as a lookup in it
- * would: a folder of more names than one deep listing takes shows its
- * first ones, the rest listed in the background. */
-int ns_check_listing(struct namespace *ns, const char *path);
 
 /* Pin the current version of the file at PATH; *unchanged says whether it
  * is the version the previous open got, *older_open whether files of an
