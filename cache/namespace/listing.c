@@ -2,8 +2,10 @@
  * listing.c - a directory's listing: fetched from the origin page by page,
  * parsed by the source, merged into the tree (the nodes of names still
  * there kept, with their pinned versions), refreshed after the ttl, and
- * the last one kept standing in while the origin is down. Above tree.c and
- * validate.c; ahead.c and namespace.c call it.
+ * the last one kept standing in while the origin is down; a lookup in a
+ * folder too large to wait for (ns_dir_find()), and the runs a wide
+ * folder's folders are listed in (ns_dir_list_run()). Above deep.c,
+ * pages.c, tree.c and validate.c; ahead.c and namespace.c call it.
  */
 #include "cache/namespace/namespace.h"
 #include "cache/namespace/namespace_int.h"
