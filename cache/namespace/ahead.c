@@ -152,7 +152,7 @@ static void ahead_open(struct namespace *ns, struct ns_node *n)
 static void ahead_list(struct namespace *ns, struct ns_node *n)
 {
 	bool fresh = false;
-	if ((n->listed && time(NULL) - n->listed_at < ns->ttl_s) || n->busy || !ns_in_tree(n))
+	if (ns_dir_fresh(ns, n) || n->busy || !ns_in_tree(n))
 		return;
 	if (n->parent && n->parent->keys_per_dir && !n->nchildren) {
 		/* with the folders after it, in one listing */

@@ -186,7 +186,7 @@ static int dir_refresh_held(struct namespace *ns, struct ns_node *dir, bool ahea
 	for (;;) {
 		if (dir->fixed || (part && dir->cut))
 			return 0;
-		if (dir->listed && time(NULL) - dir->listed_at < ns->ttl_s)
+		if (ns_dir_fresh(ns, dir))
 			return 0;
 		if (!dir->busy)
 			break;
@@ -373,20 +373,19 @@ static int probe(struct namespace *ns, struct ns_node *dir, const char *name,
 int ns_dir_find(struct namespace *ns, struct ns_node *dir, const char *name,
 		struct ns_node **out, struct ns_node **walked, bool *behind)
 {
-	bool fresh = false;
+	bool fresh = false, part = ns->ttl_s > 0;	/* (a ttl of 0: every lookup lists) */
 	*out = *walked = NULL;
 	*behind = false;
 	dir->used = ++ns->uses;
 	ns_node_hold(dir, 1);
-	/* (with a ttl of 0 every lookup lists: none is cut short) */
-	int err = dir_refresh_held(ns, dir, false, &fresh, ns->ttl_s > 0);
+	int err = dir_refresh_held(ns, dir, false, &fresh, part);
+	bool cut = part && dir->cut;	/* (the listing just made may have cut it) */
 	if (fresh)
 		*walked = dir;
-	if (!err && name && !(*out = ns_child_find(dir, name, NULL)) && dir->cut &&
-	    !dir->listed && ns->ttl_s > 0 && !(err = probe(ns, dir, name, walked)))
+	if (!err && name && !(*out = ns_child_find(dir, name, NULL)) && cut && !dir->listed &&
+	    !(err = probe(ns, dir, name, walked)))
 		*out = ns_child_find(dir, name, NULL);
-	*behind = !err && dir->cut && ns->ttl_s > 0 &&
-		  (!dir->listed || time(NULL) - dir->listed_at >= ns->ttl_s);
+	*behind = !err && cut && !ns_dir_fresh(ns, dir);
 	ns_node_hold(dir, -1);
 	return err ? err : *out || !name ? 0 : -ENOENT;
 }

@@ -170,7 +170,7 @@ int ns_getattr(struct namespace *ns, const char *path, struct ns_attr *out)
 	/* a directory due for a new listing: a new mtime makes a kernel that
 	 * keeps its entries read them again (which lists it); a stat alone
 	 * costs no listing */
-	if (!err && n->is_dir && n->listed && !n->fixed && time(NULL) - n->listed_at >= ns->ttl_s)
+	if (!err && n->is_dir && n->listed && !n->fixed && !ns_dir_fresh(ns, n))
 		clock_gettime(CLOCK_REALTIME, &n->changed_at);
 	else if (!err && !n->is_dir && !n->obj && n->listed_size < 0)
 		err = ns_file_validate(ns, n, false,

@@ -169,6 +169,8 @@ void ns_node_free(struct namespace *ns, struct ns_node *n);
 struct ns_node *ns_child_find(struct ns_node *dir, const char *name, size_t *pos);
 /* Put CHILD at POS of DIR's children; ns->lock held. */
 int ns_child_insert(struct ns_node *dir, struct ns_node *child, size_t pos);
+/* Is DIR listed whole, by a listing younger than the ttl? ns->lock held. */
+bool ns_dir_fresh(const struct namespace *ns, const struct ns_node *dir);
 /* Is N still in the tree (not retired by a later listing or dropped with
  * its directory's listing)? ns->lock held. */
 bool ns_in_tree(const struct ns_node *n);

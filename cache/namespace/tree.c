@@ -157,6 +157,11 @@ void ns_set_max_names(struct namespace *ns, size_t max)
 }
 
 /* Is N still in the tree (not retired by a later listing)? ns->lock held. */
+bool ns_dir_fresh(const struct namespace *ns, const struct ns_node *dir)
+{
+	return dir->listed && time(NULL) - dir->listed_at < ns->ttl_s;
+}
+
 bool ns_in_tree(const struct ns_node *n)
 {
 	for (; n->parent; n = n->parent)

@@ -225,10 +225,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         action = "LIST" if query.get("list-type") else "GET"
         if action not in actions:
             return self.answer(403, {}, b"<Error><Code>AccessDenied</Code></Error>")
-        while action == "LIST" and HOLD_ONE_LEVEL and "delimiter" in query and \
-                os.path.exists(HOLD_ONE_LEVEL):
+        one_level = action == "LIST" and "delimiter" in query
+        while one_level and HOLD_ONE_LEVEL and os.path.exists(HOLD_ONE_LEVEL):
             time.sleep(0.05)
-        if action == "LIST" and SLOW_DOWN_ONE_LEVEL and "delimiter" in query:
+        if one_level and SLOW_DOWN_ONE_LEVEL:
             return self.answer(503, {"Content-Type": "application/xml"},
                                b"<Error><Code>SlowDown</Code><Message>Please reduce your "
                                b"request rate.</Message></Error>")
